@@ -1,0 +1,148 @@
+// tilejit/core/dtype.hpp — element types: the run-time tag (DType), the
+// host-side storage types for half precisions, and the C++ <-> DType map.
+//
+// f16 is IEEE binary16; bf16 is the upper half of an IEEE binary32. Host
+// conversions round to nearest, ties to even, and keep NaN a NaN.
+#pragma once
+#include <bit>
+#include <cstdint>
+#include <string_view>
+#include <type_traits>
+
+namespace tilejit {
+
+enum class DType : std::uint8_t {
+  i1, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64, f8e4nv, f8e5, f8e4b15,
+};
+
+constexpr std::string_view name(DType t) {
+  switch (t) {
+    case DType::i1: return "i1";
+    case DType::i8: return "i8";
+    case DType::i16: return "i16";
+    case DType::i32: return "i32";
+    case DType::i64: return "i64";
+    case DType::u8: return "u8";
+    case DType::u16: return "u16";
+    case DType::u32: return "u32";
+    case DType::u64: return "u64";
+    case DType::f16: return "f16";
+    case DType::bf16: return "bf16";
+    case DType::f32: return "f32";
+    case DType::f64: return "f64";
+    case DType::f8e4nv: return "f8e4nv";
+    case DType::f8e5: return "f8e5";
+    case DType::f8e4b15: return "f8e4b15";
+  }
+  return "?";
+}
+
+/// Size of one element in bytes (i1 is stored as one byte).
+constexpr int size_bytes(DType t) {
+  switch (t) {
+    case DType::i1: case DType::i8: case DType::u8:
+    case DType::f8e4nv: case DType::f8e5: case DType::f8e4b15: return 1;
+    case DType::i16: case DType::u16: case DType::f16: case DType::bf16: return 2;
+    case DType::i32: case DType::u32: case DType::f32: return 4;
+    case DType::i64: case DType::u64: case DType::f64: return 8;
+  }
+  return 0;
+}
+
+constexpr bool is_float(DType t) {
+  return t == DType::f16 || t == DType::bf16 || t == DType::f32 || t == DType::f64 ||
+         t == DType::f8e4nv || t == DType::f8e5 || t == DType::f8e4b15;
+}
+constexpr bool is_int(DType t) { return !is_float(t); }
+constexpr bool is_signed_int(DType t) {
+  return t == DType::i8 || t == DType::i16 || t == DType::i32 || t == DType::i64;
+}
+
+/// Host storage of an IEEE binary16 value.
+struct f16 {
+  std::uint16_t bits = 0;
+  f16() = default;
+  explicit f16(float v) : bits(from_float(v)) {}
+  explicit operator float() const { return to_float(bits); }
+
+  static std::uint16_t from_float(float f) {
+    std::uint32_t x = std::bit_cast<std::uint32_t>(f);
+    std::uint32_t sign = (x >> 16) & 0x8000u;
+    std::uint32_t absx = x & 0x7fffffffu;
+    if (absx > 0x7f800000u) return static_cast<std::uint16_t>(sign | 0x7e00u);  // NaN
+    if (absx >= 0x477ff000u) return static_cast<std::uint16_t>(sign | 0x7c00u); // overflow -> inf
+    if (absx < 0x38800000u) {  // subnormal or zero in f16
+      // value = absx as float; f16 subnormal unit is 2^-24.
+      float a = std::bit_cast<float>(absx);
+      float scaled = a * 16777216.0f;  // 2^24, exact
+      // round to nearest even
+      auto q = static_cast<std::uint32_t>(scaled);
+      float rem = scaled - static_cast<float>(q);
+      if (rem > 0.5f || (rem == 0.5f && (q & 1u))) ++q;
+      return static_cast<std::uint16_t>(sign | q);
+    }
+    std::uint32_t mant = absx & 0x7fffffu;
+    std::uint32_t exp = (absx >> 23) - 127 + 15;
+    std::uint32_t h = (exp << 10) | (mant >> 13);
+    std::uint32_t rest = mant & 0x1fffu;
+    if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;
+    return static_cast<std::uint16_t>(sign | h);
+  }
+  static float to_float(std::uint16_t h) {
+    std::uint32_t sign = (static_cast<std::uint32_t>(h) & 0x8000u) << 16;
+    std::uint32_t exp = (h >> 10) & 0x1fu;
+    std::uint32_t mant = h & 0x3ffu;
+    if (exp == 0) {
+      float v = static_cast<float>(mant) / 16777216.0f;
+      return sign ? -v : v;
+    }
+    if (exp == 31) return std::bit_cast<float>(sign | 0x7f800000u | (mant << 13));
+    return std::bit_cast<float>(sign | ((exp - 15 + 127) << 23) | (mant << 13));
+  }
+};
+
+/// Host storage of a bfloat16 value.
+struct bf16 {
+  std::uint16_t bits = 0;
+  bf16() = default;
+  explicit bf16(float v) : bits(from_float(v)) {}
+  explicit operator float() const { return to_float(bits); }
+  static std::uint16_t from_float(float f) {
+    std::uint32_t x = std::bit_cast<std::uint32_t>(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<std::uint16_t>((x >> 16) | 0x40u);
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return static_cast<std::uint16_t>(x >> 16);
+  }
+  static float to_float(std::uint16_t b) {
+    return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16);
+  }
+};
+
+/// Round a float to the precision of `t` and back (used by the interpreter so
+/// that its results carry the rounding of the real storage type).
+inline double round_to(DType t, double v) {
+  switch (t) {
+    case DType::f32: return static_cast<double>(static_cast<float>(v));
+    case DType::f16: return f16::to_float(f16::from_float(static_cast<float>(v)));
+    case DType::bf16: return bf16::to_float(bf16::from_float(static_cast<float>(v)));
+    default: return v;
+  }
+}
+
+template <class T> struct dtype_of;  // C++ element type -> DType
+template <> struct dtype_of<bool> { static constexpr DType value = DType::i1; };
+template <> struct dtype_of<std::int8_t> { static constexpr DType value = DType::i8; };
+template <> struct dtype_of<std::int16_t> { static constexpr DType value = DType::i16; };
+template <> struct dtype_of<std::int32_t> { static constexpr DType value = DType::i32; };
+template <> struct dtype_of<std::int64_t> { static constexpr DType value = DType::i64; };
+template <> struct dtype_of<std::uint8_t> { static constexpr DType value = DType::u8; };
+template <> struct dtype_of<std::uint16_t> { static constexpr DType value = DType::u16; };
+template <> struct dtype_of<std::uint32_t> { static constexpr DType value = DType::u32; };
+template <> struct dtype_of<std::uint64_t> { static constexpr DType value = DType::u64; };
+template <> struct dtype_of<f16> { static constexpr DType value = DType::f16; };
+template <> struct dtype_of<bf16> { static constexpr DType value = DType::bf16; };
+template <> struct dtype_of<float> { static constexpr DType value = DType::f32; };
+template <> struct dtype_of<double> { static constexpr DType value = DType::f64; };
+template <class T> inline constexpr DType dtype_v = dtype_of<T>::value;
+
+}  // namespace tilejit

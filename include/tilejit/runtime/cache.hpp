@@ -1,0 +1,69 @@
+// tilejit/runtime/cache.hpp — the kernel cache: in memory (thread-safe) and on
+// disk ($TILEJIT_CACHE_DIR, default ~/.cache/tilejit).
+//
+// Key: XXH3-128 over the source text, the options, the target arch, the
+// compiler version and a caller-supplied extra string (driver version).
+// Disk entries are written to a temporary file in the same directory and
+// renamed into place (atomic on POSIX), so a reader sees either nothing or a
+// whole entry. Each entry carries a header (magic, format, payload length,
+// payload checksum); an entry that fails any check is deleted and rebuilt,
+// never loaded.
+#pragma once
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "tilejit/runtime/jit.hpp"
+
+namespace tilejit::runtime {
+
+class KernelCache {
+ public:
+  enum class Source { compiled, memory, disk };
+
+  struct Entry {
+    std::shared_ptr<const Binary> binary;
+    Source source = Source::compiled;
+    double compile_ms = 0;  // 0 unless compiled by this lookup
+    double lookup_ms = 0;   // wall time of the whole lookup (compile included)
+    std::string key;        // 32 hex digits
+  };
+
+  /// `dir` empty: memory only. The directory is created on first write;
+  /// an unwritable directory degrades to memory-only with a warning on stderr.
+  explicit KernelCache(std::filesystem::path dir);
+
+  /// The process-wide cache: $TILEJIT_CACHE_DIR, else $HOME/.cache/tilejit;
+  /// TILEJIT_CACHE_DIR="" or "off" disables the disk level.
+  static KernelCache& global();
+
+  /// Returns the binary for `req`, compiling it on a miss. Compile errors
+  /// propagate (nothing is stored for them).
+  Entry get_or_compile(const JitRequest& req, std::string_view extra_key = {});
+
+  /// The cache key of `req` (32 lowercase hex digits).
+  static std::string key(const JitRequest& req, std::string_view extra_key = {});
+
+  /// Path of the disk entry for `key` (whether or not it exists).
+  std::filesystem::path entry_path(const std::string& key) const;
+
+  /// Drop the in-memory level (the disk level stays).
+  void clear_memory();
+
+  const std::filesystem::path& dir() const { return dir_; }
+
+  struct Stats { std::uint64_t compiled = 0, memory_hits = 0, disk_hits = 0, corrupt_rebuilt = 0; };
+  Stats stats() const;
+
+ private:
+  std::filesystem::path dir_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<const Binary>> mem_;
+  Stats stats_;
+};
+
+}  // namespace tilejit::runtime

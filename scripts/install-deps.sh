@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs what tilejit needs from Debian's packages, skipping what is present.
+# The CUDA 13 toolkit (headers; NVRTC at run time) is expected in /usr/local/cuda.
+set -euo pipefail
+pkgs=(cmake g++ make libboost-dev doctest-dev libbenchmark-dev nlohmann-json3-dev libfmt-dev
+      libxxhash-dev libamdhip64-dev rocm-device-libs)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "install-deps: installing ${missing[*]}"
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq || true
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
