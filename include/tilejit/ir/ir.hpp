@@ -1,0 +1,104 @@
+// tilejit/ir/ir.hpp — the typed IR that tracing records and every backend
+// consumes (codegen to CUDA/HIP text, the CPU interpreter).
+//
+// A kernel is a list of SSA nodes in program order. Every value has a static
+// type: an element dtype (or pointer-to-dtype) and a shape of rank 0..2.
+// Elementwise nodes always see operands of exactly their own shape: the DSL
+// inserts explicit `broadcast` nodes, so no backend re-derives broadcasting.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tilejit/core/dtype.hpp"
+
+namespace tilejit::ir {
+
+inline constexpr int kMaxRank = 2;
+
+struct Type {
+  DType dtype = DType::f32;  // element dtype; for pointers, the pointee
+  bool is_ptr = false;
+  int rank = 0;
+  std::array<int, kMaxRank> shape{1, 1};
+
+  int numel() const {
+    int n = 1;
+    for (int d = 0; d < rank; ++d) n *= shape[d];
+    return n;
+  }
+  bool operator==(const Type&) const = default;
+};
+
+enum class Op : std::uint8_t {
+  param,         // i = parameter index
+  program_id,    // axis
+  num_programs,  // axis
+  constant,      // f (floats) or i (ints, bools), splat to the node's shape
+  arange,        // 0 .. shape[0]-1
+  // binary elementwise (args[0], args[1])
+  add, sub, mul, div, rem, maximum, minimum, bit_and, bit_or, bit_xor,
+  lt, le, gt, ge, eq, ne,
+  // unary elementwise (args[0])
+  neg, logical_not, exp, exp2, log, sqrt, rsqrt, abs,
+  where,         // args: cond, a, b
+  cast,          // args[0] -> type.dtype
+  broadcast,     // args[0] (rank 0, or same rank with 1s) -> type.shape
+  expand_dims,   // args[0]; axis = the new unit axis
+  addptr,        // args: pointer tile, integer offset tile (in elements)
+  load,          // args: pointers, mask (-1 = none), other (-1 = zero)
+  store,         // args: pointers, value, mask (-1 = none); no result
+  reduce_sum,    // args[0]; axis
+  reduce_max,
+  reduce_min,
+};
+
+const char* name(Op op);
+bool is_binary(Op op);
+bool is_compare(Op op);
+bool is_unary(Op op);
+bool is_reduce(Op op);
+
+struct Node {
+  Op op = Op::constant;
+  Type type;
+  std::array<int, 3> args{-1, -1, -1};
+  int axis = 0;
+  double f = 0;        // float constant
+  std::int64_t i = 0;  // integer constant / parameter index
+};
+
+/// Kernel parameter: a scalar (rank-0 Type) or a pointer (Type.is_ptr).
+struct Param {
+  std::string name;
+  Type type;
+  bool is_size = false;  // declared as tj::Size: checked >= 0 at launch
+};
+
+/// Properties of the launch arguments that change the generated code
+/// (Triton's specialisation): pointer 16-byte alignment, integer
+/// divisibility by 16, integer equal to 1. One entry per parameter.
+struct Specialization {
+  std::vector<std::uint8_t> flags;  // bit 0: aligned16 / divisible16, bit 1: equals1
+  static constexpr std::uint8_t kDiv16 = 1, kEqual1 = 2;
+  bool operator==(const Specialization&) const = default;
+};
+
+struct Kernel {
+  std::string name;
+  std::vector<Param> params;
+  std::vector<Node> nodes;
+
+  int add(Node n) {
+    nodes.push_back(n);
+    return static_cast<int>(nodes.size()) - 1;
+  }
+  const Node& operator[](int id) const { return nodes.at(static_cast<std::size_t>(id)); }
+};
+
+/// Human-readable listing, one node per line (`%3 = add f32[96] %1, %2`).
+std::string print(const Kernel& k);
+std::string to_string(const Type& t);
+
+}  // namespace tilejit::ir

@@ -1,0 +1,457 @@
+// tilejit/lang/ops.hpp — the tile operations of the DSL (Triton's `tl.*`).
+//
+// Every function here records one or more IR nodes in the kernel being
+// traced and returns a handle whose C++ type carries the result's dtype and
+// shape. Broadcasting follows NumPy for equal ranks (a dimension of 1
+// stretches) and lets a rank-0 scalar meet any tile; other mixes are compile
+// errors. C++ arithmetic literals take the element type of the tile they meet
+// (Triton's "weak" scalars).
+#pragma once
+#include <concepts>
+#include <cstdint>
+#include <type_traits>
+
+#include "tilejit/lang/tile.hpp"
+
+namespace tilejit {
+namespace lang {
+
+// ---- shapes -------------------------------------------------------------
+template <class SA, class SB>
+struct broadcast_shape {
+  static constexpr bool ok = false;
+  using type = Shape<>;
+};
+template <>
+struct broadcast_shape<Shape<>, Shape<>> {
+  static constexpr bool ok = true;
+  using type = Shape<>;
+};
+template <int... B>
+  requires(sizeof...(B) > 0)
+struct broadcast_shape<Shape<>, Shape<B...>> {
+  static constexpr bool ok = true;
+  using type = Shape<B...>;
+};
+template <int... A>
+  requires(sizeof...(A) > 0)
+struct broadcast_shape<Shape<A...>, Shape<>> {
+  static constexpr bool ok = true;
+  using type = Shape<A...>;
+};
+constexpr bool dims_compatible(int a, int b) { return a == b || a == 1 || b == 1; }
+constexpr int dims_result(int a, int b) { return a == 1 ? b : a; }
+template <int A0, int B0>
+struct broadcast_shape<Shape<A0>, Shape<B0>> {
+  static constexpr bool ok = dims_compatible(A0, B0);
+  using type = Shape<dims_result(A0, B0)>;
+};
+template <int A0, int A1, int B0, int B1>
+struct broadcast_shape<Shape<A0, A1>, Shape<B0, B1>> {
+  static constexpr bool ok = dims_compatible(A0, B0) && dims_compatible(A1, B1);
+  using type = Shape<dims_result(A0, B0), dims_result(A1, B1)>;
+};
+
+template <class T, class S> struct make_tile;
+template <class T, int... D> struct make_tile<T, Shape<D...>> { using type = Tile<T, D...>; };
+template <class T, class S> using make_tile_t = typename make_tile<T, S>::type;
+
+template <class X> using elem_t = typename tile_traits<std::remove_cvref_t<X>>::element;
+template <class X> using shape_t = typename tile_traits<std::remove_cvref_t<X>>::shape;
+
+template <class T, class S>
+ir::Type ir_type() {
+  return []<int... D>(Shape<D...>) { return type_of<T, D...>(); }(S{});
+}
+
+/// Broadcast value `id` to `target` (same dtype) if its shape differs.
+int broadcast_id(int id, const ir::Type& target);
+
+/// A scalar constant of element type T.
+template <class T>
+Tile<T> scalar_constant(double v) {
+  ir::Node n;
+  n.op = ir::Op::constant;
+  n.type = type_of<T>();
+  if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, f16> || std::is_same_v<T, bf16>)
+    n.f = v;
+  else
+    n.i = static_cast<std::int64_t>(v);
+  return Tile<T>(record(n));
+}
+
+template <class X> concept TileArg = is_tile_v<X>;
+template <class X> concept Literal = std::is_arithmetic_v<std::remove_cvref_t<X>>;
+
+template <class X>
+auto tile_of(const X& x) {
+  if constexpr (std::is_same_v<std::remove_cvref_t<X>, Size>)
+    return static_cast<const Tile<std::int32_t>&>(x);
+  else
+    return x;
+}
+
+/// Turn an operand into a tile: tiles pass through; literals become a scalar
+/// of the element type of `Other` (int32 when Other is a pointer tile).
+template <class Other, class X>
+auto as_tile(const X& x) {
+  if constexpr (TileArg<X>) {
+    return tile_of(x);
+  } else {
+    using OE = elem_t<Other>;
+    if constexpr (is_ptr_v<OE>)
+      return scalar_constant<std::int32_t>(static_cast<double>(x));
+    else
+      return scalar_constant<OE>(static_cast<double>(x));
+  }
+}
+
+template <class A, class B>
+concept Operands = (TileArg<A> && TileArg<B>) || (TileArg<A> && Literal<B>) || (Literal<A> && TileArg<B>);
+
+template <class T> inline constexpr bool is_float_elem_v =
+    std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, f16> || std::is_same_v<T, bf16>;
+template <class T> inline constexpr bool is_int_elem_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+
+/// Record an elementwise binary node, broadcasting both operands.
+template <ir::Op OP, class A, class B>
+auto binary(const A& a0, const B& b0) {
+  auto a = tile_of(a0);
+  auto b = tile_of(b0);
+  using EA = elem_t<decltype(a)>;
+  using EB = elem_t<decltype(b)>;
+  using SA = shape_t<decltype(a)>;
+  using SB = shape_t<decltype(b)>;
+  using BS = broadcast_shape<SA, SB>;
+  static_assert(shapes_must_match<SA, SB, BS::ok>::value);
+  constexpr bool ptr_arith = is_ptr_v<EA> && (OP == ir::Op::add) && is_int_elem_v<EB>;
+  static_assert(dtypes_must_match<EA, EB, ptr_arith || std::is_same_v<EA, EB>>::value);
+  static_assert(ptr_arith || !is_ptr_v<EA>, "pointer tiles support only `ptr + integer offsets`");
+  constexpr bool cmp = OP >= ir::Op::lt && OP <= ir::Op::ne;
+  using RE = std::conditional_t<cmp, bool, EA>;
+  using R = make_tile_t<RE, typename BS::type>;
+  ir::Node n;
+  n.op = ptr_arith ? ir::Op::addptr : OP;
+  n.type = ir_type<RE, typename BS::type>();
+  n.args[0] = broadcast_id(a.id(), ir_type<EA, typename BS::type>());
+  n.args[1] = broadcast_id(b.id(), ir_type<EB, typename BS::type>());
+  return R(record(n));
+}
+
+template <ir::Op OP, class A, class B>
+auto binary_any(const A& a, const B& b) {
+  if constexpr (Literal<A>)
+    return binary<OP>(as_tile<B>(a), b);
+  else if constexpr (Literal<B>)
+    return binary<OP>(a, as_tile<A>(b));
+  else
+    return binary<OP>(a, b);
+}
+
+template <ir::Op OP, class X>
+auto unary(const X& x0) {
+  auto x = tile_of(x0);
+  ir::Node n;
+  n.op = OP;
+  n.type = ir_type<elem_t<decltype(x)>, shape_t<decltype(x)>>();
+  n.args[0] = x.id();
+  return decltype(x)(record(n));
+}
+
+template <ir::Op OP, int Axis, class X>
+auto reduce(const X& x0);
+
+}  // namespace lang
+
+// ---- arithmetic and comparison operators ----------------------------------
+template <class A, class B> requires lang::Operands<A, B>
+auto operator+(const A& a, const B& b) { return lang::binary_any<ir::Op::add>(a, b); }
+template <class A, class B> requires lang::Operands<A, B>
+auto operator-(const A& a, const B& b) { return lang::binary_any<ir::Op::sub>(a, b); }
+template <class A, class B> requires lang::Operands<A, B>
+auto operator*(const A& a, const B& b) { return lang::binary_any<ir::Op::mul>(a, b); }
+template <class A, class B> requires lang::Operands<A, B>
+auto operator/(const A& a, const B& b) { return lang::binary_any<ir::Op::div>(a, b); }
+template <class A, class B> requires lang::Operands<A, B>
+auto operator%(const A& a, const B& b) { return lang::binary_any<ir::Op::rem>(a, b); }
+template <class A, class B> requires lang::Operands<A, B>
+auto operator&(const A& a, const B& b) { return lang::binary_any<ir::Op::bit_and>(a, b); }
+template <class A, class B> requires lang::Operands<A, B>
+auto operator|(const A& a, const B& b) { return lang::binary_any<ir::Op::bit_or>(a, b); }
+template <class A, class B> requires lang::Operands<A, B>
+auto operator^(const A& a, const B& b) { return lang::binary_any<ir::Op::bit_xor>(a, b); }
+template <class A, class B> requires lang::Operands<A, B>
+auto operator<(const A& a, const B& b) { return lang::binary_any<ir::Op::lt>(a, b); }
+template <class A, class B> requires lang::Operands<A, B>
+auto operator<=(const A& a, const B& b) { return lang::binary_any<ir::Op::le>(a, b); }
+template <class A, class B> requires lang::Operands<A, B>
+auto operator>(const A& a, const B& b) { return lang::binary_any<ir::Op::gt>(a, b); }
+template <class A, class B> requires lang::Operands<A, B>
+auto operator>=(const A& a, const B& b) { return lang::binary_any<ir::Op::ge>(a, b); }
+template <class A, class B> requires lang::Operands<A, B>
+auto operator==(const A& a, const B& b) { return lang::binary_any<ir::Op::eq>(a, b); }
+template <class A, class B> requires lang::Operands<A, B>
+auto operator!=(const A& a, const B& b) { return lang::binary_any<ir::Op::ne>(a, b); }
+template <lang::TileArg X>
+auto operator-(const X& x) { return lang::unary<ir::Op::neg>(x); }
+template <lang::TileArg X>
+auto operator!(const X& x) {
+  static_assert(std::is_same_v<lang::elem_t<X>, bool>, "operator! needs a bool (mask) tile");
+  return lang::unary<ir::Op::logical_not>(x);
+}
+
+// ---- creation -------------------------------------------------------------
+/// The index of this program (CTA) along grid axis 0, 1 or 2.
+/// Throws InvalidArgument for another axis.
+Int program_id(int axis);
+/// The number of programs along grid axis 0, 1 or 2.
+Int num_programs(int axis);
+
+/// The tile [0, 1, ..., N-1] of int32. N must be 2^a·3^b·5^c·7^d: 96 is exact,
+/// no padding to 128 (a 100-wide tile is allowed too: 2^2·5^2).
+template <int N>
+Tile<std::int32_t, N> arange() {
+  static_assert(N > 0 && lang::is_smooth(N),
+                "arange<N>: N must be 2^a*3^b*5^c*7^d (e.g. 96 = 2^5*3); other sizes have no mixed-radix layout");
+  ir::Node n;
+  n.op = ir::Op::arange;
+  n.type = lang::type_of<std::int32_t, N>();
+  return Tile<std::int32_t, N>(lang::record(n));
+}
+
+/// A tile of shape D... with every element `value`.
+template <class T, int... D>
+Tile<T, D...> full(double value) {
+  auto s = lang::scalar_constant<T>(value);
+  return Tile<T, D...>(lang::broadcast_id(s.id(), lang::type_of<T, D...>()));
+}
+template <class T, int... D>
+Tile<T, D...> zeros() { return full<T, D...>(0.0); }
+
+/// A scalar constant of element type T (for explicit typing of literals).
+template <class T>
+Tile<T> scalar(double value) { return lang::scalar_constant<T>(value); }
+
+// ---- elementwise math -----------------------------------------------------
+#define TILEJIT_FLOAT_UNARY(fn, opcode)                                                   \
+  template <lang::TileArg X>                                                              \
+  auto fn(const X& x) {                                                                   \
+    static_assert(lang::is_float_elem_v<lang::elem_t<X>>, #fn " needs a floating-point tile"); \
+    return lang::unary<ir::Op::opcode>(x);                                                \
+  }
+TILEJIT_FLOAT_UNARY(exp, exp)
+TILEJIT_FLOAT_UNARY(exp2, exp2)
+TILEJIT_FLOAT_UNARY(log, log)
+TILEJIT_FLOAT_UNARY(sqrt, sqrt)
+TILEJIT_FLOAT_UNARY(rsqrt, rsqrt)
+#undef TILEJIT_FLOAT_UNARY
+
+template <lang::TileArg X>
+auto abs(const X& x) { return lang::unary<ir::Op::abs>(x); }
+
+/// Elementwise maximum / minimum (Triton's tl.maximum / tl.minimum).
+template <class A, class B> requires lang::Operands<A, B>
+auto maximum(const A& a, const B& b) { return lang::binary_any<ir::Op::maximum>(a, b); }
+template <class A, class B> requires lang::Operands<A, B>
+auto minimum(const A& a, const B& b) { return lang::binary_any<ir::Op::minimum>(a, b); }
+template <class A, class B> requires lang::Operands<A, B>
+auto max(const A& a, const B& b) { return maximum(a, b); }
+template <class A, class B> requires lang::Operands<A, B>
+auto min(const A& a, const B& b) { return minimum(a, b); }
+
+/// cond ? a : b elementwise; all three broadcast together.
+template <class C, class A, class B>
+  requires lang::TileArg<C> && (lang::TileArg<A> || lang::TileArg<B>)
+auto where(const C& cond, const A& a0, const B& b0) {
+  static_assert(std::is_same_v<lang::elem_t<C>, bool>, "where(cond, a, b): cond must be a bool (mask) tile");
+  auto a = [&] { if constexpr (lang::Literal<A>) return lang::as_tile<B>(a0); else return lang::tile_of(a0); }();
+  auto b = [&] { if constexpr (lang::Literal<B>) return lang::as_tile<A>(b0); else return lang::tile_of(b0); }();
+  using EA = lang::elem_t<decltype(a)>;
+  using EB = lang::elem_t<decltype(b)>;
+  static_assert(lang::dtypes_must_match<EA, EB, std::is_same_v<EA, EB>>::value);
+  using S1 = lang::broadcast_shape<lang::shape_t<decltype(a)>, lang::shape_t<decltype(b)>>;
+  static_assert(lang::shapes_must_match<lang::shape_t<decltype(a)>, lang::shape_t<decltype(b)>, S1::ok>::value);
+  using S2 = lang::broadcast_shape<lang::shape_t<C>, typename S1::type>;
+  static_assert(lang::shapes_must_match<lang::shape_t<C>, typename S1::type, S2::ok>::value);
+  using S = typename S2::type;
+  ir::Node n;
+  n.op = ir::Op::where;
+  n.type = lang::ir_type<EA, S>();
+  n.args[0] = lang::broadcast_id(cond.id(), lang::ir_type<bool, S>());
+  n.args[1] = lang::broadcast_id(a.id(), n.type);
+  n.args[2] = lang::broadcast_id(b.id(), n.type);
+  return lang::make_tile_t<EA, S>(lang::record(n));
+}
+
+/// Convert the element type (round to nearest even for narrowing floats,
+/// truncation toward zero for float -> int).
+template <class U, lang::TileArg X>
+auto cast(const X& x0) {
+  auto x = lang::tile_of(x0);
+  ir::Node n;
+  n.op = ir::Op::cast;
+  n.type = lang::ir_type<U, lang::shape_t<decltype(x)>>();
+  n.args[0] = x.id();
+  return lang::make_tile_t<U, lang::shape_t<decltype(x)>>(lang::record(n));
+}
+
+// ---- shape manipulation ---------------------------------------------------
+namespace lang {
+template <int Axis, class S> struct insert_unit;
+template <> struct insert_unit<0, Shape<>> { using type = Shape<1>; };
+template <int N> struct insert_unit<0, Shape<N>> { using type = Shape<1, N>; };
+template <int N> struct insert_unit<1, Shape<N>> { using type = Shape<N, 1>; };
+template <int Axis, class S> struct remove_axis;
+template <int N> struct remove_axis<0, Shape<N>> { using type = Shape<>; };
+template <int A, int B> struct remove_axis<0, Shape<A, B>> { using type = Shape<B>; };
+template <int A, int B> struct remove_axis<1, Shape<A, B>> { using type = Shape<A>; };
+}  // namespace lang
+
+/// Insert a dimension of size 1 at `Axis` ([N] -> [1,N] for 0, [N,1] for 1).
+template <int Axis, lang::TileArg X>
+auto expand_dims(const X& x0) {
+  auto x = lang::tile_of(x0);
+  using S = lang::shape_t<decltype(x)>;
+  static_assert(S::rank < 2 && Axis >= 0 && Axis <= S::rank, "expand_dims<Axis>: Axis must be in [0, rank] and rank < 2");
+  using RS = typename lang::insert_unit<Axis, S>::type;
+  using E = lang::elem_t<decltype(x)>;
+  ir::Node n;
+  n.op = ir::Op::expand_dims;
+  n.type = lang::ir_type<E, RS>();
+  n.args[0] = x.id();
+  n.axis = Axis;
+  return lang::make_tile_t<E, RS>(lang::record(n));
+}
+
+/// Stretch dimensions of size 1 (or a scalar) to the shape D....
+template <int... D, lang::TileArg X>
+auto broadcast_to(const X& x0) {
+  auto x = lang::tile_of(x0);
+  using S = lang::shape_t<decltype(x)>;
+  using BS = lang::broadcast_shape<S, Shape<D...>>;
+  static_assert(lang::shapes_must_match<S, Shape<D...>, BS::ok && std::is_same_v<typename BS::type, Shape<D...>>>::value);
+  using E = lang::elem_t<decltype(x)>;
+  return Tile<E, D...>(lang::broadcast_id(x.id(), lang::type_of<E, D...>()));
+}
+
+// ---- reductions -----------------------------------------------------------
+template <ir::Op OP, int Axis, class X>
+auto lang::reduce(const X& x0) {
+  auto x = tile_of(x0);
+  using S = shape_t<decltype(x)>;
+  static_assert(S::rank >= 1 && Axis >= 0 && Axis < S::rank, "reduction axis out of range for this tile's rank");
+  using RS = typename remove_axis<Axis, S>::type;
+  using E = elem_t<decltype(x)>;
+  static_assert(!is_ptr_v<E> && !std::is_same_v<E, bool>, "reductions need numeric tiles");
+  ir::Node n;
+  n.op = OP;
+  n.type = ir_type<E, RS>();
+  n.args[0] = x.id();
+  n.axis = Axis;
+  return make_tile_t<E, RS>(record(n));
+}
+
+/// Sum along `Axis` (the axis disappears: [M,N] -> [M] for Axis = 1).
+template <int Axis, lang::TileArg X> auto sum(const X& x) { return lang::reduce<ir::Op::reduce_sum, Axis>(x); }
+/// Maximum along `Axis`.
+template <int Axis, lang::TileArg X> auto max(const X& x) { return lang::reduce<ir::Op::reduce_max, Axis>(x); }
+/// Minimum along `Axis`.
+template <int Axis, lang::TileArg X> auto min(const X& x) { return lang::reduce<ir::Op::reduce_min, Axis>(x); }
+
+// ---- memory -----------------------------------------------------------------
+/// Load the elements addressed by a pointer tile. Where `mask` is false the
+/// memory is not touched and the result is `other` (0 when omitted).
+template <lang::TileArg P>
+auto load(const P& p) {
+  using PE = lang::elem_t<P>;
+  static_assert(lang::is_ptr_v<PE>, "load() needs a pointer tile (ptr + offsets)");
+  using T = typename PE::pointee;
+  ir::Node n;
+  n.op = ir::Op::load;
+  n.type = lang::ir_type<T, lang::shape_t<P>>();
+  n.args[0] = p.id();
+  return lang::make_tile_t<T, lang::shape_t<P>>(lang::record(n));
+}
+template <lang::TileArg P, lang::TileArg M>
+auto load(const P& p, const M& mask) {
+  using PE = lang::elem_t<P>;
+  static_assert(lang::is_ptr_v<PE>, "load() needs a pointer tile (ptr + offsets)");
+  static_assert(std::is_same_v<lang::elem_t<M>, bool>, "load(ptrs, mask): mask must be a bool tile");
+  using BS = lang::broadcast_shape<lang::shape_t<P>, lang::shape_t<M>>;
+  static_assert(lang::shapes_must_match<lang::shape_t<P>, lang::shape_t<M>, BS::ok>::value);
+  using S = typename BS::type;
+  using T = typename PE::pointee;
+  ir::Node n;
+  n.op = ir::Op::load;
+  n.type = lang::ir_type<T, S>();
+  n.args[0] = lang::broadcast_id(p.id(), lang::ir_type<PE, S>());
+  n.args[1] = lang::broadcast_id(mask.id(), lang::ir_type<bool, S>());
+  return lang::make_tile_t<T, S>(lang::record(n));
+}
+template <lang::TileArg P, lang::TileArg M, class O>
+auto load(const P& p, const M& mask, const O& other) {
+  using T = typename lang::elem_t<P>::pointee;
+  // `other` is recorded before the load so that the IR stays in def-use order.
+  auto o = [&] {
+    if constexpr (lang::Literal<O>) return lang::scalar_constant<T>(static_cast<double>(other));
+    else return lang::tile_of(other);
+  }();
+  static_assert(lang::dtypes_must_match<T, lang::elem_t<decltype(o)>, std::is_same_v<T, lang::elem_t<decltype(o)>>>::value);
+  static_assert(lang::shape_t<decltype(o)>::rank == 0, "load(ptrs, mask, other): other must be a scalar");
+  auto v = load(p, mask);
+  lang::current_kernel()->nodes[static_cast<std::size_t>(v.id())].args[2] = o.id();
+  return v;
+}
+
+/// Store `value` at the addresses of a pointer tile where `mask` is true.
+template <lang::TileArg P, class V>
+void store(const P& p, const V& value0) {
+  using PE = lang::elem_t<P>;
+  static_assert(lang::is_ptr_v<PE>, "store() needs a pointer tile (ptr + offsets)");
+  using T = typename PE::pointee;
+  auto value = [&] {
+    if constexpr (lang::Literal<V>) return lang::scalar_constant<T>(static_cast<double>(value0));
+    else return lang::tile_of(value0);
+  }();
+  using E = lang::elem_t<decltype(value)>;
+  static_assert(lang::dtypes_must_match<T, E, std::is_same_v<T, E>>::value);
+  using BS = lang::broadcast_shape<lang::shape_t<P>, lang::shape_t<decltype(value)>>;
+  static_assert(lang::shapes_must_match<lang::shape_t<P>, lang::shape_t<decltype(value)>, BS::ok &&
+                std::is_same_v<typename BS::type, lang::shape_t<P>>>::value);
+  ir::Node n;
+  n.op = ir::Op::store;
+  n.type = lang::ir_type<T, lang::shape_t<P>>();
+  n.args[0] = p.id();
+  n.args[1] = lang::broadcast_id(value.id(), n.type);
+  lang::record(n);
+}
+template <lang::TileArg P, class V, lang::TileArg M>
+void store(const P& p, const V& value0, const M& mask) {
+  using PE = lang::elem_t<P>;
+  static_assert(lang::is_ptr_v<PE>, "store() needs a pointer tile (ptr + offsets)");
+  static_assert(std::is_same_v<lang::elem_t<M>, bool>, "store(ptrs, value, mask): mask must be a bool tile");
+  using T = typename PE::pointee;
+  auto value = [&] {
+    if constexpr (lang::Literal<V>) return lang::scalar_constant<T>(static_cast<double>(value0));
+    else return lang::tile_of(value0);
+  }();
+  using E = lang::elem_t<decltype(value)>;
+  static_assert(lang::dtypes_must_match<T, E, std::is_same_v<T, E>>::value);
+  using B1 = lang::broadcast_shape<lang::shape_t<P>, lang::shape_t<M>>;
+  static_assert(lang::shapes_must_match<lang::shape_t<P>, lang::shape_t<M>, B1::ok>::value);
+  using S = typename B1::type;
+  using B2 = lang::broadcast_shape<S, lang::shape_t<decltype(value)>>;
+  static_assert(lang::shapes_must_match<S, lang::shape_t<decltype(value)>, B2::ok && std::is_same_v<typename B2::type, S>>::value);
+  ir::Node n;
+  n.op = ir::Op::store;
+  n.type = lang::ir_type<T, S>();
+  n.args[0] = lang::broadcast_id(p.id(), lang::ir_type<PE, S>());
+  n.args[1] = lang::broadcast_id(value.id(), n.type);
+  n.args[2] = lang::broadcast_id(mask.id(), lang::ir_type<bool, S>());
+  lang::record(n);
+}
+
+/// Ceiling division for grids: cdiv(n, 96).
+constexpr long long cdiv(long long a, long long b) { return (a + b - 1) / b; }
+
+}  // namespace tilejit
