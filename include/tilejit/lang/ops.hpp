@@ -288,11 +288,15 @@ auto where(const C& cond, const A& a0, const B& b0) {
 template <class U, lang::TileArg X>
 auto cast(const X& x0) {
   auto x = lang::tile_of(x0);
+  if constexpr (std::is_same_v<U, lang::elem_t<decltype(x)>>) {
+    return x;  // already of type U: no node
+  } else {
   ir::Node n;
   n.op = ir::Op::cast;
   n.type = lang::ir_type<U, lang::shape_t<decltype(x)>>();
   n.args[0] = x.id();
   return lang::make_tile_t<U, lang::shape_t<decltype(x)>>(lang::record(n));
+  }
 }
 
 // ---- shape manipulation ---------------------------------------------------

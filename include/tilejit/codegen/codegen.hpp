@@ -1,0 +1,46 @@
+// tilejit/codegen/codegen.hpp — IR -> self-contained CUDA or HIP C++ text.
+//
+// The text includes no header: a small prelude of our own supplies the
+// half-precision conversions and, for HIP compiled outside hiprtc, the device
+// builtins. Output is deterministic: node ids name values, nodes are emitted
+// in program order, so the same kernel and options give the same bytes (the
+// kernel cache keys on them).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "tilejit/ir/ir.hpp"
+#include "tilejit/ir/layout_plan.hpp"
+
+namespace tilejit::codegen {
+
+enum class Dialect { cuda, hip };
+
+struct Target {
+  Dialect dialect = Dialect::cuda;
+  std::string arch = "sm_90a";  // "sm_80", "sm_90a", "gfx90a", "gfx942"
+  int warp_size = 32;           // 64 for CDNA (gfx9xx)
+};
+
+/// The default target for an arch string: dialect and warp size derived from it.
+/// Throws InvalidArgument for an arch that is neither "sm_NN[a]" nor "gfxNNN".
+Target target_for(const std::string& arch);
+
+struct Options {
+  int num_warps = 4;  // power of two, 1..32
+};
+
+struct Generated {
+  std::string source;
+  std::string kernel_name;
+  int threads = 0;        // block size
+  int shared_bytes = 0;   // static shared memory the kernel declares
+  std::vector<std::string> diagnostics;  // layout choices and fallbacks
+};
+
+/// Generate the kernel text. `spec` may be empty (no specialisation).
+/// Throws InvalidArgument for bad options, Unsupported for IR this version
+/// cannot lower.
+Generated generate(const ir::Kernel& k, const ir::Specialization& spec, const Target& t, const Options& o);
+
+}  // namespace tilejit::codegen

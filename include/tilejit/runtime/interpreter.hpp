@@ -1,0 +1,34 @@
+// tilejit/runtime/interpreter.hpp — the CPU interpreter: executes a traced
+// kernel's IR directly, one program (CTA) at a time, on whole tiles in their
+// logical (row-major) order. It is the reference semantics of the DSL — no
+// layouts, no warps — and what CI uses to check every kernel without a GPU
+// (TILEJIT_INTERPRET=1 or Device::interpreter()).
+//
+// Arithmetic: floats are computed in double and rounded to the node's dtype
+// after each operation (f32, f16, bf16 round-to-nearest-even); integers wrap
+// at their width. Masked-off lanes of loads and stores never touch memory.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <span>
+
+#include "tilejit/ir/ir.hpp"
+
+namespace tilejit::runtime {
+
+/// One launch argument as the interpreter sees it.
+struct ArgValue {
+  enum class Kind { pointer, integer, floating } kind = Kind::integer;
+  std::uintptr_t address = 0;  // pointer: host address of element 0
+  std::int64_t i = 0;
+  double f = 0;
+};
+
+/// Run `k` over the grid. Programs run in parallel on up to `threads` CPU
+/// threads (0 = hardware concurrency); programs must be independent, as on a
+/// GPU. Throws InvalidArgument for a null-pointer access by an unmasked lane,
+/// a wrong argument count/kind, or an integer division by zero (naming the node).
+void interpret(const ir::Kernel& k, std::array<unsigned, 3> grid, std::span<const ArgValue> args,
+               unsigned threads = 0);
+
+}  // namespace tilejit::runtime

@@ -1,0 +1,202 @@
+// tilejit/runtime/kernel.hpp — compiling a traced kernel for a device and
+// launching it with typed arguments.
+//
+//   auto k = tj::compile<VecAdd<96>>(dev, {.num_warps = 1});
+//   k.launch(tj::Grid{tj::cdiv(n, 96)}, x, y, out, n);
+//
+// The kernel is traced once at compile(); machine code is produced per
+// specialisation at first launch (pointer 16-byte alignment, integer
+// divisibility by 16 and equality to 1, as in Triton), through the kernel
+// cache. Launch arguments are checked at compile time against the kernel's
+// parameter types, and at run time before anything reaches the driver.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "tilejit/codegen/codegen.hpp"
+#include "tilejit/lang/trace.hpp"
+#include "tilejit/runtime/cache.hpp"
+#include "tilejit/runtime/device.hpp"
+
+namespace tilejit {
+
+using runtime::Backend;
+using runtime::Device;
+using runtime::Stream;
+
+/// Launch grid in programs (CTAs). Every dimension must be >= 1 at launch.
+struct Grid {
+  long long x = 1, y = 1, z = 1;
+};
+
+struct CompileOptions {
+  int num_warps = 4;  ///< warps per program: power of two, 1..32 (1..16 on wave64)
+  std::string arch;   ///< JIT target override ("sm_80"); empty = the device's own
+};
+
+/// What the last launch's JIT did (for tools and benchmarks).
+struct JitInfo {
+  bool compiled = false;             ///< false: the variant was already loaded in this Kernel
+  runtime::KernelCache::Source source = runtime::KernelCache::Source::compiled;
+  double codegen_ms = 0, compile_ms = 0, load_ms = 0, total_ms = 0;
+};
+
+namespace runtime {
+
+/// One launch argument, already converted from its C++ value.
+struct ArgSlot {
+  enum class Kind : std::uint8_t { pointer, i32, i64, f32, f64 } kind = Kind::i32;
+  union {
+    void* p;
+    std::int32_t i32;
+    std::int64_t i64;
+    float f32;
+    double f64;
+  } v{};
+};
+
+/// The type-erased part of a compiled kernel: IR, options, loaded variants.
+class KernelCore {
+ public:
+  KernelCore(Device dev, ir::Kernel ir, CompileOptions opt);
+  /// Validate `args` (count, nulls, alignment, sizes, grid) and launch.
+  /// Throws InvalidArgument, CompileError, DriverError.
+  void launch(const Grid& g, Stream s, std::vector<ArgSlot>& args);
+  const ir::Kernel& ir() const { return ir_; }
+  const Device& device() const { return dev_; }
+  const CompileOptions& options() const { return opt_; }
+  const JitInfo& last_jit() const { return last_jit_; }
+  /// The generated source for the given specialisation (empty = none) and the device's target.
+  codegen::Generated source(const ir::Specialization& spec = {}) const;
+
+ private:
+  struct Variant {
+    std::uint64_t key;
+    Function fn;
+    unsigned threads;
+  };
+  const Variant& variant_for(std::uint64_t key, const ir::Specialization& spec);
+
+  Device dev_;
+  ir::Kernel ir_;
+  CompileOptions opt_;
+  codegen::Target target_;
+  std::mutex mu_;
+  std::vector<std::unique_ptr<Variant>> variants_;
+  JitInfo last_jit_;
+};
+
+template <class P, class A>
+ArgSlot to_slot(const A& a, int index) {
+  using E = typename lang::tile_traits<P>::element;
+  ArgSlot s;
+  if constexpr (lang::is_ptr_v<E>) {
+    using T = typename E::pointee;
+    static_assert(std::is_pointer_v<A> || std::is_null_pointer_v<A>,
+                  "a Ptr<T> kernel parameter takes a device pointer (T*)");
+    if constexpr (std::is_pointer_v<A>) {
+      using U = std::remove_cv_t<std::remove_pointer_t<A>>;
+      static_assert(std::is_same_v<U, T> || std::is_void_v<U>,
+                    "pointer argument's element type differs from the kernel parameter's Ptr<T>");
+      s.kind = ArgSlot::Kind::pointer;
+      s.v.p = const_cast<void*>(static_cast<const void*>(a));
+    } else {
+      s.kind = ArgSlot::Kind::pointer;
+      s.v.p = nullptr;
+    }
+  } else if constexpr (std::is_integral_v<E> && !std::is_same_v<E, bool>) {
+    static_assert(std::is_integral_v<A>, "an integer kernel parameter takes an integer argument");
+    if constexpr (sizeof(E) == 8) {
+      s.kind = ArgSlot::Kind::i64;
+      s.v.i64 = static_cast<std::int64_t>(a);
+    } else {
+      const long long x = static_cast<long long>(a);
+      if (x < INT32_MIN || x > INT32_MAX)
+        throw InvalidArgument("argument " + std::to_string(index) + " = " + std::to_string(x) +
+                              " does not fit the kernel's 32-bit integer parameter");
+      s.kind = ArgSlot::Kind::i32;
+      s.v.i32 = static_cast<std::int32_t>(x);
+    }
+  } else if constexpr (std::is_same_v<E, double>) {
+    static_assert(std::is_arithmetic_v<A>, "a floating-point kernel parameter takes a number");
+    s.kind = ArgSlot::Kind::f64;
+    s.v.f64 = static_cast<double>(a);
+  } else {
+    static_assert(std::is_same_v<E, float>, "scalar kernel parameters are i32, i64, f32 or f64");
+    static_assert(std::is_arithmetic_v<A>, "a floating-point kernel parameter takes a number");
+    s.kind = ArgSlot::Kind::f32;
+    s.v.f32 = static_cast<float>(a);
+  }
+  return s;
+}
+
+}  // namespace runtime
+
+/// A kernel compiled for one device; launch() is thread-safe.
+template <class K>
+class Kernel {
+ public:
+  Kernel(Device dev, const K& k, CompileOptions opt) : core_(std::make_shared<runtime::KernelCore>(std::move(dev), trace(k), std::move(opt))) {}
+
+  /// Launch on the default stream. Arguments must match K::operator()'s
+  /// parameters in number and kind (checked at compile time).
+  template <class... A>
+  void launch(const Grid& g, const A&... args) { launch(Stream{}, g, args...); }
+
+  template <class... A>
+  void launch(Stream s, const Grid& g, const A&... args) {
+    using Sig = lang::kernel_signature<K>;
+    static_assert(sizeof...(A) == Sig::arity, "wrong number of kernel arguments");
+    std::vector<runtime::ArgSlot> slots;
+    slots.reserve(sizeof...(A));
+    fill<0>(slots, args...);
+    core_->launch(g, s, slots);
+  }
+  template <class... A>
+  void operator()(const Grid& g, const A&... args) { launch(g, args...); }
+
+  const ir::Kernel& ir() const { return core_->ir(); }
+  const JitInfo& last_jit() const { return core_->last_jit(); }
+  codegen::Generated source(const ir::Specialization& spec = {}) const { return core_->source(spec); }
+  const Device& device() const { return core_->device(); }
+
+ private:
+  template <std::size_t I, class A0, class... A>
+  void fill(std::vector<runtime::ArgSlot>& out, const A0& a0, const A&... rest) {
+    using P = typename decltype(+boost::hana::at_c<I>(lang::kernel_signature<K>::args))::type;
+    out.push_back(runtime::to_slot<P>(a0, static_cast<int>(I)));
+    if constexpr (sizeof...(A) > 0) fill<I + 1>(out, rest...);
+  }
+  template <std::size_t I>
+  void fill(std::vector<runtime::ArgSlot>&) {}
+
+  std::shared_ptr<runtime::KernelCore> core_;
+};
+
+/// Trace K and prepare it for `dev`. Machine code is built at first launch.
+template <class K>
+Kernel<K> compile(Device dev, CompileOptions opt = {}, const K& k = K{}) {
+  return Kernel<K>(std::move(dev), k, std::move(opt));
+}
+
+/// Generate and JIT-compile K for an arch without any device ("sm_90a",
+/// "gfx942"): used by CI and `tilejit demo` to prove every kernel compiles.
+template <class K>
+runtime::JitResult compile_for_arch(const std::string& arch, CompileOptions opt = {}, const K& k = K{}) {
+  auto ir = trace(k);
+  auto t = codegen::target_for(arch);
+  auto g = codegen::generate(ir, {}, t, {opt.num_warps});
+  runtime::JitRequest req;
+  req.compiler = t.dialect == codegen::Dialect::cuda ? runtime::Compiler::nvrtc : runtime::Compiler::hiprtc;
+  req.source = g.source;
+  req.name = g.kernel_name + (t.dialect == codegen::Dialect::cuda ? ".cu" : ".hip");
+  req.arch = arch;
+  return runtime::compile(req);
+}
+
+}  // namespace tilejit

@@ -1,0 +1,10 @@
+// tilejit — fast GPU tile kernels written in C++ (Triton's model, C++ types).
+// One include for users: the DSL, tracing, compilation and launch.
+#pragma once
+#include "tilejit/core/dtype.hpp"
+#include "tilejit/core/error.hpp"
+#include "tilejit/lang/ops.hpp"
+#include "tilejit/lang/tile.hpp"
+#include "tilejit/lang/trace.hpp"
+#include "tilejit/runtime/device.hpp"
+#include "tilejit/runtime/kernel.hpp"

@@ -1,0 +1,103 @@
+// The self-contained preludes of generated kernels (no #include anywhere).
+#include "prelude.hpp"
+
+namespace tilejit::codegen {
+
+const char* cuda_prelude() {
+  return R"(// tilejit CUDA prelude
+typedef unsigned short tj_f16;
+typedef unsigned short tj_bf16;
+static __device__ __forceinline__ float tj_f16_to_f32(tj_f16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
+static __device__ __forceinline__ tj_f16 tj_f32_to_f16(float f) { tj_f16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+static __device__ __forceinline__ float tj_bf16_to_f32(tj_bf16 h) { return __uint_as_float(((unsigned)h) << 16); }
+static __device__ __forceinline__ tj_bf16 tj_f32_to_bf16(float f) { tj_bf16 h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
+static __device__ __forceinline__ float tj_round_f16(float f) { return tj_f16_to_f32(tj_f32_to_f16(f)); }
+static __device__ __forceinline__ float tj_round_bf16(float f) { return tj_bf16_to_f32(tj_f32_to_bf16(f)); }
+static __device__ __forceinline__ float tj_shfl_xor(float v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+static __device__ __forceinline__ int tj_shfl_xor(int v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+static __device__ __forceinline__ long long tj_shfl_xor(long long v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+static __device__ __forceinline__ float tj_exp(float x) { return __expf(x); }
+static __device__ __forceinline__ float tj_exp2(float x) { return exp2f(x); }
+static __device__ __forceinline__ float tj_log(float x) { return logf(x); }
+static __device__ __forceinline__ float tj_sqrt(float x) { return sqrtf(x); }
+static __device__ __forceinline__ float tj_rsqrt(float x) { return rsqrtf(x); }
+static __device__ __forceinline__ float tj_abs(float x) { return fabsf(x); }
+static __device__ __forceinline__ float tj_fmod(float a, float b) { return fmodf(a, b); }
+static __device__ __forceinline__ float tj_max(float a, float b) { return (a != a || b != b) ? __int_as_float(0x7fc00000) : fmaxf(a, b); }
+static __device__ __forceinline__ float tj_min(float a, float b) { return (a != a || b != b) ? __int_as_float(0x7fc00000) : fminf(a, b); }
+template <class T> static __device__ __forceinline__ T tj_max(T a, T b) { return a > b ? a : b; }
+template <class T> static __device__ __forceinline__ T tj_min(T a, T b) { return a < b ? a : b; }
+template <class T> static __device__ __forceinline__ T tj_abs(T a) { return a < 0 ? -a : a; }
+)";
+}
+
+const char* hip_prelude() {
+  return R"(// tilejit HIP prelude
+#ifndef __HIPCC_RTC__
+// Compiled outside hiprtc (clang -nogpuinc): define the HIP builtins ourselves.
+#define __global__ __attribute__((global))
+#define __device__ __attribute__((device))
+#define __shared__ __attribute__((shared))
+#define __forceinline__ inline __attribute__((always_inline))
+#define __launch_bounds__(n) __attribute__((amdgpu_flat_work_group_size(1, n)))
+struct tj_dim3_tid { __declspec(property(get = gx)) unsigned x; __device__ unsigned gx() const { return __builtin_amdgcn_workitem_id_x(); } };
+struct tj_dim3_bid { __declspec(property(get = gx)) unsigned x; __declspec(property(get = gy)) unsigned y; __declspec(property(get = gz)) unsigned z;
+  __device__ unsigned gx() const { return __builtin_amdgcn_workgroup_id_x(); }
+  __device__ unsigned gy() const { return __builtin_amdgcn_workgroup_id_y(); }
+  __device__ unsigned gz() const { return __builtin_amdgcn_workgroup_id_z(); } };
+struct tj_dim3_gdim { __declspec(property(get = gx)) unsigned x; __declspec(property(get = gy)) unsigned y; __declspec(property(get = gz)) unsigned z;
+  __device__ unsigned gx() const { return __builtin_amdgcn_grid_size_x() / __builtin_amdgcn_workgroup_size_x(); }
+  __device__ unsigned gy() const { return __builtin_amdgcn_grid_size_y() / __builtin_amdgcn_workgroup_size_y(); }
+  __device__ unsigned gz() const { return __builtin_amdgcn_grid_size_z() / __builtin_amdgcn_workgroup_size_z(); } };
+static const __device__ tj_dim3_tid threadIdx;
+static const __device__ tj_dim3_bid blockIdx;
+static const __device__ tj_dim3_gdim gridDim;
+static __device__ __forceinline__ void __syncthreads() {
+  __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
+  __builtin_amdgcn_s_barrier();
+  __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
+}
+static __device__ __forceinline__ int tj_lane_id() { return __builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u)); }
+static __device__ __forceinline__ int __shfl_xor(int v, int m) { return __builtin_amdgcn_ds_bpermute((tj_lane_id() ^ m) << 2, v); }
+static __device__ __forceinline__ float __shfl_xor(float v, int m) { return __builtin_bit_cast(float, __shfl_xor(__builtin_bit_cast(int, v), m)); }
+static __device__ __forceinline__ float expf(float x) { return __builtin_expf(x); }
+static __device__ __forceinline__ float __expf(float x) { return __builtin_amdgcn_exp2f(x * 1.4426950408889634f); }
+static __device__ __forceinline__ float exp2f(float x) { return __builtin_exp2f(x); }
+static __device__ __forceinline__ float logf(float x) { return __builtin_logf(x); }
+static __device__ __forceinline__ float sqrtf(float x) { return __builtin_sqrtf(x); }
+static __device__ __forceinline__ float rsqrtf(float x) { return __builtin_amdgcn_rsqf(x); }
+static __device__ __forceinline__ float fabsf(float x) { return __builtin_fabsf(x); }
+static __device__ __forceinline__ float fmaxf(float a, float b) { return __builtin_fmaxf(a, b); }
+static __device__ __forceinline__ float fminf(float a, float b) { return __builtin_fminf(a, b); }
+#endif
+typedef unsigned short tj_f16;
+typedef unsigned short tj_bf16;
+static __device__ __forceinline__ float tj_f16_to_f32(tj_f16 h) { return (float)__builtin_bit_cast(_Float16, h); }
+static __device__ __forceinline__ tj_f16 tj_f32_to_f16(float f) { return __builtin_bit_cast(tj_f16, (_Float16)f); }
+static __device__ __forceinline__ float tj_bf16_to_f32(tj_bf16 h) { return __builtin_bit_cast(float, ((unsigned)h) << 16); }
+static __device__ __forceinline__ tj_bf16 tj_f32_to_bf16(float f) {
+  unsigned u = __builtin_bit_cast(unsigned, f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return (tj_bf16)((u >> 16) | 0x40u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return (tj_bf16)(u >> 16);
+}
+static __device__ __forceinline__ float tj_round_f16(float f) { return tj_f16_to_f32(tj_f32_to_f16(f)); }
+static __device__ __forceinline__ float tj_round_bf16(float f) { return tj_bf16_to_f32(tj_f32_to_bf16(f)); }
+static __device__ __forceinline__ float tj_shfl_xor(float v, int m) { return __shfl_xor(v, m); }
+static __device__ __forceinline__ int tj_shfl_xor(int v, int m) { return __shfl_xor(v, m); }
+static __device__ __forceinline__ float tj_exp(float x) { return __expf(x); }
+static __device__ __forceinline__ float tj_exp2(float x) { return exp2f(x); }
+static __device__ __forceinline__ float tj_log(float x) { return logf(x); }
+static __device__ __forceinline__ float tj_sqrt(float x) { return sqrtf(x); }
+static __device__ __forceinline__ float tj_rsqrt(float x) { return rsqrtf(x); }
+static __device__ __forceinline__ float tj_abs(float x) { return fabsf(x); }
+static __device__ __forceinline__ float tj_fmod(float a, float b) { return __builtin_fmodf(a, b); }
+static __device__ __forceinline__ float tj_max(float a, float b) { return (a != a || b != b) ? __builtin_nanf("") : fmaxf(a, b); }
+static __device__ __forceinline__ float tj_min(float a, float b) { return (a != a || b != b) ? __builtin_nanf("") : fminf(a, b); }
+template <class T> static __device__ __forceinline__ T tj_max(T a, T b) { return a > b ? a : b; }
+template <class T> static __device__ __forceinline__ T tj_min(T a, T b) { return a < b ? a : b; }
+template <class T> static __device__ __forceinline__ T tj_abs(T a) { return a < 0 ? -a : a; }
+)";
+}
+
+}  // namespace tilejit::codegen

@@ -1,0 +1,361 @@
+#include "tilejit/runtime/interpreter.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <limits>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "tilejit/core/error.hpp"
+
+namespace tilejit::runtime {
+namespace {
+
+using ir::Node;
+using ir::Op;
+
+/// A tile value: floats in `f`, integers / bools / addresses in `i`.
+struct Value {
+  std::vector<double> f;
+  std::vector<std::int64_t> i;
+};
+
+bool holds_float(const ir::Type& t) { return !t.is_ptr && is_float(t.dtype); }
+
+std::int64_t wrap_int(DType t, std::int64_t v) {
+  switch (t) {
+    case DType::i1: return v != 0;
+    case DType::i8: return static_cast<std::int8_t>(v);
+    case DType::i16: return static_cast<std::int16_t>(v);
+    case DType::i32: return static_cast<std::int32_t>(static_cast<std::uint32_t>(v));
+    case DType::u8: return static_cast<std::uint8_t>(v);
+    case DType::u16: return static_cast<std::uint16_t>(v);
+    case DType::u32: return static_cast<std::uint32_t>(v);
+    default: return v;
+  }
+}
+
+double read_elem(DType t, std::uintptr_t a) {
+  const void* p = reinterpret_cast<const void*>(a);
+  switch (t) {
+    case DType::f32: { float v; std::memcpy(&v, p, 4); return v; }
+    case DType::f64: { double v; std::memcpy(&v, p, 8); return v; }
+    case DType::f16: { std::uint16_t b; std::memcpy(&b, p, 2); return f16::to_float(b); }
+    case DType::bf16: { std::uint16_t b; std::memcpy(&b, p, 2); return bf16::to_float(b); }
+    case DType::i1: case DType::u8: { std::uint8_t v; std::memcpy(&v, p, 1); return v; }
+    case DType::i8: { std::int8_t v; std::memcpy(&v, p, 1); return v; }
+    case DType::i16: { std::int16_t v; std::memcpy(&v, p, 2); return v; }
+    case DType::u16: { std::uint16_t v; std::memcpy(&v, p, 2); return v; }
+    case DType::i32: { std::int32_t v; std::memcpy(&v, p, 4); return v; }
+    case DType::u32: { std::uint32_t v; std::memcpy(&v, p, 4); return v; }
+    case DType::i64: { std::int64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
+    case DType::u64: { std::uint64_t v; std::memcpy(&v, p, 8); return static_cast<double>(v); }
+    default: throw Unsupported(fmt::format("interpreter: loads of {} are not supported", name(t)));
+  }
+}
+
+std::int64_t read_int(DType t, std::uintptr_t a) {
+  const void* p = reinterpret_cast<const void*>(a);
+  if (t == DType::i64 || t == DType::u64) { std::int64_t v; std::memcpy(&v, p, 8); return v; }
+  return static_cast<std::int64_t>(read_elem(t, a));
+}
+
+void write_elem(DType t, std::uintptr_t a, double v, std::int64_t iv) {
+  void* p = reinterpret_cast<void*>(a);
+  switch (t) {
+    case DType::f32: { float x = static_cast<float>(v); std::memcpy(p, &x, 4); return; }
+    case DType::f64: { std::memcpy(p, &v, 8); return; }
+    case DType::f16: { std::uint16_t b = f16::from_float(static_cast<float>(v)); std::memcpy(p, &b, 2); return; }
+    case DType::bf16: { std::uint16_t b = bf16::from_float(static_cast<float>(v)); std::memcpy(p, &b, 2); return; }
+    case DType::i1: case DType::u8: case DType::i8: { auto x = static_cast<std::uint8_t>(iv); std::memcpy(p, &x, 1); return; }
+    case DType::i16: case DType::u16: { auto x = static_cast<std::uint16_t>(iv); std::memcpy(p, &x, 2); return; }
+    case DType::i32: case DType::u32: { auto x = static_cast<std::uint32_t>(iv); std::memcpy(p, &x, 4); return; }
+    case DType::i64: case DType::u64: { std::memcpy(p, &iv, 8); return; }
+    default: throw Unsupported(fmt::format("interpreter: stores of {} are not supported", name(t)));
+  }
+}
+
+/// Row-major index of element `e` of `to` in a tile of shape `from` that broadcasts to it.
+int broadcast_source(const ir::Type& from, const ir::Type& to, int e) {
+  if (from.rank == 0) return 0;
+  if (to.rank == 1) return from.shape[0] == 1 ? 0 : e;
+  int r = e / to.shape[1], c = e % to.shape[1];
+  if (from.shape[0] == 1) r = 0;
+  if (from.shape[1] == 1) c = 0;
+  return r * from.shape[1] + c;
+}
+
+class Program {
+ public:
+  Program(const ir::Kernel& k, std::span<const ArgValue> args, std::array<unsigned, 3> grid)
+      : k_(k), args_(args), grid_(grid), vals_(k.nodes.size()) {}
+
+  void run(std::array<unsigned, 3> pid) {
+    for (std::size_t id = 0; id < k_.nodes.size(); ++id) eval(static_cast<int>(id), pid);
+  }
+
+ private:
+  const Value& at(int id) const { return vals_[static_cast<std::size_t>(id)]; }
+
+  [[noreturn]] void fail(int id, const std::string& what) const {
+    throw InvalidArgument(fmt::format("interpreter: node %{} ({}): {}", id, ir::name(k_[id].op), what));
+  }
+
+  void eval(int id, std::array<unsigned, 3> pid) {
+    const Node& n = k_[id];
+    Value& out = vals_[static_cast<std::size_t>(id)];
+    const int N = n.type.numel();
+    const bool fl = holds_float(n.type);
+    auto a = [&](int j) -> const Value& { return at(n.args[static_cast<std::size_t>(j)]); };
+    auto type_of_arg = [&](int j) -> const ir::Type& { return k_[n.args[static_cast<std::size_t>(j)]].type; };
+    out.f.clear();
+    out.i.clear();
+    auto put_f = [&](auto&& g) { out.f.resize(static_cast<std::size_t>(N)); for (int e = 0; e < N; ++e) out.f[e] = round_to(n.type.dtype, g(e)); };
+    auto put_i = [&](auto&& g) { out.i.resize(static_cast<std::size_t>(N)); for (int e = 0; e < N; ++e) out.i[e] = wrap_int(n.type.dtype, g(e)); };
+
+    switch (n.op) {
+      case Op::param: {
+        const ArgValue& v = args_[static_cast<std::size_t>(n.i)];
+        if (n.type.is_ptr) out.i = {static_cast<std::int64_t>(v.address)};
+        else if (fl) out.f = {round_to(n.type.dtype, v.kind == ArgValue::Kind::floating ? v.f : static_cast<double>(v.i))};
+        else out.i = {wrap_int(n.type.dtype, v.i)};
+        return;
+      }
+      case Op::program_id: out.i = {static_cast<std::int64_t>(pid[static_cast<std::size_t>(n.axis)])}; return;
+      case Op::num_programs: out.i = {static_cast<std::int64_t>(grid_[static_cast<std::size_t>(n.axis)])}; return;
+      case Op::constant:
+        if (fl) put_f([&](int) { return n.f; }); else put_i([&](int) { return n.i; });
+        return;
+      case Op::arange: put_i([](int e) { return e; }); return;
+      case Op::broadcast: {
+        const ir::Type& ft = type_of_arg(0);
+        if (holds_float(ft)) { out.f.resize(N); for (int e = 0; e < N; ++e) out.f[e] = a(0).f[broadcast_source(ft, n.type, e)]; }
+        else { out.i.resize(N); for (int e = 0; e < N; ++e) out.i[e] = a(0).i[broadcast_source(ft, n.type, e)]; }
+        return;
+      }
+      case Op::expand_dims: out = a(0); return;
+      case Op::cast: {
+        const ir::Type& ft = type_of_arg(0);
+        if (fl) {
+          if (holds_float(ft)) put_f([&](int e) { return a(0).f[e]; });
+          else put_f([&](int e) { return static_cast<double>(a(0).i[e]); });
+        } else {
+          if (holds_float(ft)) put_i([&](int e) {
+            double v = a(0).f[e];
+            if (n.type.dtype == DType::i1) return static_cast<std::int64_t>(v != 0);
+            if (std::isnan(v)) return std::int64_t{0};
+            return static_cast<std::int64_t>(std::trunc(v));
+          });
+          else put_i([&](int e) { return a(0).i[e]; });
+        }
+        return;
+      }
+      case Op::addptr: {
+        const int es = size_bytes(n.type.dtype);
+        out.i.resize(N);
+        for (int e = 0; e < N; ++e) out.i[e] = a(0).i[e] + a(1).i[e] * es;
+        return;
+      }
+      case Op::where:
+        if (fl) put_f([&](int e) { return a(0).i[e] ? a(1).f[e] : a(2).f[e]; });
+        else put_i([&](int e) { return a(0).i[e] ? a(1).i[e] : a(2).i[e]; });
+        return;
+      case Op::load: {
+        const bool has_mask = n.args[1] >= 0, has_other = n.args[2] >= 0;
+        const DType t = n.type.dtype;
+        for (int e = 0; e < N; ++e) {
+          bool on = !has_mask || a(1).i[e];
+          std::uintptr_t addr = static_cast<std::uintptr_t>(a(0).i[e]);
+          if (on && addr == 0) fail(id, fmt::format("load through a null pointer (element {})", e));
+          if (fl) {
+            double v = on ? read_elem(t, addr) : (has_other ? a(2).f[0] : 0.0);
+            out.f.push_back(v);
+          } else {
+            std::int64_t v = on ? read_int(t, addr) : (has_other ? a(2).i[0] : 0);
+            out.i.push_back(v);
+          }
+        }
+        return;
+      }
+      case Op::store: {
+        const bool has_mask = n.args[2] >= 0;
+        const DType t = n.type.dtype;
+        const bool vf = holds_float(type_of_arg(1));
+        for (int e = 0; e < N; ++e) {
+          if (has_mask && !a(2).i[e]) continue;
+          std::uintptr_t addr = static_cast<std::uintptr_t>(a(0).i[e]);
+          if (addr == 0) fail(id, fmt::format("store through a null pointer (element {})", e));
+          write_elem(t, addr, vf ? a(1).f[e] : 0.0, vf ? 0 : a(1).i[e]);
+        }
+        return;
+      }
+      case Op::reduce_sum: case Op::reduce_max: case Op::reduce_min: {
+        const ir::Type& ft = type_of_arg(0);
+        const int rows = ft.rank == 2 ? (n.axis == 1 ? ft.shape[0] : ft.shape[1]) : 1;
+        const int len = ft.shape[n.axis];
+        auto src = [&](int o, int j) {
+          if (ft.rank == 1) return j;
+          return n.axis == 1 ? o * ft.shape[1] + j : j * ft.shape[1] + o;
+        };
+        auto combine = [&](double x, double y) {
+          if (n.op == Op::reduce_sum) return x + y;
+          if (std::isnan(x) || std::isnan(y)) return std::numeric_limits<double>::quiet_NaN();
+          return n.op == Op::reduce_max ? std::max(x, y) : std::min(x, y);
+        };
+        if (fl) {
+          // Accumulate in the node's own precision, as the generated code does for f32
+          // (f16/bf16 tiles are accumulated in f32 and rounded at the end).
+          const DType acc_t = n.type.dtype == DType::f64 ? DType::f64 : DType::f32;
+          out.f.resize(rows);
+          for (int o = 0; o < rows; ++o) {
+            double acc = a(0).f[src(o, 0)];
+            for (int j = 1; j < len; ++j) acc = round_to(acc_t, combine(acc, a(0).f[src(o, j)]));
+            out.f[o] = round_to(n.type.dtype, acc);
+          }
+        } else {
+          out.i.resize(rows);
+          for (int o = 0; o < rows; ++o) {
+            std::int64_t acc = a(0).i[src(o, 0)];
+            for (int j = 1; j < len; ++j) {
+              std::int64_t y = a(0).i[src(o, j)];
+              acc = n.op == Op::reduce_sum ? wrap_int(n.type.dtype, acc + y) : (n.op == Op::reduce_max ? std::max(acc, y) : std::min(acc, y));
+            }
+            out.i[o] = acc;
+          }
+        }
+        return;
+      }
+      default: break;
+    }
+    if (ir::is_unary(n.op)) {
+      if (fl) {
+        put_f([&](int e) {
+          double x = a(0).f[e];
+          switch (n.op) {
+            case Op::neg: return -x;
+            case Op::exp: return std::exp(x);
+            case Op::exp2: return std::exp2(x);
+            case Op::log: return std::log(x);
+            case Op::sqrt: return std::sqrt(x);
+            case Op::rsqrt: return 1.0 / std::sqrt(x);
+            case Op::abs: return std::fabs(x);
+            default: fail(id, "not a float operation");
+          }
+        });
+      } else {
+        put_i([&](int e) {
+          std::int64_t x = a(0).i[e];
+          switch (n.op) {
+            case Op::neg: return -x;
+            case Op::logical_not: return std::int64_t{!x};
+            case Op::abs: return x < 0 ? -x : x;
+            default: fail(id, "not an integer operation");
+          }
+        });
+      }
+      return;
+    }
+    if (ir::is_binary(n.op)) {
+      const bool of = holds_float(type_of_arg(0));
+      if (ir::is_compare(n.op)) {
+        put_i([&](int e) -> std::int64_t {
+          auto cmp = [&](auto x, auto y) {
+            switch (n.op) {
+              case Op::lt: return x < y;
+              case Op::le: return x <= y;
+              case Op::gt: return x > y;
+              case Op::ge: return x >= y;
+              case Op::eq: return x == y;
+              default: return x != y;
+            }
+          };
+          return of ? cmp(a(0).f[e], a(1).f[e]) : cmp(a(0).i[e], a(1).i[e]);
+        });
+      } else if (fl) {
+        put_f([&](int e) {
+          double x = a(0).f[e], y = a(1).f[e];
+          switch (n.op) {
+            case Op::add: return x + y;
+            case Op::sub: return x - y;
+            case Op::mul: return x * y;
+            case Op::div: return x / y;
+            case Op::rem: return std::fmod(x, y);
+            case Op::maximum: return std::isnan(x) || std::isnan(y) ? std::numeric_limits<double>::quiet_NaN() : std::max(x, y);
+            case Op::minimum: return std::isnan(x) || std::isnan(y) ? std::numeric_limits<double>::quiet_NaN() : std::min(x, y);
+            default: fail(id, "not a float operation");
+          }
+        });
+      } else {
+        put_i([&](int e) {
+          std::int64_t x = a(0).i[e], y = a(1).i[e];
+          switch (n.op) {
+            case Op::add: return x + y;
+            case Op::sub: return x - y;
+            case Op::mul: return x * y;
+            case Op::div: if (y == 0) fail(id, "integer division by zero"); return x / y;
+            case Op::rem: if (y == 0) fail(id, "integer remainder by zero"); return x % y;
+            case Op::maximum: return std::max(x, y);
+            case Op::minimum: return std::min(x, y);
+            case Op::bit_and: return x & y;
+            case Op::bit_or: return x | y;
+            case Op::bit_xor: return x ^ y;
+            default: fail(id, "not an integer operation");
+          }
+        });
+      }
+      return;
+    }
+    fail(id, "unknown operation");
+  }
+
+  const ir::Kernel& k_;
+  std::span<const ArgValue> args_;
+  std::array<unsigned, 3> grid_;
+  std::vector<Value> vals_;
+};
+
+}  // namespace
+
+void interpret(const ir::Kernel& k, std::array<unsigned, 3> grid, std::span<const ArgValue> args, unsigned threads) {
+  if (args.size() != k.params.size())
+    throw InvalidArgument(fmt::format("kernel {} takes {} arguments, got {}", k.name, k.params.size(), args.size()));
+  for (int d = 0; d < 3; ++d)
+    if (grid[static_cast<std::size_t>(d)] == 0)
+      throw InvalidArgument(fmt::format("grid dimension {} is 0: every grid dimension must be >= 1", d));
+  const std::uint64_t total = std::uint64_t{grid[0]} * grid[1] * grid[2];
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  threads = static_cast<unsigned>(std::min<std::uint64_t>(threads, total));
+  std::atomic<std::uint64_t> next{0};
+  std::exception_ptr error;
+  std::mutex error_mu;
+  auto worker = [&] {
+    Program prog(k, args, grid);
+    try {
+      for (std::uint64_t p; (p = next.fetch_add(1)) < total;) {
+        std::array<unsigned, 3> pid{static_cast<unsigned>(p % grid[0]), static_cast<unsigned>((p / grid[0]) % grid[1]),
+                                    static_cast<unsigned>(p / (std::uint64_t{grid[0]} * grid[1]))};
+        prog.run(pid);
+      }
+    } catch (...) {
+      std::lock_guard lock(error_mu);
+      if (!error) error = std::current_exception();
+      next = total;
+    }
+  };
+  if (threads <= 1) {
+    worker();
+  } else {
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < threads; ++t) pool.emplace_back(worker);
+    for (auto& t : pool) t.join();
+  }
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace tilejit::runtime

@@ -1,0 +1,136 @@
+#include "tilejit/runtime/kernel.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "tilejit/runtime/interpreter.hpp"
+
+namespace tilejit::runtime {
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::string describe(const ir::Kernel& k, std::size_t i) {
+  return fmt::format("argument {} ({}: {}) of kernel {}", i, k.params[i].name, ir::to_string(k.params[i].type), k.name);
+}
+
+}  // namespace
+
+KernelCore::KernelCore(Device dev, ir::Kernel ir, CompileOptions opt)
+    : dev_(std::move(dev)), ir_(std::move(ir)), opt_(std::move(opt)) {
+  const int nw = opt_.num_warps;
+  if (nw < 1 || nw > 32 || (nw & (nw - 1)) != 0)
+    throw InvalidArgument(fmt::format("num_warps = {}: must be a power of two in [1, 32]", nw));
+  if (dev_.backend() != Backend::interpreter) {
+    target_ = codegen::target_for(opt_.arch.empty() ? dev_.arch() : opt_.arch);
+    target_.warp_size = dev_.warp_size();
+    if (nw * target_.warp_size > 1024)
+      throw InvalidArgument(fmt::format("num_warps = {} x {} lanes = {} threads: a program has at most 1024",
+                                        nw, target_.warp_size, nw * target_.warp_size));
+  }
+}
+
+codegen::Generated KernelCore::source(const ir::Specialization& spec) const {
+  codegen::Target t = dev_.backend() == Backend::interpreter ? codegen::target_for(opt_.arch.empty() ? "sm_90a" : opt_.arch) : target_;
+  return codegen::generate(ir_, spec, t, {opt_.num_warps});
+}
+
+const KernelCore::Variant& KernelCore::variant_for(std::uint64_t key, const ir::Specialization& spec) {
+  std::lock_guard lock(mu_);
+  for (const auto& v : variants_)
+    if (v->key == key) {
+      last_jit_ = JitInfo{};
+      last_jit_.source = KernelCache::Source::memory;
+      return *v;
+    }
+  const auto t0 = std::chrono::steady_clock::now();
+  JitInfo info;
+  info.compiled = true;
+  codegen::Generated gen = codegen::generate(ir_, spec, target_, {opt_.num_warps});
+  info.codegen_ms = ms_since(t0);
+  JitRequest req;
+  req.compiler = target_.dialect == codegen::Dialect::cuda ? Compiler::nvrtc : Compiler::hiprtc;
+  req.source = gen.source;
+  req.name = gen.kernel_name + (target_.dialect == codegen::Dialect::cuda ? ".cu" : ".hip");
+  req.arch = target_.arch;
+  auto entry = KernelCache::global().get_or_compile(req, dev_.driver_version());
+  info.source = entry.source;
+  info.compile_ms = entry.compile_ms;
+  const auto t2 = std::chrono::steady_clock::now();
+  auto v = std::make_unique<Variant>();
+  v->key = key;
+  v->fn = dev_.load(*entry.binary, gen.kernel_name);
+  v->threads = static_cast<unsigned>(gen.threads);
+  info.load_ms = ms_since(t2);
+  info.total_ms = ms_since(t0);
+  last_jit_ = info;
+  variants_.push_back(std::move(v));
+  return *variants_.back();
+}
+
+void KernelCore::launch(const Grid& g, Stream s, std::vector<ArgSlot>& args) {
+  if (args.size() != ir_.params.size())
+    throw InvalidArgument(fmt::format("kernel {} takes {} arguments, got {}", ir_.name, ir_.params.size(), args.size()));
+  const long long dims[3] = {g.x, g.y, g.z};
+  const long long limits[3] = {2147483647LL, 65535, 65535};
+  for (int d = 0; d < 3; ++d)
+    if (dims[d] < 1 || dims[d] > limits[d])
+      throw InvalidArgument(fmt::format("grid.{} = {}: must be in [1, {}]", "xyz"[d], dims[d], limits[d]));
+
+  // Validate and compute the specialisation key (2 bits per parameter).
+  std::uint64_t key = 0;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const ir::Param& p = ir_.params[i];
+    const ArgSlot& a = args[i];
+    std::uint64_t flags = 0;
+    if (p.type.is_ptr) {
+      const auto addr = reinterpret_cast<std::uintptr_t>(a.v.p);
+      if (addr == 0) throw InvalidArgument(describe(ir_, i) + " is a null pointer");
+      const auto es = static_cast<std::uintptr_t>(size_bytes(p.type.dtype));
+      if (addr % es != 0)
+        throw InvalidArgument(fmt::format("{} = {:#x} is not aligned to its element size ({} bytes)", describe(ir_, i), addr, es));
+      if (addr % 16 == 0) flags |= ir::Specialization::kDiv16;
+    } else if (a.kind == ArgSlot::Kind::i32 || a.kind == ArgSlot::Kind::i64) {
+      const std::int64_t x = a.kind == ArgSlot::Kind::i32 ? a.v.i32 : a.v.i64;
+      if (p.is_size && x < 0) throw InvalidArgument(fmt::format("{} = {} is a size and must be >= 0", describe(ir_, i), x));
+      if (x % 16 == 0) flags |= ir::Specialization::kDiv16;
+      if (x == 1) flags |= ir::Specialization::kEqual1;
+    }
+    if (i < 32) key |= flags << (2 * i);
+  }
+
+  if (dev_.backend() == Backend::interpreter) {
+    std::vector<ArgValue> vals(args.size());
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      const ArgSlot& a = args[i];
+      switch (a.kind) {
+        case ArgSlot::Kind::pointer: vals[i].kind = ArgValue::Kind::pointer; vals[i].address = reinterpret_cast<std::uintptr_t>(a.v.p); break;
+        case ArgSlot::Kind::i32: vals[i].i = a.v.i32; break;
+        case ArgSlot::Kind::i64: vals[i].i = a.v.i64; break;
+        case ArgSlot::Kind::f32: vals[i].kind = ArgValue::Kind::floating; vals[i].f = a.v.f32; break;
+        case ArgSlot::Kind::f64: vals[i].kind = ArgValue::Kind::floating; vals[i].f = a.v.f64; break;
+      }
+    }
+    interpret(ir_, {static_cast<unsigned>(g.x), static_cast<unsigned>(g.y), static_cast<unsigned>(g.z)}, vals);
+    return;
+  }
+
+  ir::Specialization spec;
+  spec.flags.resize(args.size());
+  for (std::size_t i = 0; i < args.size() && i < 32; ++i) spec.flags[i] = static_cast<std::uint8_t>((key >> (2 * i)) & 3);
+  const Variant& v = variant_for(key, spec);
+  void* params[64];
+  if (args.size() > 64) throw InvalidArgument(fmt::format("kernel {} has {} parameters; at most 64 are supported", ir_.name, args.size()));
+  for (std::size_t i = 0; i < args.size(); ++i) params[i] = &args[i].v;
+  LaunchDims d;
+  d.grid[0] = static_cast<unsigned>(g.x);
+  d.grid[1] = static_cast<unsigned>(g.y);
+  d.grid[2] = static_cast<unsigned>(g.z);
+  d.block[0] = v.threads;
+  dev_.launch(v.fn, d, s, params);
+}
+
+}  // namespace tilejit::runtime

@@ -1,0 +1,37 @@
+// Fresh random inputs for tests: a new seed per run (printed on failure).
+#pragma once
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+namespace testing {
+
+inline unsigned fresh_seed() {
+  static const unsigned s = std::random_device{}();
+  return s;
+}
+
+/// Values uniform in [lo, hi), never all zero.
+inline std::vector<float> random_floats(std::size_t n, float lo = -4.f, float hi = 4.f, unsigned salt = 0) {
+  std::mt19937 g(fresh_seed() + salt);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(g);
+  return v;
+}
+
+/// Relative Frobenius error ||a - b|| / ||b||.
+template <class A, class B>
+double rel_error(const A& a, const B& b) {
+  double num = 0, den = 0;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    double d = static_cast<double>(a[i]) - static_cast<double>(b[i]);
+    num += d * d;
+    den += static_cast<double>(b[i]) * static_cast<double>(b[i]);
+  }
+  return std::sqrt(num / (den > 0 ? den : 1));
+}
+
+}  // namespace testing
