@@ -7,10 +7,12 @@
 // renamed into place (atomic on POSIX), so a reader sees either nothing or a
 // whole entry. Each entry carries a header (magic, format, payload length,
 // payload checksum); an entry that fails any check is deleted and rebuilt,
-// never loaded.
+// never loaded. Entry file (<key>.tjkc): "TJKC", version byte, format
+// string, u64 payload length, XXH3-128 of the payload, payload.
 #pragma once
 #include <cstdint>
 #include <filesystem>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -38,17 +40,20 @@ class KernelCache {
   explicit KernelCache(std::filesystem::path dir);
 
   /// The process-wide cache: $TILEJIT_CACHE_DIR, else $HOME/.cache/tilejit;
-  /// TILEJIT_CACHE_DIR="" or "off" disables the disk level.
+  /// TILEJIT_CACHE_DIR="" or "off" disables the disk level. The environment
+  /// is read once, at the first call.
   static KernelCache& global();
 
   /// Returns the binary for `req`, compiling it on a miss. Compile errors
-  /// propagate (nothing is stored for them).
+  /// propagate (nothing is stored for them), as does everything compile() and
+  /// key() throw. Thread-safe: concurrent lookups of one key compile it once.
   Entry get_or_compile(const JitRequest& req, std::string_view extra_key = {});
 
-  /// The cache key of `req` (32 lowercase hex digits).
+  /// The cache key of `req` (32 lowercase hex digits). Includes
+  /// compiler_version(), so throws DeviceUnavailable without the compiler.
   static std::string key(const JitRequest& req, std::string_view extra_key = {});
 
-  /// Path of the disk entry for `key` (whether or not it exists).
+  /// Path of the disk entry for `key` (whether or not it exists); empty in memory-only mode.
   std::filesystem::path entry_path(const std::string& key) const;
 
   /// Drop the in-memory level (the disk level stays).
@@ -64,6 +69,9 @@ class KernelCache {
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::shared_ptr<const Binary>> mem_;
   Stats stats_;
+  bool disk_ok_ = true;  // false once the directory proved unusable (warned once)
+  // Lookups of a key some thread is compiling or reading from disk right now wait for it.
+  std::unordered_map<std::string, std::shared_future<std::shared_ptr<const Binary>>> inflight_;
 };
 
 }  // namespace tilejit::runtime

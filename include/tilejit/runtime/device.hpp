@@ -57,7 +57,10 @@ class Device {
   std::size_t max_shared_bytes_per_block() const;
   std::string driver_version() const;  // part of cache keys
 
-  // Memory. Throws DriverError on failure, InvalidArgument on bad arguments.
+  // Memory, sizes in bytes. Throws DriverError on failure, InvalidArgument on
+  // bad arguments (a null pointer for a non-empty copy, a memset byte outside
+  // 0..255). alloc(0) returns nullptr and free(nullptr) does nothing, on every
+  // backend; interpreter allocations are 64-byte aligned host memory.
   void* alloc(std::size_t bytes) const;
   void free(void* p) const;
   void copy_to_device(void* dst, const void* src, std::size_t bytes) const;
@@ -66,17 +69,22 @@ class Device {
   void memset(void* p, int byte, std::size_t bytes) const;
   void synchronize() const;
 
-  // Streams and timing events (GPU backends only; the interpreter runs synchronously).
+  // Streams and timing events. The interpreter runs synchronously: its stream
+  // is the null default stream and its events read the host clock.
   Stream create_stream() const;
   void destroy_stream(Stream s) const;
   /// Runs `n` back-to-back copies of `bytes` on `s` and returns the time in ms measured with events.
   float time_copies(void* dst, const void* src, std::size_t bytes, int n) const;
 
-  // Modules and launches (GPU backends).
+  // Modules and launches (GPU backends; the interpreter throws Unsupported
+  // after validating arguments, since it executes IR, not machine code).
   Function load(const Binary& bin, const std::string& kernel_name) const;
   /// Raise the dynamic shared memory limit of `f` when `bytes` > 48 KiB.
+  /// InvalidArgument when `bytes` > max_shared_bytes_per_block().
   void set_max_dynamic_shared(Function f, unsigned bytes) const;
-  /// `args` is the usual array of pointers to each argument value.
+  /// `args` is the usual array of pointers to each argument value. Throws
+  /// InvalidArgument (naming the value) for a grid or block dimension of 0, a
+  /// block of more than 1024 threads, too much shared memory or an empty `f`.
   void launch(Function f, const LaunchDims& d, Stream s, void** args) const;
 
   // Event timing helpers for benchmarks.

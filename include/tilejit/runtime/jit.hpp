@@ -14,6 +14,10 @@ enum class Compiler { nvrtc, hiprtc };
 
 /// One compilation: self-contained source text, its file name (used in the
 /// log), the target ("sm_80", "sm_90a", "gfx90a", "gfx942") and extra options.
+/// The target is given only in `arch` (an -arch/--gpu-architecture/--offload-arch
+/// option is rejected). NVRTC gets --std=c++17 unless an option sets --std;
+/// hiprtc gets -std=c++17 likewise. A virtual NVRTC target ("compute_90")
+/// yields PTX instead of a cubin.
 struct JitRequest {
   Compiler compiler = Compiler::nvrtc;
   std::string source;
@@ -25,28 +29,34 @@ struct JitRequest {
 /// Loadable machine code: a cubin for NVRTC, an AMD code object (ELF) for hiprtc.
 struct Binary {
   std::vector<std::uint8_t> bytes;
-  std::string format;  // "cubin" or "hsaco"
+  std::string format;  // "cubin", "ptx" (compute_XX targets) or "hsaco"
 };
 
 struct JitResult {
   Binary binary;
   std::string log;        // compiler warnings, may be empty
-  double compile_ms = 0;  // wall time of the compile call itself
+  double compile_ms = 0;  // wall time of the compile call itself (nvrtcCompileProgram / hiprtcCompileProgram), ms
 };
 
 /// True when the compiler library can be loaded; otherwise `why` says what is missing.
 bool compiler_available(Compiler c, std::string* why = nullptr);
 
-/// "nvrtc 13.0" / "hiprtc 5.2" — part of every cache key.
+/// "nvrtc 13.0" / "hiprtc 9.0 (libamdhip64 5.2.21153)" — part of every cache key.
+/// Throws DeviceUnavailable when the library cannot be loaded.
 std::string compiler_version(Compiler c);
 
 /// Compile `req`. Throws DeviceUnavailable when the library cannot be loaded,
 /// CompileError (log + the generated lines around the first error) when the
-/// source is rejected, InvalidArgument for an empty arch.
+/// source is rejected, InvalidArgument for an empty arch or name or a target
+/// option, DriverError when another compiler call fails.
+/// hiprtc compiles run in a forked child process (a crash inside comgr becomes
+/// a CompileError "hiprtc crashed: signal N ..."); TILEJIT_HIPRTC_ISOLATE=0
+/// compiles in-process instead.
 JitResult compile(const JitRequest& req);
 
 /// Lines [line-before, line+after] of `source`, numbered, the bad line marked
-/// with '>'. Used to build CompileError excerpts.
+/// with '>' ("> 12 | text"). "" when `line` is not a line of `source`.
+/// Used to build CompileError excerpts.
 std::string source_excerpt(const std::string& source, int line, int before = 3, int after = 3);
 
 }  // namespace tilejit::runtime

@@ -1,0 +1,266 @@
+// src/runtime/cache.cpp — KernelCache (see cache.hpp).
+//
+// Disk entry <dir>/<key>.tjkc, all integers little-endian:
+//   "TJKC"  u8 version (1)  u8 n  format[n]  u64 payload size  16-byte XXH3-128 of payload (canonical)  payload
+// An entry is installed by writing <dir>/.<key>.<pid>.<random>.tmp, fsync, rename.
+#include "tilejit/runtime/cache.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+#include <xxhash.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <fmt/format.h>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <random>
+
+namespace tilejit::runtime {
+namespace {
+
+constexpr char kMagic[4] = {'T', 'J', 'K', 'C'};
+constexpr std::uint8_t kVersion = 1;
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+void put_u64(std::string& out, std::uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>(v >> (8 * i)));
+}
+std::uint64_t get_u64(const char* p) {
+  std::uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v |= std::uint64_t(static_cast<unsigned char>(p[i])) << (8 * i);
+  return v;
+}
+
+XXH128_canonical_t checksum(const void* data, std::size_t n) {
+  XXH128_canonical_t c;
+  XXH128_canonicalFromHash(&c, XXH3_128bits(data, n));
+  return c;
+}
+
+std::string serialize(const Binary& b) {
+  std::string out(kMagic, 4);
+  out.push_back(static_cast<char>(kVersion));
+  out.push_back(static_cast<char>(b.format.size()));
+  out += b.format;
+  put_u64(out, b.bytes.size());
+  auto sum = checksum(b.bytes.data(), b.bytes.size());
+  out.append(reinterpret_cast<const char*>(sum.digest), sizeof sum.digest);
+  out.append(reinterpret_cast<const char*>(b.bytes.data()), b.bytes.size());
+  return out;
+}
+
+// The entry's binary, or nullptr when `data` is not a whole, intact entry.
+std::shared_ptr<const Binary> deserialize(const std::string& data) {
+  const std::size_t fixed = 4 + 1 + 1 + 8 + 16;
+  if (data.size() < fixed || std::memcmp(data.data(), kMagic, 4) != 0 ||
+      static_cast<std::uint8_t>(data[4]) != kVersion)
+    return nullptr;
+  const std::size_t fmt_len = static_cast<std::uint8_t>(data[5]);
+  if (fmt_len == 0 || data.size() < fixed + fmt_len) return nullptr;
+  const char* p = data.data() + 6;
+  std::string format(p, fmt_len);
+  p += fmt_len;
+  const std::uint64_t size = get_u64(p);
+  p += 8;
+  const char* sum = p;
+  p += 16;
+  if (size != data.size() - fixed - fmt_len) return nullptr;
+  auto actual = checksum(p, size);
+  if (std::memcmp(actual.digest, sum, 16) != 0) return nullptr;
+  auto b = std::make_shared<Binary>();
+  b->format = std::move(format);
+  b->bytes.assign(reinterpret_cast<const std::uint8_t*>(p), reinterpret_cast<const std::uint8_t*>(p) + size);
+  return b;
+}
+
+enum class DiskRead { missing, hit, corrupt };
+
+DiskRead read_entry(const std::filesystem::path& path, std::shared_ptr<const Binary>& out) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return DiskRead::missing;  // absent (or unreadable: treated as absent)
+  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) return DiskRead::missing;
+  out = deserialize(data);
+  if (out) return DiskRead::hit;
+  std::error_code ec;
+  std::filesystem::remove(path, ec);  // never load it again; the rebuild rewrites it
+  return DiskRead::corrupt;
+}
+
+bool write_all(int fd, const char* p, std::size_t n) {
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    p += w;
+    n -= static_cast<std::size_t>(w);
+  }
+  return true;
+}
+
+// Installs the entry atomically; returns "" or what went wrong.
+std::string write_entry(const std::filesystem::path& dir, const std::string& key,
+                        const std::filesystem::path& path, const Binary& b) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return fmt::format("cannot create it: {}", ec.message());
+  thread_local std::mt19937_64 rng{std::random_device{}() ^ std::uint64_t(::getpid()) << 32};
+  const auto tmp = dir / fmt::format(".{}.{}.{:016x}.tmp", key, ::getpid(), rng());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) return fmt::format("cannot create {}: {}", tmp.string(), std::strerror(errno));
+  const std::string data = serialize(b);
+  std::string err;
+  if (!write_all(fd, data.data(), data.size())) err = fmt::format("write failed: {}", std::strerror(errno));
+  else if (::fsync(fd) != 0) err = fmt::format("fsync failed: {}", std::strerror(errno));
+  if (::close(fd) != 0 && err.empty()) err = fmt::format("close failed: {}", std::strerror(errno));
+  if (err.empty() && ::rename(tmp.c_str(), path.c_str()) != 0)
+    err = fmt::format("rename to {} failed: {}", path.string(), std::strerror(errno));
+  if (!err.empty()) ::unlink(tmp.c_str());
+  return err;
+}
+
+void hash_field(XXH3_state_t* st, std::string_view s) {
+  std::string len;
+  put_u64(len, s.size());
+  XXH3_128bits_update(st, len.data(), len.size());
+  XXH3_128bits_update(st, s.data(), s.size());
+}
+
+}  // namespace
+
+KernelCache::KernelCache(std::filesystem::path dir) : dir_(std::move(dir)) {}
+
+KernelCache& KernelCache::global() {
+  // Leaked on purpose: kernels may be looked up from static destructors.
+  static KernelCache* cache = [] {
+    std::filesystem::path dir;
+    if (const char* env = std::getenv("TILEJIT_CACHE_DIR")) {
+      if (std::string_view(env) != "off") dir = env;
+    } else if (const char* home = std::getenv("HOME"); home && *home) {
+      dir = std::filesystem::path(home) / ".cache" / "tilejit";
+    }
+    return new KernelCache(std::move(dir));
+  }();
+  return *cache;
+}
+
+std::string KernelCache::key(const JitRequest& req, std::string_view extra_key) {
+  XXH3_state_t* st = XXH3_createState();
+  if (!st) throw std::bad_alloc();
+  XXH3_128bits_reset(st);
+  hash_field(st, "tilejit kernel cache v1");
+  hash_field(st, req.compiler == Compiler::nvrtc ? "nvrtc" : "hiprtc");
+  hash_field(st, compiler_version(req.compiler));
+  hash_field(st, req.arch);
+  hash_field(st, req.name);
+  hash_field(st, std::to_string(req.options.size()));
+  for (const auto& o : req.options) hash_field(st, o);
+  hash_field(st, req.source);
+  hash_field(st, extra_key);
+  XXH128_canonical_t c;
+  XXH128_canonicalFromHash(&c, XXH3_128bits_digest(st));
+  XXH3_freeState(st);
+  std::string hex;
+  for (unsigned char byte : c.digest) hex += fmt::format("{:02x}", byte);
+  return hex;
+}
+
+std::filesystem::path KernelCache::entry_path(const std::string& key) const {
+  return dir_.empty() ? std::filesystem::path{} : dir_ / (key + ".tjkc");
+}
+
+void KernelCache::clear_memory() {
+  std::lock_guard lock(mu_);
+  mem_.clear();
+}
+
+KernelCache::Stats KernelCache::stats() const {
+  std::lock_guard lock(mu_);
+  return stats_;
+}
+
+KernelCache::Entry KernelCache::get_or_compile(const JitRequest& req, std::string_view extra_key) {
+  const auto t0 = Clock::now();
+  Entry e;
+  e.key = key(req, extra_key);
+
+  std::promise<std::shared_ptr<const Binary>> promise;
+  bool use_disk = false;
+  {
+    std::unique_lock lock(mu_);
+    if (auto it = mem_.find(e.key); it != mem_.end()) {
+      ++stats_.memory_hits;
+      e.binary = it->second;
+      e.source = Source::memory;
+      e.lookup_ms = ms_since(t0);
+      return e;
+    }
+    if (auto it = inflight_.find(e.key); it != inflight_.end()) {
+      // Another thread is producing this key: share its result (or its error).
+      auto fut = it->second;
+      lock.unlock();
+      e.binary = fut.get();
+      lock.lock();
+      ++stats_.memory_hits;
+      e.source = Source::memory;
+      e.lookup_ms = ms_since(t0);
+      return e;
+    }
+    inflight_.emplace(e.key, promise.get_future().share());
+    use_disk = disk_ok_ && !dir_.empty();
+  }
+
+  try {
+    bool corrupt = false;
+    std::string disk_error;
+    const auto path = entry_path(e.key);
+    if (use_disk) {
+      switch (read_entry(path, e.binary)) {
+        case DiskRead::hit: e.source = Source::disk; break;
+        case DiskRead::corrupt: corrupt = true; break;
+        case DiskRead::missing: break;
+      }
+    }
+    if (!e.binary) {
+      JitResult r = compile(req);
+      e.compile_ms = r.compile_ms;
+      e.source = Source::compiled;
+      e.binary = std::make_shared<const Binary>(std::move(r.binary));
+      if (use_disk) disk_error = write_entry(dir_, e.key, path, *e.binary);
+    }
+    {
+      std::lock_guard lock(mu_);
+      mem_[e.key] = e.binary;
+      inflight_.erase(e.key);
+      if (e.source == Source::disk) ++stats_.disk_hits;
+      if (e.source == Source::compiled) ++stats_.compiled;
+      if (corrupt) ++stats_.corrupt_rebuilt;
+      if (!disk_error.empty() && disk_ok_) {
+        disk_ok_ = false;
+        std::cerr << fmt::format("tilejit: warning: kernel cache directory {} is not usable ({}); "
+                                 "caching kernels in memory only\n",
+                                 dir_.string(), disk_error);
+      }
+    }
+    promise.set_value(e.binary);
+  } catch (...) {
+    {
+      std::lock_guard lock(mu_);
+      inflight_.erase(e.key);
+    }
+    promise.set_exception(std::current_exception());
+    throw;
+  }
+  e.lookup_ms = ms_since(t0);
+  return e;
+}
+
+}  // namespace tilejit::runtime
