@@ -101,7 +101,10 @@ int jit_child() {
   k.launch(tj::Grid{256}, p, p, p, 256 * 1024);
   dev.synchronize();
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const auto& j = k.last_jit();
   std::printf("%.4f\n", ms);
+  std::fprintf(stderr, "first call %.3f ms: codegen %.3f, compile %.3f (%s), module load %.3f\n", ms, j.codegen_ms, j.compile_ms,
+               j.source == tj::runtime::KernelCache::Source::compiled ? "NVRTC" : "disk cache", j.load_ms);
   dev.free(p);
   return 0;
 }

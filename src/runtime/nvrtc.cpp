@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <type_traits>
 #include <fmt/format.h>
@@ -29,8 +30,43 @@ struct Nvrtc {
   std::string error;  // why the library is unusable ("" when usable)
 };
 
+/// The NVRTC library file, found without loading it: the first of the
+/// sonames present in LD_LIBRARY_PATH, $CUDA_HOME/lib64, /usr/local/cuda/lib64
+/// or the system library directories. Loading it costs 5-100 ms, so the
+/// kernel cache identifies the compiler by this file instead (a disk-cache
+/// hit never loads NVRTC), and the loader opens this same file first.
+const std::string& resolved_library() {
+  static const std::string path = [] {
+    std::vector<std::string> dirs;
+    auto split = [&](const char* v) {
+      if (!v) return;
+      std::string s(v);
+      for (std::size_t b = 0, e; b <= s.size(); b = e + 1) {
+        e = s.find(':', b);
+        if (e == std::string::npos) e = s.size();
+        if (e > b) dirs.push_back(s.substr(b, e - b));
+      }
+    };
+    split(std::getenv("LD_LIBRARY_PATH"));
+    for (const char* env : {"CUDA_HOME", "CUDA_PATH"})
+      if (const char* v = std::getenv(env)) dirs.push_back(std::string(v) + "/lib64");
+    for (const char* d : {"/usr/local/cuda/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/lib/x86_64-linux-gnu"})
+      dirs.emplace_back(d);
+    std::error_code ec;
+    for (const char* so : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"})
+      for (const auto& d : dirs) {
+        auto f = std::filesystem::path(d) / so;
+        if (std::filesystem::is_regular_file(f, ec)) return f.string();
+      }
+    return std::string();
+  }();
+  return path;
+}
+
 std::vector<std::string> candidates() {
-  std::vector<std::string> names = {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"};
+  std::vector<std::string> names;
+  if (!resolved_library().empty()) names.push_back(resolved_library());
+  for (const char* so : {"libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"}) names.emplace_back(so);
   std::vector<std::string> found;  // /usr/local/cuda/lib64/libnvrtc.so*, newest name first
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator("/usr/local/cuda/lib64", ec)) {
@@ -108,6 +144,21 @@ bool nvrtc_available(std::string* why) {
 }
 
 std::string nvrtc_version() {
+  // Identify the library file (canonical path, size, modification time)
+  // without loading it; fall back to asking a loaded NVRTC.
+  static const std::string fingerprint = []() -> std::string {
+    const std::string& f = resolved_library();
+    if (f.empty()) return {};
+    std::error_code ec;
+    auto canon = std::filesystem::canonical(f, ec);
+    if (ec) return {};
+    auto size = std::filesystem::file_size(canon, ec);
+    if (ec) return {};
+    auto mtime = std::filesystem::last_write_time(canon, ec);
+    if (ec) return {};
+    return fmt::format("nvrtc file {} ({} bytes, mtime {})", canon.string(), size, mtime.time_since_epoch().count());
+  }();
+  if (!fingerprint.empty()) return fingerprint;
   const Nvrtc& n = require();
   int major = 0, minor = 0;
   check(n, n.version(&major, &minor), "nvrtcVersion");
