@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs what tilejit needs from Debian's packages, skipping what is present.
 # The CUDA 13 toolkit (headers; NVRTC at run time) is expected in /usr/local/cuda.
+# clang-19 + lld-19 compile HIP for targets Debian's ROCm 5.2 hiprtc does not
+# know (gfx940/gfx941/gfx942); see src/runtime/hiprtc.cpp.
 set -euo pipefail
 pkgs=(cmake g++ make libboost-dev doctest-dev libbenchmark-dev nlohmann-json3-dev libfmt-dev
-      libxxhash-dev libamdhip64-dev rocm-device-libs)
+      libxxhash-dev libamdhip64-dev rocm-device-libs clang-19 lld-19)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -19,6 +19,8 @@
 #include <iterator>
 #include <random>
 
+#include "jit_internal.hpp"
+
 namespace tilejit::runtime {
 namespace {
 
@@ -158,7 +160,7 @@ std::string KernelCache::key(const JitRequest& req, std::string_view extra_key) 
   XXH3_128bits_reset(st);
   hash_field(st, "tilejit kernel cache v1");
   hash_field(st, req.compiler == Compiler::nvrtc ? "nvrtc" : "hiprtc");
-  hash_field(st, compiler_version(req.compiler));
+  hash_field(st, req.compiler == Compiler::hiprtc ? detail::hip_compiler_for(req.arch) : compiler_version(req.compiler));
   hash_field(st, req.arch);
   hash_field(st, req.name);
   hash_field(st, std::to_string(req.options.size()));

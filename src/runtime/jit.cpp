@@ -12,11 +12,11 @@
 namespace tilejit::runtime {
 
 bool compiler_available(Compiler c, std::string* why) {
-  return c == Compiler::nvrtc ? detail::nvrtc_available(why) : detail::hiprtc_available(why);
+  return c == Compiler::nvrtc ? detail::nvrtc_available(why) : detail::hip_available(why);
 }
 
 std::string compiler_version(Compiler c) {
-  return c == Compiler::nvrtc ? detail::nvrtc_version() : detail::hiprtc_version();
+  return c == Compiler::nvrtc ? detail::nvrtc_version() : detail::hip_version();
 }
 
 JitResult compile(const JitRequest& req) {
@@ -29,7 +29,7 @@ JitResult compile(const JitRequest& req) {
       if (o.rfind(p, 0) == 0)
         throw InvalidArgument(fmt::format(
             "JitRequest::options contains '{}': set the target with JitRequest::arch", o));
-  return req.compiler == Compiler::nvrtc ? detail::nvrtc_compile(req) : detail::hiprtc_compile(req);
+  return req.compiler == Compiler::nvrtc ? detail::nvrtc_compile(req) : detail::hip_compile(req);
 }
 
 std::string source_excerpt(const std::string& source, int line, int before, int after) {

@@ -12,10 +12,19 @@ bool nvrtc_available(std::string* why);
 std::string nvrtc_version();  // throws DeviceUnavailable
 JitResult nvrtc_compile(const JitRequest& req);
 
-// hiprtc (hiprtc.cpp).
-bool hiprtc_available(std::string* why);
-std::string hiprtc_version();  // throws DeviceUnavailable
-JitResult hiprtc_compile(const JitRequest& req);
+// HIP (hiprtc.cpp): hiprtc for the targets its comgr knows, a clang >= 17
+// subprocess for the others (see the comment at the top of hiprtc.cpp).
+/// True when hiprtc loads or a clang is found; otherwise `why` says what is missing.
+bool hip_available(std::string* why);
+/// Every HIP compiler present: "hiprtc 9.0 (libamdhip64 5.2.21153) + clang 19.1.7 (3~deb12u1) at
+/// /usr/bin/clang-19". Throws DeviceUnavailable when there is none.
+std::string hip_version();
+/// The compiler hip_compile() uses for `arch`: "hiprtc 9.0 (libamdhip64 5.2.21153)" or
+/// "clang 19.1.7 (3~deb12u1) at /usr/bin/clang-19" — the compiler part of a cache key.
+/// Throws what hip_compile() would when nothing can compile for `arch`:
+/// DeviceUnavailable (no HIP compiler at all) or CompileError (hiprtc cannot and no clang).
+std::string hip_compiler_for(const std::string& arch);
+JitResult hip_compile(const JitRequest& req);
 
 /// Line number of the first error in a compiler log — NVRTC/EDG style
 /// "kernel.cu(12): error: ..." or clang style "kernel.cu:12:5: error: ...";
