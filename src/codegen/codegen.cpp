@@ -191,7 +191,7 @@ class Emitter {
   void each_register(int id, const std::function<std::string(int)>& value) {
     const ir::Type& t = k_[id].type;
     if (!tile(id)) {
-      line(fmt::format("const {} s{} = {};", reg_type(t), id, value(0)));
+      line(fmt::format("{} const s{} = {};", reg_type(t), id, value(0)));
       return;
     }
     line(fmt::format("{} v{}[{}];", reg_type(t), id, R_));

@@ -26,6 +26,20 @@ KernelCore::KernelCore(Device dev, ir::Kernel ir, CompileOptions opt)
     throw InvalidArgument(fmt::format("num_warps = {}: must be a power of two in [1, 32]", nw));
   if (dev_.backend() != Backend::interpreter) {
     target_ = codegen::target_for(opt_.arch.empty() ? dev_.arch() : opt_.arch);
+    const bool cuda = dev_.backend() == Backend::cuda;
+    if ((target_.dialect == codegen::Dialect::cuda) != cuda)
+      throw InvalidArgument(fmt::format("arch '{}' is not a target of {} ({})", target_.arch, dev_.name(), dev_.arch()));
+    if (cuda) {
+      // tilejit's CUDA code needs sm_70+ (and bf16 conversions need sm_80's PTX);
+      // a cubin runs only on its own major architecture, not older or newer ones.
+      const int cc = dev_.compute_capability();
+      if (cc < 70)
+        throw DeviceUnavailable(fmt::format("{} is sm_{}: tilejit needs compute capability 7.0 or newer", dev_.name(), cc));
+      const int want = std::stoi(target_.arch.substr(3, 2));
+      if (want / 10 != cc / 10 || want > cc)
+        throw InvalidArgument(fmt::format("arch '{}' does not run on {} (sm_{}): pick sm_{}{} or leave arch empty",
+                                          target_.arch, dev_.name(), cc, cc, cc == 90 ? "a" : ""));
+    }
     target_.warp_size = dev_.warp_size();
     if (nw * target_.warp_size > 1024)
       throw InvalidArgument(fmt::format("num_warps = {} x {} lanes = {} threads: a program has at most 1024",

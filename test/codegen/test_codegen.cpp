@@ -4,6 +4,7 @@
 
 #include "examples/softmax.hpp"
 #include "examples/vector_add.hpp"
+#include "test/common/kernels.hpp"
 #include "tilejit/tilejit.hpp"
 
 namespace tj = tilejit;
@@ -80,4 +81,12 @@ TEST_CASE("compile_softmax_all_targets") {
   compiles_everywhere<examples::Softmax<1, 12288>>(16);
   compiles_everywhere<examples::Softmax<16, 96, tj::bf16>>(4);
   compiles_everywhere<examples::Softmax<4, 768, tj::f16>>(4);
+}
+
+TEST_CASE("compile_all_ops_all_targets") {
+  compiles_everywhere<testing::AllOps<8, 96, float>>(4);
+  compiles_everywhere<testing::AllOps<32, 64, float>>(8);
+  compiles_everywhere<testing::AllOps<16, 48, tj::f16>>(2);
+  compiles_everywhere<testing::AllOps<16, 96, tj::bf16>>(4);
+  compiles_everywhere<testing::AllOps<2, 12, float>>(4);
 }
