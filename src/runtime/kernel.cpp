@@ -85,7 +85,7 @@ const KernelCore::Variant& KernelCore::variant_for(std::uint64_t key, const ir::
   return *variants_.back();
 }
 
-void KernelCore::launch(const Grid& g, Stream s, std::vector<ArgSlot>& args) {
+void KernelCore::launch(const Grid& g, Stream s, std::span<ArgSlot> args) {
   if (args.size() != ir_.params.size())
     throw InvalidArgument(fmt::format("kernel {} takes {} arguments, got {}", ir_.name, ir_.params.size(), args.size()));
   const long long dims[3] = {g.x, g.y, g.z};

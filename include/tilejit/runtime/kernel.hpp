@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -66,7 +67,7 @@ class KernelCore {
   KernelCore(Device dev, ir::Kernel ir, CompileOptions opt);
   /// Validate `args` (count, nulls, alignment, sizes, grid) and launch.
   /// Throws InvalidArgument, CompileError, DriverError.
-  void launch(const Grid& g, Stream s, std::vector<ArgSlot>& args);
+  void launch(const Grid& g, Stream s, std::span<ArgSlot> args);
   const ir::Kernel& ir() const { return ir_; }
   const Device& device() const { return dev_; }
   const CompileOptions& options() const { return opt_; }
@@ -152,8 +153,7 @@ class Kernel {
   void launch(Stream s, const Grid& g, const A&... args) {
     using Sig = lang::kernel_signature<K>;
     static_assert(sizeof...(A) == Sig::arity, "wrong number of kernel arguments");
-    std::vector<runtime::ArgSlot> slots;
-    slots.reserve(sizeof...(A));
+    std::array<runtime::ArgSlot, sizeof...(A)> slots;  // on the stack: no allocation per launch
     fill<0>(slots, args...);
     core_->launch(g, s, slots);
   }
@@ -166,14 +166,14 @@ class Kernel {
   const Device& device() const { return core_->device(); }
 
  private:
-  template <std::size_t I, class A0, class... A>
-  void fill(std::vector<runtime::ArgSlot>& out, const A0& a0, const A&... rest) {
+  template <std::size_t I, std::size_t N, class A0, class... A>
+  void fill(std::array<runtime::ArgSlot, N>& out, const A0& a0, const A&... rest) {
     using P = typename decltype(+boost::hana::at_c<I>(lang::kernel_signature<K>::args))::type;
-    out.push_back(runtime::to_slot<P>(a0, static_cast<int>(I)));
+    out[I] = runtime::to_slot<P>(a0, static_cast<int>(I));
     if constexpr (sizeof...(A) > 0) fill<I + 1>(out, rest...);
   }
-  template <std::size_t I>
-  void fill(std::vector<runtime::ArgSlot>&) {}
+  template <std::size_t I, std::size_t N>
+  void fill(std::array<runtime::ArgSlot, N>&) {}
 
   std::shared_ptr<runtime::KernelCore> core_;
 };
