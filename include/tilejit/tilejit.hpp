@@ -3,6 +3,7 @@
 #pragma once
 #include "tilejit/core/dtype.hpp"
 #include "tilejit/core/error.hpp"
+#include "tilejit/lang/control.hpp"
 #include "tilejit/lang/ops.hpp"
 #include "tilejit/lang/tile.hpp"
 #include "tilejit/lang/trace.hpp"

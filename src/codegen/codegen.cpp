@@ -311,6 +311,51 @@ class Emitter {
       case Op::reduce_min:
         emit_reduce(id);
         return;
+      case Op::loop_begin: {
+        // Carried values live in mutable variables declared before the loop.
+        for (std::size_t c = static_cast<std::size_t>(id) + 1; c < k_.nodes.size(); ++c) {
+          const Node& cn = k_.nodes[c];
+          if (cn.op != Op::loop_carry || cn.args[1] != id) continue;
+          const int cid = static_cast<int>(c);
+          if (tile(cid)) {
+            line(fmt::format("{} v{}[{}];", reg_type(cn.type), cid, R_));
+            for (int r = 0; r < R_; ++r) line(fmt::format("v{}[{}] = {};", cid, r, v(cn.args[0], r)));
+          } else {
+            line(fmt::format("{} s{} = {};", reg_type(cn.type), cid, v(cn.args[0], 0)));
+          }
+        }
+        line(fmt::format("for (int s{0} = {1}; s{0} < {2}; s{0} += {3}) {{", id, v(arg(0), 0), v(arg(1), 0), v(arg(2), 0)));
+        return;
+      }
+      case Op::loop_carry:
+        return;
+      case Op::loop_yield: {
+        // Copy into a temporary first: yields of one iteration happen together.
+        const int c = arg(0), nx = arg(1);
+        if (tile(c)) {
+          line(fmt::format("{} y{}[{}];", reg_type(k_[c].type), c, R_));
+          for (int r = 0; r < R_; ++r) line(fmt::format("y{}[{}] = {};", c, r, v(nx, r)));
+        } else {
+          line(fmt::format("{} const y{} = {};", reg_type(k_[c].type), c, v(nx, 0)));
+        }
+        return;
+      }
+      case Op::loop_end: {
+        for (std::size_t y = static_cast<std::size_t>(arg(0)) + 1; y < static_cast<std::size_t>(id); ++y) {
+          const Node& yn = k_.nodes[y];
+          if (yn.op != Op::loop_yield || k_[yn.args[0]].args[1] != arg(0)) continue;
+          const int c = yn.args[0];
+          if (tile(c))
+            for (int r = 0; r < R_; ++r) line(fmt::format("v{}[{}] = y{}[{}];", c, r, c, r));
+          else
+            line(fmt::format("s{} = y{};", c, c));
+        }
+        line("}");
+        return;
+      }
+      case Op::loop_result:
+        each_register(id, [&](int r) { return v(arg(0), r); });
+        return;
       default:
         break;
     }
@@ -404,6 +449,7 @@ class Emitter {
                       : fmt::format("r{}_{} = {};", id, c, combine(fmt::format("r{}_{}", id, c), elem)));
         }
       }
+      line("__syncthreads();  // the scratch may be written again (a later iteration)");
     }
     // 4. the result: every register of the output takes its canonical partial.
     auto canon_index = [&](int r) {
@@ -448,6 +494,7 @@ Target target_for(const std::string& arch) {
 }
 
 Generated generate(const ir::Kernel& k, const ir::Specialization& spec, const Target& t, const Options& o) {
+  ir::verify(k);
   if (!is_pow2(o.num_warps) || o.num_warps > 32)
     throw InvalidArgument(fmt::format("num_warps = {}: must be a power of two in [1, 32]", o.num_warps));
   if (o.num_warps * t.warp_size > 1024)

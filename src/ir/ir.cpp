@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "tilejit/core/error.hpp"
+
 namespace tilejit::ir {
 
 const char* name(Op op) {
@@ -45,6 +47,11 @@ const char* name(Op op) {
     case Op::reduce_sum: return "reduce_sum";
     case Op::reduce_max: return "reduce_max";
     case Op::reduce_min: return "reduce_min";
+    case Op::loop_begin: return "loop_begin";
+    case Op::loop_carry: return "loop_carry";
+    case Op::loop_yield: return "loop_yield";
+    case Op::loop_end: return "loop_end";
+    case Op::loop_result: return "loop_result";
   }
   return "?";
 }
@@ -53,6 +60,50 @@ bool is_binary(Op op) { return op >= Op::add && op <= Op::ne; }
 bool is_compare(Op op) { return op >= Op::lt && op <= Op::ne; }
 bool is_unary(Op op) { return op >= Op::neg && op <= Op::abs; }
 bool is_reduce(Op op) { return op == Op::reduce_sum || op == Op::reduce_max || op == Op::reduce_min; }
+
+std::vector<int> loop_ends(const Kernel& k) {
+  std::vector<int> ends(k.nodes.size(), -1), stack;
+  for (std::size_t id = 0; id < k.nodes.size(); ++id) {
+    if (k.nodes[id].op == Op::loop_begin) stack.push_back(static_cast<int>(id));
+    if (k.nodes[id].op == Op::loop_end) {
+      if (stack.empty() || stack.back() != k.nodes[id].args[0])
+        throw Unsupported(fmt::format("IR: loop_end %{} does not close the innermost open loop", id));
+      ends[static_cast<std::size_t>(stack.back())] = static_cast<int>(id);
+      stack.pop_back();
+    }
+  }
+  if (!stack.empty()) throw Unsupported(fmt::format("IR: loop_begin %{} is never closed", stack.back()));
+  return ends;
+}
+
+void verify(const Kernel& k) {
+  const auto ends = loop_ends(k);
+  // depth-first: the loop (begin id) that directly contains each node, -1 at top level
+  std::vector<int> owner(k.nodes.size(), -1), stack;
+  for (std::size_t id = 0; id < k.nodes.size(); ++id) {
+    const Node& n = k.nodes[id];
+    if (n.op == Op::loop_end) stack.pop_back();
+    owner[id] = stack.empty() ? -1 : stack.back();
+    if (n.op == Op::loop_begin) stack.push_back(static_cast<int>(id));
+  }
+  auto inside = [&](int node, int loop) {  // is `node` nested (at any depth) in `loop`?
+    return node > loop && node < ends[static_cast<std::size_t>(loop)];
+  };
+  for (std::size_t id = 0; id < k.nodes.size(); ++id) {
+    const Node& n = k.nodes[id];
+    for (int a : n.args) {
+      if (a < 0) continue;
+      if (a >= static_cast<int>(id)) throw Unsupported(fmt::format("IR: node %{} uses %{} before it is defined", id, a));
+      // A value from inside a loop may only be used inside that loop (loop_carry's
+      // second operand names its loop_begin, which is outside the body by design).
+      if (n.op == Op::loop_result && k.nodes[static_cast<std::size_t>(a)].op == Op::loop_carry) continue;
+      for (int l = owner[static_cast<std::size_t>(a)]; l >= 0; l = owner[static_cast<std::size_t>(l)])
+        if (!inside(static_cast<int>(id), l) && !(n.op == Op::loop_end && a == l))
+          throw Unsupported(fmt::format("IR: node %{} ({}) uses %{}, defined inside the loop at %{}: return it from the "
+                                        "loop body instead", id, name(n.op), a, l));
+    }
+  }
+}
 
 std::string to_string(const Type& t) {
   std::string s = t.is_ptr ? fmt::format("ptr<{}>", tilejit::name(t.dtype)) : std::string(tilejit::name(t.dtype));

@@ -94,10 +94,47 @@ int broadcast_source(const ir::Type& from, const ir::Type& to, int e) {
 class Program {
  public:
   Program(const ir::Kernel& k, std::span<const ArgValue> args, std::array<unsigned, 3> grid)
-      : k_(k), args_(args), grid_(grid), vals_(k.nodes.size()) {}
+      : k_(k), args_(args), grid_(grid), vals_(k.nodes.size()), pending_(k.nodes.size()), ends_(ir::loop_ends(k)),
+        carries_(k.nodes.size()), hi_(k.nodes.size()), step_(k.nodes.size()) {
+    for (std::size_t id = 0; id < k.nodes.size(); ++id)
+      if (k.nodes[id].op == Op::loop_carry) carries_[static_cast<std::size_t>(k.nodes[id].args[1])].push_back(static_cast<int>(id));
+  }
 
   void run(std::array<unsigned, 3> pid) {
-    for (std::size_t id = 0; id < k_.nodes.size(); ++id) eval(static_cast<int>(id), pid);
+    const int n = static_cast<int>(k_.nodes.size());
+    for (int pc = 0; pc < n;) {
+      const Node& node = k_[pc];
+      const auto u = static_cast<std::size_t>(pc);
+      switch (node.op) {
+        case Op::loop_begin: {
+          const std::int64_t lo = at(node.args[0]).i[0];
+          hi_[u] = at(node.args[1]).i[0];
+          step_[u] = at(node.args[2]).i[0];
+          if (step_[u] <= 0) fail(pc, fmt::format("for_range step is {}: it must be positive", step_[u]));
+          for (int c : carries_[u]) vals_[static_cast<std::size_t>(c)] = at(k_[c].args[0]);
+          if (lo >= hi_[u]) { pc = ends_[u] + 1; continue; }
+          vals_[u].i = {lo};
+          ++pc;
+          continue;
+        }
+        case Op::loop_carry: ++pc; continue;  // holds the current value, set by loop_begin / loop_end
+        case Op::loop_yield: pending_[static_cast<std::size_t>(node.args[0])] = at(node.args[1]); ++pc; continue;
+        case Op::loop_end: {
+          const auto b = static_cast<std::size_t>(node.args[0]);
+          for (int c : carries_[b]) vals_[static_cast<std::size_t>(c)] = std::move(pending_[static_cast<std::size_t>(c)]);
+          const std::int64_t next = vals_[b].i[0] + step_[b];
+          if (next < hi_[b]) {
+            vals_[b].i = {next};
+            pc = static_cast<int>(b) + 1;
+          } else {
+            ++pc;
+          }
+          continue;
+        }
+        case Op::loop_result: vals_[u] = at(node.args[0]); ++pc; continue;
+        default: eval(pc, pid); ++pc;
+      }
+    }
   }
 
  private:
@@ -317,7 +354,10 @@ class Program {
   const ir::Kernel& k_;
   std::span<const ArgValue> args_;
   std::array<unsigned, 3> grid_;
-  std::vector<Value> vals_;
+  std::vector<Value> vals_, pending_;
+  std::vector<int> ends_;
+  std::vector<std::vector<int>> carries_;  // per loop_begin: its loop_carry nodes
+  std::vector<std::int64_t> hi_, step_;
 };
 
 }  // namespace

@@ -21,6 +21,7 @@ std::string describe(const ir::Kernel& k, std::size_t i) {
 
 KernelCore::KernelCore(Device dev, ir::Kernel ir, CompileOptions opt)
     : dev_(std::move(dev)), ir_(std::move(ir)), opt_(std::move(opt)) {
+  ir::verify(ir_);
   const int nw = opt_.num_warps;
   if (nw < 1 || nw > 32 || (nw & (nw - 1)) != 0)
     throw InvalidArgument(fmt::format("num_warps = {}: must be a power of two in [1, 32]", nw));

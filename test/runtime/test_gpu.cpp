@@ -159,3 +159,35 @@ TEST_CASE("gpu_all_ops_match_the_interpreter") {
   gpu_matches_interpreter<16, 96, 4, tj::bf16>(40, 1e-2);
   gpu_matches_interpreter<2, 12, 4, float>(5, 1e-5);       // tile smaller than the program: lane and warp copies
 }
+
+#include "test/common/loop_kernels.hpp"
+
+TEST_CASE("gpu_loops_match_the_interpreter") {
+  if (!have_gpu()) return;
+  auto gpu = tj::Device::best();
+  const int rows = 77, cols = 1000;
+  CAPTURE(testing::fresh_seed());
+  auto x = testing::random_floats(static_cast<std::size_t>(rows) * cols, -5, 5, 9);
+  const int programs = (rows + 7) / 8;
+  std::vector<float> ref(static_cast<std::size_t>(rows) * 2), got(ref.size());
+  std::vector<std::int32_t> ref_chunks(static_cast<std::size_t>(programs)), got_chunks(ref_chunks.size());
+  tj::compile<testing::RowStatsLoop<8, 96>>(tj::Device::interpreter())
+      .launch(tj::Grid{programs}, x.data(), ref.data(), ref_chunks.data(), rows, cols);
+  auto* dx = static_cast<float*>(gpu.alloc(x.size() * 4));
+  auto* dout = static_cast<float*>(gpu.alloc(ref.size() * 4));
+  auto* dch = static_cast<std::int32_t*>(gpu.alloc(ref_chunks.size() * 4));
+  gpu.copy_to_device(dx, x.data(), x.size() * 4);
+  gpu.memset(dout, 0xff, ref.size() * 4);
+  tj::compile<testing::RowStatsLoop<8, 96>>(gpu).launch(tj::Grid{programs}, dx, dout, dch, rows, cols);
+  gpu.copy_to_host(got.data(), dout, ref.size() * 4);
+  gpu.copy_to_host(got_chunks.data(), dch, ref_chunks.size() * 4);
+  CHECK(testing::rel_error(got, ref) < 1e-5);
+  CHECK(got_chunks == ref_chunks);
+  std::vector<float> nested(96), nested_ref(96);
+  auto* dn = static_cast<float*>(gpu.alloc(96 * 4));
+  tj::compile<testing::NestedLoops>(gpu, {.num_warps = 1}).launch(tj::Grid{1}, dn, 7, 9);
+  tj::compile<testing::NestedLoops>(tj::Device::interpreter(), {.num_warps = 1}).launch(tj::Grid{1}, nested_ref.data(), 7, 9);
+  gpu.copy_to_host(nested.data(), dn, 96 * 4);
+  CHECK(nested == nested_ref);
+  gpu.free(dx), gpu.free(dout), gpu.free(dch), gpu.free(dn);
+}

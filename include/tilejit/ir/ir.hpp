@@ -52,6 +52,12 @@ enum class Op : std::uint8_t {
   reduce_sum,    // args[0]; axis
   reduce_max,
   reduce_min,
+  // structured loop: for (iv = lo; iv < hi; iv += step), see `for_range`
+  loop_begin,    // args: lo, hi, step (i32 scalars); the node's value is the induction variable
+  loop_carry,    // args[0] = init value, args[1] = its loop_begin; inside the body: the carried value
+  loop_yield,    // args[0] = loop_carry, args[1] = the body's next value for it; no result
+  loop_end,      // args[0] = loop_begin; no result
+  loop_result,   // args[0] = loop_carry: the carried value after the loop
 };
 
 const char* name(Op op);
@@ -96,6 +102,14 @@ struct Kernel {
   }
   const Node& operator[](int id) const { return nodes.at(static_cast<std::size_t>(id)); }
 };
+
+/// Index of the loop_end matching each loop_begin (-1 elsewhere).
+std::vector<int> loop_ends(const Kernel& k);
+
+/// Structural checks every backend relies on: operands defined before use,
+/// loops properly nested, no value defined inside a loop used outside it
+/// (return it from the body instead). Throws Unsupported naming the node.
+void verify(const Kernel& k);
 
 /// Human-readable listing, one node per line (`%3 = add f32[96] %1, %2`).
 std::string print(const Kernel& k);

@@ -1,0 +1,105 @@
+// tilejit/lang/control.hpp — structured control flow: loops with
+// loop-carried tiles (Triton's `for k in range(lo, hi, step)` whose body
+// updates accumulators).
+//
+//   auto acc = tj::zeros<float, 64, 96>();
+//   acc = tj::for_range(0, k_tiles, 1, acc, [&](tj::Int k, auto acc) {
+//     return acc + tj::load(...);
+//   });
+//
+//   auto [m, l] = tj::for_range(0, n, BLOCK, std::tuple{m0, l0},
+//                              [&](tj::Int i, auto m, auto l) { ...; return std::tuple{m2, l2}; });
+//
+// The body is traced once; each carried value keeps its type (dtype and
+// shape) across iterations — returning another type is a compile error.
+// Values made inside the body cannot be used after the loop except by
+// returning them (checked when the kernel is compiled).
+#pragma once
+#include <tuple>
+#include <type_traits>
+
+#include "tilejit/lang/ops.hpp"
+
+namespace tilejit {
+namespace lang {
+
+inline Int as_int(const Int& v) { return v; }
+inline Int as_int(const Size& v) { return static_cast<const Int&>(v); }
+inline Int as_int(int v) { return scalar_constant<std::int32_t>(v); }
+
+template <class T>
+T make_carry(const T& init, int begin) {
+  ir::Node n;
+  n.op = ir::Op::loop_carry;
+  n.type = current_kernel()->nodes[static_cast<std::size_t>(init.id())].type;
+  n.args[0] = init.id();
+  n.args[1] = begin;
+  return T(record(n));
+}
+
+template <class T>
+void yield(const T& carry, const T& next) {
+  ir::Node n;
+  n.op = ir::Op::loop_yield;
+  n.type = current_kernel()->nodes[static_cast<std::size_t>(carry.id())].type;
+  n.args[0] = carry.id();
+  n.args[1] = next.id();
+  record(n);
+}
+
+template <class T>
+T result_of(const T& carry) {
+  ir::Node n;
+  n.op = ir::Op::loop_result;
+  n.type = current_kernel()->nodes[static_cast<std::size_t>(carry.id())].type;
+  n.args[0] = carry.id();
+  return T(record(n));
+}
+
+template <class X> struct carried_tile { using type = decltype(tile_of(std::declval<X>())); };
+template <class X> using carried_t = typename carried_tile<std::remove_cvref_t<X>>::type;
+
+}  // namespace lang
+
+/// for (iv = lo; iv < hi; iv += step) with carried tiles. `init` is one tile
+/// or a std::tuple of tiles; `body(iv, carried...)` returns the next values
+/// (one tile, or a tuple in the same order and of the same types). Returns
+/// the values after the last iteration (`init` when the loop runs zero times).
+/// lo, hi, step: Int / Size scalars or C++ ints; step must be positive.
+template <class Lo, class Hi, class Step, class Init, class Body>
+auto for_range(const Lo& lo, const Hi& hi, const Step& step, const Init& init, Body&& body) {
+  const Int l = lang::as_int(lo), h = lang::as_int(hi), s = lang::as_int(step);
+  ir::Node b;
+  b.op = ir::Op::loop_begin;
+  b.type = lang::type_of<std::int32_t>();
+  b.args = {l.id(), h.id(), s.id()};
+  const int begin = lang::record(b);
+  const Int iv(begin);
+  if constexpr (requires { std::tuple_size<Init>::value; }) {
+    auto carries = std::apply(
+        [&](const auto&... x) { return std::tuple{lang::make_carry(lang::tile_of(x), begin)...}; }, init);
+    auto next = std::apply([&](const auto&... c) { return body(iv, c...); }, carries);
+    static_assert(std::is_same_v<decltype(next), decltype(carries)>,
+                  "for_range: the body must return the carried tiles with their types unchanged (same order, dtype, shape)");
+    [&]<std::size_t... I>(std::index_sequence<I...>) { (lang::yield(std::get<I>(carries), std::get<I>(next)), ...); }(
+        std::make_index_sequence<std::tuple_size_v<decltype(carries)>>{});
+    ir::Node e;
+    e.op = ir::Op::loop_end;
+    e.args[0] = begin;
+    lang::record(e);
+    return std::apply([&](const auto&... c) { return std::tuple{lang::result_of(c)...}; }, carries);
+  } else {
+    auto carry = lang::make_carry(lang::tile_of(init), begin);
+    auto next = lang::tile_of(body(iv, carry));
+    static_assert(std::is_same_v<decltype(next), decltype(carry)>,
+                  "for_range: the body must return the carried tile with its type unchanged (same dtype and shape)");
+    lang::yield(carry, next);
+    ir::Node e;
+    e.op = ir::Op::loop_end;
+    e.args[0] = begin;
+    lang::record(e);
+    return lang::result_of(carry);
+  }
+}
+
+}  // namespace tilejit
