@@ -62,7 +62,7 @@ namespace tilejit::layout {
 /// is cut and ends in "...".
 class Reason {
  public:
-  static constexpr int kCapacity = 224;  // bytes of text, including the terminating NUL
+  static constexpr int kCapacity = 384;  // bytes of text, including the terminating NUL
 
   constexpr Reason() = default;
   constexpr explicit Reason(std::string_view text) { *this << text; }
@@ -205,6 +205,30 @@ class DigitSystem {
     DigitSystem r;
     for (int k = 0; k < n; ++k) r.push_back(radix(k));
     return r;
+  }
+
+  /// Digits first, first+1, ..., first+n-1 as a system of their own (their
+  /// strides restart at 1). Precondition: 0 <= first, 0 <= n, first + n <=
+  /// num_digits(). prefix(n) == slice(0, n); concat splits back into slices:
+  /// a.concat(b).slice(a.num_digits(), b.num_digits()) == b.
+  [[nodiscard]] constexpr DigitSystem slice(int first, int n) const {
+    if (first < 0 || n < 0 || first + n > n_) {
+      detail::throw_layout_error(Reason("digit slice [")
+                                 << first << ", " << first + n << ") is outside [0, " << n_ << "]");
+    }
+    DigitSystem r;
+    for (int k = first; k < first + n; ++k) r.push_back(radix(k));
+    return r;
+  }
+
+  /// True when this system's digits are the highest digits of other (this
+  /// system then writes the quotient index / (other.size() / size())).
+  [[nodiscard]] constexpr bool is_suffix_of(const DigitSystem& other) const {
+    if (n_ > other.n_) return false;
+    for (int k = 0; k < n_; ++k) {
+      if (radix(k) != other.radix(other.n_ - n_ + k)) return false;
+    }
+    return true;
   }
 
   /// True when this system's digits are the lowest digits of other (every
