@@ -1,6 +1,8 @@
 // The facts of /work/shared/cases/linear_layouts.md, one TEST_CASE each.
-// Facts 1-6 are Triton's published behaviour (power of two); 10-14 are the
-// mixed-radix ones derived from DESIGN.md §3.
+// Facts 1-9 are Triton's published behaviour (power of two); 10-14 are the
+// mixed-radix ones derived from DESIGN.md §3. Fact 15's algebra half (the
+// reshape that is not representable) is in test_algebra.cpp; the padding
+// fallback itself lives elsewhere.
 #include <doctest/doctest.h>
 
 #include <string>
@@ -153,6 +155,50 @@ TEST_CASE("compose_two_dims") {  // fact 6
   for (int a = 0; a < 4; ++a) {
     for (int b = 0; b < 4; ++b) CHECK(l.apply({a, b}) == l2.apply(l1.apply({a, b})));
   }
+}
+
+TEST_CASE("reshape_ins_regroups_flattened_digits") {  // fact 7
+  const LL l = LL::from_images({{"in1", {2, 2, 2}, {{1}, {4}, {8}}}, {"in2", {2}, {{2}}}},
+                               {{"out", {2, 2, 2, 2}}});
+  const auto r = l.reshape_ins({{"in3", 2}, {"in4", 8}});
+  REQUIRE_MESSAGE(r.ok(), r.reason());
+  const LL& m = r.value();
+  REQUIRE(m.num_in_dims() == 2);
+  CHECK(m.in_name(0) == Name("in3"));
+  CHECK(m.in_name(1) == Name("in4"));
+  REQUIRE(m.in_digits(0).num_digits() == 1);
+  REQUIRE(m.in_digits(1).num_digits() == 3);
+  CHECK(m.image(0, 0)[0] == 1);
+  CHECK(m.image(1, 0)[0] == 4);
+  CHECK(m.image(1, 1)[0] == 8);
+  CHECK(m.image(1, 2)[0] == 2);
+  CHECK(m.out_size(0) == 16);
+}
+
+TEST_CASE("flatten_outs_packs_outputs_first_dim_minor") {  // fact 8
+  const LL l =
+      LL::from_images({{"in1", {2, 2, 2}, {{1, 0}, {4, 1}, {8, 4}}}, {"in2", {2}, {{3, 2}}}},
+                      {{"out1", {2, 2, 2, 2}}, {"out2", {2, 2, 2}}});
+  const LL f = l.flatten_outs();
+  REQUIRE(f.num_out_dims() == 1);
+  CHECK(f.out_name(0) == Name("out1"));
+  CHECK(f.out_size(0) == 128);
+  CHECK(f.image(0, 0)[0] == 1);
+  CHECK(f.image(0, 1)[0] == 20);
+  CHECK(f.image(0, 2)[0] == 72);
+  CHECK(f.image(1, 0)[0] == 35);
+}
+
+TEST_CASE("num_consecutive_in_out_examples") {  // fact 9
+  auto one_dim = [](std::initializer_list<Image> images) {
+    return LL::from_images({{"in", {2, 2, 2, 2}, images}}, {{"out", {2, 2, 2, 2}}});
+  };
+  CHECK(one_dim({{1}, {2}, {4}, {9}}).num_consecutive_in_out() == 1);
+  CHECK(one_dim({{1}, {2}, {4}, {10}}).num_consecutive_in_out() == 2);
+  CHECK(LL::from_images({{"in", {2, 2, 2}, {{1}, {4}, {2}}}}, {{"out", {2, 2, 2}}})
+            .num_consecutive_in_out() == 2);
+  CHECK((LL::identity1D(4, "in", "out1") * LL::identity1D(8, "in", "out2"))
+            .num_consecutive_in_out() == 4);
 }
 
 // ---- facts 10-14: mixed radix ----------------------------------------------------------------
