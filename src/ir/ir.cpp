@@ -47,6 +47,7 @@ const char* name(Op op) {
     case Op::reduce_sum: return "reduce_sum";
     case Op::reduce_max: return "reduce_max";
     case Op::reduce_min: return "reduce_min";
+    case Op::dot: return "dot";
     case Op::loop_begin: return "loop_begin";
     case Op::loop_carry: return "loop_carry";
     case Op::loop_yield: return "loop_yield";

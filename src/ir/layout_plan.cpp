@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "tilejit/core/error.hpp"
+#include "tilejit/layout/encodings/mma_sync.hpp"
 
 namespace tilejit::ir {
 namespace {
@@ -93,51 +94,21 @@ Distributed distributed_from(const layout::LinearLayout& l, int warp_size) {
   return d;
 }
 
-LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size) {
-  LayoutPlan plan;
-  plan.values.resize(k.nodes.size());
-  // 1. The parent shape: the largest 2-D shape, else the 1-D size.
-  int rank = 0;
-  std::array<int, kMaxRank> shape{1, 1};
-  for (std::size_t id = 0; id < k.nodes.size(); ++id) {
-    const Type& t = k.nodes[id].type;
-    if (t.rank == 2) {
-      if (rank < 2) { rank = 2; shape = {1, 1}; }
-      for (int d = 0; d < 2; ++d) {
-        int s = t.shape[static_cast<std::size_t>(d)], &p = shape[static_cast<std::size_t>(d)];
-        if (s != 1 && p != 1 && s != p)
-          throw Unsupported(fmt::format("node %{} has shape {} but the kernel's tiles are [{},{}]: tiles of different "
-                                        "extents along one dim need a layout conversion (not supported yet)",
-                                        id, to_string(t), shape[0], shape[1]));
-        p = std::max(p, s);
-      }
-    }
-  }
-  if (rank == 0) {
-    for (std::size_t id = 0; id < k.nodes.size(); ++id) {
-      const Type& t = k.nodes[id].type;
-      if (t.rank != 1 || t.shape[0] == 1) continue;
-      if (rank == 1 && shape[0] != t.shape[0])
-        throw Unsupported(fmt::format("node %{} is {} but another 1-D tile has {} elements: tiles of different sizes in "
-                                      "one kernel need a layout conversion (not supported yet)", id, to_string(t), shape[0]));
-      rank = 1;
-      shape[0] = t.shape[0];
-    }
-  }
-  if (rank == 0) rank = 1;  // scalar-only kernel: a trivial parent
+namespace {
 
-  // 2. The parent: a blocked layout (Triton's BlockedEncoding built as a
-  //    product of identities), lanes first along the minor dim so a warp's
-  //    accesses are contiguous, then warps, then registers; the NPOT part of
-  //    each extent lands in the register digits (96 = 32 lanes x 3 registers).
-  //    Lanes or warps beyond the tile's extent map to zero: they hold copies.
+/// A blocked parent (Triton's BlockedEncoding, built as a product of
+/// identities): lanes first along the minor dim so a warp's accesses are
+/// contiguous, then warps, then registers; the NPOT part of each extent lands
+/// in the register digits (96 = 32 lanes x 3 registers). Lanes or warps beyond
+/// the tile's extent map to zero: they hold copies.
+layout::LinearLayout blocked_parent(int rank, std::array<int, kMaxRank> shape, int num_warps, int warp_size,
+                                    std::string& desc) {
   using layout::LinearLayout;
   const int minor = rank - 1;
   std::array<int, kMaxRank> lanes{1, 1}, warps{1, 1}, regs{1, 1};
   int lane_room = warp_size, warp_room = num_warps;
   for (int d = minor; d >= 0; --d) {
-    const int e = shape[static_cast<std::size_t>(d)];
-    lanes[static_cast<std::size_t>(d)] = largest_pow2_dividing(e, lane_room);
+    lanes[static_cast<std::size_t>(d)] = largest_pow2_dividing(shape[static_cast<std::size_t>(d)], lane_room);
     lane_room /= lanes[static_cast<std::size_t>(d)];
   }
   for (int d = minor; d >= 0; --d) {
@@ -154,63 +125,200 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size) {
   for (int d = minor; d >= 0; --d) p *= LinearLayout::identity1D(warps[static_cast<std::size_t>(d)], "warp", dim_name[d]);
   p *= LinearLayout::zeros1D(warp_room, "warp", dim_name[minor]);
   for (int d = minor; d >= 0; --d) p *= LinearLayout::identity1D(regs[static_cast<std::size_t>(d)], "register", dim_name[d]);
-  plan.parent = p;
-  plan.diagnostics.push_back(fmt::format(
-      "parent layout: blocked {} lanes {} warps {} registers {}{}", rank == 2 ? fmt::format("[{},{}]", shape[0], shape[1]) : fmt::format("[{}]", shape[0]),
-      rank == 2 ? fmt::format("[{},{}]", lanes[0], lanes[1]) : fmt::format("[{}]", lanes[0]),
-      rank == 2 ? fmt::format("[{},{}]", warps[0], warps[1]) : fmt::format("[{}]", warps[0]),
-      rank == 2 ? fmt::format("[{},{}]", regs[0], regs[1]) : fmt::format("[{}]", regs[0]),
-      lane_room * warp_room > 1 ? fmt::format(" ({} lane and {} warp copies: the tile is smaller than the program)", lane_room, warp_room) : ""));
-  plan.dist = distributed_from(plan.parent, warp_size);
-  plan.dist.num_warps = num_warps;
+  auto list = [&](const std::array<int, kMaxRank>& v) { return rank == 2 ? fmt::format("[{},{}]", v[0], v[1]) : fmt::format("[{}]", v[0]); };
+  desc = fmt::format("blocked {} lanes {} warps {} registers {}{}", list(shape), list(lanes), list(warps), list(regs),
+                     lane_room * warp_room > 1 ? fmt::format(" ({} lane and {} warp copies: the tile is smaller than the program)", lane_room, warp_room) : "");
+  return p;
+}
 
-  // 3. Dim maps. Rank-2 values: their non-unit dims are the parent's.
-  //    Rank-1 values: found by propagation through expand_dims / reductions,
-  //    shared by everything they meet elementwise.
-  Classes cls(k.nodes.size());
-  std::vector<int> tag(k.nodes.size(), -1);  // parent dim of a rank-1 class root
-  for (std::size_t id = 0; id < k.nodes.size(); ++id) {
+/// Warps of an mma accumulator [M, N]: as many along M as divide M/16, the rest along N.
+std::array<int, 2> mma_warps(int m, int n, int num_warps, int node) {
+  int wm = largest_pow2_dividing(m / 16, num_warps);
+  int wn = num_warps / wm;
+  if (m % 16 != 0 || n % (8 * wn) != 0)
+    throw Unsupported(fmt::format("dot %{}: an accumulator of [{},{}] does not fit mma.sync m16n8k16 tiles over {} warps "
+                                  "(M must be a multiple of 16 per warp row and N of 8 per warp column)", node, m, n, num_warps));
+  return {wm, wn};
+}
+
+}  // namespace
+
+TileLayout LayoutPlan::operand_layout(const Kernel& k, int node, int which) const {
+  const Node& n = k.nodes[static_cast<std::size_t>(node)];
+  const int a = n.args[static_cast<std::size_t>(which)];
+  const Type& at = k.nodes[static_cast<std::size_t>(a)].type;
+  if (at.rank == 0) return {};  // scalars need no layout
+  const TileLayout& mine = values[static_cast<std::size_t>(node)];
+  switch (n.op) {
+    case Op::dot:
+      return which < 2 ? dot_operands[static_cast<std::size_t>(node)][static_cast<std::size_t>(which)] : mine;
+    case Op::reduce_sum: case Op::reduce_max: case Op::reduce_min:
+      return values[static_cast<std::size_t>(a)];
+    case Op::expand_dims: {
+      TileLayout t = mine;
+      t.dim_of = {-1, -1};
+      for (int d = 0, o = 0; d < n.type.rank; ++d)
+        if (d != n.axis) t.dim_of[static_cast<std::size_t>(o++)] = mine.dim_of[static_cast<std::size_t>(d)];
+      return t;
+    }
+    case Op::broadcast: {
+      TileLayout t = mine;
+      for (int d = 0; d < at.rank; ++d)
+        if (at.shape[static_cast<std::size_t>(d)] == 1) t.dim_of[static_cast<std::size_t>(d)] = -1;
+      return t;
+    }
+    case Op::loop_yield: case Op::loop_result:
+      return values[static_cast<std::size_t>(n.args[0])];  // the carry's layout
+    default:
+      return mine;
+  }
+}
+
+LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size) {
+  LayoutPlan plan;
+  const std::size_t N = k.nodes.size();
+  plan.values.resize(N);
+  plan.dot_operands.resize(N);
+  auto add_layout = [&](const layout::LinearLayout& l, const std::string& what) {
+    for (std::size_t i = 0; i < plan.linear.size(); ++i)
+      if (plan.linear[i] == l) return static_cast<int>(i);
+    plan.linear.push_back(l);
+    plan.layouts.push_back(distributed_from(l, warp_size));
+    plan.layouts.back().num_warps = num_warps;
+    plan.diagnostics.push_back(fmt::format("layout L{}: {}", plan.linear.size() - 1, what));
+    return static_cast<int>(plan.linear.size()) - 1;
+  };
+  auto rank = [&](int id) { return k.nodes[static_cast<std::size_t>(id)].type.rank; };
+
+  // 1. Families: rank-2 values that meet elementwise (or through loops) share a parent.
+  Classes fam(N);
+  for (std::size_t id = 0; id < N; ++id) {
+    const Node& n = k.nodes[id];
+    if (n.type.rank != 2) continue;
+    for (int j = 0; j < 3; ++j) {
+      const int a = n.args[static_cast<std::size_t>(j)];
+      if (a < 0 || rank(a) != 2) continue;
+      if (n.op == Op::dot && j < 2) continue;  // operands live in their own (mma operand) layouts
+      fam.unite(static_cast<int>(id), a);
+    }
+  }
+  std::vector<std::array<int, kMaxRank>> extent(N, {1, 1});
+  std::vector<int> has_dot(N, -1), fam_layout(N, -1);
+  for (std::size_t id = 0; id < N; ++id) {
+    const Node& n = k.nodes[id];
+    if (n.type.rank != 2) continue;
+    const int root = fam.find(static_cast<int>(id));
+    auto& e = extent[static_cast<std::size_t>(root)];
+    for (int d = 0; d < 2; ++d) {
+      const int s = n.type.shape[static_cast<std::size_t>(d)];
+      int& p = e[static_cast<std::size_t>(d)];
+      if (s != 1 && p != 1 && s != p)
+        throw Unsupported(fmt::format("node %{} has shape {} but the tiles it meets are [{},{}]: tiles of different extents "
+                                      "cannot meet elementwise", id, to_string(n.type), e[0], e[1]));
+      p = std::max(p, s);
+    }
+    if (n.op == Op::dot) has_dot[static_cast<std::size_t>(root)] = static_cast<int>(id);
+  }
+  // 2. A parent per family: the mma accumulator where a dot produces the family, else blocked.
+  for (std::size_t id = 0; id < N; ++id) {
+    if (k.nodes[id].type.rank != 2) continue;
+    const auto root = static_cast<std::size_t>(fam.find(static_cast<int>(id)));
+    if (fam_layout[root] >= 0) continue;
+    const auto e = extent[root];
+    if (has_dot[root] >= 0) {
+      const auto w = mma_warps(e[0], e[1], num_warps, has_dot[root]);
+      fam_layout[root] = add_layout(layout::mma_sync_accumulator({e[0], e[1]}, {w[0], w[1]}),
+                                    fmt::format("mma.sync m16n8k16 accumulator [{},{}] warps [{},{}]", e[0], e[1], w[0], w[1]));
+    } else {
+      std::string desc;
+      auto l = blocked_parent(2, e, num_warps, warp_size, desc);
+      fam_layout[root] = add_layout(l, desc);
+    }
+  }
+  for (std::size_t id = 0; id < N; ++id) {
+    const Node& n = k.nodes[id];
+    if (n.type.rank != 2) continue;
+    const auto root = static_cast<std::size_t>(fam.find(static_cast<int>(id)));
+    TileLayout& tl = plan.values[id];
+    tl.scalar = false;
+    tl.layout = fam_layout[root];
+    for (int d = 0; d < 2; ++d)
+      tl.dim_of[static_cast<std::size_t>(d)] =
+          n.type.shape[static_cast<std::size_t>(d)] == 1 && extent[root][static_cast<std::size_t>(d)] != 1 ? -1 : d;
+    if (n.op == Op::dot) {
+      const Type& ta = k.nodes[static_cast<std::size_t>(n.args[0])].type;
+      const auto e = extent[root];
+      const auto w = mma_warps(e[0], e[1], num_warps, static_cast<int>(id));
+      const int la = add_layout(layout::mma_sync_operand_a({ta.shape[0], ta.shape[1]}, {w[0], w[1]}),
+                                fmt::format("mma.sync operand A [{},{}]", ta.shape[0], ta.shape[1]));
+      const int lb = add_layout(layout::mma_sync_operand_b({ta.shape[1], e[1]}, {w[0], w[1]}),
+                                fmt::format("mma.sync operand B [{},{}]", ta.shape[1], e[1]));
+      plan.dot_operands[id] = {TileLayout{la, {0, 1}, false}, TileLayout{lb, {0, 1}, false}};
+    }
+  }
+
+  // 3. Rank-1 values: slices of a family's parent, found through expand_dims
+  //    (consumer) and reductions (producer); values that meet elementwise share it.
+  Classes cls(N);
+  for (std::size_t id = 0; id < N; ++id) {
+    const Node& n = k.nodes[id];
+    if (n.type.rank != 1 || n.op == Op::expand_dims) continue;
+    for (int a : n.args)
+      if (a >= 0 && rank(a) == 1) cls.unite(static_cast<int>(id), a);
+  }
+  std::vector<TileLayout> tag(N);
+  std::vector<int> tagged(N, 0);
+  auto set_tag = [&](int node, TileLayout t, const char* why) {
+    const auto root = static_cast<std::size_t>(cls.find(node));
+    if (!tagged[root]) {
+      tag[root] = t;
+      tagged[root] = 1;
+    } else if (!(tag[root] == t)) {
+      plan.diagnostics.push_back(fmt::format("node %{} ({}): a 1-D tile also used along another layout; converted through "
+                                             "shared memory", node, why));
+    }
+  };
+  // Reductions first: their result can only be the slice of their source.
+  for (std::size_t id = 0; id < N; ++id) {
+    const Node& n = k.nodes[id];
+    if (is_reduce(n.op) && n.type.rank == 1) {
+      const TileLayout& src = plan.values[static_cast<std::size_t>(n.args[0])];
+      set_tag(static_cast<int>(id), TileLayout{src.layout, {src.dim_of[static_cast<std::size_t>(1 - n.axis)], -1}, false}, "reduction");
+    }
+  }
+  for (std::size_t id = 0; id < N; ++id) {
+    const Node& n = k.nodes[id];
+    if (n.op == Op::expand_dims && n.type.rank == 2 && rank(n.args[0]) == 1) {
+      const TileLayout& mine = plan.values[id];
+      set_tag(n.args[0], TileLayout{mine.layout, {mine.dim_of[static_cast<std::size_t>(1 - n.axis)], -1}, false}, "expand_dims");
+    }
+  }
+  std::vector<int> own_1d;  // per size: a 1-D blocked layout for classes no 2-D family claims
+  for (std::size_t id = 0; id < N; ++id) {
     const Node& n = k.nodes[id];
     if (n.type.rank != 1) continue;
-    if (n.op == Op::expand_dims || n.op == Op::param || n.op == Op::program_id) continue;
-    for (int a : n.args)
-      if (a >= 0 && k.nodes[static_cast<std::size_t>(a)].type.rank == 1) cls.unite(static_cast<int>(id), a);
+    const auto root = static_cast<std::size_t>(cls.find(static_cast<int>(id)));
+    if (!tagged[root]) {
+      // Unclaimed: a 1-D blocked layout of its own size.
+      std::string desc;
+      auto l = blocked_parent(1, {n.type.shape[0], 1}, num_warps, warp_size, desc);
+      tag[root] = TileLayout{add_layout(l, desc), {0, -1}, false};
+      tagged[root] = 1;
+    }
+    plan.values[id] = tag[root];
+    if (n.type.shape[0] == 1) plan.values[id].dim_of = {-1, -1};
   }
-  auto set_tag = [&](int node, int dim) {
-    int root = cls.find(node);
-    int& t = tag[static_cast<std::size_t>(root)];
-    if (t >= 0 && t != dim)
-      throw Unsupported(fmt::format("node %{} ({}): a 1-D tile is used along both dims of the 2-D tiles; that needs a "
-                                    "layout conversion, which this version does not do yet", node, to_string(k.nodes[static_cast<std::size_t>(node)].type)));
-    t = dim;
-  };
-  if (rank == 2) {
-    for (std::size_t id = 0; id < k.nodes.size(); ++id) {
-      const Node& n = k.nodes[id];
-      if (n.op == Op::expand_dims && n.type.rank == 2 && k.nodes[static_cast<std::size_t>(n.args[0])].type.rank == 1)
-        set_tag(n.args[0], 1 - n.axis);
-      if (is_reduce(n.op) && n.type.rank == 1) set_tag(static_cast<int>(id), 1 - n.axis);
+  for (std::size_t id = 0; id < N; ++id)
+    if (k.nodes[id].type.rank == 1) {
+      const TileLayout& t = plan.values[id];
+      const int pd = t.dim_of[0];
+      if (pd >= 0 && plan.layouts[static_cast<std::size_t>(t.layout)].shape[static_cast<std::size_t>(pd)] != k.nodes[id].type.shape[0])
+        throw Unsupported(fmt::format("node %{} ({}) does not match the extent of the layout it is a slice of", id,
+                                      to_string(k.nodes[id].type)));
     }
-  }
-  for (std::size_t id = 0; id < k.nodes.size(); ++id) {
-    const Type& t = k.nodes[id].type;
-    TileLayout& tl = plan.values[id];
-    if (t.rank == 0) continue;
-    tl.scalar = false;
-    if (t.rank == 2) {
-      for (int d = 0; d < 2; ++d) tl.dim_of[static_cast<std::size_t>(d)] = t.shape[static_cast<std::size_t>(d)] == 1 && shape[static_cast<std::size_t>(d)] != 1 ? -1 : d;
-      continue;
-    }
-    if (t.shape[0] == 1) continue;  // a 1-element tile: broadcast everywhere
-    int dim = 0;
-    if (rank == 2) {
-      dim = tag[static_cast<std::size_t>(cls.find(static_cast<int>(id)))];
-      if (dim < 0) dim = t.shape[0] == shape[1] ? 1 : 0;  // unconstrained: prefer the minor dim
-    }
-    if (shape[static_cast<std::size_t>(dim)] != t.shape[0])
-      throw Unsupported(fmt::format("node %{} ({}) does not match the kernel's tile extent {} along dim {}: needs a layout "
-                                    "conversion (not supported yet)", id, to_string(t), shape[static_cast<std::size_t>(dim)], dim));
-    tl.dim_of[0] = dim;
+  if (plan.layouts.empty()) {  // a scalar-only kernel still needs lanes/warps
+    std::string desc;
+    add_layout(blocked_parent(1, {1, 1}, num_warps, warp_size, desc), desc);
   }
   return plan;
 }

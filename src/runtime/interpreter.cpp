@@ -232,6 +232,18 @@ class Program {
         }
         return;
       }
+      case Op::dot: {
+        const ir::Type& ta = type_of_arg(0);
+        const int M = ta.shape[0], K = ta.shape[1], Nn = n.type.shape[1];
+        out.f.resize(static_cast<std::size_t>(N));
+        for (int m = 0; m < M; ++m)
+          for (int j = 0; j < Nn; ++j) {
+            double acc = 0;  // tensor cores add exact products of 16-bit inputs
+            for (int kk = 0; kk < K; ++kk) acc += a(0).f[static_cast<std::size_t>(m * K + kk)] * a(1).f[static_cast<std::size_t>(kk * Nn + j)];
+            out.f[static_cast<std::size_t>(m * Nn + j)] = round_to(DType::f32, a(2).f[static_cast<std::size_t>(m * Nn + j)] + acc);
+          }
+        return;
+      }
       case Op::reduce_sum: case Op::reduce_max: case Op::reduce_min: {
         const ir::Type& ft = type_of_arg(0);
         const int rows = ft.rank == 2 ? (n.axis == 1 ? ft.shape[0] : ft.shape[1]) : 1;

@@ -52,6 +52,7 @@ enum class Op : std::uint8_t {
   reduce_sum,    // args[0]; axis
   reduce_max,
   reduce_min,
+  dot,           // args: a [M,K], b [K,N], acc [M,N] (f32): acc + a·b
   // structured loop: for (iv = lo; iv < hi; iv += step), see `for_range`
   loop_begin,    // args: lo, hi, step (i32 scalars); the node's value is the induction variable
   loop_carry,    // args[0] = init value, args[1] = its loop_begin; inside the body: the carried value

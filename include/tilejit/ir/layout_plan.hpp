@@ -51,20 +51,30 @@ struct Distributed {
 Distributed distributed_from(const layout::LinearLayout& l, int warp_size);
 
 struct TileLayout {
-  std::array<int, kMaxRank> dim_of{-1, -1};  // parent dim of each tile dim (-1: size-1 dim)
+  int layout = -1;                            // index into LayoutPlan::layouts (-1: a scalar)
+  std::array<int, kMaxRank> dim_of{-1, -1};  // parent dim of each tile dim (-1: a size-1 dim)
   bool scalar = true;                         // rank-0 values live once per thread
+  bool operator==(const TileLayout&) const = default;
 };
 
 struct LayoutPlan {
-  layout::LinearLayout parent;
-  Distributed dist;
-  std::vector<TileLayout> values;  // one per IR node
-  std::vector<std::string> diagnostics;  // fallbacks and choices, reported with the kernel
+  std::vector<layout::LinearLayout> linear;  // the distinct parent layouts
+  std::vector<Distributed> layouts;          // the same, in codegen's form
+  std::vector<TileLayout> values;            // one per IR node
+  /// For a dot node: the layouts its a and b operands are converted to (mma operand layouts).
+  std::vector<std::array<TileLayout, 2>> dot_operands;
+  std::vector<std::string> diagnostics;      // layout choices and conversions, reported with the kernel
+
+  /// The layout an operand of `node` must be in (its own, converted if different).
+  TileLayout operand_layout(const Kernel& k, int node, int which) const;
 };
 
 /// Assign layouts for `k` launched with `num_warps` warps of `warp_size`
-/// lanes. Throws Unsupported (naming the node) for tile shapes this version
-/// cannot relate to one parent, e.g. a 1-D tile used along both dims.
+/// lanes. Tiles that interact elementwise share a parent (a *family*, one
+/// per 2-D tile extent); a dot's accumulator family gets the mma.sync
+/// accumulator layout and its operands the mma operand layouts. Where an
+/// operand's layout differs from its user's, codegen converts it (through
+/// shared memory), and the plan says so in its diagnostics.
 LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size);
 
 }  // namespace tilejit::ir

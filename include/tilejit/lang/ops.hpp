@@ -362,6 +362,37 @@ template <int Axis, lang::TileArg X> auto max(const X& x) { return lang::reduce<
 /// Minimum along `Axis`.
 template <int Axis, lang::TileArg X> auto min(const X& x) { return lang::reduce<ir::Op::reduce_min, Axis>(x); }
 
+// ---- matrix product -------------------------------------------------------
+/// acc + a·b for a [M,K], b [K,N] of f16 or bf16 (the same type) and acc
+/// [M,N] of f32; the product accumulates in f32 (Triton's tl.dot). Lowered to
+/// tensor-core instructions (mma.sync m16n8k16 on sm_80+); M must be a
+/// multiple of 16 per warp row, N of 8, K of 16.
+template <lang::TileArg A, lang::TileArg B, lang::TileArg C>
+auto dot(const A& a, const B& b, const C& acc) {
+  using SA = lang::shape_t<A>;
+  using SB = lang::shape_t<B>;
+  using SC = lang::shape_t<C>;
+  static_assert(SA::rank == 2 && SB::rank == 2 && SC::rank == 2, "dot(a, b, acc): all three must be 2-D tiles");
+  static_assert(lang::shapes_must_match<SA, SB, SA::dims[1] == SB::dims[0]>::value);  // a's K == b's K
+  static_assert(lang::shapes_must_match<SC, Shape<SA::dims[0], SB::dims[1]>,
+                                        SC::dims[0] == SA::dims[0] && SC::dims[1] == SB::dims[1]>::value);
+  using EA = lang::elem_t<A>;
+  using EB = lang::elem_t<B>;
+  static_assert(lang::dtypes_must_match<EA, EB, std::is_same_v<EA, EB>>::value);
+  static_assert(std::is_same_v<EA, f16> || std::is_same_v<EA, bf16>, "dot: operands must be f16 or bf16 (for now)");
+  static_assert(std::is_same_v<lang::elem_t<C>, float>, "dot: the accumulator must be f32");
+  ir::Node n;
+  n.op = ir::Op::dot;
+  n.type = lang::type_of<float, SC::dims[0], SC::dims[1]>();
+  n.args = {a.id(), b.id(), acc.id()};
+  return Tile<float, SC::dims[0], SC::dims[1]>(lang::record(n));
+}
+/// a·b with a fresh f32 accumulator.
+template <lang::TileArg A, lang::TileArg B>
+auto dot(const A& a, const B& b) {
+  return dot(a, b, zeros<float, lang::shape_t<A>::dims[0], lang::shape_t<B>::dims[1]>());
+}
+
 // ---- memory -----------------------------------------------------------------
 /// Load the elements addressed by a pointer tile. Where `mask` is false the
 /// memory is not touched and the result is `other` (0 when omitted).

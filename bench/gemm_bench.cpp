@@ -1,0 +1,110 @@
+// GEMM against cuBLAS in one binary (Google Benchmark), over the shapes of
+// ../shared/cases/workloads.md. C[M,N] (f32) = A[M,K] · B[K,N], bf16 inputs,
+// row-major. cuBLAS is loaded with dlopen (libcublas.so.13 on the device),
+// so this binary needs no CUDA library at link time.
+//
+//   BM_Cublas/M/N/K          cublasGemmEx, bf16 x bf16 -> f32, compute 32F
+//   BM_TilejitV1/M/N/K       examples/gemm/matmul_v1.hpp (rung 1: mma.sync, no pipelining)
+// Counters: TFLOP/s (2·M·N·K per run). Without a GPU every case is skipped.
+#include <benchmark/benchmark.h>
+#include <cublas_v2.h>
+#include <dlfcn.h>
+
+#include <random>
+#include <vector>
+
+#include "examples/gemm/matmul_v1.hpp"
+#include "tilejit/tilejit.hpp"
+
+namespace tj = tilejit;
+namespace {
+
+tj::Device& gpu() {
+  static tj::Device d = tj::Device::best();
+  return d;
+}
+
+struct Cublas {
+  decltype(&cublasCreate_v2) create = nullptr;
+  using GemmEx = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*, const void*,
+                                    cudaDataType, int, const void*, cudaDataType, int, const void*, void*, cudaDataType, int,
+                                    cublasComputeType_t, cublasGemmAlgo_t);
+  GemmEx gemm = nullptr;
+  cublasHandle_t h = nullptr;
+  bool ok = false;
+  Cublas() {
+    void* so = dlopen("libcublas.so.13", RTLD_NOW | RTLD_LOCAL);
+    if (!so) so = dlopen("libcublas.so", RTLD_NOW | RTLD_LOCAL);
+    if (!so) return;
+    create = reinterpret_cast<decltype(create)>(dlsym(so, "cublasCreate_v2"));
+    gemm = reinterpret_cast<decltype(gemm)>(dlsym(so, "cublasGemmEx"));
+    ok = create && gemm && create(&h) == CUBLAS_STATUS_SUCCESS;
+  }
+};
+Cublas& cublas() {
+  static Cublas c;
+  return c;
+}
+
+struct Operands {
+  void *a, *b, *c;
+  Operands(long M, long N, long K) {
+    std::mt19937 g(std::random_device{}());
+    std::uniform_real_distribution<float> d(-1, 1);
+    std::vector<tj::bf16> h(static_cast<std::size_t>(std::max(M * K, K * N)));
+    for (auto& x : h) x = tj::bf16(d(g));
+    a = gpu().alloc(M * K * 2);
+    b = gpu().alloc(K * N * 2);
+    c = gpu().alloc(M * N * 4);
+    gpu().copy_to_device(a, h.data(), M * K * 2);
+    gpu().copy_to_device(b, h.data(), K * N * 2);
+  }
+  ~Operands() { gpu().free(a), gpu().free(b), gpu().free(c); }
+};
+
+template <class F>
+void timed(benchmark::State& st, double flops, F&& fn) {
+  fn();
+  gpu().synchronize();
+  for (auto _ : st) st.SetIterationTime(gpu().time_ms({}, fn) / 1e3);
+  st.counters["TFLOP/s"] = benchmark::Counter(flops / 1e12, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_Cublas(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda || !cublas().ok) return st.SkipWithError("no GPU / cuBLAS");
+  const long M = st.range(0), N = st.range(1), K = st.range(2);
+  Operands o(M, N, K);
+  const float one = 1, zero = 0;
+  // Row-major C = A·B is column-major C^T = B^T·A^T: swap the operands.
+  timed(st, 2.0 * M * N * K, [&] {
+    cublas().gemm(cublas().h, CUBLAS_OP_N, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M), static_cast<int>(K), &one, o.b,
+                  CUDA_R_16BF, static_cast<int>(N), o.a, CUDA_R_16BF, static_cast<int>(K), &zero, o.c, CUDA_R_32F,
+                  static_cast<int>(N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  });
+}
+
+template <int BM, int BN, int BK, int NW>
+void BM_TilejitV1(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  const long M = st.range(0), N = st.range(1), K = st.range(2);
+  Operands o(M, N, K);
+  auto k = tj::compile<examples::MatmulV1<BM, BN, BK, tj::bf16>>(gpu(), {.num_warps = NW});
+  timed(st, 2.0 * M * N * K, [&] {
+    k.launch(tj::Grid{tj::cdiv(M, BM), tj::cdiv(N, BN)}, static_cast<tj::bf16*>(o.a), static_cast<tj::bf16*>(o.b),
+             static_cast<float*>(o.c), M, N, K);
+  });
+  st.SetLabel("BLOCK " + std::to_string(BM) + "x" + std::to_string(BN) + "x" + std::to_string(BK) + " warps " + std::to_string(NW));
+}
+
+void shapes(benchmark::internal::Benchmark* b) {
+  b->Args({4096, 4096, 4096})->Args({8192, 8192, 8192})->Args({4096, 6144, 4096})->Args({8192, 96, 8192})->Args({8192, 192, 8192});
+  b->UseManualTime()->Unit(benchmark::kMillisecond);
+}
+
+}  // namespace
+
+BENCHMARK(BM_Cublas)->Apply(shapes);
+BENCHMARK(BM_TilejitV1<128, 128, 32, 4>)->Name("BM_TilejitV1/128x128")->Apply(shapes);
+BENCHMARK(BM_TilejitV1<128, 96, 32, 4>)->Name("BM_TilejitV1/128x96")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TilejitV1<128, 192, 32, 8>)->Name("BM_TilejitV1/128x192")->Args({8192, 192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK_MAIN();
