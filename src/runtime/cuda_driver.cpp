@@ -82,6 +82,7 @@ Loaded load() {
   TJ_GET(event_elapsed_time, cuEventElapsedTime);
   TJ_GET(event_destroy, cuEventDestroy);
   get(d.tensor_map_encode_tiled, "cuTensorMapEncodeTiled", "cuTensorMapEncodeTiled", /*required=*/false);
+  get(d.ctx_get_current, "cuCtxGetCurrent", "cuCtxGetCurrent", /*required=*/false);
 #undef TJ_GET
 #undef TJ_STR
 #undef TJ_STR2

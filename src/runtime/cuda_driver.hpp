@@ -42,6 +42,7 @@ struct CudaDriver {
   decltype(&::cuGetErrorName) get_error_name = nullptr;
   decltype(&::cuGetErrorString) get_error_string = nullptr;
   decltype(&::cuTensorMapEncodeTiled) tensor_map_encode_tiled = nullptr;  // optional: may stay null
+  decltype(&::cuCtxGetCurrent) ctx_get_current = nullptr;  // optional: may stay null
 
   /// "CUDA_ERROR_OUT_OF_MEMORY (out of memory)".
   std::string describe(CUresult r) const;
