@@ -17,6 +17,13 @@ std::string describe(const ir::Kernel& k, std::size_t i) {
   return fmt::format("argument {} ({}: {}) of kernel {}", i, k.params[i].name, ir::to_string(k.params[i].type), k.name);
 }
 
+ir::Specialization spec_of(std::uint64_t key, std::size_t nargs) {
+  ir::Specialization spec;
+  spec.flags.resize(nargs);
+  for (std::size_t i = 0; i < nargs && i < 32; ++i) spec.flags[i] = static_cast<std::uint8_t>((key >> (2 * i)) & 3);
+  return spec;
+}
+
 }  // namespace
 
 KernelCore::KernelCore(Device dev, ir::Kernel ir, CompileOptions opt)
@@ -53,12 +60,13 @@ codegen::Generated KernelCore::source(const ir::Specialization& spec) const {
   return codegen::generate(ir_, spec, t, {opt_.num_warps});
 }
 
-const KernelCore::Variant& KernelCore::variant_for(std::uint64_t key, const ir::Specialization& spec) {
+const KernelCore::Variant& KernelCore::variant_for(std::uint64_t key, const ir::Specialization& spec, JitInfo* out) {
   std::lock_guard lock(mu_);
   for (const auto& v : variants_)
     if (v->key == key) {
       last_jit_ = JitInfo{};
       last_jit_.source = KernelCache::Source::memory;
+      if (out) *out = last_jit_;
       return *v;
     }
   const auto t0 = std::chrono::steady_clock::now();
@@ -82,19 +90,14 @@ const KernelCore::Variant& KernelCore::variant_for(std::uint64_t key, const ir::
   info.load_ms = ms_since(t2);
   info.total_ms = ms_since(t0);
   last_jit_ = info;
+  if (out) *out = info;
   variants_.push_back(std::move(v));
   return *variants_.back();
 }
 
-void KernelCore::launch(const Grid& g, Stream s, std::span<ArgSlot> args) {
+std::uint64_t KernelCore::check_args(std::span<const ArgSlot> args) const {
   if (args.size() != ir_.params.size())
     throw InvalidArgument(fmt::format("kernel {} takes {} arguments, got {}", ir_.name, ir_.params.size(), args.size()));
-  const long long dims[3] = {g.x, g.y, g.z};
-  const long long limits[3] = {2147483647LL, 65535, 65535};
-  for (int d = 0; d < 3; ++d)
-    if (dims[d] < 1 || dims[d] > limits[d])
-      throw InvalidArgument(fmt::format("grid.{} = {}: must be in [1, {}]", "xyz"[d], dims[d], limits[d]));
-
   // Validate and compute the specialisation key (2 bits per parameter).
   std::uint64_t key = 0;
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -116,6 +119,26 @@ void KernelCore::launch(const Grid& g, Stream s, std::span<ArgSlot> args) {
     }
     if (i < 32) key |= flags << (2 * i);
   }
+  return key;
+}
+
+JitInfo KernelCore::prepare(std::span<const ArgSlot> args) {
+  const std::uint64_t key = check_args(args);
+  JitInfo info;
+  if (dev_.backend() == Backend::interpreter) return info;
+  variant_for(key, spec_of(key, args.size()), &info);
+  return info;
+}
+
+void KernelCore::launch(const Grid& g, Stream s, std::span<ArgSlot> args) {
+  if (args.size() != ir_.params.size())
+    throw InvalidArgument(fmt::format("kernel {} takes {} arguments, got {}", ir_.name, ir_.params.size(), args.size()));
+  const long long dims[3] = {g.x, g.y, g.z};
+  const long long limits[3] = {2147483647LL, 65535, 65535};
+  for (int d = 0; d < 3; ++d)
+    if (dims[d] < 1 || dims[d] > limits[d])
+      throw InvalidArgument(fmt::format("grid.{} = {}: must be in [1, {}]", "xyz"[d], dims[d], limits[d]));
+  const std::uint64_t key = check_args(args);
 
   if (dev_.backend() == Backend::interpreter) {
     std::vector<ArgValue> vals(args.size());
@@ -133,10 +156,7 @@ void KernelCore::launch(const Grid& g, Stream s, std::span<ArgSlot> args) {
     return;
   }
 
-  ir::Specialization spec;
-  spec.flags.resize(args.size());
-  for (std::size_t i = 0; i < args.size() && i < 32; ++i) spec.flags[i] = static_cast<std::uint8_t>((key >> (2 * i)) & 3);
-  const Variant& v = variant_for(key, spec);
+  const Variant& v = variant_for(key, spec_of(key, args.size()));
   void* params[64];
   if (args.size() > 64) throw InvalidArgument(fmt::format("kernel {} has {} parameters; at most 64 are supported", ir_.name, args.size()));
   for (std::size_t i = 0; i < args.size(); ++i) params[i] = &args[i].v;

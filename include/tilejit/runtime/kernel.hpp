@@ -68,6 +68,13 @@ class KernelCore {
   /// Validate `args` (count, nulls, alignment, sizes, grid) and launch.
   /// Throws InvalidArgument, CompileError, DriverError.
   void launch(const Grid& g, Stream s, std::span<ArgSlot> args);
+  /// Validate `args` as launch() does and build the variant they select
+  /// (codegen, JIT through the kernel cache, module load) without launching;
+  /// a later launch() with arguments of the same specialisation finds it
+  /// loaded. Thread-safe; distinct KernelCores prepare in parallel. The
+  /// interpreter only validates. Returns what the JIT did for this call.
+  /// Throws InvalidArgument, Unsupported, CompileError, DriverError.
+  JitInfo prepare(std::span<const ArgSlot> args);
   const ir::Kernel& ir() const { return ir_; }
   const Device& device() const { return dev_; }
   const CompileOptions& options() const { return opt_; }
@@ -81,7 +88,9 @@ class KernelCore {
     Function fn;
     unsigned threads;
   };
-  const Variant& variant_for(std::uint64_t key, const ir::Specialization& spec);
+  const Variant& variant_for(std::uint64_t key, const ir::Specialization& spec, JitInfo* info = nullptr);
+  /// Argument checks shared by launch() and prepare(); returns the specialisation key.
+  std::uint64_t check_args(std::span<const ArgSlot> args) const;
 
   Device dev_;
   ir::Kernel ir_;
@@ -159,6 +168,19 @@ class Kernel {
   }
   template <class... A>
   void operator()(const Grid& g, const A&... args) { launch(g, args...); }
+
+  /// Build the machine code these arguments select without launching (see
+  /// KernelCore::prepare): moves the JIT off the first launch.
+  template <class... A>
+  JitInfo prepare(const A&... args) {
+    using Sig = lang::kernel_signature<K>;
+    static_assert(sizeof...(A) == Sig::arity, "wrong number of kernel arguments");
+    std::array<runtime::ArgSlot, sizeof...(A)> slots;
+    fill<0>(slots, args...);
+    return core_->prepare(slots);
+  }
+  /// The type-erased core, shared by copies of this Kernel (used by the autotuner).
+  const std::shared_ptr<runtime::KernelCore>& core() const { return core_; }
 
   const ir::Kernel& ir() const { return core_->ir(); }
   const JitInfo& last_jit() const { return core_->last_jit(); }

@@ -1,0 +1,472 @@
+// src/runtime/autotune.cpp — the autotuner: prune, compile in parallel,
+// benchmark with events and L2 flushes, persist the winner (see autotune.hpp).
+#include "tilejit/runtime/autotune.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <system_error>
+
+namespace tilejit {
+namespace {
+
+using json = nlohmann::json;
+using Clock = std::chrono::steady_clock;
+constexpr const char* kFormat = "tilejit autotune";
+constexpr int kVersion = 1;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+/// "CompileError: <what>" — the reason recorded for a skipped candidate.
+std::string describe(const std::exception& e) {
+  const char* kind = "std::exception";
+  if (dynamic_cast<const CompileError*>(&e)) kind = "CompileError";
+  else if (dynamic_cast<const InvalidArgument*>(&e)) kind = "InvalidArgument";
+  else if (dynamic_cast<const Unsupported*>(&e)) kind = "Unsupported";
+  else if (dynamic_cast<const DriverError*>(&e)) kind = "DriverError";
+  else if (dynamic_cast<const DeviceUnavailable*>(&e)) kind = "DeviceUnavailable";
+  else if (dynamic_cast<const LayoutError*>(&e)) kind = "LayoutError";
+  else if (dynamic_cast<const Error*>(&e)) kind = "Error";
+  return fmt::format("{}: {}", kind, e.what());
+}
+
+std::string first_line(const std::string& s) {
+  const auto n = s.find('\n');
+  return n == std::string::npos ? s : s.substr(0, n) + " ...";
+}
+
+const char* source_name(runtime::KernelCache::Source s) {
+  switch (s) {
+    case runtime::KernelCache::Source::compiled: return "compiled";
+    case runtime::KernelCache::Source::memory: return "memory";
+    case runtime::KernelCache::Source::disk: return "disk";
+  }
+  return "?";
+}
+
+double median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (double(v[n / 2 - 1]) + double(v[n / 2]));
+}
+
+/// The stored file, parsed and checked; nullopt when absent. Throws
+/// std::runtime_error (the reason) when it exists but is not a valid file.
+std::optional<json> read_store(const std::filesystem::path& file) {
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) return std::nullopt;
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot be opened");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  json j;
+  try {
+    j = json::parse(ss.str());
+  } catch (const json::exception& e) {
+    throw std::runtime_error(fmt::format("is not JSON ({})", e.what()));
+  }
+  if (!j.is_object() || j.value("format", "") != kFormat || !j.contains("version") || j["version"] != kVersion)
+    throw std::runtime_error(fmt::format("is not a version-{} \"{}\" file", kVersion, kFormat));
+  if (!j.contains("entries") || !j["entries"].is_object()) throw std::runtime_error("has no \"entries\" object");
+  for (const auto& [dev, keys] : j["entries"].items()) {
+    if (!keys.is_object()) throw std::runtime_error(fmt::format("entry \"{}\" is not an object", dev));
+    for (const auto& [k, e] : keys.items())
+      if (!e.is_object() || !e.contains("config") || !e["config"].is_string())
+        throw std::runtime_error(fmt::format("entry \"{}\" / \"{}\" has no \"config\" string", dev, k));
+  }
+  return j;
+}
+
+/// Write `j` to `file` through a temporary file in the same directory + rename.
+void write_atomically(const std::filesystem::path& file, const json& j) {
+  std::filesystem::create_directories(file.parent_path());
+  static std::atomic<unsigned> counter{0};
+  auto tmp = file;
+  tmp += fmt::format(".tmp.{}.{}", ::getpid(), counter++);
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw std::runtime_error(fmt::format("cannot create {}", tmp.string()));
+    out << j.dump(2) << '\n';
+    out.flush();
+    if (!out) {
+      std::error_code ec;
+      std::filesystem::remove(tmp, ec);
+      throw std::runtime_error(fmt::format("cannot write {}", tmp.string()));
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, file, ec);
+  if (ec) {
+    std::filesystem::remove(tmp, ec);
+    throw std::runtime_error(fmt::format("cannot rename into {}: {}", file.string(), ec.message()));
+  }
+}
+
+}  // namespace
+
+// ---- Config, TuneKey, reports ---------------------------------------------
+
+long long Config::param(std::string_view name) const {
+  auto it = params.find(name);
+  if (it == params.end()) throw InvalidArgument(fmt::format("config \"{}\" has no parameter {}", str(), name));
+  return it->second;
+}
+
+std::string Config::str() const {
+  std::string s;
+  for (const auto& [k, v] : params) s += fmt::format("{}={} ", k, v);
+  return s + fmt::format("num_warps={} num_stages={}", num_warps, num_stages);
+}
+
+TuneKey& TuneKey::set(std::string name, Value v) {
+  if (name.empty()) throw InvalidArgument("a tune key property needs a name");
+  kv_.insert_or_assign(std::move(name), std::move(v));
+  return *this;
+}
+
+long long TuneKey::integer(std::string_view name) const {
+  auto it = kv_.find(name);
+  if (it == kv_.end()) throw InvalidArgument(fmt::format("tune key {{{}}} has no property {}", str(), name));
+  if (auto* p = std::get_if<long long>(&it->second.v)) return *p;
+  throw InvalidArgument(fmt::format("tune key property {} is a string, not an integer", name));
+}
+
+const std::string& TuneKey::string(std::string_view name) const {
+  auto it = kv_.find(name);
+  if (it == kv_.end()) throw InvalidArgument(fmt::format("tune key {{{}}} has no property {}", str(), name));
+  if (auto* p = std::get_if<std::string>(&it->second.v)) return *p;
+  throw InvalidArgument(fmt::format("tune key property {} is an integer, not a string", name));
+}
+
+std::string TuneKey::str() const {
+  std::string s;
+  for (const auto& [k, v] : kv_) {
+    if (!s.empty()) s += ' ';
+    if (auto* p = std::get_if<long long>(&v.v)) s += fmt::format("{}={}", k, *p);
+    else s += k + "=" + json(std::get<std::string>(v.v)).dump();  // quoted and escaped
+  }
+  return s;
+}
+
+std::string to_string(CandidateReport::Status s) {
+  switch (s) {
+    case CandidateReport::Status::not_run: return "not run";
+    case CandidateReport::Status::pruned: return "pruned";
+    case CandidateReport::Status::compile_failed: return "compile failed";
+    case CandidateReport::Status::launch_failed: return "launch failed";
+    case CandidateReport::Status::timed: return "timed";
+    case CandidateReport::Status::loaded: return "loaded";
+  }
+  return "?";
+}
+
+std::string TuneReport::str() const {
+  std::string s = fmt::format("autotune {} on {} for {{{}}}: {}\n", name, device, key,
+                              tuned ? "tuned" : from_disk ? "stored winner reused" : "not tuned");
+  if (!note.empty()) s += "  note: " + note + "\n";
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    const auto& c = candidates[i];
+    s += fmt::format("  {} {:<40} {:<14}", c.winner ? '*' : ' ', c.config.str(), to_string(c.status));
+    if (c.compile_ms >= 0) s += fmt::format(" build {:8.2f} ms ({})", c.compile_ms, c.jit_source);
+    if (c.median_ms >= 0 && c.status == CandidateReport::Status::timed) s += fmt::format("  median {:9.4f} ms x{}", c.median_ms, c.reps);
+    else if (c.median_ms >= 0) s += fmt::format("  stored median {:.4f} ms", c.median_ms);
+    if (!c.reason.empty()) s += "  " + first_line(c.reason);
+    s += '\n';
+  }
+  s += fmt::format("  total {:.2f} ms: lookup {:.2f}, compile {:.2f} on {} threads, benchmark {:.2f}, store {:.2f}\n",
+                   total_ms, lookup_ms, compile_ms, threads, bench_ms, store_ms);
+  return s;
+}
+
+// ---- AutotunerCore --------------------------------------------------------
+
+namespace runtime {
+
+AutotunerCore::AutotunerCore(std::string name, std::vector<std::pair<Config, KernelFactory>> cands, TuneOptions opt)
+    : name_(std::move(name)), cands_(std::move(cands)), opt_(std::move(opt)),
+      dev_(opt_.device ? *opt_.device : Device::best()) {
+  if (name_.empty() || !std::all_of(name_.begin(), name_.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
+      }) || name_[0] == '.')
+    throw InvalidArgument(fmt::format("autotuner name \"{}\": must be [A-Za-z0-9_.-]+, not starting with '.' (it names a file)", name_));
+  if (cands_.empty()) throw InvalidArgument(fmt::format("autotuner {} has no candidates", name_));
+  for (std::size_t i = 0; i < cands_.size(); ++i) {
+    if (!cands_[i].second) throw InvalidArgument(fmt::format("autotuner {}: candidate {} has no factory", name_, i));
+    for (std::size_t j = 0; j < i; ++j)
+      if (cands_[j].first.str() == cands_[i].first.str())
+        throw InvalidArgument(fmt::format("autotuner {}: candidates {} and {} have the same config \"{}\"; "
+                                          "give each its parameters so the stored winner names one",
+                                          name_, j, i, cands_[i].first.str()));
+  }
+  if (opt_.reps < 1) throw InvalidArgument(fmt::format("TuneOptions::reps = {}: must be >= 1", opt_.reps));
+  if (opt_.warmup < 0) throw InvalidArgument(fmt::format("TuneOptions::warmup = {}: must be >= 0", opt_.warmup));
+  device_id_ = dev_.backend() == Backend::interpreter
+                   ? std::string("CPU interpreter")
+                   : fmt::format("{} | {} | driver {}", dev_.name(), dev_.arch(), dev_.driver_version());
+}
+
+std::filesystem::path AutotunerCore::file() const {
+  std::filesystem::path dir = opt_.cache_dir ? *opt_.cache_dir : KernelCache::global().dir();
+  if (dir.empty()) return {};
+  return dir / "autotune" / (name_ + ".json");
+}
+
+void AutotunerCore::log(const std::string& msg) const {
+  const std::string line = fmt::format("tilejit autotune {}: {}", name_, msg);
+  if (opt_.log) opt_.log(line);
+  else std::fprintf(stderr, "%s\n", line.c_str());
+}
+
+const TuneReport& AutotunerCore::tune(const TuneKey& key, const GridFn& grid, std::span<const ArgSlot> args) {
+  std::lock_guard lock(mu_);
+  return tune_locked(key, grid, args).report;
+}
+
+void AutotunerCore::launch(const TuneKey& key, const GridFn& grid, std::span<ArgSlot> args) {
+  std::shared_ptr<KernelCore> k;
+  Config cfg;
+  {
+    std::lock_guard lock(mu_);
+    Tuned& t = tune_locked(key, grid, args);
+    k = t.kernel;
+    cfg = cands_[t.index].first;
+  }
+  k->launch(grid(cfg), opt_.stream, args);
+}
+
+const TuneReport& AutotunerCore::report(const TuneKey& key) const {
+  std::lock_guard lock(mu_);
+  auto it = tuned_.find(key.str());
+  if (it == tuned_.end()) throw InvalidArgument(fmt::format("autotuner {} has not tuned key {{{}}}", name_, key.str()));
+  return it->second.report;
+}
+
+AutotunerCore::Tuned& AutotunerCore::tune_locked(const TuneKey& key, const GridFn& grid, std::span<const ArgSlot> args) {
+  const std::string ks = key.str();
+  if (auto it = tuned_.find(ks); it != tuned_.end()) return it->second;
+  const auto t0 = Clock::now();
+  const std::size_t n = cands_.size();
+  TuneReport rep;
+  rep.name = name_;
+  rep.device = device_id_;
+  rep.key = ks;
+  rep.file = file();
+  rep.candidates.resize(n);
+  for (std::size_t i = 0; i < n; ++i) rep.candidates[i].config = cands_[i].first;
+  std::vector<std::shared_ptr<KernelCore>> kernels(n);
+
+  // Build candidate i: factory (trace) + prepare (codegen, JIT, load). Never throws.
+  auto build = [&](std::size_t i) {
+    CandidateReport& c = rep.candidates[i];
+    const auto tb = Clock::now();
+    try {
+      auto k = cands_[i].second(dev_, cands_[i].first);
+      if (!k) throw InvalidArgument("the candidate's factory returned no kernel");
+      const JitInfo ji = k->prepare(args);
+      c.jit_ms = ji.compile_ms;
+      c.jit_source = dev_.backend() == Backend::interpreter ? "none" : source_name(ji.source);
+      kernels[i] = std::move(k);
+    } catch (const std::exception& e) {
+      c.status = CandidateReport::Status::compile_failed;
+      c.reason = describe(e);
+    }
+    c.compile_ms = ms_since(tb);
+  };
+
+  // 1. The stored winner for (device, key), if any.
+  if (!rep.file.empty()) {
+    try {
+      if (auto j = read_store(rep.file)) {
+        const json& entries = (*j)["entries"];
+        if (entries.contains(device_id_) && entries[device_id_].contains(ks)) {
+          const std::string stored = entries[device_id_][ks]["config"].get<std::string>();
+          std::size_t i = 0;
+          while (i < n && cands_[i].first.str() != stored) ++i;
+          if (i == n) {
+            rep.note = fmt::format("stored winner \"{}\" is not among the candidates: re-tuning", stored);
+          } else {
+            build(i);
+            if (kernels[i]) {
+              rep.candidates[i].status = CandidateReport::Status::loaded;
+              rep.candidates[i].winner = true;
+              if (entries[device_id_][ks].contains("median_ms") && entries[device_id_][ks]["median_ms"].is_number())
+                rep.candidates[i].median_ms = entries[device_id_][ks]["median_ms"].get<double>();
+              rep.from_disk = true;
+              rep.best = i;
+              rep.lookup_ms = rep.total_ms = ms_since(t0);
+              return tuned_.emplace(ks, Tuned{i, std::move(kernels[i]), std::move(rep)}).first->second;
+            }
+            rep.note = fmt::format("stored winner \"{}\" no longer builds ({}): re-tuning", stored, first_line(rep.candidates[i].reason));
+            rep.candidates[i] = CandidateReport{};
+            rep.candidates[i].config = cands_[i].first;
+          }
+        }
+      }
+    } catch (const std::exception& e) {
+      rep.note = fmt::format("ignoring {}: it {}; re-tuning and rewriting it", rep.file.string(), e.what());
+    }
+    if (!rep.note.empty()) log(rep.note);
+  }
+  rep.lookup_ms = ms_since(t0);
+
+  // 2. Pruning.
+  std::vector<std::size_t> todo;
+  for (std::size_t i = 0; i < n; ++i) {
+    CandidateReport& c = rep.candidates[i];
+    for (const auto& p : opt_.prune) {
+      if (!p) continue;
+      try {
+        c.reason = p(c.config, key, dev_);
+      } catch (const std::exception& e) {
+        c.reason = "the prune predicate threw " + describe(e);
+      }
+      if (!c.reason.empty()) break;
+    }
+    if (!c.reason.empty()) {
+      c.status = CandidateReport::Status::pruned;
+      log(fmt::format("pruned {}: {}", c.config.str(), c.reason));
+    } else {
+      todo.push_back(i);
+    }
+  }
+
+  // 3. Compile every survivor before timing anything, on all cores.
+  const auto tc = Clock::now();
+  if (!todo.empty()) {
+    unsigned nt = opt_.threads ? opt_.threads : std::max(1u, std::thread::hardware_concurrency());
+    nt = static_cast<unsigned>(std::min<std::size_t>(nt, todo.size()));
+    std::atomic<std::size_t> next{0};
+    auto work = [&] {
+      for (std::size_t j; (j = next.fetch_add(1)) < todo.size();) build(todo[j]);
+    };
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < nt; ++t) {
+      try {
+        pool.emplace_back(work);
+      } catch (const std::system_error&) {
+        break;  // fewer threads: the others pick up the work
+      }
+    }
+    rep.threads = static_cast<unsigned>(pool.size()) + 1;
+    work();
+    for (auto& t : pool) t.join();
+  }
+  rep.compile_ms = ms_since(tc);
+  for (std::size_t i : todo)
+    if (!kernels[i]) log(fmt::format("skipped {}: {}", rep.candidates[i].config.str(), rep.candidates[i].reason));
+
+  // 4. Benchmark, one candidate at a time.
+  const auto tt = Clock::now();
+  std::vector<ArgSlot> slots(args.begin(), args.end());
+  void* flush = nullptr;
+  if (dev_.backend() != Backend::interpreter && opt_.flush_bytes > 0) {
+    try {
+      flush = dev_.alloc(opt_.flush_bytes);
+    } catch (const std::exception& e) {
+      log(fmt::format("no L2 flush buffer ({}): timing without flushes", describe(e)));
+    }
+  }
+  for (std::size_t i : todo) {
+    if (!kernels[i]) continue;
+    CandidateReport& c = rep.candidates[i];
+    KernelCore& k = *kernels[i];
+    try {
+      const Grid g = grid(c.config);
+      auto run = [&] { k.launch(g, opt_.stream, slots); };
+      const float first = dev_.time_ms(opt_.stream, run);  // launch errors and faults surface here
+      const int fit = first > 0 ? static_cast<int>(opt_.budget_ms / first) : opt_.reps;
+      const int warm = std::clamp(fit, 0, opt_.warmup);
+      const int reps = std::clamp(fit, 1, opt_.reps);
+      for (int w = 0; w < warm; ++w) run();
+      std::vector<float> t;
+      t.reserve(static_cast<std::size_t>(reps));
+      for (int r = 0; r < reps; ++r) {
+        if (flush) dev_.memset(flush, r & 0xff, opt_.flush_bytes);
+        t.push_back(dev_.time_ms(opt_.stream, run));
+      }
+      c.median_ms = median(std::move(t));
+      c.reps = reps;
+      c.status = CandidateReport::Status::timed;
+    } catch (const std::exception& e) {
+      c.status = CandidateReport::Status::launch_failed;
+      c.reason = describe(e);
+      kernels[i].reset();
+      log(fmt::format("skipped {}: {}", c.config.str(), c.reason));
+    }
+  }
+  if (flush) {
+    try {
+      dev_.synchronize();
+      dev_.free(flush);
+    } catch (const std::exception& e) {
+      log(fmt::format("freeing the L2 flush buffer: {}", describe(e)));
+    }
+  }
+  rep.bench_ms = ms_since(tt);
+  rep.tuned = true;
+
+  // 5. The winner.
+  std::size_t best = n;
+  for (std::size_t i = 0; i < n; ++i)
+    if (rep.candidates[i].status == CandidateReport::Status::timed &&
+        (best == n || rep.candidates[i].median_ms < rep.candidates[best].median_ms))
+      best = i;
+  if (best == n) {
+    rep.total_ms = ms_since(t0);
+    std::string msg = fmt::format("autotune {} for {{{}}} on {}: all {} candidates failed or were pruned:", name_, ks, device_id_, n);
+    for (const auto& c : rep.candidates)
+      msg += fmt::format("\n  {}: {}: {}", c.config.str(), to_string(c.status), first_line(c.reason));
+    throw AutotuneError(std::move(msg), std::move(rep));
+  }
+  rep.best = best;
+  rep.candidates[best].winner = true;
+
+  // 6. Store it: re-read (another process may have added keys), merge, rename into place.
+  const auto ts = Clock::now();
+  if (!rep.file.empty()) {
+    try {
+      json j;
+      try {
+        if (auto old = read_store(rep.file)) j = std::move(*old);
+      } catch (const std::exception&) {
+        // corrupt: replaced by a fresh file (already noted above)
+      }
+      if (j.is_null()) j = json{{"format", kFormat}, {"version", kVersion}, {"name", name_}, {"entries", json::object()}};
+      const auto& c = rep.candidates[best];
+      json params = json::object();
+      for (const auto& [pk, pv] : c.config.params) params[pk] = pv;
+      std::size_t timed = 0;
+      for (const auto& x : rep.candidates) timed += x.status == CandidateReport::Status::timed;
+      j["entries"][device_id_][ks] = json{{"config", c.config.str()},
+                                          {"params", params},
+                                          {"num_warps", c.config.num_warps},
+                                          {"num_stages", c.config.num_stages},
+                                          {"median_ms", c.median_ms},
+                                          {"candidates", n},
+                                          {"timed", timed},
+                                          {"unix_time", static_cast<long long>(std::time(nullptr))}};
+      write_atomically(rep.file, j);
+    } catch (const std::exception& e) {
+      log(fmt::format("could not store the result in {}: {}", rep.file.string(), e.what()));
+    }
+  }
+  rep.store_ms = ms_since(ts);
+  rep.total_ms = ms_since(t0);
+  for (std::size_t i = 0; i < n; ++i)
+    if (i != best) kernels[i].reset();
+  return tuned_.emplace(ks, Tuned{best, std::move(kernels[best]), std::move(rep)}).first->second;
+}
+
+}  // namespace runtime
+}  // namespace tilejit

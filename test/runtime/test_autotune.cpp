@@ -1,0 +1,513 @@
+// The autotuner: picking, skipping broken candidates, pruning, parallel
+// compiles, persistence per (device, key), corrupt files. CI runs everything
+// on the interpreter; the last case tunes 16 softmax configs on a GPU.
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "examples/softmax.hpp"
+#include "test/common/random.hpp"
+#include "tilejit/runtime/autotune.hpp"
+#include "tilejit/tilejit.hpp"
+
+namespace tj = tilejit;
+using examples::Softmax;
+
+namespace {
+
+/// A fresh directory under /tmp, removed at the end of the test.
+struct TempDir {
+  std::filesystem::path path;
+  TempDir() {
+    static std::atomic<int> n{0};
+    path = std::filesystem::temp_directory_path() / ("tj-autotune-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+};
+
+/// Collects what the tuner logs.
+struct Log {
+  std::shared_ptr<std::vector<std::string>> lines = std::make_shared<std::vector<std::string>>();
+  std::function<void(const std::string&)> sink() const {
+    return [l = lines](const std::string& s) { l->push_back(s); };
+  }
+  bool has(const std::string& needle) const {
+    return std::any_of(lines->begin(), lines->end(), [&](const std::string& s) { return s.find(needle) != std::string::npos; });
+  }
+};
+
+/// Candidates over a pack of BLOCK_M values crossed with num_warps: the
+/// usual way to build a family whose compile-time parameters are template arguments.
+template <int W, int... BM>
+std::vector<tj::CandidateFor<Softmax<1, W>>> softmax_candidates(std::initializer_list<int> warps) {
+  std::vector<tj::CandidateFor<Softmax<1, W>>> out;
+  for (int nw : warps) (out.push_back(tj::cand<Softmax<BM, W>>({.params = {{"BLOCK_M", BM}}, .num_warps = nw})), ...);
+  return out;
+}
+
+auto grid_for(long long rows) {
+  return [rows](const tj::Config& c) { return tj::Grid{tj::cdiv(rows, c.param("BLOCK_M"))}; };
+}
+
+tj::TuneOptions interp_options(const TempDir& dir, const Log& log) {
+  tj::TuneOptions o;
+  o.device = tj::Device::interpreter();
+  o.cache_dir = dir.path;
+  o.warmup = 1;
+  o.reps = 3;
+  o.log = log.sink();
+  return o;
+}
+
+double softmax_error(const std::vector<float>& x, const std::vector<float>& y, int rows, int width) {
+  std::vector<double> ref(x.size()), got(y.begin(), y.end());
+  for (int r = 0; r < rows; ++r) {
+    const float* row = &x[static_cast<std::size_t>(r) * width];
+    double m = *std::max_element(row, row + width), s = 0;
+    for (int c = 0; c < width; ++c) s += std::exp(double(row[c]) - m);
+    for (int c = 0; c < width; ++c) ref[static_cast<std::size_t>(r) * width + c] = std::exp(double(row[c]) - m) / s;
+  }
+  return testing::rel_error(got, ref);
+}
+
+std::size_t count(const tj::TuneReport& r, tj::CandidateReport::Status s) {
+  return static_cast<std::size_t>(std::count_if(r.candidates.begin(), r.candidates.end(), [&](const auto& c) { return c.status == s; }));
+}
+
+using S = tj::CandidateReport::Status;
+
+}  // namespace
+
+TEST_CASE("autotune: softmax candidates on the interpreter; the winner's result is correct") {
+  TempDir dir;
+  Log log;
+  constexpr int W = 96, rows = 21;
+  auto x = testing::random_floats(std::size_t{rows} * W, -6, 6, 5);
+  std::vector<float> y(x.size(), -1.f);
+  tj::Autotuner tuner("softmax", {
+      tj::cand<Softmax<1, W>>({.params = {{"BLOCK_M", 1}}, .num_warps = 1}),
+      tj::cand<Softmax<2, W>>({.params = {{"BLOCK_M", 2}}, .num_warps = 2}),
+      tj::cand<Softmax<4, W>>({.params = {{"BLOCK_M", 4}}, .num_warps = 4}),
+  }, interp_options(dir, log));
+  const tj::TuneKey key{{"rows", rows}, {"width", W}, {"dtype", "f32"}};
+  CHECK(key.str() == "dtype=\"f32\" rows=21 width=96");
+  tuner.launch(key, grid_for(rows), x.data(), y.data(), rows);
+  const auto& rep = tuner.report(key);
+  MESSAGE(rep.str());
+  CHECK(rep.tuned);
+  CHECK_FALSE(rep.from_disk);
+  CHECK(count(rep, S::timed) == 3);
+  CHECK(rep.candidates[rep.best].winner);
+  for (const auto& c : rep.candidates) {
+    CHECK(c.median_ms > 0);
+    CHECK(c.compile_ms >= 0);
+    CHECK(c.reps >= 1);
+  }
+  CHECK(tuner.best(key).param("BLOCK_M") > 0);
+  CHECK(softmax_error(x, y, rows, W) < 2e-6);
+  CHECK(std::filesystem::exists(tuner.file()));
+  CHECK(tuner.file() == dir.path / "autotune" / "softmax.json");
+  CHECK(log.lines->empty());
+  // Tuning again in the same object is free: same report object, nothing rerun.
+  CHECK(&tuner.tune(key, grid_for(rows), x.data(), y.data(), rows) == &rep);
+}
+
+TEST_CASE("autotune: broken candidates are skipped with their reasons") {
+  TempDir dir;
+  Log log;
+  constexpr int W = 96, rows = 9;
+  auto x = testing::random_floats(std::size_t{rows} * W, -6, 6, 6);
+  std::vector<float> y(x.size(), -1.f);
+  tj::Autotuner tuner("softmax_broken", {
+      tj::cand<Softmax<2, W>>({.params = {{"BLOCK_M", 2}}, .num_warps = 3}),  // InvalidArgument at compile
+      tj::make_candidate({.params = {{"BLOCK_M", 4}}, .num_warps = 2},
+                         [](const tj::Device&, const tj::Config&) -> tj::Kernel<Softmax<4, W>> {
+                           throw tj::Unsupported("codegen: no lowering for this op on this target");
+                         }),
+      tj::cand<Softmax<8, W>>({.params = {{"BLOCK_M", 8}, {"FAIL_LAUNCH", 1}}, .num_warps = 4}),  // grid of 0 programs
+      tj::cand<Softmax<1, W>>({.params = {{"BLOCK_M", 1}}, .num_warps = 1}),  // the only good one
+  }, interp_options(dir, log));
+  auto grid = [](const tj::Config& c) {
+    return c.params.count("FAIL_LAUNCH") ? tj::Grid{0} : tj::Grid{tj::cdiv(rows, c.param("BLOCK_M"))};
+  };
+  const tj::TuneKey key{{"rows", rows}};
+  tuner.launch(key, grid, x.data(), y.data(), rows);
+  const auto& rep = tuner.report(key);
+  MESSAGE(rep.str());
+  REQUIRE(rep.candidates.size() == 4);
+  CHECK(rep.candidates[0].status == S::compile_failed);
+  CHECK(rep.candidates[0].reason.find("InvalidArgument: num_warps = 3") != std::string::npos);
+  CHECK(rep.candidates[1].status == S::compile_failed);
+  CHECK(rep.candidates[1].reason.find("Unsupported: codegen") != std::string::npos);
+  CHECK(rep.candidates[2].status == S::launch_failed);
+  CHECK(rep.candidates[2].reason.find("grid.x = 0") != std::string::npos);
+  CHECK(rep.candidates[3].status == S::timed);
+  CHECK(rep.best == 3);
+  CHECK(softmax_error(x, y, rows, W) < 2e-6);
+  CHECK(log.has("skipped BLOCK_M=2 num_warps=3 num_stages=1: InvalidArgument"));
+  CHECK(log.has("skipped BLOCK_M=4 num_warps=2 num_stages=1: Unsupported"));
+  CHECK(log.has("skipped BLOCK_M=8 FAIL_LAUNCH=1"));
+}
+
+TEST_CASE("autotune: all candidates broken is one clear error listing every reason") {
+  TempDir dir;
+  Log log;
+  std::vector<float> x(96 * 4, 1.f), y(x.size());
+  tj::Autotuner tuner("softmax_all_broken", {
+      tj::cand<Softmax<2, 96>>({.params = {{"BLOCK_M", 2}}, .num_warps = 3}),
+      tj::cand<Softmax<4, 96>>({.params = {{"BLOCK_M", 4}}, .num_warps = 64}),
+      tj::cand<Softmax<1, 96>>({.params = {{"BLOCK_M", 1}}, .num_warps = 1}),
+  }, [&] {
+    auto o = interp_options(dir, log);
+    o.prune.push_back([](const tj::Config& c, const tj::TuneKey&, const tj::Device&) -> std::string {
+      return c.param("BLOCK_M") == 1 ? "BLOCK_M = 1 wastes lanes" : "";
+    });
+    return o;
+  }());
+  const tj::TuneKey key{{"rows", 4}};
+  try {
+    tuner.tune(key, grid_for(4), x.data(), y.data(), 4);
+    FAIL("expected AutotuneError");
+  } catch (const tj::AutotuneError& e) {
+    const std::string what = e.what();
+    MESSAGE(what);
+    CHECK(what.find("all 3 candidates failed or were pruned") != std::string::npos);
+    CHECK(what.find("BLOCK_M=2 num_warps=3 num_stages=1: compile failed: InvalidArgument: num_warps = 3") != std::string::npos);
+    CHECK(what.find("num_warps = 64") != std::string::npos);
+    CHECK(what.find("BLOCK_M=1 num_warps=1 num_stages=1: pruned: BLOCK_M = 1 wastes lanes") != std::string::npos);
+    CHECK(e.report().candidates.size() == 3);
+  }
+  CHECK_FALSE(std::filesystem::exists(tuner.file()));  // nothing stored for a failure
+  CHECK_THROWS_AS(tuner.report(key), tj::InvalidArgument);
+}
+
+TEST_CASE("autotune: bad tuner definitions are rejected up front") {
+  using C = tj::CandidateFor<Softmax<1, 96>>;
+  auto o = [] { tj::TuneOptions t; t.device = tj::Device::interpreter(); t.cache_dir = ""; return t; };
+  CHECK_THROWS_WITH_AS(tj::Autotuner("x", std::vector<C>{}, o()), doctest::Contains("no candidates"), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(tj::Autotuner("x", {tj::cand<Softmax<1, 96>>({.num_warps = 1}), tj::cand<Softmax<2, 96>>({.num_warps = 1})}, o()),
+                       doctest::Contains("same config"), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(tj::Autotuner("../evil", {tj::cand<Softmax<1, 96>>({})}, o()), doctest::Contains("names a file"),
+                       tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(tj::Config{}.param("BLOCK_M"), doctest::Contains("no parameter BLOCK_M"), tj::InvalidArgument);
+  const tj::TuneKey k{{"rows", 3u}, {"dtype", "bf16"}, {"n", std::size_t{7}}};
+  CHECK(k.integer("rows") == 3);
+  CHECK(k.string("dtype") == "bf16");
+  CHECK_THROWS_AS(k.integer("dtype"), tj::InvalidArgument);
+  CHECK_THROWS_AS(k.string("cols"), tj::InvalidArgument);
+  CHECK(tj::Config{.params = {{"B", 2}, {"A", 1}}, .num_warps = 8, .num_stages = 3}.str() == "A=1 B=2 num_warps=8 num_stages=3");
+}
+
+TEST_CASE("autotune: pruned configs are never built and are reported with the reason") {
+  TempDir dir;
+  Log log;
+  constexpr int W = 96, rows = 8;
+  std::vector<float> x(std::size_t{rows} * W, 0.5f), y(x.size());
+  auto o = interp_options(dir, log);
+  // A register budget: BLOCK_M x WIDTH floats over num_warps x 32 lanes.
+  o.prune.push_back([](const tj::Config& c, const tj::TuneKey& k, const tj::Device&) -> std::string {
+    const long long per_thread = c.param("BLOCK_M") * k.integer("width") / (c.num_warps * 32);
+    return per_thread > 4 ? "needs " + std::to_string(per_thread) + " registers per thread for the row tile (limit 4)" : "";
+  });
+  auto cands = softmax_candidates<W, 1, 2, 4>({1, 2});
+  tj::Autotuner tuner("softmax_pruned", cands, o);
+  const tj::TuneKey key{{"rows", rows}, {"width", W}};
+  const auto& rep = tuner.tune(key, grid_for(rows), x.data(), y.data(), rows);
+  MESSAGE(rep.str());
+  CHECK(count(rep, S::pruned) == 3);  // (BLOCK_M, num_warps) = (2,1): 6, (4,1): 12, (4,2): 6
+  CHECK(count(rep, S::timed) == 3);
+  for (const auto& c : rep.candidates) {
+    const long long pt = c.config.param("BLOCK_M") * W / (c.config.num_warps * 32);
+    CHECK((c.status == S::pruned) == (pt > 4));
+    if (c.status == S::pruned) {
+      CHECK(c.reason.find("registers per thread") != std::string::npos);
+      CHECK(c.compile_ms < 0);  // never built
+    }
+  }
+  CHECK(log.has("pruned BLOCK_M=4 num_warps=1"));
+}
+
+TEST_CASE("autotune: candidates compile in parallel on several threads before any timing") {
+  TempDir dir;
+  Log log;
+  constexpr int W = 96, rows = 4;
+  std::vector<float> x(std::size_t{rows} * W, 0.f), y(x.size());
+  std::mutex mu;
+  std::set<std::thread::id> ids;
+  std::atomic<int> built{0}, launched_before_all_built{0};
+  std::vector<tj::CandidateFor<Softmax<1, W>>> cands;
+  for (int i = 0; i < 8; ++i)
+    cands.push_back(tj::make_candidate({.params = {{"BLOCK_M", 1}, {"ID", i}}, .num_warps = 1},
+                                       [&](const tj::Device& d, const tj::Config& c) {
+                                         {
+                                           std::lock_guard l(mu);
+                                           ids.insert(std::this_thread::get_id());
+                                         }
+                                         std::this_thread::sleep_for(std::chrono::milliseconds(100));  // a slow compile
+                                         ++built;
+                                         return tj::compile<Softmax<1, W>>(d, {.num_warps = c.num_warps});
+                                       }));
+  auto o = interp_options(dir, log);
+  o.threads = 4;
+  tj::Autotuner tuner("softmax_parallel", cands, o);
+  auto grid = [&](const tj::Config&) {
+    if (built.load() != 8) ++launched_before_all_built;
+    return tj::Grid{rows};
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto& rep = tuner.tune(tj::TuneKey{{"rows", rows}}, grid, x.data(), y.data(), rows);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  MESSAGE(rep.str());
+  CHECK(rep.threads == 4);
+  CHECK(ids.size() >= 2);
+  CHECK(rep.compile_ms < 8 * 100 * 0.75);  // serial would take 800 ms
+  CHECK(ms > 0);
+  CHECK(launched_before_all_built == 0);
+  CHECK(count(rep, S::timed) == 8);
+}
+
+TEST_CASE("autotune: a second tuner reuses the stored winner without benchmarking") {
+  TempDir dir;
+  Log log;
+  constexpr int W = 96, rows = 13;
+  auto x = testing::random_floats(std::size_t{rows} * W, -6, 6, 7);
+  std::vector<float> y(x.size(), -1.f);
+  const tj::TuneKey key{{"rows", rows}, {"width", W}, {"dtype", "f32"}};
+  // Counts factory calls: the reuse must build the winner alone.
+  auto built = std::make_shared<std::atomic<int>>(0);
+  auto make = [&] {
+    auto cs = softmax_candidates<W, 1, 2, 4>({1, 2});
+    for (auto& c : cs) c.make = [inner = c.make, built](const tj::Device& d, const tj::Config& cfg) { ++*built; return inner(d, cfg); };
+    return cs;
+  };
+  tj::Config first;
+  {
+    tj::Autotuner a("softmax_persist", make(), interp_options(dir, log));
+    const auto& r = a.tune(key, grid_for(rows), x.data(), y.data(), rows);
+    CHECK(r.tuned);
+    CHECK(*built == 6);
+    first = r.best_config();
+  }
+  {
+    auto j = nlohmann::json::parse(std::ifstream(dir.path / "autotune" / "softmax_persist.json"));
+    CHECK(j["format"] == "tilejit autotune");
+    CHECK(j["entries"]["CPU interpreter"][key.str()]["config"] == first.str());
+  }
+  *built = 0;
+  tj::Autotuner b("softmax_persist", make(), interp_options(dir, log));
+  b.launch(key, grid_for(rows), x.data(), y.data(), rows);
+  const auto& r = b.report(key);
+  MESSAGE(r.str());
+  CHECK_FALSE(r.tuned);
+  CHECK(r.from_disk);
+  CHECK(r.note.empty());
+  CHECK(*built == 1);
+  CHECK(r.best_config() == first);
+  CHECK(count(r, S::loaded) == 1);
+  CHECK(count(r, S::not_run) == 5);
+  CHECK(count(r, S::timed) == 0);
+  CHECK(r.bench_ms == 0);
+  CHECK(softmax_error(x, y, rows, W) < 2e-6);
+
+  SUBCASE("a different key tunes again and both are stored") {
+    const tj::TuneKey other{{"rows", rows - 1}, {"width", W}, {"dtype", "f32"}};
+    const auto& r2 = b.tune(other, grid_for(rows - 1), x.data(), y.data(), rows - 1);
+    CHECK(r2.tuned);
+    const tj::TuneKey other_dtype{{"rows", rows}, {"width", W}, {"dtype", "bf16"}};
+    CHECK(b.tune(other_dtype, grid_for(rows), x.data(), y.data(), rows).tuned);
+    tj::Autotuner c("softmax_persist", make(), interp_options(dir, log));
+    CHECK_FALSE(c.tune(key, grid_for(rows), x.data(), y.data(), rows).tuned);
+    CHECK_FALSE(c.tune(other, grid_for(rows - 1), x.data(), y.data(), rows - 1).tuned);
+    CHECK_FALSE(c.tune(other_dtype, grid_for(rows), x.data(), y.data(), rows).tuned);
+  }
+  SUBCASE("a stored winner that is no longer a candidate is re-tuned") {
+    auto cs = softmax_candidates<W, 8>({1, 2});
+    tj::Autotuner c("softmax_persist", cs, interp_options(dir, log));
+    const auto& r3 = c.tune(key, grid_for(rows), x.data(), y.data(), rows);
+    CHECK(r3.tuned);
+    CHECK(r3.note.find("is not among the candidates") != std::string::npos);
+  }
+}
+
+TEST_CASE("autotune: a corrupt stored file is ignored, re-tuned and rewritten") {
+  TempDir dir;
+  Log log;
+  constexpr int W = 96, rows = 5;
+  std::vector<float> x(std::size_t{rows} * W, 0.25f), y(x.size());
+  const tj::TuneKey key{{"rows", rows}};
+  std::filesystem::create_directories(dir.path / "autotune");
+  const auto file = dir.path / "autotune" / "softmax_corrupt.json";
+  for (const char* junk : {"{\"format\": \"tilejit autotune\", \"version\": 1, \"entries\": {\"CPU interpreter\": {\"rows=5\": 17}}}",
+                           "{ this is not json", "", "[1, 2, 3]"}) {
+    CAPTURE(junk);
+    std::ofstream(file, std::ios::trunc) << junk;
+    tj::Autotuner a("softmax_corrupt", softmax_candidates<W, 1, 2>({1}), interp_options(dir, log));
+    const auto& r = a.tune(key, grid_for(rows), x.data(), y.data(), rows);
+    CHECK(r.tuned);
+    CHECK(r.note.find("ignoring") != std::string::npos);
+    CHECK(log.has("re-tuning and rewriting it"));
+    CHECK_NOTHROW(nlohmann::json::parse(std::ifstream(file)));
+    tj::Autotuner b("softmax_corrupt", softmax_candidates<W, 1, 2>({1}), interp_options(dir, log));
+    CHECK_FALSE(b.tune(key, grid_for(rows), x.data(), y.data(), rows).tuned);
+  }
+  // No temporary files left behind.
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path / "autotune")) files.push_back(e.path());
+  CHECK(files == std::vector<std::filesystem::path>{file});
+}
+
+TEST_CASE("autotune: Kernel::prepare builds without launching and validates like launch") {
+  auto dev = tj::Device::best();
+  std::vector<float> x(96 * 4, 1.f), y(x.size());
+  float *dx = x.data(), *dy = y.data();
+  if (dev.backend() != tj::Backend::interpreter) {
+    dx = static_cast<float*>(dev.alloc(x.size() * 4));
+    dy = static_cast<float*>(dev.alloc(y.size() * 4));
+  }
+  auto k = tj::compile<Softmax<4, 96>>(dev, {.num_warps = 1});
+  CHECK_THROWS_WITH_AS(k.prepare(static_cast<float*>(nullptr), dy, 4), doctest::Contains("null pointer"), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(k.prepare(dx, dy, -1), doctest::Contains("must be >= 0"), tj::InvalidArgument);
+  const tj::JitInfo a = k.prepare(dx, dy, 4);
+  if (dev.backend() != tj::Backend::interpreter) {
+    CHECK(a.compiled);
+    k.launch(tj::Grid{1}, dx, dy, 4);
+    CHECK_FALSE(k.last_jit().compiled);  // the launch found the prepared variant
+    dev.synchronize();
+    dev.free(dx), dev.free(dy);
+  }
+}
+
+// ---- on a GPU: 16 configs, wall time, reuse by a second process ------------
+
+namespace {
+template <int... BM>
+std::vector<tj::CandidateFor<Softmax<1, 768>>> sixteen(std::integer_sequence<int, BM...>) {
+  return softmax_candidates<768, BM...>({1, 2, 4, 8});
+}
+constexpr int kGpuWidth = 768;
+constexpr long long kGpuRows = 1 << 17;  // 384 MiB in, 384 MiB out
+const tj::TuneKey kGpuKey{{"rows", kGpuRows}, {"width", kGpuWidth}, {"dtype", "f32"}};
+tj::TuneOptions gpu_options(const tj::Device& dev, const std::filesystem::path& dir) {
+  tj::TuneOptions o;
+  o.device = dev;
+  o.cache_dir = dir;
+  return o;
+}
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+TEST_CASE("autotune: 16 softmax configs on the GPU (width 768)") {
+  auto dev = tj::Device::best();
+  if (dev.backend() != tj::Backend::cuda) {
+    MESSAGE("no CUDA device: skipping the GPU autotune test (", tj::Device::cuda_unavailable_reason(), ")");
+    return;
+  }
+  constexpr int W = kGpuWidth;
+  const long long rows = kGpuRows;
+  const std::size_t n = static_cast<std::size_t>(rows) * W;
+  auto x = testing::random_floats(n, -8, 8, 9);
+  auto* dx = static_cast<float*>(dev.alloc(n * 4));
+  auto* dy = static_cast<float*>(dev.alloc(n * 4));
+  dev.copy_to_device(dx, x.data(), n * 4);
+  dev.memset(dy, 0xff, n * 4);  // NaN poison
+  dev.synchronize();
+  TempDir dir;
+  const auto cands = sixteen(std::integer_sequence<int, 1, 2, 4, 8>{});
+  REQUIRE(cands.size() == 16);
+
+  auto t0 = std::chrono::steady_clock::now();
+  tj::Autotuner a("softmax_gpu", cands, gpu_options(dev, dir.path));
+  a.launch(kGpuKey, grid_for(rows), dx, dy, rows);
+  dev.synchronize();
+  const double first_ms = ms_since(t0);
+  const auto& r = a.report(kGpuKey);
+  MESSAGE(r.str());
+  const double best = r.candidates[r.best].median_ms;
+  MESSAGE("16 candidates tuned in ", first_ms, " ms wall (target < 3000 ms); best ", r.best_config().str(), " ", best,
+          " ms = ", 2.0 * double(n) * 4 / (best * 1e-3) / 1e12, " TB/s");
+  CHECK(r.tuned);
+  CHECK(count(r, S::timed) == 16);
+  CHECK(first_ms < 3000);
+
+  // Correctness of the winner's output, on rows at both ends.
+  std::vector<float> y(n);
+  dev.copy_to_host(y.data(), dy, n * 4);
+  const std::size_t sample = 512 * W;
+  CHECK(softmax_error({x.begin(), x.begin() + sample}, {y.begin(), y.begin() + sample}, 512, W) < 1e-5);
+  CHECK(softmax_error({x.end() - sample, x.end()}, {y.end() - sample, y.end()}, 512, W) < 1e-5);
+
+  // A second tuner in this process with the kernel cache's memory level dropped.
+  tj::runtime::KernelCache::global().clear_memory();
+  t0 = std::chrono::steady_clock::now();
+  tj::Autotuner b("softmax_gpu", cands, gpu_options(dev, dir.path));
+  const auto& r2 = b.tune(kGpuKey, grid_for(rows), dx, dy, rows);
+  const double second_ms = ms_since(t0);
+  MESSAGE(r2.str());
+  MESSAGE("stored winner reused in this process in ", second_ms, " ms");
+  CHECK_FALSE(r2.tuned);
+  CHECK(r2.best_config() == r.best_config());
+
+  // A second process: this binary again, running only the case below.
+  const auto self = std::filesystem::canonical("/proc/self/exe");
+  const std::string cmd = "TILEJIT_AUTOTUNE_CHILD_DIR='" + dir.path.string() + "' '" + self.string() +
+                          "' -tc='*reuse*second process*' > '" + (dir.path / "child.log").string() + "' 2>&1";
+  const int rc = std::system(cmd.c_str());
+  std::string log_text;
+  {
+    std::ifstream in(dir.path / "child.log");
+    log_text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  MESSAGE("child process:\n", log_text);
+  CHECK(rc == 0);
+  double child_ms = -1;
+  std::ifstream(dir.path / "child_ms.txt") >> child_ms;
+  MESSAGE("stored winner reused by a second process in ", child_ms, " ms (target < 10 ms)");
+  CHECK(child_ms >= 0);
+  CHECK(child_ms < 10);
+  dev.free(dx), dev.free(dy);
+}
+
+TEST_CASE("autotune: reuse of a stored GPU winner by a second process") {
+  const char* dir = std::getenv("TILEJIT_AUTOTUNE_CHILD_DIR");
+  if (!dir) {
+    MESSAGE("run by the GPU autotune test in a child process; nothing to do here");
+    return;
+  }
+  auto dev = tj::Device::best();  // driver start-up: not the tuner's time
+  REQUIRE(dev.backend() == tj::Backend::cuda);
+  auto* dx = static_cast<float*>(dev.alloc(4096));
+  auto* dy = static_cast<float*>(dev.alloc(4096));
+  const auto cands = sixteen(std::integer_sequence<int, 1, 2, 4, 8>{});
+  const auto t0 = std::chrono::steady_clock::now();
+  tj::Autotuner b("softmax_gpu", cands, gpu_options(dev, dir));
+  const auto& r = b.tune(kGpuKey, grid_for(kGpuRows), dx, dy, kGpuRows);
+  const double ms = ms_since(t0);
+  MESSAGE(r.str());
+  CHECK_FALSE(r.tuned);
+  CHECK(r.from_disk);
+  CHECK(count(r, S::loaded) == 1);
+  CHECK(count(r, S::not_run) == 15);
+  std::ofstream(std::filesystem::path(dir) / "child_ms.txt") << ms << '\n';
+  dev.free(dx), dev.free(dy);
+}
