@@ -17,6 +17,7 @@
 
 #include "prelude.hpp"
 #include "tilejit/core/error.hpp"
+#include "tilejit/ir/axis_info.hpp"
 
 namespace tilejit::codegen {
 namespace {
@@ -30,7 +31,7 @@ class Emitter {
  public:
   Emitter(const ir::Kernel& k, const ir::Specialization& spec, const Target& t, const Options& o)
       : k_(k), spec_(spec), t_(t), o_(o), plan_(ir::assign_layouts(k, o.num_warps, t.warp_size)),
-        threads_(o.num_warps * t.warp_size) {}
+        threads_(o.num_warps * t.warp_size), axes_(ir::analyze_axes(k, spec)) {}
 
   Generated run() {
     for (std::size_t id = 0; id < k_.nodes.size(); ++id) emit(static_cast<int>(id));
@@ -365,6 +366,10 @@ class Emitter {
       case Op::load: {
         const bool masked = arg(1) >= 0;
         const std::string other = arg(2) >= 0 ? v(arg(2), 0) : literal(t, 0, 0, t_.dialect);
+        if (const int vw = vector_width(id, 0, masked ? 1 : -1); vw > 1) {
+          emit_vector_load(id, vw, masked, other);
+          return;
+        }
         each_register(id, [&](int r) {
           std::string ld = load_expr(t.dtype, op(0, r));
           return masked ? op(1, r) + " ? " + ld + " : " + other : ld;
@@ -374,6 +379,10 @@ class Emitter {
       case Op::store: {
         const std::string own = owner_predicate(TL(id));
         const bool masked = arg(2) >= 0;
+        if (const int vw = vector_width(id, 0, masked ? 2 : -1); vw > 1) {
+          emit_vector_store(id, vw, masked, own);
+          return;
+        }
         for (int r = 0; r < R(id); ++r) {
           if (tile(id) && canonical(r, id) != r) continue;
           std::string cond = own;
@@ -461,12 +470,99 @@ class Emitter {
     throw Unsupported(fmt::format("codegen: cannot lower node %{} ({})", id, ir::name(n.op)));
   }
 
-  /// acc + a·b with mma.sync.m16n8k16: a and b arrive converted to the mma
-  /// operand layouts, the accumulator is in the mma accumulator layout. For
-  /// each 16x8 accumulator tile a thread holds and each 16-deep k step, the
-  /// fragment registers are found by their coordinates in those layouts (PTX
-  /// ISA "Matrix Fragments for mma.m16n8k16"), so the code follows whatever
-  /// register order the layouts use.
+  /// Elements per vector access for memory node `id` (pointer operand `pj`,
+  /// mask operand `mj` or -1): the thread's run of consecutive registers along
+  /// the tile's minor dim, limited by the pointers' contiguity and alignment
+  /// (AxisInfo), the mask's constancy, and 16 bytes. 1 = scalar accesses.
+  int vector_width(int id, int pj, int mj) const {
+    const ir::Type& t = k_[id].type;
+    const int es = size_bytes(t.dtype);
+    if (!tile(id) || t.is_ptr || (es != 2 && es != 4)) return 1;
+    const ir::TileLayout& tl = TL(id);
+    const int md = t.rank - 1, pd = tl.dim_of[static_cast<std::size_t>(md)];
+    if (pd < 0) return 1;
+    int run = 1;
+    for (const auto& g : D(tl).reg) {
+      if (g.radix != 2 || g.stride != run || g.image[static_cast<std::size_t>(pd)] != run) break;
+      bool only_pd = true;
+      for (int d = 0; d < D(tl).rank; ++d)
+        if (d != pd && g.image[static_cast<std::size_t>(d)] != 0) only_pd = false;
+      if (!only_pd) break;
+      run *= 2;
+    }
+    const ir::AxisInfo& p = axes_[static_cast<std::size_t>(k_[id].args[static_cast<std::size_t>(pj)])];
+    long long w = std::min<long long>({run, p.contiguity[static_cast<std::size_t>(md)], p.divisibility / es, 16 / es});
+    if (mj >= 0) w = std::min<long long>(w, axes_[static_cast<std::size_t>(k_[id].args[static_cast<std::size_t>(mj)])].constancy[static_cast<std::size_t>(md)]);
+    int v = 1;
+    while (v * 2 <= w) v *= 2;
+    return v * es >= 4 ? v : 1;
+  }
+  /// Element i of a loaded vector word array `t` as the register value.
+  std::string unpack(DType dt, const std::string& t, int i) const {
+    if (size_bytes(dt) == 4) {
+      if (dt == DType::f32) return fmt::format("tj_as_f32({}.w[{}])", t, i);
+      return fmt::format("({})({}.w[{}])", storage_type(dt), t, i);
+    }
+    const std::string h = fmt::format("(unsigned short)({}.w[{}] >> {})", t, i / 2, 16 * (i % 2));
+    if (dt == DType::f16) return "tj_f16_to_f32(" + h + ")";
+    if (dt == DType::bf16) return "tj_bf16_to_f32(" + h + ")";
+    return fmt::format("({})({})", storage_type(dt), h);
+  }
+  void emit_vector_load(int id, int vw, bool masked, const std::string& other) {
+    const ir::Type& t = k_[id].type;
+    const int bytes = vw * size_bytes(t.dtype);
+    line(fmt::format("{} v{}[{}];  // {}-byte vector loads", reg_type(t), id, R(id), bytes));
+    for (int r = 0; r < R(id); ++r) {
+      if (canonical(r, id) != r) {
+        line(fmt::format("v{}[{}] = v{}[{}];", id, r, id, canonical(r, id)));
+        continue;
+      }
+      if (r % vw != 0) continue;  // filled with its group
+      const std::string tv = fmt::format("t{}_{}", id, r);
+      const std::string ld = fmt::format("*(const tj_v{}*)({})", bytes, opnd(id, 0, r));
+      line(masked ? fmt::format("tj_v{} {} = {} ? {} : tj_v{}{{}};", bytes, tv, opnd(id, 1, r), ld, bytes)
+                  : fmt::format("tj_v{} {} = {};", bytes, tv, ld));
+      for (int i = 0; i < vw; ++i) {
+        const std::string x = unpack(t.dtype, tv, i);
+        line(fmt::format("v{}[{}] = {};", id, r + i, masked ? fmt::format("{} ? {} : {}", opnd(id, 1, r), x, other) : x));
+      }
+    }
+  }
+  void emit_vector_store(int id, int vw, bool masked, const std::string& own) {
+    const ir::Type& t = k_[id].type;
+    const int es = size_bytes(t.dtype), bytes = vw * es;
+    for (int r = 0; r < R(id); r += vw) {
+      if (canonical(r, id) != r) continue;
+      const std::string tv = fmt::format("t{}_{}", id, r);
+      line(fmt::format("tj_v{} {};", bytes, tv));
+      for (int w = 0; w < bytes / 4; ++w) {
+        std::string word;
+        if (es == 4) {
+          word = t.dtype == DType::f32 ? fmt::format("tj_as_u32({})", opnd(id, 1, r + w)) : fmt::format("(unsigned)({})", opnd(id, 1, r + w));
+        } else {
+          auto half = [&](int i) { return fmt::format("(unsigned)({})", store_expr(t.dtype, opnd(id, 1, r + i))); };
+          word = fmt::format("{} | ({} << 16)", half(2 * w), half(2 * w + 1));
+        }
+        line(fmt::format("{}.w[{}] = {};", tv, w, word));
+      }
+      std::string cond = own;
+      if (masked) cond = cond.empty() ? opnd(id, 2, r) : cond + " && " + opnd(id, 2, r);
+      const std::string st = fmt::format("*(tj_v{}*)({}) = {};", bytes, opnd(id, 0, r), tv);
+      line(cond.empty() ? st : fmt::format("if ({}) {}", cond, st));
+    }
+  }
+
+  /// acc + a·b with mma.sync.m16n8k16: a and b arrive in the mma operand
+  /// layouts (loaded there when the plan anchors their families, converted
+  /// otherwise), the accumulator is in the mma accumulator layout. For each
+  /// 16-deep k step, every A fragment (one per 16-row block the thread holds)
+  /// and every B fragment (one per 8-column block) is packed once into .b32
+  /// registers, then each 16x8 accumulator tile issues one mma. Fragment
+  /// registers are found by their coordinates in those layouts (PTX ISA
+  /// "Matrix Fragments for mma.m16n8k16"), so the code follows whatever
+  /// register order the layouts use. bf16 values are held as exact f32
+  /// (every bf16 node is rounded), so packing two is a bit splice (one PRMT)
+  /// rather than a cvt; f16 needs the cvt.
   void emit_dot(int id) {
     const Node& n = k_[id];
     if (t_.dialect != Dialect::cuda)
@@ -489,26 +585,64 @@ class Emitter {
       if (it == m.end()) throw Unsupported(fmt::format("dot %{}: no {} register for ({}, {}) in its layout", id, what, x, y));
       return it->second;
     };
-    const int K = ta.shape[1];
-    line(fmt::format("float v{}[{}];", id, R(id)));
-    for (int r = 0; r < R(id); ++r) line(fmt::format("v{}[{}] = {};", id, r, opnd(id, 2, r)));
-    const char* pack = bf ? "tj_pack_bf16x2" : "tj_pack_f16x2";
-    const char* mma = bf ? "tj_mma_bf16" : "tj_mma_f16";
+    // The thread's 16x8 accumulator tiles (origins in register coordinates) and their row / column blocks.
+    struct TileRef {
+      int row_block, col_block;
+      std::array<int, 4> c;
+    };
+    std::vector<int> rows, cols;
+    std::vector<TileRef> tiles;
     for (const auto& [rc, r0] : mc) {
       const int ro = rc.first, co = rc.second;
       if ((ro & 8) || (co & 1)) continue;  // not a tile origin
-      int c[4];
-      for (int j = 0; j < 4; ++j) c[j] = find(mc, ro + 8 * (j / 2), co + j % 2, "accumulator");
-      for (int ko = 0; ko < K; ko += 16) {
-        int a[8], b[4];
-        for (int j = 0; j < 8; ++j) a[j] = find(ma, ro + 8 * ((j / 2) % 2), ko + j % 2 + 8 * (j / 4), "A");
-        for (int j = 0; j < 4; ++j) b[j] = find(mb, ko + j % 2 + 8 * (j / 2), co, "B");
+      TileRef t{};
+      auto ri = std::find(rows.begin(), rows.end(), ro);
+      if (ri == rows.end()) ri = rows.insert(rows.end(), ro);
+      auto ci = std::find(cols.begin(), cols.end(), co);
+      if (ci == cols.end()) ci = cols.insert(cols.end(), co);
+      t.row_block = static_cast<int>(ri - rows.begin());
+      t.col_block = static_cast<int>(ci - cols.begin());
+      for (int j = 0; j < 4; ++j) t.c[static_cast<std::size_t>(j)] = find(mc, ro + 8 * (j / 2), co + j % 2, "accumulator");
+      tiles.push_back(t);
+    }
+    // Row blocks in order, each row's column blocks alternating direction, so
+    // consecutive mmas share a fragment.
+    std::stable_sort(tiles.begin(), tiles.end(), [&](const TileRef& x, const TileRef& y) {
+      if (rows[static_cast<std::size_t>(x.row_block)] != rows[static_cast<std::size_t>(y.row_block)])
+        return rows[static_cast<std::size_t>(x.row_block)] < rows[static_cast<std::size_t>(y.row_block)];
+      const bool back = x.row_block % 2 == 1;
+      const int cx = cols[static_cast<std::size_t>(x.col_block)], cy = cols[static_cast<std::size_t>(y.col_block)];
+      return back ? cx > cy : cx < cy;
+    });
+    const int K = ta.shape[1];
+    line(fmt::format("float v{}[{}];", id, R(id)));
+    for (int r = 0; r < R(id); ++r) line(fmt::format("v{}[{}] = {};", id, r, opnd(id, 2, r)));
+    auto pack = [&](const std::string& lo, const std::string& hi) {
+      if (bf) return fmt::format("((__float_as_uint({}) & 0xffff0000u) | (__float_as_uint({}) >> 16))", hi, lo);
+      return fmt::format("tj_pack_f16x2({}, {})", lo, hi);
+    };
+    const char* mma = bf ? "tj_mma_bf16" : "tj_mma_f16";
+    line(fmt::format("// dot %{}: {} row x {} column blocks of m16n8k16 per thread, {} k steps", id, rows.size(), cols.size(), K / 16));
+    for (int ko = 0; ko < K; ko += 16) {
+      line("{");
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        int a[8];
+        for (int j = 0; j < 8; ++j) a[j] = find(ma, rows[i] + 8 * ((j / 2) % 2), ko + j % 2 + 8 * (j / 4), "A");
         auto A = [&](int j) { return opnd(id, 0, a[j]); };
-        auto B = [&](int j) { return opnd(id, 1, b[j]); };
-        line(fmt::format("{}(v{}[{}], v{}[{}], v{}[{}], v{}[{}], {}({}, {}), {}({}, {}), {}({}, {}), {}({}, {}), {}({}, {}), {}({}, {}));",
-                         mma, id, c[0], id, c[1], id, c[2], id, c[3], pack, A(0), A(1), pack, A(2), A(3), pack, A(4), A(5), pack,
-                         A(6), A(7), pack, B(0), B(1), pack, B(2), B(3)));
+        line(fmt::format("  const unsigned ta{}_{}[4] = {{{}, {}, {}, {}}};", id, i, pack(A(0), A(1)), pack(A(2), A(3)),
+                         pack(A(4), A(5)), pack(A(6), A(7))));
       }
+      for (std::size_t i = 0; i < cols.size(); ++i) {
+        int b[4];
+        for (int j = 0; j < 4; ++j) b[j] = find(mb, ko + j % 2 + 8 * (j / 2), cols[i], "B");
+        auto B = [&](int j) { return opnd(id, 1, b[j]); };
+        line(fmt::format("  const unsigned tb{}_{}[2] = {{{}, {}}};", id, i, pack(B(0), B(1)), pack(B(2), B(3))));
+      }
+      for (const TileRef& t : tiles)
+        line(fmt::format("  {}(v{}[{}], v{}[{}], v{}[{}], v{}[{}], ta{}_{}[0], ta{}_{}[1], ta{}_{}[2], ta{}_{}[3], tb{}_{}[0], tb{}_{}[1]);",
+                         mma, id, t.c[0], id, t.c[1], id, t.c[2], id, t.c[3], id, t.row_block, id, t.row_block, id,
+                         t.row_block, id, t.row_block, id, t.col_block, id, t.col_block));
+      line("}");
     }
   }
 
@@ -610,6 +744,7 @@ class Emitter {
   std::string body_;
   std::map<std::string, std::string> conversions_;  // (value, target layout) -> converted register array
   std::vector<std::string> plan_diag_;
+  std::vector<ir::AxisInfo> axes_;
 };
 
 }  // namespace

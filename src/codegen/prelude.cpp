@@ -7,6 +7,11 @@ const char* cuda_prelude() {
   return R"(// tilejit CUDA prelude
 typedef unsigned short tj_f16;
 typedef unsigned short tj_bf16;
+struct __attribute__((aligned(16))) tj_v16 { unsigned w[4]; };
+struct __attribute__((aligned(8))) tj_v8 { unsigned w[2]; };
+struct tj_v4 { unsigned w[1]; };
+static __device__ __forceinline__ float tj_as_f32(unsigned u) { return __uint_as_float(u); }
+static __device__ __forceinline__ unsigned tj_as_u32(float f) { return __float_as_uint(f); }
 static __device__ __forceinline__ float tj_f16_to_f32(tj_f16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
 static __device__ __forceinline__ tj_f16 tj_f32_to_f16(float f) { tj_f16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 static __device__ __forceinline__ float tj_bf16_to_f32(tj_bf16 h) { return __uint_as_float(((unsigned)h) << 16); }
@@ -83,6 +88,11 @@ static __device__ __forceinline__ float fminf(float a, float b) { return __built
 #endif
 typedef unsigned short tj_f16;
 typedef unsigned short tj_bf16;
+struct __attribute__((aligned(16))) tj_v16 { unsigned w[4]; };
+struct __attribute__((aligned(8))) tj_v8 { unsigned w[2]; };
+struct tj_v4 { unsigned w[1]; };
+static __device__ __forceinline__ float tj_as_f32(unsigned u) { return __builtin_bit_cast(float, u); }
+static __device__ __forceinline__ unsigned tj_as_u32(float f) { return __builtin_bit_cast(unsigned, f); }
 static __device__ __forceinline__ float tj_f16_to_f32(tj_f16 h) { return (float)__builtin_bit_cast(_Float16, h); }
 static __device__ __forceinline__ tj_f16 tj_f32_to_f16(float f) { return __builtin_bit_cast(tj_f16, (_Float16)f); }
 static __device__ __forceinline__ float tj_bf16_to_f32(tj_bf16 h) { return __builtin_bit_cast(float, ((unsigned)h) << 16); }
