@@ -1,38 +1,33 @@
-// The self-contained preludes of generated kernels (no #include anywhere).
+// The self-contained preludes of generated kernels (no #include anywhere):
+// types both dialects share, a part per dialect (conversions, shuffles,
+// builtins, tensor-core wrappers), then the functions both share.
 #include "prelude.hpp"
 
 namespace tilejit::codegen {
+namespace {
 
-const char* cuda_prelude() {
-  return R"(// tilejit CUDA prelude
-typedef unsigned short tj_f16;
+const char* common_types() {
+  return R"(typedef unsigned short tj_f16;
 typedef unsigned short tj_bf16;
 struct __attribute__((aligned(16))) tj_v16 { unsigned w[4]; };
 struct __attribute__((aligned(8))) tj_v8 { unsigned w[2]; };
 struct tj_v4 { unsigned w[1]; };
-static __device__ __forceinline__ float tj_as_f32(unsigned u) { return __uint_as_float(u); }
+)";
+}
+
+const char* cuda_part() {
+  return R"(static __device__ __forceinline__ float tj_as_f32(unsigned u) { return __uint_as_float(u); }
 static __device__ __forceinline__ unsigned tj_as_u32(float f) { return __float_as_uint(f); }
 static __device__ __forceinline__ float tj_f16_to_f32(tj_f16 h) { float f; asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f; }
 static __device__ __forceinline__ tj_f16 tj_f32_to_f16(float f) { tj_f16 h; asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
 static __device__ __forceinline__ float tj_bf16_to_f32(tj_bf16 h) { return __uint_as_float(((unsigned)h) << 16); }
 static __device__ __forceinline__ tj_bf16 tj_f32_to_bf16(float f) { tj_bf16 h; asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f)); return h; }
-static __device__ __forceinline__ float tj_round_f16(float f) { return tj_f16_to_f32(tj_f32_to_f16(f)); }
-static __device__ __forceinline__ float tj_round_bf16(float f) { return tj_bf16_to_f32(tj_f32_to_bf16(f)); }
 static __device__ __forceinline__ float tj_shfl_xor(float v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
 static __device__ __forceinline__ int tj_shfl_xor(int v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
 static __device__ __forceinline__ long long tj_shfl_xor(long long v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
-static __device__ __forceinline__ float tj_exp(float x) { return __expf(x); }
-static __device__ __forceinline__ float tj_exp2(float x) { return exp2f(x); }
-static __device__ __forceinline__ float tj_log(float x) { return logf(x); }
-static __device__ __forceinline__ float tj_sqrt(float x) { return sqrtf(x); }
-static __device__ __forceinline__ float tj_rsqrt(float x) { return rsqrtf(x); }
-static __device__ __forceinline__ float tj_abs(float x) { return fabsf(x); }
 static __device__ __forceinline__ float tj_fmod(float a, float b) { return fmodf(a, b); }
 static __device__ __forceinline__ float tj_max(float a, float b) { return (a != a || b != b) ? __int_as_float(0x7fc00000) : fmaxf(a, b); }
 static __device__ __forceinline__ float tj_min(float a, float b) { return (a != a || b != b) ? __int_as_float(0x7fc00000) : fminf(a, b); }
-template <class T> static __device__ __forceinline__ T tj_max(T a, T b) { return a > b ? a : b; }
-template <class T> static __device__ __forceinline__ T tj_min(T a, T b) { return a < b ? a : b; }
-template <class T> static __device__ __forceinline__ T tj_abs(T a) { return a < 0 ? -a : a; }
 // Two f32 -> one .b32 of two 16-bit values, `lo` in the low half (PTX cvt packs its first source high).
 static __device__ __forceinline__ unsigned tj_pack_f16x2(float lo, float hi) { unsigned r; asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r; }
 static __device__ __forceinline__ unsigned tj_pack_bf16x2(float lo, float hi) { unsigned r; asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r; }
@@ -47,9 +42,8 @@ static __device__ __forceinline__ void tj_mma_bf16(float& d0, float& d1, float& 
 )";
 }
 
-const char* hip_prelude() {
-  return R"(// tilejit HIP prelude
-#ifndef __HIPCC_RTC__
+const char* hip_part() {
+  return R"(#ifndef __HIPCC_RTC__
 // Compiled outside hiprtc (clang -nogpuinc): define the HIP builtins ourselves.
 #define __global__ __attribute__((global))
 #define __device__ __attribute__((device))
@@ -86,11 +80,6 @@ static __device__ __forceinline__ float fabsf(float x) { return __builtin_fabsf(
 static __device__ __forceinline__ float fmaxf(float a, float b) { return __builtin_fmaxf(a, b); }
 static __device__ __forceinline__ float fminf(float a, float b) { return __builtin_fminf(a, b); }
 #endif
-typedef unsigned short tj_f16;
-typedef unsigned short tj_bf16;
-struct __attribute__((aligned(16))) tj_v16 { unsigned w[4]; };
-struct __attribute__((aligned(8))) tj_v8 { unsigned w[2]; };
-struct tj_v4 { unsigned w[1]; };
 static __device__ __forceinline__ float tj_as_f32(unsigned u) { return __builtin_bit_cast(float, u); }
 static __device__ __forceinline__ unsigned tj_as_u32(float f) { return __builtin_bit_cast(unsigned, f); }
 static __device__ __forceinline__ float tj_f16_to_f32(tj_f16 h) { return (float)__builtin_bit_cast(_Float16, h); }
@@ -102,23 +91,35 @@ static __device__ __forceinline__ tj_bf16 tj_f32_to_bf16(float f) {
   u += 0x7fffu + ((u >> 16) & 1u);
   return (tj_bf16)(u >> 16);
 }
-static __device__ __forceinline__ float tj_round_f16(float f) { return tj_f16_to_f32(tj_f32_to_f16(f)); }
-static __device__ __forceinline__ float tj_round_bf16(float f) { return tj_bf16_to_f32(tj_f32_to_bf16(f)); }
 static __device__ __forceinline__ float tj_shfl_xor(float v, int m) { return __shfl_xor(v, m); }
 static __device__ __forceinline__ int tj_shfl_xor(int v, int m) { return __shfl_xor(v, m); }
+static __device__ __forceinline__ float tj_fmod(float a, float b) { return __builtin_fmodf(a, b); }
+static __device__ __forceinline__ float tj_max(float a, float b) { return (a != a || b != b) ? __builtin_nanf("") : fmaxf(a, b); }
+static __device__ __forceinline__ float tj_min(float a, float b) { return (a != a || b != b) ? __builtin_nanf("") : fminf(a, b); }
+)";
+}
+
+/// Identical in both dialects: rounding, math wrappers, generic min/max/abs.
+const char* common_functions() {
+  return R"(static __device__ __forceinline__ float tj_round_f16(float f) { return tj_f16_to_f32(tj_f32_to_f16(f)); }
+static __device__ __forceinline__ float tj_round_bf16(float f) { return tj_bf16_to_f32(tj_f32_to_bf16(f)); }
 static __device__ __forceinline__ float tj_exp(float x) { return __expf(x); }
 static __device__ __forceinline__ float tj_exp2(float x) { return exp2f(x); }
 static __device__ __forceinline__ float tj_log(float x) { return logf(x); }
 static __device__ __forceinline__ float tj_sqrt(float x) { return sqrtf(x); }
 static __device__ __forceinline__ float tj_rsqrt(float x) { return rsqrtf(x); }
 static __device__ __forceinline__ float tj_abs(float x) { return fabsf(x); }
-static __device__ __forceinline__ float tj_fmod(float a, float b) { return __builtin_fmodf(a, b); }
-static __device__ __forceinline__ float tj_max(float a, float b) { return (a != a || b != b) ? __builtin_nanf("") : fmaxf(a, b); }
-static __device__ __forceinline__ float tj_min(float a, float b) { return (a != a || b != b) ? __builtin_nanf("") : fminf(a, b); }
 template <class T> static __device__ __forceinline__ T tj_max(T a, T b) { return a > b ? a : b; }
 template <class T> static __device__ __forceinline__ T tj_min(T a, T b) { return a < b ? a : b; }
 template <class T> static __device__ __forceinline__ T tj_abs(T a) { return a < 0 ? -a : a; }
 )";
+}
+
+}  // namespace
+
+std::string prelude(bool cuda) {
+  return std::string(cuda ? "// tilejit CUDA prelude\n" : "// tilejit HIP prelude\n") + common_types() +
+         (cuda ? cuda_part() : hip_part()) + common_functions();
 }
 
 }  // namespace tilejit::codegen

@@ -1,8 +1,9 @@
 #pragma once
+#include <string>
 namespace tilejit::codegen {
-/// Prelude of CUDA kernels: half-precision conversions via PTX cvt, shuffles, math.
-const char* cuda_prelude();
-/// Prelude of HIP kernels; under hiprtc (__HIPCC_RTC__) the builtins come from
-/// hiprtc, otherwise (clang -nogpuinc) it defines them from amdgcn builtins.
-const char* hip_prelude();
+/// The prelude of generated kernels for CUDA (cuda = true: half-precision
+/// conversions via PTX cvt, shuffles, mma.sync) or HIP (under hiprtc the
+/// builtins come from hiprtc; otherwise (clang -nogpuinc) it defines them from
+/// amdgcn builtins), with the types and functions both dialects share.
+std::string prelude(bool cuda);
 }  // namespace tilejit::codegen
