@@ -4,7 +4,10 @@
 // so this binary needs no CUDA library at link time.
 //
 //   BM_Cublas/M/N/K          cublasGemmEx, bf16 x bf16 -> f32, compute 32F
-//   BM_TilejitV1/M/N/K       examples/gemm/matmul_v1.hpp (rung 1: mma.sync, no pipelining)
+//   BM_TilejitV1/M/N/K       examples/gemm/matmul_v1.hpp (rung 1: mma.sync, no pipelining; compiled by
+//                            today's compiler, so it gets rung 2's layouts too — docs/gemm.md)
+//   BM_TilejitV2/M/N/K       examples/gemm/matmul_v2.hpp (rung 2: operands loaded in the mma
+//                            layouts, index vectors rematerialised, 4x2 warp grid at 8 warps)
 // Counters: TFLOP/s (2·M·N·K per run). Without a GPU every case is skipped.
 #include <benchmark/benchmark.h>
 #include <cublas_v2.h>
@@ -14,6 +17,8 @@
 #include <vector>
 
 #include "examples/gemm/matmul_v1.hpp"
+#include "examples/gemm/matmul_v2.hpp"
+#include "tilejit/ir/remat.hpp"
 #include "tilejit/tilejit.hpp"
 
 namespace tj = tilejit;
@@ -96,6 +101,26 @@ void BM_TilejitV1(benchmark::State& st) {
   st.SetLabel("BLOCK " + std::to_string(BM) + "x" + std::to_string(BN) + "x" + std::to_string(BK) + " warps " + std::to_string(NW));
 }
 
+// Rung 2 launches its rematerialised IR through a KernelCore, so the rows
+// measure rung 2 whether or not codegen runs the remat pass itself (on an
+// already rematerialised kernel the pass changes nothing).
+template <int BM, int BN, int BK, int NW>
+void BM_TilejitV2(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  const long M = st.range(0), N = st.range(1), K = st.range(2);
+  Operands o(M, N, K);
+  const auto rm = tj::ir::rematerialize(tj::trace(examples::MatmulV2<BM, BN, BK, tj::bf16>{}), NW, gpu().warp_size());
+  tj::runtime::KernelCore core(gpu(), rm.kernel, {.num_warps = NW});
+  std::array<tj::runtime::ArgSlot, 6> args{};
+  void* ptrs[3] = {o.a, o.b, o.c};
+  for (std::size_t i = 0; i < 3; ++i) args[i].kind = tj::runtime::ArgSlot::Kind::pointer, args[i].v.p = ptrs[i];
+  const long sizes[3] = {M, N, K};
+  for (std::size_t i = 0; i < 3; ++i) args[3 + i].kind = tj::runtime::ArgSlot::Kind::i32, args[3 + i].v.i32 = static_cast<int>(sizes[i]);
+  const tj::Grid grid{tj::cdiv(M, BM), tj::cdiv(N, BN)};
+  timed(st, 2.0 * M * N * K, [&] { core.launch(grid, tj::Stream{}, args); });
+  st.SetLabel("BLOCK " + std::to_string(BM) + "x" + std::to_string(BN) + "x" + std::to_string(BK) + " warps " + std::to_string(NW));
+}
+
 void shapes(benchmark::internal::Benchmark* b) {
   b->Args({4096, 4096, 4096})->Args({8192, 8192, 8192})->Args({4096, 6144, 4096})->Args({8192, 96, 8192})->Args({8192, 192, 8192});
   b->UseManualTime()->Unit(benchmark::kMillisecond);
@@ -107,4 +132,8 @@ BENCHMARK(BM_Cublas)->Apply(shapes);
 BENCHMARK(BM_TilejitV1<128, 128, 32, 4>)->Name("BM_TilejitV1/128x128")->Apply(shapes);
 BENCHMARK(BM_TilejitV1<128, 96, 32, 4>)->Name("BM_TilejitV1/128x96")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TilejitV1<128, 192, 32, 8>)->Name("BM_TilejitV1/128x192")->Args({8192, 192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TilejitV2<128, 128, 32, 8>)->Name("BM_TilejitV2/128x128")->Apply(shapes);
+BENCHMARK(BM_TilejitV2<128, 96, 32, 8>)->Name("BM_TilejitV2/128x96")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TilejitV2<64, 96, 32, 4>)->Name("BM_TilejitV2/64x96")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TilejitV2<128, 192, 32, 8>)->Name("BM_TilejitV2/128x192")->Args({8192, 192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

@@ -131,14 +131,27 @@ layout::LinearLayout blocked_parent(int rank, std::array<int, kMaxRank> shape, i
   return p;
 }
 
-/// Warps of an mma accumulator [M, N]: as many along M as divide M/16, the rest along N.
+/// Warps of an mma accumulator [M, N] as {wM, wN}. Every legal split (M a
+/// multiple of 16·wM, N of 8·wN) computes the same accumulator registers per
+/// thread, but the operands differ: A is broadcast over the wN warps of a
+/// warp row and B over the wM warps of a column, so a thread holds
+/// K·M/(32·wM) A elements and K·N/(32·wN) B elements. Pick the split that
+/// minimises M/wM + N/wN (the operand registers, and the operand bytes the
+/// program loads), preferring more warps along M on a tie (128x128 over 8
+/// warps: 4x2, a 32x64 accumulator tile per warp).
 std::array<int, 2> mma_warps(int m, int n, int num_warps, int node) {
-  int wm = largest_pow2_dividing(m / 16, num_warps);
-  int wn = num_warps / wm;
-  if (m % 16 != 0 || n % (8 * wn) != 0)
+  std::array<int, 2> best{0, 0};
+  long best_cost = 0;
+  for (int wm = num_warps; wm >= 1; wm /= 2) {
+    const int wn = num_warps / wm;
+    if (m % (16 * wm) != 0 || n % (8 * wn) != 0) continue;
+    const long cost = m / wm + n / wn;
+    if (best[0] == 0 || cost < best_cost) best = {wm, wn}, best_cost = cost;
+  }
+  if (best[0] == 0)
     throw Unsupported(fmt::format("dot %{}: an accumulator of [{},{}] does not fit mma.sync m16n8k16 tiles over {} warps "
                                   "(M must be a multiple of 16 per warp row and N of 8 per warp column)", node, m, n, num_warps));
-  return {wm, wn};
+  return best;
 }
 
 }  // namespace
@@ -219,16 +232,76 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size) {
     }
     if (n.op == Op::dot) has_dot[static_cast<std::size_t>(root)] = static_cast<int>(id);
   }
-  // 2. A parent per family: the mma accumulator where a dot produces the family, else blocked.
+  // 2. A parent per family. A dot's accumulator family gets the mma.sync
+  //    accumulator layout, over the warp split mma_warps picks. A family whose
+  //    values leave it only as operand a (or only as operand b) of dots that
+  //    want the same operand layout is *anchored*: it gets that operand layout
+  //    itself, so its loads land in the fragment registers and the dot needs
+  //    no conversion. Every other family is blocked (coalesced accesses).
+  std::vector<std::array<int, 2>> dot_warps(N, {0, 0});
+  for (std::size_t id = 0; id < N; ++id)
+    if (k.nodes[id].op == Op::dot) {
+      const auto e = extent[static_cast<std::size_t>(fam.find(static_cast<int>(id)))];
+      dot_warps[id] = mma_warps(e[0], e[1], num_warps, static_cast<int>(id));
+    }
+  auto operand_layout_of = [&](int dot, int which) {
+    const Node& n = k.nodes[static_cast<std::size_t>(dot)];
+    const Type& ta = k.nodes[static_cast<std::size_t>(n.args[0])].type;
+    const auto w = dot_warps[static_cast<std::size_t>(dot)];
+    return which == 0 ? layout::mma_sync_operand_a({ta.shape[0], ta.shape[1]}, {w[0], w[1]})
+                      : layout::mma_sync_operand_b({ta.shape[1], n.type.shape[1]}, {w[0], w[1]});
+  };
+  auto operand_what = [&](int dot, int which) {
+    const Node& n = k.nodes[static_cast<std::size_t>(dot)];
+    const Type& ta = k.nodes[static_cast<std::size_t>(n.args[0])].type;
+    const auto w = dot_warps[static_cast<std::size_t>(dot)];
+    return which == 0 ? fmt::format("mma.sync operand A [{},{}] for warps [{},{}] (each A row block held by the {} warps of a warp row)",
+                                    ta.shape[0], ta.shape[1], w[0], w[1], w[1])
+                      : fmt::format("mma.sync operand B [{},{}] for warps [{},{}] (each B column block held by the {} warps of a warp column)",
+                                    ta.shape[1], n.type.shape[1], w[0], w[1], w[0]);
+  };
+  // Where each family's values leave it: the dot operand slot they feed (anchor
+  // candidates), or a use that rules anchoring out (a reduction, another slot).
+  std::vector<int> anchor_dot(N, -1), anchor_which(N, -1), anchor_uses(N, 0);
+  std::vector<char> anchorable(N, 1);
+  for (std::size_t id = 0; id < N; ++id) {
+    const Node& n = k.nodes[id];
+    for (int j = 0; j < 3; ++j) {
+      const int a = n.args[static_cast<std::size_t>(j)];
+      if (a < 0 || rank(a) != 2) continue;
+      const auto root = static_cast<std::size_t>(fam.find(a));
+      const bool operand = n.op == Op::dot && j < 2;
+      if (!operand && n.type.rank == 2) continue;  // united with `a` in step 1: inside the family
+      if (!operand) {
+        anchorable[root] = 0;
+        continue;
+      }
+      ++anchor_uses[root];
+      if (anchor_dot[root] < 0) {
+        anchor_dot[root] = static_cast<int>(id);
+        anchor_which[root] = j;
+      } else if (anchor_which[root] != j ||
+                 !(operand_layout_of(anchor_dot[root], j) == operand_layout_of(static_cast<int>(id), j))) {
+        anchorable[root] = 0;
+      }
+    }
+  }
   for (std::size_t id = 0; id < N; ++id) {
     if (k.nodes[id].type.rank != 2) continue;
     const auto root = static_cast<std::size_t>(fam.find(static_cast<int>(id)));
     if (fam_layout[root] >= 0) continue;
     const auto e = extent[root];
     if (has_dot[root] >= 0) {
-      const auto w = mma_warps(e[0], e[1], num_warps, has_dot[root]);
+      const auto w = dot_warps[static_cast<std::size_t>(has_dot[root])];
       fam_layout[root] = add_layout(layout::mma_sync_accumulator({e[0], e[1]}, {w[0], w[1]}),
                                     fmt::format("mma.sync m16n8k16 accumulator [{},{}] warps [{},{}]", e[0], e[1], w[0], w[1]));
+    } else if (anchor_dot[root] >= 0 && anchorable[root]) {
+      const int d = anchor_dot[root], j = anchor_which[root];
+      fam_layout[root] = add_layout(operand_layout_of(d, j), operand_what(d, j));
+      plan.diagnostics.push_back(fmt::format("family of %{} [{},{}] is used outside itself only as operand {} of dot{} %{}: "
+                                             "anchored to the mma.sync operand {} layout L{} (loaded straight into fragment "
+                                             "registers, no conversion)", id, e[0], e[1], j == 0 ? 'a' : 'b',
+                                             anchor_uses[root] > 1 ? "s like" : "", d, j == 0 ? 'A' : 'B', fam_layout[root]));
     } else {
       std::string desc;
       auto l = blocked_parent(2, e, num_warps, warp_size, desc);
@@ -246,13 +319,8 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size) {
       tl.dim_of[static_cast<std::size_t>(d)] =
           n.type.shape[static_cast<std::size_t>(d)] == 1 && extent[root][static_cast<std::size_t>(d)] != 1 ? -1 : d;
     if (n.op == Op::dot) {
-      const Type& ta = k.nodes[static_cast<std::size_t>(n.args[0])].type;
-      const auto e = extent[root];
-      const auto w = mma_warps(e[0], e[1], num_warps, static_cast<int>(id));
-      const int la = add_layout(layout::mma_sync_operand_a({ta.shape[0], ta.shape[1]}, {w[0], w[1]}),
-                                fmt::format("mma.sync operand A [{},{}]", ta.shape[0], ta.shape[1]));
-      const int lb = add_layout(layout::mma_sync_operand_b({ta.shape[1], e[1]}, {w[0], w[1]}),
-                                fmt::format("mma.sync operand B [{},{}]", ta.shape[1], e[1]));
+      const int la = add_layout(operand_layout_of(static_cast<int>(id), 0), operand_what(static_cast<int>(id), 0));
+      const int lb = add_layout(operand_layout_of(static_cast<int>(id), 1), operand_what(static_cast<int>(id), 1));
       plan.dot_operands[id] = {TileLayout{la, {0, 1}, false}, TileLayout{lb, {0, 1}, false}};
     }
   }

@@ -72,9 +72,16 @@ struct LayoutPlan {
 /// Assign layouts for `k` launched with `num_warps` warps of `warp_size`
 /// lanes. Tiles that interact elementwise share a parent (a *family*, one
 /// per 2-D tile extent); a dot's accumulator family gets the mma.sync
-/// accumulator layout and its operands the mma operand layouts. Where an
-/// operand's layout differs from its user's, codegen converts it (through
-/// shared memory), and the plan says so in its diagnostics.
+/// accumulator layout, over the warp split {wM, wN} that minimises the
+/// operand registers per thread (M/wM + N/wN; ties go to wM), and its
+/// operands the mma operand layouts of that split. A family whose values
+/// leave it only as operand a (or only as operand b) of dots is *anchored*:
+/// its parent is that operand layout, so its loads land in the fragment
+/// registers. Other families are blocked. Where an operand's layout still
+/// differs from its user's, codegen converts it (through shared memory), and
+/// the plan says so in its diagnostics. 1-D index chains that feed two
+/// families are best cloned first (rematerialize, remat.hpp): the plan then
+/// has no 1-D conversion left to make.
 LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size);
 
 }  // namespace tilejit::ir

@@ -1,0 +1,192 @@
+// Rematerialisation of cheap 1-D index chains. See include/tilejit/ir/remat.hpp.
+#include "tilejit/ir/remat.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+#include "tilejit/ir/layout_plan.hpp"
+
+namespace tilejit::ir {
+namespace {
+
+/// Longest chain worth recomputing: index arithmetic is a handful of nodes.
+constexpr std::size_t kMaxChain = 32;
+
+/// Pure and about one instruction per register (an arange costs nothing: its
+/// registers are coordinates). Division and remainder are not cheap.
+bool cheap(const Kernel& k, int id) {
+  const Node& n = k[id];
+  switch (n.op) {
+    case Op::arange: case Op::constant: case Op::broadcast: case Op::cast: case Op::where: case Op::addptr:
+    case Op::add: case Op::sub: case Op::mul: case Op::maximum: case Op::minimum:
+    case Op::bit_and: case Op::bit_or: case Op::bit_xor: case Op::neg: case Op::logical_not:
+      return true;
+    case Op::expand_dims:
+      return k[n.args[0]].type.rank == 0;
+    default:
+      return is_compare(n.op);
+  }
+}
+
+/// The innermost loop (its loop_begin) whose body holds each node; -1 at top level.
+std::vector<int> loop_owner(const Kernel& k) {
+  std::vector<int> owner(k.nodes.size(), -1), stack;
+  for (std::size_t id = 0; id < k.nodes.size(); ++id) {
+    const Node& n = k.nodes[id];
+    if (n.op == Op::loop_end && !stack.empty()) stack.pop_back();
+    owner[id] = stack.empty() ? -1 : stack.back();
+    if (n.op == Op::loop_begin) stack.push_back(static_cast<int>(id));
+  }
+  return owner;
+}
+
+struct Use {
+  int node;                // the expand_dims
+  std::vector<int> chain;  // its operand and the operand's 1-D ancestors, ascending
+};
+struct Group {  // uses that want the same layout, in the same loop body: one set of clones
+  TileLayout want;
+  int loop;
+  std::vector<Use> uses;
+};
+
+/// One round: clone for every conversion the plan of `r.kernel` would make. False when there is none.
+bool remat_round(Rematerialized& r, int num_warps, int warp_size) {
+  const Kernel& k = r.kernel;
+  const std::size_t N = k.nodes.size();
+  const LayoutPlan plan = assign_layouts(k, num_warps, warp_size);
+  const auto owner = loop_owner(k);
+  std::vector<Group> groups;
+  std::vector<std::string> left;  // reported by the last round only (every round finds them again)
+  std::set<int> reported;
+  for (std::size_t id = 0; id < N; ++id) {
+    const Node& n = k.nodes[id];
+    if (n.op != Op::expand_dims || n.type.rank != 2 || k[n.args[0]].type.rank != 1) continue;
+    const int a = n.args[0];
+    const TileLayout want = plan.operand_layout(k, static_cast<int>(id), 0);
+    if (want == plan.values[static_cast<std::size_t>(a)]) continue;
+    // The operand's 1-D ancestors (scalars are shared, not cloned).
+    std::set<int> chain;
+    std::vector<int> todo{a};
+    int blocker = -1;
+    while (!todo.empty()) {
+      const int x = todo.back();
+      todo.pop_back();
+      if (!chain.insert(x).second) continue;
+      if (!cheap(k, x) || chain.size() > kMaxChain) {
+        blocker = x;
+        break;
+      }
+      for (int y : k[x].args)
+        if (y >= 0 && k[y].type.rank == 1) todo.push_back(y);
+    }
+    if (blocker >= 0) {
+      if (reported.insert(a).second)
+        left.push_back(fmt::format(
+            "remat: %{} ({}) is converted for expand_dims %{}: its chain reaches %{} ({}{}), which is not cheap to recompute",
+            a, to_string(k[a].type), id, blocker, name(k[blocker].op), chain.size() > kMaxChain ? ", or is too long" : ""));
+      continue;
+    }
+    auto g = std::find_if(groups.begin(), groups.end(),
+                          [&](const Group& x) { return x.want == want && x.loop == owner[id]; });
+    if (g == groups.end()) g = groups.insert(groups.end(), Group{want, owner[id], {}});
+    g->uses.push_back(Use{static_cast<int>(id), std::vector<int>(chain.begin(), chain.end())});
+  }
+  if (groups.empty()) {
+    r.diagnostics.insert(r.diagnostics.end(), left.begin(), left.end());
+    return false;
+  }
+
+  // Rebuild in program order. Before each use, the clones its chain still
+  // lacks in its group (a later use of the group reuses the earlier clones:
+  // same loop body, defined before it); scalar operands are the originals,
+  // defined before the original chain and so before the use. Original chain
+  // nodes left without users are dropped.
+  std::vector<int> use_group(N, -1);
+  std::vector<char> in_chain(N, 0), alive(N, 1);
+  for (std::size_t g = 0; g < groups.size(); ++g)
+    for (const Use& u : groups[g].uses) {
+      use_group[static_cast<std::size_t>(u.node)] = static_cast<int>(g);
+      for (int x : u.chain) in_chain[static_cast<std::size_t>(x)] = 1;
+    }
+  {
+    std::vector<char> used(N, 0);
+    for (std::size_t id = N; id-- > 0;) {
+      if (in_chain[id] && !used[id]) {
+        alive[id] = 0;
+        continue;
+      }
+      const Node& n = k.nodes[id];
+      for (std::size_t j = 0; j < n.args.size(); ++j)
+        if (n.args[j] >= 0 && !(j == 0 && use_group[id] >= 0)) used[static_cast<std::size_t>(n.args[j])] = 1;
+    }
+  }
+  std::vector<std::vector<int>> clone(groups.size(), std::vector<int>(N, -1));
+  std::vector<int> map(N, -1);
+  Kernel out;
+  out.name = k.name;
+  out.params = k.params;
+  int cloned = 0;
+  for (std::size_t id = 0; id < N; ++id) {
+    if (!alive[id]) continue;
+    Node n = k.nodes[id];
+    const int g = use_group[id];
+    if (g >= 0) {
+      auto& cl = clone[static_cast<std::size_t>(g)];
+      const auto& uses = groups[static_cast<std::size_t>(g)].uses;
+      const auto u = std::find_if(uses.begin(), uses.end(), [&](const Use& x) { return x.node == static_cast<int>(id); });
+      for (int x : u->chain) {
+        if (cl[static_cast<std::size_t>(x)] >= 0) continue;
+        Node c = k[x];
+        for (int& y : c.args)
+          if (y >= 0) y = k[y].type.rank == 1 ? cl[static_cast<std::size_t>(y)] : map[static_cast<std::size_t>(y)];
+        cl[static_cast<std::size_t>(x)] = out.add(c);
+        ++cloned;
+      }
+      n.args[0] = cl[static_cast<std::size_t>(n.args[0])];
+      for (std::size_t j = 1; j < n.args.size(); ++j)
+        if (n.args[j] >= 0) n.args[j] = map[static_cast<std::size_t>(n.args[j])];
+    } else {
+      for (int& y : n.args)
+        if (y >= 0) y = map[static_cast<std::size_t>(y)];
+    }
+    map[id] = out.add(n);
+  }
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const Group& gr = groups[g];
+    std::string uses, values;
+    std::set<int> seen;
+    int count = 0;
+    for (const Use& u : gr.uses) {
+      uses += fmt::format("{}%{}", uses.empty() ? "" : ", ", map[static_cast<std::size_t>(u.node)]);
+      const int a = k[u.node].args[0];
+      if (seen.insert(a).second)
+        values += fmt::format("{}%{} ({})", values.empty() ? "" : ", ", clone[g][static_cast<std::size_t>(a)], to_string(k[a].type));
+    }
+    for (int c : clone[g]) count += c >= 0 ? 1 : 0;
+    r.diagnostics.push_back(fmt::format(
+        "remat: expand_dims {}{} want{} layout L{}: their operands are recomputed there as {} ({} cloned node{}) instead "
+        "of converted through shared memory", uses, gr.loop >= 0 ? fmt::format(" in the loop at %{}", map[static_cast<std::size_t>(gr.loop)]) : "",
+        gr.uses.size() == 1 ? "s" : "", gr.want.layout, values, count, count == 1 ? "" : "s"));
+  }
+  r.cloned_nodes += cloned;
+  r.kernel = std::move(out);
+  return true;
+}
+
+}  // namespace
+
+Rematerialized rematerialize(const Kernel& k, int num_warps, int warp_size) {
+  Rematerialized r;
+  r.kernel = k;
+  // One round removes every conversion it can (each group's clones form a
+  // class of their own with the one layout its uses want, and the original
+  // keeps the layout it had); a second round only confirms that.
+  for (int round = 0; round < 3 && remat_round(r, num_warps, warp_size); ++round) {
+  }
+  return r;
+}
+
+}  // namespace tilejit::ir
