@@ -1,0 +1,114 @@
+// tilejit/profiler/backend.hpp — how a GPU activity source (CUPTI, rocprofiler,
+// a test double, an out-of-tree plugin) feeds kernel records into a session.
+//
+// The contract, in the order things happen:
+//   1. `start()` creates one Backend per session (through the factory
+//      registered under Options::backend) and calls Backend::start(sink, cfg).
+//   2. On the launching thread, at launch time, the backend (e.g. from its
+//      CUPTI runtime-API callback) calls `correlate_launch(correlation_id)`.
+//      That binds the id to the thread's innermost open scope — or to the
+//      LaunchScope op if the tilejit runtime's launch hook is open — in every
+//      active session that records kernels.
+//   3. Later, from any thread, the backend delivers a KernelRecord with the
+//      same correlation id to `sink.kernel()`. The kernel lands under the bound
+//      scope as a child node named after the kernel (or on the scope itself
+//      when the scope has the kernel's name, as launch-hook ops do), adding
+//      "time (ns)" and "count" and setting "device_id" / "device_type". An id
+//      never bound (or 0) lands directly under ROOT.
+//   4. `flush()` is called at advance_phase, at get() of the open phase and at
+//      finalize: deliver every completed record before it returns, so that a
+//      phase's kernels are in that phase. Records arriving later land in the
+//      phase that is open when they arrive, under the same scope path.
+//   5. `stop()` at finalize; the sink must not be used after it returns.
+//
+// Times are on the profiler clock, `now_ns()` (CLOCK_MONOTONIC, ns). A backend
+// whose timestamps use another clock converts them (CUPTI can be given this
+// clock through cuptiActivityRegisterTimestampCallback).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace tilejit::profiler {
+
+enum class DeviceType : std::uint8_t { CUDA, HIP };
+constexpr std::string_view name(DeviceType t) { return t == DeviceType::CUDA ? "CUDA" : "HIP"; }
+
+/// One finished kernel, as a GPU activity API reports it.
+struct KernelRecord {
+  std::string name;                    ///< kernel name as the driver knows it
+  std::uint64_t correlation_id = 0;    ///< the id given to correlate_launch(); 0 = unknown
+  std::uint64_t start_ns = 0;          ///< profiler clock (now_ns()), start <= end
+  std::uint64_t end_ns = 0;
+  std::uint32_t device_id = 0;
+  DeviceType device_type = DeviceType::CUDA;
+  std::uint32_t stream_id = 0;         ///< one Chrome-trace lane per (device, stream)
+};
+
+/// What the hatchet writers report per device in the second array element.
+struct DeviceInfo {
+  std::uint64_t clock_rate = 0;         ///< kHz
+  std::uint64_t memory_clock_rate = 0;  ///< kHz
+  std::uint64_t bus_width = 0;          ///< bits
+  std::uint64_t num_sms = 0;
+  std::string arch;                     ///< e.g. "90a", "gfx942"
+};
+
+/// Where a backend delivers. Thread-safe: any thread, any time between
+/// Backend::start() and the return of Backend::stop().
+class Sink {
+ public:
+  virtual ~Sink() = default;
+  /// Attribute one kernel (see the contract above). Never throws.
+  virtual void kernel(const KernelRecord& record) noexcept = 0;
+  /// Describe a device for the hatchet device_info element.
+  virtual void device(DeviceType type, std::uint32_t id, const DeviceInfo& info) noexcept = 0;
+};
+
+/// Settings a session hands to its backend.
+struct BackendConfig {
+  std::string session_name;
+  std::string mode;                        ///< Options::mode (e.g. "pcsampling" for a later backend)
+  std::size_t buffer_size = 64ull << 20;   ///< activity buffer bytes (Options::buffer_size)
+};
+
+/// A source of kernel records for one session.
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  /// Begin collecting into `sink`. Throw DeviceUnavailable (or any
+  /// tilejit::Error) when the facility is missing or taken — e.g. CUPTI already
+  /// subscribed by another profiler: the session prints the message once and
+  /// keeps recording scopes and metrics without kernel records.
+  virtual void start(Sink& sink, const BackendConfig& config) = 0;
+  /// Deliver every completed record to the sink before returning.
+  virtual void flush() = 0;
+  /// Stop collecting; called once, after a final flush().
+  virtual void stop() = 0;
+  /// The session was (de)activated; a backend may pause its collection.
+  virtual void activate() {}
+  virtual void deactivate() {}
+};
+
+using BackendFactory = std::function<std::unique_ptr<Backend>()>;
+
+/// Make `factory` available as Options::backend == `name` (replacing any
+/// earlier registration of that name). "" and "none" are reserved: no backend.
+void register_backend(std::string name, BackendFactory factory);
+
+/// Names registered so far, sorted.
+std::vector<std::string> registered_backends();
+
+/// Bind `correlation_id` to the calling thread's current scope in every active
+/// session with a working backend. Cheap: one thread-local map insert per such
+/// session. Call it on the launching thread, at launch time.
+void correlate_launch(std::uint64_t correlation_id) noexcept;
+
+/// The profiler clock: CLOCK_MONOTONIC in nanoseconds.
+std::uint64_t now_ns() noexcept;
+
+}  // namespace tilejit::profiler

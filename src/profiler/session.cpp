@@ -1,0 +1,934 @@
+// Sessions, the per-thread hot path (scopes, metrics, launches), phases and
+// the background writer. Lock order: see state.hpp.
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <fmt/core.h>
+
+#include "io.hpp"
+#include "state.hpp"
+#include "writers.hpp"
+
+namespace tilejit::profiler {
+namespace detail {
+
+std::atomic<int> g_hook_sessions{0};
+
+namespace {
+
+constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+
+std::atomic<std::uint64_t> g_epoch{1};
+std::atomic<std::uint32_t> g_thread_counter{0};
+
+struct Registry {
+  std::mutex mu;
+  std::map<SessionId, std::shared_ptr<Session>> sessions;  // finalized ones stay as tombstones
+  SessionId next = 0;
+  std::mutex backends_mu;
+  std::map<std::string, BackendFactory> backends;
+};
+Registry& reg() {
+  static auto* r = new Registry;  // never destroyed: threads may outlive static destruction
+  return *r;
+}
+
+template <class... A>
+void warn(fmt::format_string<A...> f, A&&... a) {
+  fmt::print(stderr, "[tilejit.profiler] {}\n", fmt::format(f, std::forward<A>(a)...));
+}
+
+/// Called with reg().mu held after any change of the set of active sessions.
+void bump_locked() {
+  int hooks = 0;
+  for (auto& [id, s] : reg().sessions)
+    if (s->hook && s->active.load() && !s->finalized.load()) ++hooks;
+  g_hook_sessions.store(hooks, std::memory_order_relaxed);
+  g_epoch.fetch_add(1, std::memory_order_acq_rel);
+}
+
+std::shared_ptr<Session> find(SessionId id, const char* what) {
+  std::lock_guard g(reg().mu);
+  auto it = reg().sessions.find(id);
+  if (it == reg().sessions.end())
+    throw InvalidArgument(fmt::format("profiler::{}: no session with id {}", what, id));
+  return it->second;
+}
+
+// ---- the calling thread ----------------------------------------------------
+
+struct Frame {
+  NameId name;
+  std::uint64_t start;  // 0 when no trace session was active at entry
+};
+
+struct ThreadState {
+  std::uint32_t index = g_thread_counter.fetch_add(1) + 1;  // lane; 0 is the backend lane
+  std::uint64_t epoch = 0;
+  std::vector<Frame> stack;
+  std::vector<std::shared_ptr<Local>> known;  // every live session, active or not
+  std::vector<Local*> active;
+  bool need_time = false;  // an active session records trace events
+  ~ThreadState() {
+    for (auto& l : known) l->thread_gone.store(true);
+  }
+};
+
+ThreadState& tls() {
+  thread_local ThreadState ts;
+  return ts;
+}
+
+void refresh(ThreadState& ts) {
+  std::lock_guard g(reg().mu);
+  ts.epoch = g_epoch.load(std::memory_order_acquire);
+  std::erase_if(ts.known, [](const std::shared_ptr<Local>& l) { return l->closed.load(); });
+  for (auto& [id, s] : reg().sessions) {
+    if (s->finalized.load()) continue;
+    bool have = std::any_of(ts.known.begin(), ts.known.end(),
+                            [&](const std::shared_ptr<Local>& l) { return l->session == s.get(); });
+    if (have) continue;
+    auto l = std::make_shared<Local>();
+    l->session = s.get();
+    l->data.thread = ts.index;
+    {
+      std::lock_guard lg(s->locals_mu);
+      s->locals.push_back(l);
+    }
+    ts.known.push_back(std::move(l));
+  }
+  ts.active.clear();
+  ts.need_time = false;
+  for (auto& l : ts.known)
+    if (l->session->active.load()) {
+      ts.active.push_back(l.get());
+      ts.need_time |= l->session->trace;
+    }
+}
+
+inline ThreadState& current() {
+  ThreadState& ts = tls();
+  if (ts.epoch != g_epoch.load(std::memory_order_acquire)) refresh(ts);
+  return ts;
+}
+
+/// Give every frame of the thread's stack a node in `l` (held).
+void sync_path(Local& l, const ThreadState& ts) {
+  const bool trace = l.session->trace;
+  while (l.path.size() < ts.stack.size()) {
+    const Frame& f = ts.stack[l.path.size()];
+    std::uint32_t parent = l.path.empty() ? 0 : l.path.back();
+    l.path.push_back(l.data.tree.child(parent, f.name));
+    if (trace) {
+      std::uint64_t start = f.start != 0 ? f.start : now_ns();
+      l.path_start.push_back(std::max(start, l.session->start_mono));
+      l.path_metrics.emplace_back();
+    }
+  }
+}
+
+inline std::uint32_t top(const Local& l) { return l.path.empty() ? 0 : l.path.back(); }
+
+void enter(NameId name) noexcept {
+  ThreadState& ts = current();
+  ts.stack.push_back({name, ts.need_time ? now_ns() : 0});
+  for (Local* l : ts.active) {
+    std::lock_guard g(l->lock);
+    sync_path(*l, ts);
+  }
+}
+
+/// Close frames until the stack has `depth` entries.
+void exit_to(std::size_t depth) noexcept {
+  ThreadState& ts = current();
+  if (ts.stack.size() <= depth) return;
+  const std::uint64_t t = ts.need_time ? now_ns() : 0;
+  ts.stack.resize(depth);
+  for (auto& lp : ts.known) {
+    Local& l = *lp;
+    std::lock_guard g(l.lock);
+    if (l.path.size() <= depth) continue;
+    if (l.session->trace) {
+      if (l.session->active.load(std::memory_order_relaxed)) {
+        const std::uint64_t end = t != 0 ? t : now_ns();
+        for (std::size_t i = l.path.size(); i-- > depth;)
+          l.data.scopes.push_back(
+              {l.path[i], EventCat::scope, l.path_start[i], end, std::move(l.path_metrics[i]), {}});
+      }
+      l.path_start.resize(depth);
+      l.path_metrics.resize(depth);
+    }
+    l.path.resize(depth);
+  }
+}
+
+MetricSlot slot_of(const Metric& m) {
+  std::uint32_t id = metric_id(m.name, m.type(), m.kind);
+  return m.type() == MetricType::int64
+             ? MetricSlot::of_int(id, m.kind, std::get<std::int64_t>(m.value))
+             : MetricSlot::of_double(id, m.kind, std::get<double>(m.value));
+}
+
+void add_slots(const MetricSlot* slots, std::size_t n) {
+  ThreadState& ts = current();
+  for (Local* l : ts.active) {
+    std::lock_guard g(l->lock);
+    sync_path(*l, ts);
+    auto& node = l->data.tree.nodes[top(*l)].metrics;
+    for (std::size_t i = 0; i < n; ++i) add_slot(node, slots[i]);
+    if (l->session->trace && !l->path.empty())
+      for (std::size_t i = 0; i < n; ++i) add_slot(l->path_metrics.back(), slots[i]);
+  }
+}
+
+// ---- phases ------------------------------------------------------------------
+
+/// Move the open phase out of every Local (state_mu held). Open scopes, an
+/// open launch op and launches waiting for their kernel keep their paths in
+/// the fresh trees.
+std::shared_ptr<PhaseData> collect(Session& s) {
+  auto pd = std::make_shared<PhaseData>();
+  pd->phase = s.phase;
+  std::lock_guard g(s.locals_mu);
+  pd->devices = s.devices;
+  auto take = [&](Local& l) {
+    std::lock_guard lg(l.lock);
+    ThreadPhase old = std::move(l.data);
+    l.data = ThreadPhase{};
+    l.data.thread = old.thread;
+    Tree& t = l.data.tree;
+    for (std::size_t i = 0; i < l.path.size(); ++i)
+      l.path[i] = t.child(i == 0 ? 0 : l.path[i - 1], old.tree.nodes[l.path[i]].name);
+    if (l.op_node != kNoNode) l.op_node = t.copy_path(old.tree, l.op_node);
+    std::unordered_map<std::uint32_t, std::uint32_t> moved;
+    for (auto it = l.pending.begin(); it != l.pending.end();) {
+      if (++it->second.age > 2) {  // its record never came: stop waiting
+        it = l.pending.erase(it);
+        continue;
+      }
+      auto [m, fresh] = moved.try_emplace(it->second.node, 0);
+      if (fresh) m->second = t.copy_path(old.tree, it->second.node);
+      it->second.node = m->second;
+      ++it;
+    }
+    if (!old.empty()) pd->parts.push_back(std::move(old));
+  };
+  for (auto& l : s.locals) take(*l);
+  take(*s.detached);
+  std::erase_if(s.locals, [](const std::shared_ptr<Local>& l) {
+    std::lock_guard lg(l->lock);
+    return l->thread_gone.load() && l->path.empty() && l->pending.empty() && l->op_node == kNoNode;
+  });
+  std::sort(pd->parts.begin(), pd->parts.end(),
+            [](const ThreadPhase& a, const ThreadPhase& b) { return a.thread < b.thread; });
+  return pd;
+}
+
+/// A copy of the open phase (state_mu held).
+std::shared_ptr<PhaseData> snapshot(Session& s) {
+  auto pd = std::make_shared<PhaseData>();
+  pd->phase = s.phase;
+  std::lock_guard g(s.locals_mu);
+  pd->devices = s.devices;
+  auto copy = [&](Local& l) {
+    std::lock_guard lg(l.lock);
+    if (!l.data.empty()) pd->parts.push_back(l.data);
+  };
+  for (auto& l : s.locals) copy(*l);
+  copy(*s.detached);
+  std::sort(pd->parts.begin(), pd->parts.end(),
+            [](const ThreadPhase& a, const ThreadPhase& b) { return a.thread < b.thread; });
+  return pd;
+}
+
+std::string part_file(const Session& s, std::size_t phase) {
+  return fmt::format("{}.part_{}.{}", s.name, phase, s.ext);
+}
+std::string final_file(const Session& s) { return fmt::format("{}.{}", s.name, s.ext); }
+
+struct PhaseWrite {
+  WriteResult result;
+  double serialise_ms = 0, write_ms = 0;
+  std::size_t bytes = 0;
+};
+
+PhaseWrite write_phase(const Session& s, const PhaseData& pd, const std::string& path) {
+  using clock = std::chrono::steady_clock;
+  auto ms = [](clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); };
+  PhaseWrite w;
+  auto t0 = clock::now();
+  std::string bytes;
+  try {
+    bytes = encode(to_json(pd, s), s.format);
+  } catch (const std::exception& e) {
+    w.result = {EINVAL, std::string("cannot serialise: ") + e.what()};
+    return w;
+  }
+  auto t1 = clock::now();
+  w.result = write_atomic(path, bytes, s.options.fsync);
+  auto t2 = clock::now();
+  w.serialise_ms = ms(t1 - t0);
+  w.write_ms = ms(t2 - t1);
+  w.bytes = bytes.size();
+  return w;
+}
+
+/// Record a failed write (state_mu held); printed once per session.
+void record_error(Session& s, std::size_t phase, const std::string& path, const WriteResult& r) {
+  s.errors.push_back({phase, path, r.message, r.error});
+  if (!s.printed_error) {
+    s.printed_error = true;
+    warn("session '{}': phase {} not written to {}: {}. The phase stays in memory and is retried "
+         "at the next advance_phase and at finalize; later failures are only kept "
+         "(profiler::flush_errors)",
+         s.name, phase, path, r.message);
+  }
+}
+
+void print_timing(const Session& s, std::size_t phase, const PhaseWrite& w, double clear_ms) {
+  fmt::print(stderr,
+             "[tilejit.profiler] flush '{}' phase {}: serialise {:.3f} ms, write {:.3f} ms "
+             "({} bytes{}), clear {:.3f} ms\n",
+             s.name, phase, w.serialise_ms, w.write_ms, w.bytes,
+             w.result.error ? ", FAILED" : "", clear_ms);
+}
+
+void worker_main(Session* s) {
+  std::unique_lock lk(s->state_mu);
+  for (;;) {
+    s->cv.wait(lk, [&] { return !s->queue.empty() || s->stop_worker; });
+    if (s->queue.empty()) return;  // asked to stop, nothing left
+    std::size_t n = s->queue.front();
+    s->queue.pop_front();
+    auto it = s->closed.find(n);
+    if (it == s->closed.end()) {  // cleared meanwhile
+      s->cv.notify_all();
+      continue;
+    }
+    std::shared_ptr<PhaseData> pd = it->second;
+    s->writing = n;
+    const std::string path = part_file(*s, n);
+    lk.unlock();
+    PhaseWrite w = write_phase(*s, *pd, path);
+    lk.lock();
+    if (w.result.error == 0) {
+      s->written.insert(n);
+      s->failed.erase(n);
+      s->files.push_back(path);
+      auto jt = s->closed.find(n);
+      if (jt != s->closed.end() && jt->second == pd) s->closed.erase(jt);
+    } else {
+      s->failed.insert(n);
+      record_error(*s, n, path, w.result);
+    }
+    lk.unlock();
+    auto t0 = std::chrono::steady_clock::now();
+    pd.reset();  // frees the phase unless a get() holds it (or the write failed)
+    double clear_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (s->timing) print_timing(*s, n, w, clear_ms);
+    lk.lock();
+    s->writing = kNone;  // only now: wait_for_flush() returns after the phase is freed
+    s->cv.notify_all();
+  }
+}
+
+}  // namespace
+
+// ---- the sink a backend delivers to -------------------------------------------
+
+namespace {
+void attribute(Local& l, std::uint32_t node, NameId kernel, const KernelRecord& r,
+               std::uint64_t launch_ts, bool has_launch) {
+  Tree& t = l.data.tree;
+  std::uint32_t target = (node != 0 && t.nodes[node].name == kernel) ? node : t.child(node, kernel);
+  auto& m = t.nodes[target].metrics;
+  const std::uint64_t dur = r.end_ns >= r.start_ns ? r.end_ns - r.start_ns : 0;
+  add_slot(m, MetricSlot::of_int(kTimeNs, MetricKind::inclusive, static_cast<std::int64_t>(dur)));
+  add_slot(m, MetricSlot::of_int(kCount, MetricKind::inclusive, 1));
+  add_slot(m, MetricSlot::of_int(kDeviceId, MetricKind::property, r.device_id));
+  add_slot(m, MetricSlot::of_int(kDeviceType, MetricKind::property, static_cast<int>(r.device_type)));
+  if (l.session->trace)
+    l.data.kernels.push_back({target, r.start_ns, r.start_ns + dur, launch_ts, r.correlation_id,
+                              r.device_id, r.stream_id, r.device_type, has_launch && launch_ts != 0});
+}
+}  // namespace
+
+void SessionSink::kernel(const KernelRecord& r) noexcept {
+  try {
+    if (s_.finalized.load()) return;
+    NameId kn = intern(r.name);
+    std::lock_guard g(s_.locals_mu);
+    if (r.correlation_id != 0) {
+      for (auto& l : s_.locals) {
+        std::lock_guard lg(l->lock);
+        auto it = l->pending.find(r.correlation_id);
+        if (it == l->pending.end()) continue;
+        attribute(*l, it->second.node, kn, r, it->second.ts, true);
+        l->pending.erase(it);
+        return;
+      }
+    }
+    if (!s_.active.load()) return;  // launched while paused (or unknown): nothing to record
+    std::lock_guard lg(s_.detached->lock);
+    attribute(*s_.detached, 0, kn, r, 0, false);
+  } catch (...) {
+    // out of memory while recording: drop the record rather than take down the backend
+  }
+}
+
+void SessionSink::device(DeviceType type, std::uint32_t id, const DeviceInfo& info) noexcept {
+  try {
+    std::lock_guard g(s_.locals_mu);
+    s_.devices[{type, id}] = info;
+  } catch (...) {
+  }
+}
+
+// ---- launch hook ------------------------------------------------------------
+
+void launch_enter(const LaunchInfo& info) noexcept {
+  try {
+    ThreadState& ts = current();
+    NameId n = intern(info.kernel);
+    int fm = -1;
+    if (info.flops != 0) {
+      fm = flops_metric(info.flops_width);
+      if (fm < 0) {
+        static std::atomic<bool> once{false};
+        if (!once.exchange(true))
+          warn("launch hook: flops_width {} of kernel '{}' is not 8, 16, 32 or 64; its flops are "
+               "not recorded",
+               info.flops_width, info.kernel);
+      }
+    }
+    const std::uint64_t t = ts.need_time ? now_ns() : 0;
+    for (Local* l : ts.active) {
+      if (!l->session->hook) continue;
+      std::lock_guard g(l->lock);
+      sync_path(*l, ts);
+      std::uint32_t node = l->data.tree.child(top(*l), n);
+      MetricSlot slots[2];  // no allocation per launch
+      int count = 0;
+      if (fm >= 0)
+        slots[count++] = MetricSlot::of_int(static_cast<std::uint32_t>(fm), MetricKind::inclusive, info.flops);
+      if (info.bytes != 0) slots[count++] = MetricSlot::of_int(kBytes, MetricKind::inclusive, info.bytes);
+      for (int i = 0; i < count; ++i) add_slot(l->data.tree.nodes[node].metrics, slots[i]);
+      l->op_node = node;
+      if (l->session->trace) {
+        l->op_start = std::max(t, l->session->start_mono);
+        l->op_grid = info.grid;
+        l->op_metrics.assign(slots, slots + count);
+      }
+    }
+  } catch (...) {
+  }
+}
+
+void launch_exit() noexcept {
+  try {
+    ThreadState& ts = tls();
+    std::uint64_t t = 0;
+    for (auto& lp : ts.known) {
+      Local& l = *lp;
+      std::lock_guard g(l.lock);
+      if (l.op_node == kNoNode) continue;
+      if (l.session->trace && l.session->active.load(std::memory_order_relaxed)) {
+        if (t == 0) t = now_ns();
+        l.data.scopes.push_back({l.op_node, EventCat::launch, l.op_start, t, std::move(l.op_metrics), l.op_grid});
+      }
+      l.op_metrics.clear();
+      l.op_node = kNoNode;
+    }
+  } catch (...) {
+  }
+}
+
+}  // namespace detail
+
+using namespace detail;
+
+// ---- backends -----------------------------------------------------------------
+
+void register_backend(std::string name, BackendFactory factory) {
+  if (name.empty() || name == "none")
+    throw InvalidArgument("profiler::register_backend: '" + name + "' is reserved (no backend)");
+  if (!factory) throw InvalidArgument("profiler::register_backend: empty factory for '" + name + "'");
+  std::lock_guard g(reg().backends_mu);
+  reg().backends[std::move(name)] = std::move(factory);
+}
+
+std::vector<std::string> registered_backends() {
+  std::lock_guard g(reg().backends_mu);
+  std::vector<std::string> out;
+  for (auto& [n, f] : reg().backends) out.push_back(n);
+  return out;
+}
+
+void correlate_launch(std::uint64_t correlation_id) noexcept {
+  try {
+    ThreadState& ts = current();
+    const std::uint64_t t = ts.need_time ? now_ns() : 0;
+    for (Local* l : ts.active) {
+      if (!l->session->kernel_records) continue;
+      std::lock_guard g(l->lock);
+      sync_path(*l, ts);
+      std::uint32_t node = l->op_node != kNoNode ? l->op_node : top(*l);
+      l->pending[correlation_id] = {node, t, 0};
+    }
+  } catch (...) {
+  }
+}
+
+std::uint64_t now_ns() noexcept {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                        std::chrono::steady_clock::now().time_since_epoch())
+                                        .count());
+}
+
+// ---- sessions --------------------------------------------------------------------
+
+SessionId start(std::string_view name, const Options& options) {
+  if (name.empty()) throw InvalidArgument("profiler::start: empty session name");
+  auto s = std::make_shared<Session>();
+  s->options = options;
+
+  std::string format = options.format;
+  std::string backend_mode = options.mode;
+  if (options.mode.rfind("periodic_flushing", 0) == 0) {
+    std::string_view rest = std::string_view(options.mode).substr(17);
+    if (!rest.empty()) {
+      if (rest.rfind(":format=", 0) != 0)
+        throw InvalidArgument("profiler::start: mode '" + options.mode +
+                              "' is not \"periodic_flushing\" or \"periodic_flushing:format=<format>\"");
+      format = std::string(rest.substr(8));
+    }
+    s->periodic = true;
+    backend_mode.clear();
+  }
+  if (format == "hatchet") s->format = Format::hatchet;
+  else if (format == "hatchet_msgpack") s->format = Format::hatchet_msgpack;
+  else if (format == "chrome_trace") s->format = Format::chrome_trace;
+  else
+    throw InvalidArgument("profiler::start: format '" + format +
+                          "' is not one of hatchet, hatchet_msgpack, chrome_trace");
+  s->ext = format;
+  s->trace = s->format == Format::chrome_trace;
+  if (options.hook == "launch") s->hook = true;
+  else if (!options.hook.empty())
+    throw InvalidArgument("profiler::start: hook '" + options.hook + "' is not \"\" or \"launch\"");
+  if (options.buffer_size == 0) throw InvalidArgument("profiler::start: buffer_size must be > 0 bytes");
+  if (options.max_pending_phases == 0)
+    throw InvalidArgument("profiler::start: max_pending_phases must be >= 1");
+
+  s->name = std::string(name);
+  const std::string suffix = "." + s->ext;
+  if (s->name.size() > suffix.size() && s->name.ends_with(suffix))
+    s->name.resize(s->name.size() - suffix.size());
+  const char* timing = std::getenv("TILEJIT_PROFILE_FLUSH_TIMING");
+  s->timing = timing && std::string_view(timing) == "1";
+  s->detached = std::make_shared<Local>();
+  s->detached->session = s.get();
+  s->detached->data.thread = 0;
+  s->start_mono = now_ns();
+  s->start_real = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                 std::chrono::system_clock::now().time_since_epoch())
+                                                 .count());
+
+  if (!options.backend.empty() && options.backend != "none") {
+    BackendFactory factory;
+    {
+      std::lock_guard g(reg().backends_mu);
+      auto it = reg().backends.find(options.backend);
+      if (it == reg().backends.end()) {
+        std::string known = "none";
+        for (auto& [n, f] : reg().backends) known += ", " + n;
+        throw InvalidArgument("profiler::start: unknown backend '" + options.backend +
+                              "'; registered: " + known);
+      }
+      factory = it->second;
+    }
+    try {
+      s->backend = factory();
+      if (!s->backend) throw DeviceUnavailable("the backend factory returned no backend");
+      s->backend->start(s->sink, {s->name, backend_mode, options.buffer_size});
+      s->kernel_records = true;
+    } catch (const std::exception& e) {
+      warn("backend '{}' unavailable: {}. Session '{}' records scopes and metrics without kernel "
+           "records",
+           options.backend, e.what(), s->name);
+      s->backend.reset();
+    }
+  }
+
+  std::lock_guard g(reg().mu);
+  s->id = reg().next++;
+  reg().sessions[s->id] = s;
+  bump_locked();
+  return s->id;
+}
+
+namespace {
+void set_active(SessionId id, bool on, const char* what) {
+  auto s = find(id, what);
+  if (s->finalizing.load()) {
+    warn("{}: session {} ('{}') is finalized; nothing to do", what, id, s->name);
+    return;
+  }
+  {
+    std::lock_guard g(reg().mu);
+    s->active.store(on);
+    bump_locked();
+  }
+  std::lock_guard g(s->state_mu);
+  if (s->kernel_records && !s->finalizing.load()) {  // finalize stops the backend under state_mu
+    if (on) s->backend->activate();
+    else s->backend->deactivate();
+  }
+}
+}  // namespace
+
+void activate(SessionId session) { set_active(session, true, "activate"); }
+void deactivate(SessionId session) { set_active(session, false, "deactivate"); }
+
+FinalizeReport finalize(SessionId id) {
+  auto s = find(id, "finalize");
+  FinalizeReport rep;
+  if (s->finalizing.exchange(true)) {
+    warn("finalize: session {} ('{}') was already finalized; nothing to do", id, s->name);
+    rep.already_finalized = true;
+    return rep;
+  }
+  {
+    std::lock_guard g(reg().mu);
+    s->active.store(false);
+    bump_locked();
+  }
+  std::unique_lock lk(s->state_mu);
+  if (s->kernel_records) {
+    try {
+      s->backend->flush();
+      s->backend->stop();
+    } catch (const std::exception& e) {
+      warn("finalize: backend of session '{}' failed to stop: {}", s->name, e.what());
+    }
+  }
+
+  // Scopes still open: end them now, report them.
+  const std::uint64_t t = now_ns();
+  {
+    std::lock_guard g(s->locals_mu);
+    for (auto& l : s->locals) {
+      std::lock_guard lg(l->lock);
+      if (!l->path.empty()) {
+        std::string path;
+        for (std::uint32_t n : l->path) {
+          if (!path.empty()) path += '/';
+          path += name_of(l->data.tree.nodes[n].name);
+        }
+        rep.open_scopes.push_back({l->data.thread, std::move(path)});
+        if (s->trace)
+          for (std::size_t i = l->path.size(); i-- > 0;)
+            l->data.scopes.push_back(
+                {l->path[i], EventCat::scope, l->path_start[i], t, std::move(l->path_metrics[i]), {}});
+        l->path.clear();
+        l->path_start.clear();
+        l->path_metrics.clear();
+      }
+      if (l->op_node != kNoNode && s->trace)
+        l->data.scopes.push_back({l->op_node, EventCat::launch, l->op_start, t, std::move(l->op_metrics), l->op_grid});
+      l->op_node = kNoNode;
+      l->pending.clear();
+    }
+  }
+  const std::size_t open_phase = s->phase;
+  s->closed[open_phase] = collect(*s);
+
+  // Let the worker finish what it has, then write whatever is still in memory.
+  s->stop_worker = true;
+  s->cv.notify_all();
+  if (s->worker.joinable()) {
+    lk.unlock();
+    s->worker.join();
+    lk.lock();
+  }
+  const bool single = open_phase == 0 && s->written.empty();
+  for (auto& [n, pd] : s->closed) {
+    const std::string path = (single && n == open_phase) ? final_file(*s) : part_file(*s, n);
+    PhaseWrite w = write_phase(*s, *pd, path);
+    if (w.result.error == 0) {
+      s->written.insert(n);
+      s->files.push_back(path);
+    } else {
+      record_error(*s, n, path, w.result);
+    }
+    if (s->timing) print_timing(*s, n, w, 0.0);
+  }
+  s->closed.clear();
+  s->queue.clear();
+  s->failed.clear();
+  rep.files = s->files;
+  rep.errors = s->errors;
+  lk.unlock();
+
+  {
+    std::lock_guard g(reg().mu);
+    s->finalized.store(true);
+    bump_locked();
+  }
+  {
+    std::lock_guard g(s->state_mu);
+    s->backend.reset();  // stopped above; the session stays as a tombstone for later calls
+  }
+  {
+    std::lock_guard g(s->locals_mu);
+    for (auto& l : s->locals) l->closed.store(true);
+    s->locals.clear();
+  }
+  {
+    std::lock_guard g(s->async_mu);
+    s->async_names.clear();
+  }
+  for (const auto& o : rep.open_scopes)
+    warn("finalize: session '{}': scope '{}' on CPU thread {} was still open; closed at finalize",
+         s->name, o.path, o.thread);
+  return rep;
+}
+
+void finalize_all() {
+  std::vector<SessionId> ids;
+  {
+    std::lock_guard g(reg().mu);
+    for (auto& [id, s] : reg().sessions)
+      if (!s->finalizing.load()) ids.push_back(id);
+  }
+  for (SessionId id : ids) finalize(id);
+}
+
+// ---- scopes and metrics --------------------------------------------------------------
+
+Name::Name(std::string_view text) : id_(intern(text)) {}
+
+Scope::Scope(std::string_view name) noexcept : depth_(static_cast<std::uint32_t>(tls().stack.size())) {
+  try {
+    enter(intern(name));
+  } catch (...) {
+  }
+}
+
+Scope::Scope(Name name) noexcept : depth_(static_cast<std::uint32_t>(tls().stack.size())) {
+  enter(name.id());
+}
+
+Scope::Scope(std::string_view name, std::initializer_list<Metric> metrics)
+    : depth_(static_cast<std::uint32_t>(tls().stack.size())) {
+  std::vector<MetricSlot> slots;
+  slots.reserve(metrics.size());
+  for (const auto& m : metrics) slots.push_back(slot_of(m));  // may throw: not entered
+  enter(intern(name));
+  add_slots(slots.data(), slots.size());
+}
+
+Scope::~Scope() { exit_to(depth_); }
+
+void enter_scope(std::string_view name) noexcept {
+  try {
+    enter(intern(name));
+  } catch (...) {
+  }
+}
+void enter_scope(Name name) noexcept { enter(name.id()); }
+
+void exit_scope() noexcept {
+  std::size_t d = tls().stack.size();
+  if (d != 0) exit_to(d - 1);
+}
+
+void add_metric(const Metric& metric) {
+  MetricSlot s = slot_of(metric);
+  add_slots(&s, 1);
+}
+
+void add_metrics(std::initializer_list<Metric> metrics) {
+  std::vector<MetricSlot> slots;
+  slots.reserve(metrics.size());
+  for (const auto& m : metrics) slots.push_back(slot_of(m));
+  add_slots(slots.data(), slots.size());
+}
+
+// ---- async events ----------------------------------------------------------------------
+
+namespace {
+void async_event(std::uint64_t id, std::string_view name, bool begin) noexcept {
+  try {
+    ThreadState& ts = current();
+    if (!ts.need_time) return;  // no active trace session
+    const std::uint64_t t = now_ns();
+    const NameId fallback = begin ? intern(name) : intern("async");
+    for (Local* l : ts.active) {
+      if (!l->session->trace) continue;
+      NameId n = fallback;
+      {
+        std::lock_guard g(l->session->async_mu);
+        auto& names = l->session->async_names;
+        if (begin) {
+          names[id] = n;
+        } else if (auto it = names.find(id); it != names.end()) {
+          n = it->second;
+          names.erase(it);
+        }
+      }
+      std::lock_guard g(l->lock);
+      sync_path(*l, ts);
+      l->data.asyncs.push_back({id, n, std::max(t, l->session->start_mono), top(*l), begin});
+    }
+  } catch (...) {
+  }
+}
+}  // namespace
+
+void async_begin(std::uint64_t id, std::string_view name) noexcept { async_event(id, name, true); }
+void async_end(std::uint64_t id) noexcept { async_event(id, {}, false); }
+
+// ---- phases ----------------------------------------------------------------------------
+
+std::size_t advance_phase(SessionId id) {
+  auto s = find(id, "advance_phase");
+  std::unique_lock lk(s->state_mu);
+  if (s->finalizing.load())
+    throw InvalidArgument(fmt::format("profiler::advance_phase: session {} is finalized", id));
+  if (s->kernel_records) s->backend->flush();
+  const std::size_t closing = s->phase;
+  s->closed[closing] = collect(*s);
+  ++s->phase;
+  if (s->periodic) {
+    for (std::size_t f : s->failed)  // retry earlier failures first
+      if (f != s->writing && std::find(s->queue.begin(), s->queue.end(), f) == s->queue.end())
+        s->queue.push_back(f);
+    s->queue.push_back(closing);
+    if (!s->worker.joinable()) s->worker = std::thread(worker_main, s.get());
+    s->cv.notify_all();
+    s->cv.wait(lk, [&] { return s->queue.size() < s->options.max_pending_phases; });
+  }
+  return s->phase;
+}
+
+std::size_t current_phase(SessionId id) {
+  auto s = find(id, "current_phase");
+  std::lock_guard g(s->state_mu);
+  return s->phase;
+}
+
+bool is_phase_complete(SessionId id, std::size_t phase) {
+  auto s = find(id, "is_phase_complete");
+  std::lock_guard g(s->state_mu);
+  return phase < s->phase || (s->finalized.load() && phase == s->phase);
+}
+
+bool is_phase_flushed(SessionId id, std::size_t phase) {
+  auto s = find(id, "is_phase_flushed");
+  std::lock_guard g(s->state_mu);
+  return s->written.count(phase) != 0;
+}
+
+bool wait_for_flush(SessionId id, std::size_t phase) {
+  auto s = find(id, "wait_for_flush");
+  std::unique_lock lk(s->state_mu);
+  s->cv.wait(lk, [&] {
+    if (s->writing != kNone && s->writing <= phase) return false;
+    return std::none_of(s->queue.begin(), s->queue.end(), [&](std::size_t q) { return q <= phase; });
+  });
+  return s->written.count(phase) != 0;
+}
+
+std::optional<std::string> get(SessionId id, std::size_t phase) {
+  auto s = find(id, "get");
+  std::shared_ptr<PhaseData> pd;
+  {
+    std::lock_guard g(s->state_mu);
+    if (s->finalizing.load()) return std::nullopt;
+    if (phase == s->phase) {
+      if (s->kernel_records) s->backend->flush();
+      pd = snapshot(*s);
+    } else if (auto it = s->closed.find(phase); it != s->closed.end()) {
+      pd = it->second;
+    } else {
+      return std::nullopt;
+    }
+  }
+  return dump(to_json(*pd, *s));
+}
+
+std::optional<std::vector<std::uint8_t>> get_msgpack(SessionId id, std::size_t phase) {
+  auto s = find(id, "get_msgpack");
+  std::shared_ptr<PhaseData> pd;
+  {
+    std::lock_guard g(s->state_mu);
+    if (s->finalizing.load()) return std::nullopt;
+    if (phase == s->phase) {
+      if (s->kernel_records) s->backend->flush();
+      pd = snapshot(*s);
+    } else if (auto it = s->closed.find(phase); it != s->closed.end()) {
+      pd = it->second;
+    } else {
+      return std::nullopt;
+    }
+  }
+  return nlohmann::json::to_msgpack(to_json(*pd, *s));
+}
+
+void clear(SessionId id, std::size_t phase, bool clear_up_to_phase) {
+  auto s = find(id, "clear");
+  std::vector<std::shared_ptr<PhaseData>> dropped;  // freed outside the lock
+  std::lock_guard g(s->state_mu);
+  if (s->finalizing.load()) return;
+  auto hit = [&](std::size_t p) { return clear_up_to_phase ? p <= phase : p == phase; };
+  for (auto it = s->closed.begin(); it != s->closed.end();) {
+    if (!hit(it->first)) {
+      ++it;
+      continue;
+    }
+    s->failed.erase(it->first);
+    std::erase(s->queue, it->first);
+    dropped.push_back(std::move(it->second));
+    it = s->closed.erase(it);
+  }
+  if (hit(s->phase)) dropped.push_back(collect(*s));
+  s->cv.notify_all();
+}
+
+std::vector<FlushError> flush_errors(SessionId id) {
+  auto s = find(id, "flush_errors");
+  std::lock_guard g(s->state_mu);
+  return s->errors;
+}
+
+SessionStats stats(SessionId id) {
+  auto s = find(id, "stats");
+  SessionStats st;
+  std::lock_guard g(s->state_mu);
+  st.phase = s->phase;
+  st.phases_in_memory = s->closed.size();
+  st.phases_written = s->written.size();
+  st.kernel_records = s->kernel_records;
+  for (auto& [n, pd] : s->closed) {
+    st.nodes_in_memory += pd->nodes();
+    st.events_in_memory += pd->events();
+  }
+  std::lock_guard lg(s->locals_mu);
+  auto count = [&](Local& l) {
+    std::lock_guard g2(l.lock);
+    st.nodes_in_memory += l.data.tree.size();
+    st.events_in_memory += l.data.events();
+    st.pending_launches += l.pending.size();
+  };
+  for (auto& l : s->locals) count(*l);
+  count(*s->detached);
+  return st;
+}
+
+std::string part_path(SessionId id, std::size_t phase) { return part_file(*find(id, "part_path"), phase); }
+std::string final_path(SessionId id) { return final_file(*find(id, "final_path")); }
+
+}  // namespace tilejit::profiler

@@ -1,0 +1,84 @@
+// A calling-context tree: node 0 is ROOT; a node's parent always has a smaller
+// id, so id order is a pre-order-compatible topological order (parents first)
+// and reverse id order visits children before parents.
+#pragma once
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "intern.hpp"
+
+namespace tilejit::profiler::detail {
+
+inline constexpr std::uint32_t kNoNode = 0xffffffffu;
+
+struct MetricSlot {
+  std::uint32_t id = 0;
+  MetricType type = MetricType::int64;
+  MetricKind kind = MetricKind::inclusive;
+  union {
+    std::int64_t i;
+    double d;
+  };
+  MetricSlot() : i(0) {}
+  static MetricSlot of_int(std::uint32_t id, MetricKind k, std::int64_t v) {
+    MetricSlot s;
+    s.id = id, s.type = MetricType::int64, s.kind = k, s.i = v;
+    return s;
+  }
+  static MetricSlot of_double(std::uint32_t id, MetricKind k, double v) {
+    MetricSlot s;
+    s.id = id, s.type = MetricType::float64, s.kind = k, s.d = v;
+    return s;
+  }
+  /// Combine another value of the same metric: sum, or replace for properties.
+  void combine(const MetricSlot& o) {
+    if (kind == MetricKind::property) {
+      if (type == MetricType::int64) i = o.i;
+      else d = o.d;
+    } else if (type == MetricType::int64) {
+      i += o.i;
+    } else {
+      d += o.d;
+    }
+  }
+};
+
+/// Add `s` into a small list of slots (one per metric id).
+inline void add_slot(std::vector<MetricSlot>& slots, const MetricSlot& s) {
+  for (auto& x : slots)
+    if (x.id == s.id) return x.combine(s);
+  slots.push_back(s);
+}
+
+struct Node {
+  NameId name;
+  std::uint32_t parent;
+  std::vector<MetricSlot> metrics;
+};
+
+class Tree {
+ public:
+  Tree() { nodes.push_back(Node{root_name(), kNoNode, {}}); }
+
+  /// The child of `parent` named `name`, created if absent.
+  std::uint32_t child(std::uint32_t parent, NameId name) {
+    std::uint64_t key = (std::uint64_t{parent} << 32) | name;
+    auto [it, fresh] = index.try_emplace(key, static_cast<std::uint32_t>(nodes.size()));
+    if (fresh) nodes.push_back(Node{name, parent, {}});
+    return it->second;
+  }
+
+  /// The node with the same name path as `node` of `from`, created if absent.
+  std::uint32_t copy_path(const Tree& from, std::uint32_t node);
+
+  /// Add every node and metric of `other` (merging by path).
+  void merge(const Tree& other);
+
+  std::size_t size() const { return nodes.size(); }
+
+  std::vector<Node> nodes;
+  std::unordered_map<std::uint64_t, std::uint32_t> index;
+};
+
+}  // namespace tilejit::profiler::detail

@@ -1,0 +1,227 @@
+#include "writers.hpp"
+
+#include <algorithm>
+#include <set>
+#include <tuple>
+#include <unistd.h>
+
+namespace tilejit::profiler::detail {
+namespace {
+
+using json = nlohmann::json;
+
+json value_of(const MetricSlot& s) {
+  if (s.type == MetricType::int64) return s.i;
+  return s.d;
+}
+
+/// Metrics of one node (or event) as a JSON object; kernel device fields as
+/// strings, the way Proton writes them.
+void put_metrics(json& out, const std::vector<MetricSlot>& slots,
+                 const std::vector<MetricDesc>& table) {
+  for (const auto& s : slots) {
+    const std::string& key = table[s.id].name;
+    if (s.id == kDeviceId)
+      out[key] = std::to_string(s.i);
+    else if (s.id == kDeviceType)
+      out[key] = std::string(name(static_cast<DeviceType>(s.i)));
+    else
+      out[key] = value_of(s);
+  }
+}
+
+json frame(NameId n) { return json{{"name", name_of(n)}, {"type", "function"}}; }
+
+/// Call stacks of a tree's nodes, ROOT excluded, built on demand.
+class CallStacks {
+ public:
+  explicit CallStacks(const Tree& t) : tree_(t), cache_(t.size()) {}
+  const json& of(std::uint32_t node) {
+    json& c = cache_[node];
+    if (c.is_null()) {
+      if (node == 0) {
+        c = json::array();
+      } else {
+        json parent = of(tree_.nodes[node].parent);  // copy: cache_ entries stay put
+        parent.push_back(name_of(tree_.nodes[node].name));
+        c = std::move(parent);
+      }
+    }
+    return c;
+  }
+
+ private:
+  const Tree& tree_;
+  std::vector<json> cache_;
+};
+
+}  // namespace
+
+json hatchet_json(const PhaseData& phase) {
+  Tree merged;
+  for (const auto& p : phase.parts) merged.merge(p.tree);
+  const auto table = metric_table();
+  const std::size_t n = merged.size();
+
+  std::vector<std::vector<std::uint32_t>> kids(n);
+  for (std::uint32_t i = 1; i < n; ++i) kids[merged.nodes[i].parent].push_back(i);
+
+  // Inclusive totals: children have larger ids than parents.
+  std::vector<std::vector<MetricSlot>> inc(n);
+  std::set<DeviceKey> devices;
+  for (std::size_t i = n; i-- > 0;) {
+    const Node& node = merged.nodes[i];
+    std::int64_t dev_id = -1, dev_type = -1;
+    for (const auto& s : node.metrics) {
+      if (s.kind == MetricKind::inclusive) add_slot(inc[i], s);
+      if (s.id == kDeviceId) dev_id = s.i;
+      if (s.id == kDeviceType) dev_type = s.i;
+    }
+    if (dev_id >= 0 && dev_type >= 0)
+      devices.insert({static_cast<DeviceType>(dev_type), static_cast<std::uint32_t>(dev_id)});
+    if (i != 0)
+      for (const auto& s : inc[i]) add_slot(inc[node.parent], s);
+  }
+
+  std::vector<json> built(n);
+  for (std::size_t i = n; i-- > 0;) {
+    json metrics = json::object();
+    put_metrics(metrics, merged.nodes[i].metrics, table);
+    for (const auto& s : inc[i]) metrics[table[s.id].name + " (inc)"] = value_of(s);
+    json children = json::array();
+    for (std::uint32_t c : kids[i]) children.push_back(std::move(built[c]));
+    built[i] = json{{"frame", frame(merged.nodes[i].name)},
+                    {"metrics", std::move(metrics)},
+                    {"children", std::move(children)}};
+  }
+
+  json device_info = json::object();
+  for (const auto& d : devices) {
+    DeviceInfo info;
+    if (auto it = phase.devices.find(d); it != phase.devices.end()) info = it->second;
+    device_info[std::string(name(d.type))][std::to_string(d.id)] = {
+        {"clock_rate", info.clock_rate},
+        {"memory_clock_rate", info.memory_clock_rate},
+        {"bus_width", info.bus_width},
+        {"arch", info.arch},
+        {"num_sms", info.num_sms}};
+  }
+  json out = json::array();
+  out.push_back(std::move(built[0]));
+  out.push_back(std::move(device_info));
+  return out;
+}
+
+json chrome_trace_json(const PhaseData& phase, const Session& session) {
+  const auto table = metric_table();
+  const long long pid = ::getpid();
+  auto us = [&](std::uint64_t t) {
+    return t <= session.start_mono ? 0.0 : static_cast<double>(t - session.start_mono) / 1000.0;
+  };
+  auto dur = [&](std::uint64_t start, std::uint64_t end) {  // exact, not us(end) - us(start)
+    start = std::max(start, session.start_mono);
+    return end <= start ? 0.0 : static_cast<double>(end - start) / 1000.0;
+  };
+  auto gpu_lane = [](std::uint32_t device, std::uint32_t stream) {
+    return 1'000'000ll + 100'000ll * device + stream;
+  };
+
+  json events = json::array();
+  auto meta = [&](long long tid, const std::string& what, json args) {
+    events.push_back({{"ph", "M"}, {"pid", pid}, {"tid", tid}, {"name", what}, {"args", std::move(args)}});
+  };
+  meta(0, "process_name", {{"name", "tilejit " + session.name}});
+
+  std::set<std::uint32_t> cpu_lanes;
+  std::set<std::tuple<DeviceType, std::uint32_t, std::uint32_t>> gpu_lanes;
+  for (const auto& p : phase.parts) {
+    if (!p.scopes.empty() || !p.asyncs.empty()) cpu_lanes.insert(p.thread);
+    for (const auto& k : p.kernels) {
+      gpu_lanes.insert({k.device_type, k.device, k.stream});
+      if (k.has_launch) cpu_lanes.insert(p.thread);
+    }
+  }
+  for (std::uint32_t t : cpu_lanes) {
+    meta(t, "thread_name", {{"name", t == 0 ? std::string("Backend") : "CPU Thread " + std::to_string(t)}});
+    meta(t, "thread_sort_index", {{"sort_index", t}});
+  }
+  for (const auto& [type, device, stream] : gpu_lanes) {
+    long long tid = gpu_lane(device, stream);
+    meta(tid, "thread_name",
+         {{"name", std::string(name(type)) + " " + std::to_string(device) + " Stream " +
+                       std::to_string(stream)}});
+    meta(tid, "thread_sort_index", {{"sort_index", tid}});
+  }
+
+  for (const auto& p : phase.parts) {
+    CallStacks stacks(p.tree);
+    const long long tid = p.thread;
+    for (const auto& e : p.scopes) {
+      json args = {{"call_stack", stacks.of(e.node)}};
+      if (!e.metrics.empty()) put_metrics(args["metrics"], e.metrics, table);
+      if (e.cat == EventCat::launch) args["grid"] = {e.grid.x, e.grid.y, e.grid.z};
+      events.push_back({{"name", name_of(p.tree.nodes[e.node].name)},
+                        {"cat", e.cat == EventCat::scope ? "scope" : "launch"},
+                        {"ph", "X"}, {"pid", pid}, {"tid", tid},
+                        {"ts", us(e.start)}, {"dur", dur(e.start, e.end)},
+                        {"args", std::move(args)}});
+    }
+    for (const auto& k : p.kernels) {
+      const long long lane = gpu_lane(k.device, k.stream);
+      events.push_back({{"name", name_of(p.tree.nodes[k.node].name)},
+                        {"cat", "kernel"}, {"ph", "X"}, {"pid", pid}, {"tid", lane},
+                        {"ts", us(k.start)}, {"dur", dur(k.start, k.end)},
+                        {"args",
+                         {{"call_stack", stacks.of(k.node)},
+                          {"correlation_id", k.correlation},
+                          {"device_id", k.device},
+                          {"device_type", name(k.device_type)},
+                          {"stream_id", k.stream},
+                          {"metrics", {{"time (ns)", k.end - k.start}}}}}});
+      if (k.has_launch) {
+        const std::string id = "launch:" + std::to_string(k.correlation);
+        events.push_back({{"name", "launch->kernel"}, {"cat", "flow"}, {"ph", "s"}, {"id", id},
+                          {"pid", pid}, {"tid", tid}, {"ts", us(k.launch_ts)}, {"bp", "e"}});
+        events.push_back({{"name", "launch->kernel"}, {"cat", "flow"}, {"ph", "f"}, {"id", id},
+                          {"pid", pid}, {"tid", lane}, {"ts", us(k.start)}, {"bp", "e"}});
+      }
+    }
+    for (const auto& a : p.asyncs) {
+      const std::string nm(name_of(a.name));
+      // A 1 ns slice marks the producer / consumer; the flow binds to it.
+      events.push_back({{"name", nm}, {"cat", "async"}, {"ph", "X"}, {"pid", pid}, {"tid", tid},
+                        {"ts", us(a.ts)}, {"dur", 0.001},
+                        {"args",
+                         {{"id", a.id},
+                          {"role", a.begin ? "producer" : "consumer"},
+                          {"call_stack", stacks.of(a.node)}}}});
+      events.push_back({{"name", nm}, {"cat", "async"}, {"ph", a.begin ? "s" : "f"},
+                        {"id", "async:" + std::to_string(a.id)}, {"pid", pid}, {"tid", tid},
+                        {"ts", us(a.ts)}, {"bp", "e"}});
+    }
+  }
+
+  return json{{"displayTimeUnit", "us"},
+              {"traceEvents", std::move(events)},
+              {"otherData",
+               {{"base_time_ns", session.start_real},
+                {"clock", "ts is microseconds since base_time_ns (CLOCK_REALTIME, ns since the Unix epoch)"},
+                {"session", session.name},
+                {"phase", phase.phase}}}};
+}
+
+json to_json(const PhaseData& phase, const Session& session) {
+  return session.format == Format::chrome_trace ? chrome_trace_json(phase, session)
+                                                : hatchet_json(phase);
+}
+
+std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+
+std::string encode(const json& j, Format format) {
+  if (format != Format::hatchet_msgpack) return dump(j);
+  std::string out;
+  json::to_msgpack(j, nlohmann::detail::output_adapter<char>(out));
+  return out;
+}
+
+}  // namespace tilejit::profiler::detail

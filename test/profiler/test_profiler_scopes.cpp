@@ -1,0 +1,298 @@
+// Sessions, scopes, metrics, threads and kernel attribution through a backend.
+#include <thread>
+
+#include "profiler_test_util.hpp"
+
+using namespace prof_test;
+namespace tp = tilejit::profiler;
+
+TEST_CASE("profiler scope: tree shape and inclusive / exclusive / property metrics") {
+  auto dir = temp_dir("shape");
+  auto s = tp::start((dir / "shape").string());
+  {
+    tp::Scope a("A");
+    tp::add_metric(tp::bytes(100));
+    {
+      tp::Scope b("B", {tp::flops(16, 10)});
+      tp::add_metric({"shape_exc", 5, tp::MetricKind::exclusive});
+      tp::add_metric({"shape_pty", 1.5, tp::MetricKind::property});
+      tp::add_metric({"shape_pty", 2.5, tp::MetricKind::property});  // last value wins
+    }
+    {
+      tp::Scope b("B");  // same path: same node
+      tp::add_metric(tp::bytes(1));
+    }
+    {
+      tp::Scope c("C");
+      tp::add_metrics({tp::flops(16, 7), {"shape_exc", 3, tp::MetricKind::exclusive}});
+    }
+  }
+  tp::add_metric(tp::bytes(1000));  // no scope open: ROOT
+
+  json j = json::parse(*tp::get(s, 0));
+  REQUIRE(j.is_array());
+  REQUIRE(j.size() == 2);
+  const json& root = j[0];
+  CHECK(root["frame"]["name"] == "ROOT");
+  CHECK(root["frame"]["type"] == "function");
+  CHECK(child_names(root) == std::vector<std::string>{"A"});
+  const json& A = at(root, {"A"});
+  CHECK(child_names(A) == std::vector<std::string>{"B", "C"});
+  const json& B = at(A, {"B"});
+  const json& C = at(A, {"C"});
+  CHECK(B["children"].empty());
+
+  // Self values.
+  CHECK(B["metrics"]["flops16"] == 10);
+  CHECK(B["metrics"]["bytes"] == 1);
+  CHECK(B["metrics"]["shape_exc"] == 5);
+  CHECK(B["metrics"]["shape_pty"] == 2.5);
+  CHECK(C["metrics"]["flops16"] == 7);
+  CHECK(C["metrics"]["shape_exc"] == 3);
+  CHECK(A["metrics"]["bytes"] == 100);
+  CHECK(root["metrics"]["bytes"] == 1000);
+
+  // Inclusive metrics add up the tree; exclusive and property ones do not.
+  CHECK(B["metrics"]["bytes (inc)"] == 1);
+  CHECK(A["metrics"]["bytes (inc)"] == 101);
+  CHECK(A["metrics"]["flops16 (inc)"] == 17);
+  CHECK(root["metrics"]["bytes (inc)"] == 1101);
+  CHECK(root["metrics"]["flops16 (inc)"] == 17);
+  CHECK_FALSE(A["metrics"].contains("shape_exc"));
+  CHECK_FALSE(A["metrics"].contains("shape_exc (inc)"));
+  CHECK_FALSE(A["metrics"].contains("shape_pty"));
+  CHECK_FALSE(B["metrics"].contains("shape_pty (inc)"));
+  CHECK(j[1] == json::object());  // no kernels: no devices
+
+  auto rep = tp::finalize(s);
+  CHECK(rep.files == std::vector<std::string>{(dir / "shape.hatchet").string()});
+  CHECK(rep.open_scopes.empty());
+  CHECK(read_json(dir / "shape.hatchet") == j);
+}
+
+TEST_CASE("profiler scope: enter_scope / exit_scope, Name, and a stray exit") {
+  auto dir = temp_dir("enter");
+  auto s = tp::start((dir / "enter").string());
+  static const tp::Name step("step");
+  tp::exit_scope();  // nothing open: no-op
+  tp::enter_scope(step);
+  tp::enter_scope("load");
+  tp::add_metric({"enter_items", 3});
+  tp::exit_scope();
+  tp::enter_scope("load");
+  tp::add_metric({"enter_items", 4});
+  tp::exit_scope();
+  tp::exit_scope();
+  json root = json::parse(*tp::get(s, 0))[0];
+  CHECK(at(root, {"step", "load"})["metrics"]["enter_items"] == 7);
+  CHECK(child_names(at(root, {"step"})) == std::vector<std::string>{"load"});
+  tp::finalize(s);
+}
+
+TEST_CASE("profiler scope: threads keep their own stacks and merge into one tree by path") {
+  auto dir = temp_dir("threads");
+  auto s = tp::start((dir / "threads").string());
+  constexpr int kThreads = 4, kIters = 1000;
+  json root;
+  {
+    tp::Scope main_scope("main");  // not a parent of the workers' scopes
+    std::vector<std::thread> workers;
+    for (int t = 0; t < kThreads; ++t)
+      workers.emplace_back([t] {
+        for (int i = 0; i < kIters; ++i) {
+          tp::Scope step("step");
+          tp::Scope work("work");
+          tp::add_metric({"thr_items", 1});
+        }
+        tp::Scope own("thread" + std::to_string(t));
+        tp::add_metric({"thr_id", static_cast<std::int64_t>(t), tp::MetricKind::property});
+      });
+    for (auto& w : workers) w.join();
+    root = json::parse(*tp::get(s, 0))[0];
+  }
+  CHECK(at(root, {"step", "work"})["metrics"]["thr_items"] == kThreads * kIters);
+  CHECK(at(root, {"step"})["metrics"]["thr_items (inc)"] == kThreads * kIters);
+  for (int t = 0; t < kThreads; ++t)
+    CHECK(at(root, {"thread" + std::to_string(t)})["metrics"]["thr_id"] == t);
+  CHECK(at(root, {"main"})["children"].empty());
+  CHECK(root["children"].size() == 2 + kThreads);  // main, step, thread0..3
+  tp::finalize(s);
+}
+
+TEST_CASE("profiler metric: a name reused with another type or kind throws MetricTypeError") {
+  auto dir = temp_dir("types");
+  auto s = tp::start((dir / "types").string());
+  tp::add_metric({"mm_value", 1});
+  try {
+    tp::add_metric({"mm_value", 1.0});
+    FAIL("no MetricTypeError");
+  } catch (const tp::MetricTypeError& e) {
+    CHECK(e.metric() == "mm_value");
+    CHECK(e.registered() == "int64 inclusive");
+    CHECK(e.attempted() == "double inclusive");
+    CHECK(std::string(e.what()).find("mm_value") != std::string::npos);
+  }
+  CHECK_THROWS_AS(tp::add_metric({"mm_value", 2, tp::MetricKind::property}), tp::MetricTypeError);
+  CHECK_THROWS_AS(tp::add_metric({"bytes", 2.0}), tp::MetricTypeError);  // bytes is int64
+  CHECK_THROWS_AS(tp::add_metric({"device_id", 1, tp::MetricKind::property}), tilejit::InvalidArgument);
+  CHECK_THROWS_AS(tp::flops(12, 1), tilejit::InvalidArgument);
+  // A scope whose metrics are rejected is not entered.
+  CHECK_THROWS_AS(tp::Scope("bad", {{"mm_value", 0.5}}), tp::MetricTypeError);
+  { tp::Scope after("after"); }
+  json root = json::parse(*tp::get(s, 0))[0];
+  CHECK(child_names(root) == std::vector<std::string>{"after"});
+  CHECK(root["metrics"]["mm_value"] == 1);  // only the accepted value
+  tp::finalize(s);
+}
+
+TEST_CASE("profiler session: deactivated sessions record nothing") {
+  auto dir = temp_dir("deact");
+  auto s = tp::start((dir / "deact").string());
+  tp::deactivate(s);
+  {
+    tp::Scope hidden("hidden");
+    tp::add_metric({"deact_n", 1});
+  }
+  tp::activate(s);
+  {
+    tp::Scope seen("seen");
+    tp::add_metric({"deact_n", 2});
+  }
+  json root = json::parse(*tp::get(s, 0))[0];
+  CHECK(child_names(root) == std::vector<std::string>{"seen"});
+  CHECK(at(root, {"seen"})["metrics"]["deact_n"] == 2);
+  tp::finalize(s);
+}
+
+TEST_CASE("profiler session: bad options and unknown ids are InvalidArgument") {
+  using tilejit::InvalidArgument;
+  CHECK_THROWS_AS(tp::start(""), InvalidArgument);
+  CHECK_THROWS_AS(tp::start("x", {.format = "xml"}), InvalidArgument);
+  CHECK_THROWS_AS(tp::start("x", {.mode = "periodic_flushing;format=hatchet"}), InvalidArgument);
+  CHECK_THROWS_AS(tp::start("x", {.hook = "everything"}), InvalidArgument);
+  CHECK_THROWS_AS(tp::start("x", {.buffer_size = 0}), InvalidArgument);
+  CHECK_THROWS_AS(tp::start("x", {.backend = "no-such-backend"}), InvalidArgument);
+  CHECK_THROWS_AS(tp::advance_phase(987654), InvalidArgument);
+  CHECK_THROWS_AS(tp::finalize(987654), InvalidArgument);
+  CHECK_THROWS_AS(tp::register_backend("none", [] { return std::unique_ptr<tp::Backend>(); }),
+                  InvalidArgument);
+}
+
+TEST_CASE("profiler backend: kernel records land under the scope that launched them") {
+  register_mock();
+  auto dir = temp_dir("attrib");
+  auto s = tp::start((dir / "attrib").string(), {.backend = "mock", .buffer_size = 1 << 20});
+  MockBackend* mock = MockBackend::latest();
+  REQUIRE(mock != nullptr);
+  CHECK(mock->config().buffer_size == (1u << 20));
+  CHECK(tp::stats(s).kernel_records);
+
+  {
+    tp::Scope fwd("fwd");
+    tp::correlate_launch(1);
+    {
+      tp::Scope attn("attn");
+      tp::correlate_launch(2);
+    }
+    tp::correlate_launch(4);
+  }
+  std::thread([] {
+    tp::Scope w("worker");
+    tp::correlate_launch(3);
+  }).join();
+  CHECK(tp::stats(s).pending_launches == 4);
+
+  // Records arrive after the scopes closed, out of order, one with an unknown id.
+  const std::uint64_t t0 = tp::now_ns();
+  mock->push(record("softmax", 2, t0 + 100, 50));
+  mock->push(record("gemm", 1, t0 + 10, 1000));
+  mock->push(record("orphan", 99, t0 + 200, 5));
+  mock->push(record("gemm", 3, t0 + 300, 700));
+  mock->push(record("gemm", 4, t0 + 400, 2000));
+
+  json j = json::parse(*tp::get(s, 0));  // get() of the open phase flushes the backend
+  const json& root = j[0];
+  const json& gemm = at(root, {"fwd", "gemm"});
+  CHECK(gemm["metrics"]["time (ns)"] == 3000);
+  CHECK(gemm["metrics"]["count"] == 2);
+  CHECK(gemm["metrics"]["device_id"] == "0");
+  CHECK(gemm["metrics"]["device_type"] == "CUDA");
+  CHECK(at(root, {"fwd", "attn", "softmax"})["metrics"]["time (ns)"] == 50);
+  CHECK(at(root, {"worker", "gemm"})["metrics"]["time (ns)"] == 700);
+  CHECK(at(root, {"orphan"})["metrics"]["count"] == 1);
+  CHECK(at(root, {"fwd"})["metrics"]["time (ns) (inc)"] == 3050);
+  CHECK(root["metrics"]["time (ns) (inc)"] == 3755);
+  CHECK(root["metrics"]["count (inc)"] == 5);
+  const json& dev = j[1]["CUDA"]["0"];
+  CHECK(dev["num_sms"] == 132);
+  CHECK(dev["arch"] == "90a");
+  CHECK(dev["clock_rate"] == 1980000);
+  CHECK(tp::stats(s).pending_launches == 0);
+
+  // A record delivered straight from a backend thread, no flush needed.
+  {
+    tp::Scope late("late");
+    tp::correlate_launch(5);
+  }
+  std::thread([&] { mock->deliver(record("k", 5, tp::now_ns(), 9)); }).join();
+  json root2 = json::parse(*tp::get(s, 0))[0];
+  CHECK(at(root2, {"late", "k"})["metrics"]["time (ns)"] == 9);
+
+  auto rep = tp::finalize(s);
+  CHECK(mock->stopped);
+  CHECK(rep.errors.empty());
+}
+
+TEST_CASE("profiler backend: launch-hook ops carry flops and bytes and receive their kernel") {
+  register_mock();
+  // Without a hooked session, LaunchScope does nothing.
+  CHECK(tp::detail::g_hook_sessions.load() == 0);
+  auto dir = temp_dir("hook");
+  auto s = tp::start((dir / "hook").string(), {.backend = "mock", .hook = "launch"});
+  MockBackend* mock = MockBackend::latest();
+  CHECK(tp::detail::g_hook_sessions.load() == 1);
+  const std::uint64_t t0 = tp::now_ns();
+  {
+    tp::Scope step("step");
+    for (int i = 0; i < 3; ++i) {
+      tp::LaunchScope hook({.kernel = "vec_add", .grid = {4, 1, 1}, .flops = 1000,
+                            .flops_width = 32, .bytes = 4096});
+      tp::correlate_launch(100 + i);
+      mock->push(record("vec_add", 100 + i, t0 + i * 1000, 250));
+    }
+  }
+  json root = json::parse(*tp::get(s, 0))[0];
+  const json& op = at(root, {"step", "vec_add"});
+  CHECK(op["children"].empty());  // the kernel lands on the op itself
+  CHECK(op["metrics"]["flops32"] == 3000);
+  CHECK(op["metrics"]["bytes"] == 3 * 4096);
+  CHECK(op["metrics"]["count"] == 3);
+  CHECK(op["metrics"]["time (ns)"] == 750);
+  tp::deactivate(s);
+  CHECK(tp::detail::g_hook_sessions.load() == 0);
+  tp::finalize(s);
+}
+
+TEST_CASE("profiler backend: an unavailable backend leaves a working session without kernels") {
+  struct Broken final : tp::Backend {
+    void start(tp::Sink&, const tp::BackendConfig&) override {
+      throw tilejit::DeviceUnavailable("CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED (test)");
+    }
+    void flush() override {}
+    void stop() override {}
+  };
+  tp::register_backend("broken", [] { return std::make_unique<Broken>(); });
+  auto names = tp::registered_backends();
+  CHECK(std::find(names.begin(), names.end(), "broken") != names.end());
+  auto dir = temp_dir("broken");
+  auto s = tp::start((dir / "broken").string(), {.backend = "broken"});
+  CHECK_FALSE(tp::stats(s).kernel_records);
+  {
+    tp::Scope a("still_recorded");
+    tp::correlate_launch(1);  // ignored: no kernel records will come
+  }
+  CHECK(tp::stats(s).pending_launches == 0);
+  json root = json::parse(*tp::get(s, 0))[0];
+  CHECK(child_names(root) == std::vector<std::string>{"still_recorded"});
+  tp::finalize(s);
+}
