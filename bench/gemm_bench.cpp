@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "examples/gemm/matmul_v1.hpp"
+#include "examples/gemm/matmul_v3.hpp"
 #include "examples/gemm/matmul_v2.hpp"
 #include "tilejit/ir/remat.hpp"
 #include "tilejit/tilejit.hpp"
@@ -101,24 +102,19 @@ void BM_TilejitV1(benchmark::State& st) {
   st.SetLabel("BLOCK " + std::to_string(BM) + "x" + std::to_string(BN) + "x" + std::to_string(BK) + " warps " + std::to_string(NW));
 }
 
-// Rung 2 launches its rematerialised IR through a KernelCore, so the rows
-// measure rung 2 whether or not codegen runs the remat pass itself (on an
-// already rematerialised kernel the pass changes nothing).
-template <int BM, int BN, int BK, int NW>
-void BM_TilejitV2(benchmark::State& st) {
+/// Any rung: compile K for the device (codegen rematerialises and picks
+/// mma.sync or wgmma by target) and time it.
+template <class K, int BM, int BN, int NW>
+void BM_Tilejit(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
-  const long M = st.range(0), N = st.range(1), K = st.range(2);
-  Operands o(M, N, K);
-  const auto rm = tj::ir::rematerialize(tj::trace(examples::MatmulV2<BM, BN, BK, tj::bf16>{}), NW, gpu().warp_size());
-  tj::runtime::KernelCore core(gpu(), rm.kernel, {.num_warps = NW});
-  std::array<tj::runtime::ArgSlot, 6> args{};
-  void* ptrs[3] = {o.a, o.b, o.c};
-  for (std::size_t i = 0; i < 3; ++i) args[i].kind = tj::runtime::ArgSlot::Kind::pointer, args[i].v.p = ptrs[i];
-  const long sizes[3] = {M, N, K};
-  for (std::size_t i = 0; i < 3; ++i) args[3 + i].kind = tj::runtime::ArgSlot::Kind::i32, args[3 + i].v.i32 = static_cast<int>(sizes[i]);
-  const tj::Grid grid{tj::cdiv(M, BM), tj::cdiv(N, BN)};
-  timed(st, 2.0 * M * N * K, [&] { core.launch(grid, tj::Stream{}, args); });
-  st.SetLabel("BLOCK " + std::to_string(BM) + "x" + std::to_string(BN) + "x" + std::to_string(BK) + " warps " + std::to_string(NW));
+  const long M = st.range(0), N = st.range(1), Kd = st.range(2);
+  Operands o(M, N, Kd);
+  auto k = tj::compile<K>(gpu(), {.num_warps = NW});
+  timed(st, 2.0 * M * N * Kd, [&] {
+    k.launch(tj::Grid{tj::cdiv(M, BM), tj::cdiv(N, BN)}, static_cast<tj::bf16*>(o.a), static_cast<tj::bf16*>(o.b),
+             static_cast<float*>(o.c), M, N, Kd);
+  });
+  st.SetLabel("BLOCK " + std::to_string(BM) + "x" + std::to_string(BN) + " warps " + std::to_string(NW));
 }
 
 void shapes(benchmark::internal::Benchmark* b) {
@@ -129,11 +125,14 @@ void shapes(benchmark::internal::Benchmark* b) {
 }  // namespace
 
 BENCHMARK(BM_Cublas)->Apply(shapes);
-BENCHMARK(BM_TilejitV1<128, 128, 32, 4>)->Name("BM_TilejitV1/128x128")->Apply(shapes);
-BENCHMARK(BM_TilejitV1<128, 96, 32, 4>)->Name("BM_TilejitV1/128x96")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_TilejitV1<128, 192, 32, 8>)->Name("BM_TilejitV1/128x192")->Args({8192, 192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_TilejitV2<128, 128, 32, 8>)->Name("BM_TilejitV2/128x128")->Apply(shapes);
-BENCHMARK(BM_TilejitV2<128, 96, 32, 8>)->Name("BM_TilejitV2/128x96")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_TilejitV2<64, 96, 32, 4>)->Name("BM_TilejitV2/64x96")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_TilejitV2<128, 192, 32, 8>)->Name("BM_TilejitV2/128x192")->Args({8192, 192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
+// Rung 1's source with today's compiler (rematerialisation, anchored operand layouts): rung 2.
+BENCHMARK(BM_TilejitV1<128, 128, 32, 8>)->Name("BM_TilejitV2/128x128")->Apply(shapes);
+BENCHMARK(BM_TilejitV1<128, 96, 32, 8>)->Name("BM_TilejitV2/128x96")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TilejitV1<128, 192, 32, 8>)->Name("BM_TilejitV2/128x192")->Args({8192, 192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
+// Rung 3: BLOCK_K = 64, one warp per 16 rows: wgmma on sm_90a.
+BENCHMARK(BM_Tilejit<examples::MatmulV3<128, 128, tj::bf16>, 128, 128, 8>)->Name("BM_TilejitV3/128x128")->Apply(shapes);
+BENCHMARK(BM_Tilejit<examples::MatmulV3<128, 192, tj::bf16>, 128, 192, 8>)->Name("BM_TilejitV3/128x192")->Apply(shapes);
+BENCHMARK(BM_Tilejit<examples::MatmulV3<128, 96, tj::bf16>, 128, 96, 8>)->Name("BM_TilejitV3/128x96")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Tilejit<examples::MatmulV3<64, 96, tj::bf16>, 64, 96, 4>)->Name("BM_TilejitV3/64x96")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Tilejit<examples::MatmulV3<64, 192, tj::bf16>, 64, 192, 4>)->Name("BM_TilejitV3/64x192")->Args({8192, 192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

@@ -18,6 +18,7 @@
 #include "prelude.hpp"
 #include "tilejit/core/error.hpp"
 #include "tilejit/ir/axis_info.hpp"
+#include "tilejit/ir/remat.hpp"
 
 namespace tilejit::codegen {
 namespace {
@@ -30,7 +31,7 @@ bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 class Emitter {
  public:
   Emitter(const ir::Kernel& k, const ir::Specialization& spec, const Target& t, const Options& o)
-      : k_(k), spec_(spec), t_(t), o_(o), plan_(ir::assign_layouts(k, o.num_warps, t.warp_size)),
+      : k_(k), spec_(spec), t_(t), o_(o), plan_(ir::assign_layouts(k, o.num_warps, t.warp_size, t.arch)),
         threads_(o.num_warps * t.warp_size), axes_(ir::analyze_axes(k, spec)) {}
 
   Generated run() {
@@ -61,7 +62,8 @@ class Emitter {
       for (int dim = 0; dim < plan_.layouts[l].rank; ++dim)
         src += fmt::format("  const int tj_c{}_{} = {};  (void)tj_c{}_{};\n", l, dim, base_coord(plan_.layouts[l], dim), l, dim);
     src += "  (void)tj_lane; (void)tj_warp;\n";
-    if (smem_bytes_ > 0) src += fmt::format("  __shared__ __attribute__((aligned(16))) unsigned char tj_smem[{}];\n", smem_bytes_);
+    if (smem_bytes_ > 0)
+      src += fmt::format("  __shared__ __attribute__((aligned({}))) unsigned char tj_smem[{}];\n", smem_align_, smem_bytes_);
     src += body_;
     src += "}\n";
     g.source = std::move(src);
@@ -398,7 +400,10 @@ class Emitter {
         emit_reduce(id);
         return;
       case Op::dot:
-        emit_dot(id);
+        if (plan_.dot_wgmma[static_cast<std::size_t>(id)])
+          emit_wgmma(id);
+        else
+          emit_dot(id);
         return;
       case Op::loop_begin: {
         // Carried values live in mutable variables declared before the loop.
@@ -646,6 +651,75 @@ class Emitter {
     }
   }
 
+  /// acc + a·b with wgmma.mma_async m64nNk16 (sm_90a), operands from shared
+  /// memory. Both operands are staged K-major with the 128-byte swizzle (A as
+  /// [M,K], B transposed to [N,K]): rows of 64 16-bit elements, 8-row atoms of
+  /// 1024 bytes, 16-byte chunk c of row r stored at chunk c ^ (r % 8) (PTX ISA,
+  /// "Shared memory matrix layout", 128B swizzle). Descriptors: start address,
+  /// leading offset unused for swizzled K-major (1), stride 1024 bytes between
+  /// 8-row groups, swizzle mode 1 (128B); a 16-deep k step inside a row
+  /// advances the start address by 32 bytes. One warp group per 64 rows of
+  /// the tile, one instruction across all N columns (N <= 256, NPOT allowed:
+  /// N = 96 gives 48 accumulator registers).
+  void emit_wgmma(int id) {
+    const Node& n = k_[id];
+    const int a = n.args[0], b = n.args[1];
+    const ir::Type& ta = k_[a].type;
+    const int M = ta.shape[0], K = ta.shape[1], N = n.type.shape[1];
+    const bool bf = ta.dtype == DType::bf16;
+    const int a_bytes = M * K * 2, b_off = (a_bytes + 1023) / 1024 * 1024, b_bytes = N * K * 2;
+    smem_bytes_ = std::max(smem_bytes_, b_off + b_bytes);
+    smem_align_ = 1024;
+    const char* to16 = bf ? "tj_f32_to_bf16" : "tj_f32_to_f16";
+    // 1. stage the operands (owners of each element write it once)
+    auto stage = [&](int val, bool transpose, int rows, int base) {
+      const ir::TileLayout& tl = TL(val);
+      const std::string own = owner_predicate(tl);
+      for (int r = 0; r < R(val); ++r) {
+        if (canonical(r, val) != r) continue;
+        const std::string row = coord(tl, r, transpose ? 1 : 0), kk = coord(tl, r, transpose ? 0 : 1);
+        const std::string off = fmt::format("{} + (({}) >> 6) * {} + ({}) * 128 + (((((({}) & 63) * 2) >> 4) ^ (({}) & 7)) << 4) + ((({}) & 7) * 2)",
+                                            base, kk, rows * 128, row, kk, row, kk);
+        const std::string st = fmt::format("*(unsigned short*)(tj_smem + {}) = {}({});", off, to16, v(val, r));
+        line(own.empty() ? st : fmt::format("if ({}) {}", own, st));
+      }
+    };
+    line(fmt::format("// dot %{}: wgmma m64n{}k16, operands staged in shared memory (128B swizzle)", id, N));
+    stage(a, false, M, 0);
+    stage(b, true, N, b_off);
+    line("asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");");
+    line("__syncthreads();");
+    // 2. the accumulator: the instruction's d_i are found by coordinate in the layout
+    const ir::TileLayout& lc = TL(id);
+    std::map<std::pair<int, int>, int> table;
+    for (int r = 0; r < R(id); ++r) table.emplace(std::pair{D(lc).register_coord(r, 0), D(lc).register_coord(r, 1)}, r);
+    std::vector<int> dreg(static_cast<std::size_t>(N / 2));
+    for (int i = 0; i < N / 2; ++i) {
+      auto it = table.find({8 * ((i % 4) / 2), i % 2 + 8 * (i / 4)});
+      if (it == table.end()) throw Unsupported(fmt::format("dot %{}: wgmma register d{} has no register in the accumulator layout", id, i));
+      dreg[static_cast<std::size_t>(i)] = it->second;
+    }
+    line(fmt::format("float v{}[{}];", id, R(id)));
+    for (int r = 0; r < R(id); ++r) line(fmt::format("v{}[{}] = {};", id, r, opnd(id, 2, r)));
+    line(fmt::format("const unsigned tj_sa{} = tj_smem_addr(tj_smem) + (unsigned)(tj_warp / 4) * {};", id, 64 * 128));
+    line(fmt::format("const unsigned tj_sb{} = tj_smem_addr(tj_smem) + {};", id, b_off));
+    line("asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");");
+    std::string regs, cons;
+    for (int i = 0; i < N / 2; ++i) {
+      regs += fmt::format("{}%{}", i ? ", " : "", i);
+      cons += fmt::format("{}\"+f\"(v{}[{}])", i ? ", " : "", id, dreg[static_cast<std::size_t>(i)]);
+    }
+    for (int k0 = 0; k0 < K; k0 += 16) {
+      const int slab = k0 / 64, kin = (k0 % 64) * 2;
+      line(fmt::format("asm volatile(\"{{ wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, %{}, %{}, 1, 1, 1, 0, 0; }}\" : {} : \"l\"(tj_wgmma_desc(tj_sa{} + {})), \"l\"(tj_wgmma_desc(tj_sb{} + {})));",
+                       N, bf ? "bf16" : "f16", bf ? "bf16" : "f16", regs, N / 2, N / 2 + 1, cons, id, slab * M * 128 + kin, id,
+                       slab * N * 128 + kin));
+    }
+    line("asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");");
+    line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");");
+    line("__syncthreads();  // the staging buffer may be written again (a later iteration)");
+  }
+
   void emit_reduce(int id) {
     const Node& n = k_[id];
     const int src = n.args[0];
@@ -741,6 +815,7 @@ class Emitter {
   ir::LayoutPlan plan_;
   int threads_;
   int smem_bytes_ = 0;
+  int smem_align_ = 16;
   std::string body_;
   std::map<std::string, std::string> conversions_;  // (value, target layout) -> converted register array
   std::vector<std::string> plan_diag_;
@@ -772,7 +847,12 @@ Generated generate(const ir::Kernel& k, const ir::Specialization& spec, const Ta
   if (o.num_warps * t.warp_size > 1024)
     throw InvalidArgument(fmt::format("num_warps = {} with {} lanes per warp gives {} threads: at most 1024 per program",
                                       o.num_warps, t.warp_size, o.num_warps * t.warp_size));
-  return Emitter(k, spec, t, o).run();
+  // Clone cheap index chains instead of converting them between layouts.
+  if (!o.rematerialize) return Emitter(k, spec, t, o).run();
+  const ir::Rematerialized rm = ir::rematerialize(k, o.num_warps, t.warp_size);
+  Generated g = Emitter(rm.kernel, spec, t, o).run();
+  g.diagnostics.insert(g.diagnostics.end(), rm.diagnostics.begin(), rm.diagnostics.end());
+  return g;
 }
 
 }  // namespace tilejit::codegen

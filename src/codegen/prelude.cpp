@@ -31,6 +31,16 @@ static __device__ __forceinline__ float tj_min(float a, float b) { return (a != 
 // Two f32 -> one .b32 of two 16-bit values, `lo` in the low half (PTX cvt packs its first source high).
 static __device__ __forceinline__ unsigned tj_pack_f16x2(float lo, float hi) { unsigned r; asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r; }
 static __device__ __forceinline__ unsigned tj_pack_bf16x2(float lo, float hi) { unsigned r; asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r; }
+// wgmma (sm_90a): the 32-bit shared-memory address of a pointer, and a matrix
+// descriptor for a K-major operand with the 128-byte swizzle: start address,
+// leading byte offset 16 (unused when swizzled), stride 1024 bytes between
+// 8-row groups, layout type 1 (128B swizzle) in bits 62-63.
+static __device__ __forceinline__ unsigned tj_smem_addr(const void* p) {
+  unsigned a; asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p)); return a;
+}
+static __device__ __forceinline__ unsigned long long tj_wgmma_desc(unsigned addr) {
+  return (unsigned long long)((addr & 0x3FFFF) >> 4) | (1ull << 16) | ((unsigned long long)(1024 >> 4) << 32) | (1ull << 62);
+}
 static __device__ __forceinline__ void tj_mma_f16(float& d0, float& d1, float& d2, float& d3, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));

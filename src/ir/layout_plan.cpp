@@ -7,6 +7,7 @@
 
 #include "tilejit/core/error.hpp"
 #include "tilejit/layout/encodings/mma_sync.hpp"
+#include "tilejit/layout/encodings/wgmma.hpp"
 
 namespace tilejit::ir {
 namespace {
@@ -102,17 +103,28 @@ namespace {
 /// in the register digits (96 = 32 lanes x 3 registers). Lanes or warps beyond
 /// the tile's extent map to zero: they hold copies.
 layout::LinearLayout blocked_parent(int rank, std::array<int, kMaxRank> shape, int num_warps, int warp_size,
-                                    std::string& desc) {
+                                    std::string& desc, int vec = 1) {
   using layout::LinearLayout;
   const int minor = rank - 1;
+  // size_per_thread along the minor dim: up to `vec` consecutive elements per
+  // thread (one 16-byte access), the largest that still gives every lane its
+  // own elements (96 f32 over one warp stays 1: 32 lanes x 3; [32, 96] takes 4:
+  // 8 lanes along a row, 4 rows).
+  int spt = largest_pow2_dividing(shape[static_cast<std::size_t>(minor)], vec);
   std::array<int, kMaxRank> lanes{1, 1}, warps{1, 1}, regs{1, 1};
-  int lane_room = warp_size, warp_room = num_warps;
-  for (int d = minor; d >= 0; --d) {
-    lanes[static_cast<std::size_t>(d)] = largest_pow2_dividing(shape[static_cast<std::size_t>(d)], lane_room);
-    lane_room /= lanes[static_cast<std::size_t>(d)];
+  int lane_room = warp_size;
+  for (;; spt /= 2) {
+    lane_room = warp_size;
+    for (int d = minor; d >= 0; --d) {
+      const int e = shape[static_cast<std::size_t>(d)] / (d == minor ? spt : 1);
+      lanes[static_cast<std::size_t>(d)] = largest_pow2_dividing(e, lane_room);
+      lane_room /= lanes[static_cast<std::size_t>(d)];
+    }
+    if (lane_room == 1 || spt == 1) break;
   }
+  int warp_room = num_warps;
   for (int d = minor; d >= 0; --d) {
-    const int e = shape[static_cast<std::size_t>(d)] / lanes[static_cast<std::size_t>(d)];
+    const int e = shape[static_cast<std::size_t>(d)] / (d == minor ? spt : 1) / lanes[static_cast<std::size_t>(d)];
     warps[static_cast<std::size_t>(d)] = largest_pow2_dividing(e, warp_room);
     warp_room /= warps[static_cast<std::size_t>(d)];
     regs[static_cast<std::size_t>(d)] = e / warps[static_cast<std::size_t>(d)];
@@ -120,13 +132,14 @@ layout::LinearLayout blocked_parent(int rank, std::array<int, kMaxRank> shape, i
   const char* dim_name[2] = {"dim0", "dim1"};
   LinearLayout p = LinearLayout::identity1D(1, "register", "dim0") * LinearLayout::identity1D(1, "lane", dim_name[minor]) *
                    LinearLayout::identity1D(1, "warp", "dim0");
+  p *= LinearLayout::identity1D(spt, "register", dim_name[minor]);
   for (int d = minor; d >= 0; --d) p *= LinearLayout::identity1D(lanes[static_cast<std::size_t>(d)], "lane", dim_name[d]);
   p *= LinearLayout::zeros1D(lane_room, "lane", dim_name[minor]);
   for (int d = minor; d >= 0; --d) p *= LinearLayout::identity1D(warps[static_cast<std::size_t>(d)], "warp", dim_name[d]);
   p *= LinearLayout::zeros1D(warp_room, "warp", dim_name[minor]);
   for (int d = minor; d >= 0; --d) p *= LinearLayout::identity1D(regs[static_cast<std::size_t>(d)], "register", dim_name[d]);
   auto list = [&](const std::array<int, kMaxRank>& v) { return rank == 2 ? fmt::format("[{},{}]", v[0], v[1]) : fmt::format("[{}]", v[0]); };
-  desc = fmt::format("blocked {} lanes {} warps {} registers {}{}", list(shape), list(lanes), list(warps), list(regs),
+  desc = fmt::format("blocked {} size_per_thread {} lanes {} warps {} registers {}{}", list(shape), spt, list(lanes), list(warps), list(regs),
                      lane_room * warp_room > 1 ? fmt::format(" ({} lane and {} warp copies: the tile is smaller than the program)", lane_room, warp_room) : "");
   return p;
 }
@@ -164,6 +177,7 @@ TileLayout LayoutPlan::operand_layout(const Kernel& k, int node, int which) cons
   const TileLayout& mine = values[static_cast<std::size_t>(node)];
   switch (n.op) {
     case Op::dot:
+      if (which < 2 && dot_wgmma[static_cast<std::size_t>(node)]) return values[static_cast<std::size_t>(a)];
       return which < 2 ? dot_operands[static_cast<std::size_t>(node)][static_cast<std::size_t>(which)] : mine;
     case Op::reduce_sum: case Op::reduce_max: case Op::reduce_min:
       return values[static_cast<std::size_t>(a)];
@@ -187,11 +201,12 @@ TileLayout LayoutPlan::operand_layout(const Kernel& k, int node, int which) cons
   }
 }
 
-LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size) {
+LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const std::string& arch) {
   LayoutPlan plan;
   const std::size_t N = k.nodes.size();
   plan.values.resize(N);
   plan.dot_operands.resize(N);
+  plan.dot_wgmma.assign(N, 0);
   auto add_layout = [&](const layout::LinearLayout& l, const std::string& what) {
     for (std::size_t i = 0; i < plan.linear.size(); ++i)
       if (plan.linear[i] == l) return static_cast<int>(i);
@@ -205,6 +220,19 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size) {
 
   // 1. Families: rank-2 values that meet elementwise (or through loops) share a parent.
   Classes fam(N);
+  Classes cls(N);  // rank-1 classes (filled in step 3)
+  // Elements per thread along the minor dim for a family (rank 2) or class
+  // (rank 1) root: 16 bytes over the widest element its loads and stores move.
+  auto access_vec = [&](int root, bool two_d) {
+    int widest = 0;
+    for (std::size_t id = 0; id < N; ++id) {
+      const Node& n = k.nodes[id];
+      if ((n.op != Op::load && n.op != Op::store) || n.type.rank != (two_d ? 2 : 1)) continue;
+      if ((two_d ? fam.find(static_cast<int>(id)) : cls.find(static_cast<int>(id))) != root) continue;
+      widest = std::max(widest, size_bytes(n.type.dtype));
+    }
+    return widest ? std::max(1, 16 / widest) : 1;
+  };
   for (std::size_t id = 0; id < N; ++id) {
     const Node& n = k.nodes[id];
     if (n.type.rank != 2) continue;
@@ -242,7 +270,15 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size) {
   for (std::size_t id = 0; id < N; ++id)
     if (k.nodes[id].op == Op::dot) {
       const auto e = extent[static_cast<std::size_t>(fam.find(static_cast<int>(id)))];
-      dot_warps[id] = mma_warps(e[0], e[1], num_warps, static_cast<int>(id));
+      const int kdim = k.nodes[static_cast<std::size_t>(k.nodes[id].args[0])].type.shape[1];
+      const long smem = 2L * (static_cast<long>(e[0]) + e[1]) * kdim + 1024;
+      if (arch == "sm_90a" && e[0] == 16 * num_warps && e[0] % 64 == 0 && layout::wgmma_legal_n(e[1]) &&
+          layout::wgmma_padded_n(e[1]) == e[1] && kdim % 64 == 0 && smem <= 48 * 1024) {
+        plan.dot_wgmma[id] = 1;
+        dot_warps[id] = {num_warps, 1};
+      } else {
+        dot_warps[id] = mma_warps(e[0], e[1], num_warps, static_cast<int>(id));
+      }
     }
   auto operand_layout_of = [&](int dot, int which) {
     const Node& n = k.nodes[static_cast<std::size_t>(dot)];
@@ -272,7 +308,7 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size) {
       const auto root = static_cast<std::size_t>(fam.find(a));
       const bool operand = n.op == Op::dot && j < 2;
       if (!operand && n.type.rank == 2) continue;  // united with `a` in step 1: inside the family
-      if (!operand) {
+      if (!operand || plan.dot_wgmma[id]) {  // wgmma stages operands from blocked (coalesced) loads
         anchorable[root] = 0;
         continue;
       }
@@ -291,7 +327,10 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size) {
     const auto root = static_cast<std::size_t>(fam.find(static_cast<int>(id)));
     if (fam_layout[root] >= 0) continue;
     const auto e = extent[root];
-    if (has_dot[root] >= 0) {
+    if (has_dot[root] >= 0 && plan.dot_wgmma[static_cast<std::size_t>(has_dot[root])]) {
+      fam_layout[root] = add_layout(layout::wgmma_accumulator({e[0], e[1]}, e[1], {num_warps, 1}),
+                                    fmt::format("wgmma m64n{}k16 accumulator [{},{}] over {} warp groups", e[1], e[0], e[1], num_warps / 4));
+    } else if (has_dot[root] >= 0) {
       const auto w = dot_warps[static_cast<std::size_t>(has_dot[root])];
       fam_layout[root] = add_layout(layout::mma_sync_accumulator({e[0], e[1]}, {w[0], w[1]}),
                                     fmt::format("mma.sync m16n8k16 accumulator [{},{}] warps [{},{}]", e[0], e[1], w[0], w[1]));
@@ -304,7 +343,7 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size) {
                                              anchor_uses[root] > 1 ? "s like" : "", d, j == 0 ? 'A' : 'B', fam_layout[root]));
     } else {
       std::string desc;
-      auto l = blocked_parent(2, e, num_warps, warp_size, desc);
+      auto l = blocked_parent(2, e, num_warps, warp_size, desc, access_vec(static_cast<int>(root), true));
       fam_layout[root] = add_layout(l, desc);
     }
   }
@@ -318,7 +357,9 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size) {
     for (int d = 0; d < 2; ++d)
       tl.dim_of[static_cast<std::size_t>(d)] =
           n.type.shape[static_cast<std::size_t>(d)] == 1 && extent[root][static_cast<std::size_t>(d)] != 1 ? -1 : d;
-    if (n.op == Op::dot) {
+    if (n.op == Op::dot && plan.dot_wgmma[id]) {
+      plan.dot_operands[id] = {plan.values[static_cast<std::size_t>(n.args[0])], plan.values[static_cast<std::size_t>(n.args[1])]};
+    } else if (n.op == Op::dot) {
       const int la = add_layout(operand_layout_of(static_cast<int>(id), 0), operand_what(static_cast<int>(id), 0));
       const int lb = add_layout(operand_layout_of(static_cast<int>(id), 1), operand_what(static_cast<int>(id), 1));
       plan.dot_operands[id] = {TileLayout{la, {0, 1}, false}, TileLayout{lb, {0, 1}, false}};
@@ -327,7 +368,6 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size) {
 
   // 3. Rank-1 values: slices of a family's parent, found through expand_dims
   //    (consumer) and reductions (producer); values that meet elementwise share it.
-  Classes cls(N);
   for (std::size_t id = 0; id < N; ++id) {
     const Node& n = k.nodes[id];
     if (n.type.rank != 1 || n.op == Op::expand_dims) continue;
@@ -369,7 +409,7 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size) {
     if (!tagged[root]) {
       // Unclaimed: a 1-D blocked layout of its own size.
       std::string desc;
-      auto l = blocked_parent(1, {n.type.shape[0], 1}, num_warps, warp_size, desc);
+      auto l = blocked_parent(1, {n.type.shape[0], 1}, num_warps, warp_size, desc, access_vec(static_cast<int>(root), false));
       tag[root] = TileLayout{add_layout(l, desc), {0, -1}, false};
       tagged[root] = 1;
     }

@@ -27,7 +27,8 @@ struct Target {
 Target target_for(const std::string& arch);
 
 struct Options {
-  int num_warps = 4;  // power of two, 1..32
+  int num_warps = 4;            // power of two, 1..32
+  bool rematerialize = true;    // clone cheap index chains instead of converting them (ir/remat.hpp)
 };
 
 struct Generated {

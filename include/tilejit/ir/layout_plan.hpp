@@ -63,6 +63,9 @@ struct LayoutPlan {
   std::vector<TileLayout> values;            // one per IR node
   /// For a dot node: the layouts its a and b operands are converted to (mma operand layouts).
   std::vector<std::array<TileLayout, 2>> dot_operands;
+  /// For a dot node: 1 when it lowers to wgmma (sm_90a, operands staged in
+  /// shared memory from their own layouts), 0 for mma.sync.
+  std::vector<char> dot_wgmma;
   std::vector<std::string> diagnostics;      // layout choices and conversions, reported with the kernel
 
   /// The layout an operand of `node` must be in (its own, converted if different).
@@ -82,6 +85,11 @@ struct LayoutPlan {
 /// the plan says so in its diagnostics. 1-D index chains that feed two
 /// families are best cloned first (rematerialize, remat.hpp): the plan then
 /// has no 1-D conversion left to make.
-LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size);
+///
+/// `arch` selects the dot lowering: for "sm_90a", a dot whose accumulator is
+/// [16·num_warps, N] (M a multiple of 64: one warp group per 64 rows), N a
+/// legal wgmma N (multiple of 8, at most 256, N/8 7-smooth) and K a multiple
+/// of 64 lowers to wgmma; otherwise (and on other targets) to mma.sync.
+LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const std::string& arch = "");
 
 }  // namespace tilejit::ir
