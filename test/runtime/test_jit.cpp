@@ -191,7 +191,10 @@ TEST_CASE("jit: HIP gfx90a compiles with hiprtc, gfx942 with clang, both to AMDG
   const std::string via942 = rt::detail::hip_compiler_for("gfx942");
   MESSAGE("gfx90a: " << via90a << "; gfx942: " << via942);
   CHECK(via90a.rfind("hiprtc ", 0) == 0);
-  CHECK(via942.rfind("clang ", 0) == 0);
+  if (via942.rfind("hiprtc ", 0) == 0)
+    MESSAGE("this hiprtc's comgr knows gfx942 (ROCm >= 5.7): no clang needed");
+  else
+    CHECK(via942.rfind("clang ", 0) == 0);  // Debian's ROCm 5.2 comgr does not know gfx942
   CHECK(rt::detail::hip_compiler_for("gfx942:xnack-") == via942);
   CHECK(rt::detail::hip_compiler_for("gfx90a:xnack+") == via90a);
 
