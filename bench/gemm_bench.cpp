@@ -18,6 +18,7 @@
 
 #include "examples/gemm/matmul_v1.hpp"
 #include "examples/gemm/matmul_v3.hpp"
+#include "examples/gemm/matmul_v4.hpp"
 #include "examples/gemm/matmul_v2.hpp"
 #include "tilejit/ir/remat.hpp"
 #include "tilejit/tilejit.hpp"
@@ -135,4 +136,9 @@ BENCHMARK(BM_Tilejit<examples::MatmulV3<128, 192, tj::bf16>, 128, 192, 8>)->Name
 BENCHMARK(BM_Tilejit<examples::MatmulV3<128, 96, tj::bf16>, 128, 96, 8>)->Name("BM_TilejitV3/128x96")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Tilejit<examples::MatmulV3<64, 96, tj::bf16>, 64, 96, 4>)->Name("BM_TilejitV3/64x96")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Tilejit<examples::MatmulV3<64, 192, tj::bf16>, 64, 192, 4>)->Name("BM_TilejitV3/64x192")->Args({8192, 192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
+// Rung 4: rung 3 plus loads of step k+1 in flight during the dot of step k (in the kernel source).
+BENCHMARK(BM_Tilejit<examples::MatmulV4<128, 192, tj::bf16>, 128, 192, 8>)->Name("BM_TilejitV4/128x192")->Apply(shapes);
+BENCHMARK(BM_Tilejit<examples::MatmulV4<128, 128, tj::bf16>, 128, 128, 8>)->Name("BM_TilejitV4/128x128")->Args({8192, 8192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Tilejit<examples::MatmulV4<64, 96, tj::bf16>, 64, 96, 4>)->Name("BM_TilejitV4/64x96")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Tilejit<examples::MatmulV4<64, 192, tj::bf16>, 64, 192, 4>)->Name("BM_TilejitV4/64x192")->Args({8192, 192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

@@ -675,8 +675,29 @@ class Emitter {
     auto stage = [&](int val, bool transpose, int rows, int base) {
       const ir::TileLayout& tl = TL(val);
       const std::string own = owner_predicate(tl);
+      // Runs of 8 registers holding consecutive k (A: k is the minor dim) go out
+      // as one 16-byte store: the swizzle permutes whole 16-byte chunks.
+      const int kdim = transpose ? 0 : 1, pd = tl.dim_of[static_cast<std::size_t>(kdim)];
+      int run = 1;
+      for (const auto& g : D(tl).reg) {
+        if (g.radix != 2 || g.stride != run || pd < 0 || g.image[static_cast<std::size_t>(pd)] != run) break;
+        run *= 2;
+      }
+      const bool vec = run >= 8;
       for (int r = 0; r < R(val); ++r) {
         if (canonical(r, val) != r) continue;
+        if (vec) {
+          if (r % 8 != 0) continue;
+          const std::string row = coord(tl, r, 0), kk = coord(tl, r, 1);
+          const std::string off = fmt::format("{} + (({}) >> 6) * {} + ({}) * 128 + (((({}) & 63) >> 3) ^ (({}) & 7)) * 16", base, kk,
+                                              rows * 128, row, kk, row);
+          std::string words;
+          for (int w = 0; w < 4; ++w)
+            words += fmt::format("{}(unsigned){}({}) | ((unsigned){}({}) << 16)", w ? ", " : "", to16, v(val, r + 2 * w), to16, v(val, r + 2 * w + 1));
+          const std::string st = fmt::format("*(tj_v16*)(tj_smem + {}) = tj_v16{{{{{}}}}};", off, words);
+          line(own.empty() ? st : fmt::format("if ({}) {}", own, st));
+          continue;
+        }
         const std::string row = coord(tl, r, transpose ? 1 : 0), kk = coord(tl, r, transpose ? 0 : 1);
         const std::string off = fmt::format("{} + (({}) >> 6) * {} + ({}) * 128 + (((((({}) & 63) * 2) >> 4) ^ (({}) & 7)) << 4) + ((({}) & 7) * 2)",
                                             base, kk, rows * 128, row, kk, row, kk);

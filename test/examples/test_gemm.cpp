@@ -488,3 +488,37 @@ TEST_CASE("gemm_v3_gpu_matches_f64") {
   gpu_gemm<Variant<examples::MatmulV3<128, 96, tj::f16>, 128, 96, 8, tj::f16>>(dev, 300, 96 * 3, 320, 1e-5);   // ragged M, K
   gpu_gemm<Variant<examples::MatmulV3<64, 192, tj::bf16>, 64, 192, 4, tj::bf16>>(dev, 200, 192 * 2, 500, 1e-5);
 }
+
+#include "examples/gemm/matmul_v4.hpp"
+
+TEST_CASE("gemm_v4_interpreter_matches_f64") {
+  CAPTURE(testing::fresh_seed());
+  const int M = 70, N = 96 * 2, K = 200;  // ragged M and K; the last prefetch reads past K (masked)
+  Problem<tj::bf16> p(M, N, K, 17);
+  std::vector<float> c(static_cast<std::size_t>(M) * N, std::nanf(""));
+  auto k = tj::compile<examples::MatmulV4<64, 96, tj::bf16>>(tj::Device::interpreter(), {.num_warps = 4});
+  k.launch(tj::Grid{tj::cdiv(M, 64), tj::cdiv(N, 96)}, p.a.data(), p.b.data(), c.data(), M, N, K);
+  for (float v : c) REQUIRE(!std::isnan(v));
+  CHECK(testing::rel_error(c, p.ref) < 1e-6);
+}
+
+TEST_CASE("gemm_v4_compiles_and_stages_a_with_16_byte_stores") {
+  const auto g = tj::codegen::generate(tj::trace(examples::MatmulV4<128, 192, tj::bf16>{}), {}, tj::codegen::target_for("sm_90a"), {8});
+  CHECK(g.source.find("m64n192k16") != std::string::npos);
+  CHECK(g.source.find("*(tj_v16*)(tj_smem + ") != std::string::npos);
+  std::string why;
+  if (!tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) return;
+  CHECK_NOTHROW(tj::compile_for_arch<examples::MatmulV4<128, 192, tj::bf16>>("sm_90a", {.num_warps = 8}));
+  CHECK_NOTHROW(tj::compile_for_arch<examples::MatmulV4<64, 96, tj::bf16>>("sm_90a", {.num_warps = 4}));
+}
+
+TEST_CASE("gemm_v4_gpu_matches_f64") {
+  auto dev = tj::Device::best();
+  if (dev.backend() != tj::Backend::cuda) {
+    MESSAGE("no GPU: skipping");
+    return;
+  }
+  gpu_gemm<Variant<examples::MatmulV4<128, 192, tj::bf16>, 128, 192, 8, tj::bf16>>(dev, 300, 192 * 2, 520, 1e-5);
+  gpu_gemm<Variant<examples::MatmulV4<64, 96, tj::f16>, 64, 96, 4, tj::f16>>(dev, 200, 96 * 3, 100, 1e-5);
+  gpu_gemm<Variant<examples::MatmulV3<128, 128, tj::bf16>, 128, 128, 8, tj::bf16>>(dev, 256, 256, 640, 1e-5);  // rung 3 with vector staging
+}
