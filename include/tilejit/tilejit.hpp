@@ -9,3 +9,4 @@
 #include "tilejit/lang/trace.hpp"
 #include "tilejit/runtime/device.hpp"
 #include "tilejit/runtime/kernel.hpp"
+#include "tilejit/profiler/profiler.hpp"

@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "tilejit/profiler/launch.hpp"
 #include "tilejit/runtime/interpreter.hpp"
 
 namespace tilejit::runtime {
@@ -140,6 +141,8 @@ void KernelCore::launch(const Grid& g, Stream s, std::span<ArgSlot> args) {
       throw InvalidArgument(fmt::format("grid.{} = {}: must be in [1, {}]", "xyz"[d], dims[d], limits[d]));
   const std::uint64_t key = check_args(args);
 
+  // The profiler's launch hook (every backend): one relaxed atomic load when no session listens.
+  profiler::LaunchScope hook({.kernel = ir_.name, .grid = {g.x, g.y, g.z}});
   if (dev_.backend() == Backend::interpreter) {
     std::vector<ArgValue> vals(args.size());
     for (std::size_t i = 0; i < args.size(); ++i) {
