@@ -178,9 +178,55 @@ bool remat_round(Rematerialized& r, int num_warps, int warp_size) {
 
 }  // namespace
 
+namespace {
+
+/// An expand_dims result ([1,N] or [M,1]) broadcast into tiles of different
+/// extents would tie those tiles into one layout family (and fail when their
+/// extents differ): give every user beyond the first its own copy, emitted
+/// right after the original so it is in scope wherever the original is.
+Kernel split_shared_expand_dims(const Kernel& k, std::vector<std::string>& diag) {
+  const std::size_t N = k.nodes.size();
+  std::vector<std::vector<int>> users(N);
+  for (std::size_t id = 0; id < N; ++id)
+    for (int a : k.nodes[id].args)
+      if (a >= 0 && (users[static_cast<std::size_t>(a)].empty() || users[static_cast<std::size_t>(a)].back() != static_cast<int>(id)))
+        users[static_cast<std::size_t>(a)].push_back(static_cast<int>(id));
+  std::vector<char> split(N, 0);
+  bool any = false;
+  for (std::size_t id = 0; id < N; ++id) {
+    const Node& n = k.nodes[id];
+    if (n.op == Op::expand_dims && n.type.rank == 2 && users[id].size() > 1) split[id] = 1, any = true;
+  }
+  if (!any) return k;
+  Kernel out;
+  out.name = k.name;
+  out.params = k.params;
+  std::vector<int> remap(N, -1);
+  std::vector<std::vector<std::pair<int, int>>> copy_for(N);  // original -> (user, copy id)
+  for (std::size_t id = 0; id < N; ++id) {
+    Node n = k.nodes[id];
+    for (int& a : n.args) {
+      if (a < 0) continue;
+      int mapped = remap[static_cast<std::size_t>(a)];
+      for (const auto& [user, copy] : copy_for[static_cast<std::size_t>(a)])
+        if (user == static_cast<int>(id)) mapped = copy;
+      a = mapped;
+    }
+    remap[id] = out.add(n);
+    if (split[id]) {
+      for (std::size_t u = 1; u < users[id].size(); ++u) copy_for[id].push_back({users[id][u], out.add(n)});
+      diag.push_back(fmt::format("expand_dims %{} has {} users: each gets its own copy (a [1,N]/[M,1] value may meet tiles of "
+                                 "different extents)", id, users[id].size()));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 Rematerialized rematerialize(const Kernel& k, int num_warps, int warp_size) {
   Rematerialized r;
-  r.kernel = k;
+  r.kernel = split_shared_expand_dims(k, r.diagnostics);
   // One round removes every conversion it can (each group's clones form a
   // class of their own with the one layout its uses want, and the original
   // keeps the layout it had); a second round only confirms that.

@@ -1,0 +1,60 @@
+// examples/attention/flash_fwd.hpp — FlashAttention-style forward pass in the
+// tilejit DSL, written as a user would: one program per BLOCK_M query rows of
+// one head; K and V walked in BLOCK_N steps with the online softmax (running
+// max and sum in registers, exp2 with the scale folded in); O = P·V
+// accumulated in f32; the log-sum-exp saved for a backward pass.
+//
+// Shapes (row-major, contiguous): q, o [B·Hq, S, D]; k, v [B·Hkv, S, D];
+// lse [B·Hq, S] (natural log). Grouped-query attention: Hq = group·Hkv, query
+// head h reads KV head h / group. HEAD_DIM may be NPOT (96 is exact: a
+// mixed-radix layout, no padding to 128). `scale_log2e` = softmax scale ·
+// log2(e). Rows whose keys are all masked give O = 0 and lse = -1e30.
+// Source of the algorithm: Dao et al., FlashAttention (arXiv 2205.14135) and
+// FlashAttention-2 (arXiv 2307.08691).
+#pragma once
+#include <tilejit/tilejit.hpp>
+
+namespace examples {
+namespace tj = tilejit;
+
+template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T>
+struct FlashAttnFwd {
+  void operator()(tj::Ptr<T> q, tj::Ptr<T> k, tj::Ptr<T> v, tj::Ptr<T> o, tj::Ptr<float> lse, tj::Size S, tj::Size group,
+                  tj::Scalar<float> scale_log2e) const {
+    constexpr float kNegBig = -1e30f;
+    auto start_m = tj::program_id(0) * BLOCK_M;
+    auto bh = tj::program_id(1);
+    auto q_base = bh * S * HEAD_DIM;
+    auto kv_base = (bh / group) * S * HEAD_DIM;
+    auto rm = start_m + tj::arange<BLOCK_M>();
+    auto rd = tj::arange<HEAD_DIM>();
+    auto row_ok = rm < S;
+    auto q_tile = tj::load(q + q_base + tj::expand_dims<1>(rm) * HEAD_DIM + tj::expand_dims<0>(rd), tj::expand_dims<1>(row_ok), 0.0f);
+
+    auto hi = CAUSAL ? tj::minimum(S, start_m + BLOCK_M) : tj::Int(S);
+    auto init = std::tuple{tj::full<float, BLOCK_M>(kNegBig), tj::zeros<float, BLOCK_M>(), tj::zeros<float, BLOCK_M, HEAD_DIM>()};
+    auto [m_i, l_i, acc] = tj::for_range(0, hi, BLOCK_N, init, [&](tj::Int n0, auto m_i, auto l_i, auto acc) {
+      auto rn = n0 + tj::arange<BLOCK_N>();
+      auto col_ok = tj::expand_dims<0>(rn < S);
+      // K^T tile [D, BLOCK_N] straight from K [S, D] by pointer arithmetic.
+      auto kt = tj::load(k + kv_base + tj::expand_dims<0>(rn) * HEAD_DIM + tj::expand_dims<1>(rd), col_ok, 0.0f);
+      auto s = tj::dot(q_tile, kt) * scale_log2e;  // [BLOCK_M, BLOCK_N], log2 units
+      auto mask = CAUSAL ? (col_ok & (tj::expand_dims<1>(rm) >= tj::expand_dims<0>(rn))) : (col_ok & (tj::expand_dims<1>(rm) >= 0));
+      s = tj::where(mask, s, kNegBig);
+      auto m_new = tj::maximum(m_i, tj::max<1>(s));
+      auto p = tj::where(mask, tj::exp2(s - tj::expand_dims<1>(m_new)), 0.0f);
+      auto alpha = tj::exp2(m_i - m_new);
+      auto vt = tj::load(v + kv_base + tj::expand_dims<1>(rn) * HEAD_DIM + tj::expand_dims<0>(rd), tj::expand_dims<1>(rn < S), 0.0f);
+      auto acc_new = tj::dot(tj::cast<T>(p), vt, acc * tj::expand_dims<1>(alpha));
+      return std::tuple{m_new, l_i * alpha + tj::sum<1>(p), acc_new};
+    });
+    auto has = l_i > 0.0f;
+    auto out = tj::where(tj::expand_dims<1>(has), acc / tj::expand_dims<1>(tj::where(has, l_i, 1.0f)), 0.0f);
+    tj::store(o + q_base + tj::expand_dims<1>(rm) * HEAD_DIM + tj::expand_dims<0>(rd), tj::cast<T>(out), tj::expand_dims<1>(row_ok));
+    constexpr float kLn2 = 0.6931471805599453f;
+    auto lse_row = tj::where(has, m_i * kLn2 + tj::log(tj::where(has, l_i, 1.0f)), kNegBig);
+    tj::store(lse + bh * S + rm, lse_row, row_ok);
+  }
+};
+
+}  // namespace examples
