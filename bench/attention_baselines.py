@@ -1,0 +1,39 @@
+"""Baselines for bench/attention_bench.cpp, run on the device machine (python3
+with torch is there): torch scaled_dot_product_attention with the flash and
+cuDNN backends, B=4 H=32 S=4096 bf16, TFLOP/s counting 4*B*H*S^2*D (halved for
+causal). Prints one table."""
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+B, H, S = 4, 32, 4096
+
+
+def bench(fn, iters=20):
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        torch.cuda.synchronize()
+        times.append(a.elapsed_time(b))
+    times.sort()
+    return times[len(times) // 2]
+
+
+print(f"{'D':>4} {'mask':>7} {'backend':>8} {'ms':>8} {'TFLOP/s':>8}")
+for D in (64, 96, 128):
+    q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
+    for causal in (False, True):
+        flops = 4 * B * H * S * S * D / (2 if causal else 1)
+        for name, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
+            try:
+                with sdpa_kernel(backend):
+                    ms = bench(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
+                print(f"{D:>4} {'causal' if causal else 'full':>7} {name:>8} {ms:8.3f} {flops / ms / 1e9:8.1f}")
+            except RuntimeError as e:
+                print(f"{D:>4} {'causal' if causal else 'full':>7} {name:>8} unavailable: {str(e)[:60]}")
