@@ -5,6 +5,7 @@
 #include "tilejit/core/error.hpp"
 #include "tools/demo.hpp"
 #include "tools/layout_cmd.hpp"
+#include "tools/prof_cmd.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"tilejit: GPU tile kernels from C++"};
@@ -31,10 +32,36 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 1 << 20));
   ls->add_flag("--all-owners", show.options.all_owners,
                "list every owner of a replicated element instead of +k");
+  tilejit::tools::ProfViewArgs pview;
+  tilejit::tools::ProfHtmlArgs phtml;
+  auto* prof = app.add_subcommand("prof", "read the hatchet profiles the profiler writes (docs/profiler.md)");
+  prof->require_subcommand(1);
+  auto* pv = prof->add_subcommand("view", "print a profile's call tree with chosen metrics, or the diff of two "
+                                          "(metric names and filters: tools/prof_cmd.hpp)");
+  pv->add_option("file", pview.file, "hatchet profile, JSON or MessagePack")->required();
+  pv->add_option("--metrics,-m", pview.options.metrics,
+                 "comma-separated: time/ms, avg_time/us, count, flop/s, tflop16/s, byte/s, gbyte/s, util, "
+                 "or any metric of the file (default time/ms)")
+      ->delimiter(',');
+  pv->add_option("--include,-i", pview.options.include, "keep the paths through frames matching this regex");
+  pv->add_option("--exclude,-e", pview.options.exclude, "drop frames matching this regex, with their subtrees");
+  pv->add_option("--depth,-d", pview.options.depth, "levels below ROOT to show (default: all)");
+  pv->add_option("--threshold,-t", pview.options.threshold,
+                 "drop nodes whose time is below this fraction of ROOT's (0..1)");
+  pv->add_option("--sort,-s", pview.options.sort, "order siblings by this metric, largest first");
+  pv->add_option("--diff", pview.diff, "compare with this profile (a, b, b-a, b/a per metric)");
+  pv->add_option("--device-peaks", pview.options.peaks,
+                 "peaks for util: h200 (datasheet figures, the default) or a JSON file");
+  auto* ph = prof->add_subcommand("html", "write a self-contained HTML flame graph of a profile");
+  ph->add_option("file", phtml.file, "hatchet profile, JSON or MessagePack")->required();
+  ph->add_option("-o,--output", phtml.out, "the HTML file to write")->required();
+  ph->add_option("--device-peaks", phtml.options.peaks, "peaks for util: h200 (default) or a JSON file");
   CLI11_PARSE(app, argc, argv);
   try {
     if (d->parsed()) return tilejit::tools::run_demo(demo);
     if (ls->parsed()) return tilejit::tools::run_layout_show(show);
+    if (pv->parsed()) return tilejit::tools::run_prof_view(pview);
+    if (ph->parsed()) return tilejit::tools::run_prof_html(phtml);
   } catch (const tilejit::Error& e) {
     std::fprintf(stderr, "tilejit: %s\n", e.what());
     return 1;
