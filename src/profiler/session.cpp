@@ -14,6 +14,7 @@ namespace tilejit::profiler {
 namespace detail {
 
 std::atomic<int> g_hook_sessions{0};
+BackendFactory cupti_backend_factory();  // cupti_backend.cpp: the built-in "cupti" backend
 
 namespace {
 
@@ -27,7 +28,7 @@ struct Registry {
   std::map<SessionId, std::shared_ptr<Session>> sessions;  // finalized ones stay as tombstones
   SessionId next = 0;
   std::mutex backends_mu;
-  std::map<std::string, BackendFactory> backends;
+  std::map<std::string, BackendFactory> backends{{"cupti", cupti_backend_factory()}};
 };
 Registry& reg() {
   static auto* r = new Registry;  // never destroyed: threads may outlive static destruction

@@ -1,0 +1,616 @@
+// src/profiler/cupti_backend.cpp — the "cupti" backend: every kernel (tilejit's,
+// cuBLAS's, anyone's) from CUPTI's activity API, attributed to the scope that
+// launched it through CUPTI's driver/runtime launch callbacks.
+//
+// CUPTI is process-wide (one subscriber, one set of activity callbacks), so
+// one Hub drives it for every session using this backend: the first session
+// to start subscribes and enables kernel activity, the last to stop tears it
+// down. Each kernel record goes to every attached session's sink; a session's
+// own correlate_launch bindings decide where it lands.
+//
+//   launching thread:  cuLaunchKernel -> CUPTI API_ENTER callback
+//                        -> correlate_launch(cbdata->correlationId)
+//   CUPTI / flushing:  buffer completed -> each CONCURRENT_KERNEL record
+//                        -> to_kernel_record (clock map) -> Sink::kernel
+//
+// Nothing links against libcupti: it is dlopen'ed at the first start().
+#include "cupti_backend.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <fmt/core.h>
+
+#include "../runtime/cuda_driver.hpp"
+#include "../runtime/dl.hpp"
+#include "tilejit/core/error.hpp"
+
+namespace tilejit::profiler::cupti {
+
+// ---- clock calibration ---------------------------------------------------------
+
+std::uint64_t ClockMap::to_mono(std::uint64_t cupti_ns) const noexcept {
+  const double d = cupti_ns >= anchor.cupti_ns ? static_cast<double>(cupti_ns - anchor.cupti_ns)
+                                               : -static_cast<double>(anchor.cupti_ns - cupti_ns);
+  const double scaled = d * slope;
+  constexpr double kMax = 1.8e19;  // just below 2^64
+  if (scaled >= 0) {
+    if (scaled >= kMax) return UINT64_MAX;
+    const auto add = static_cast<std::uint64_t>(std::llround(scaled));
+    return anchor.mono_ns > UINT64_MAX - add ? UINT64_MAX : anchor.mono_ns + add;
+  }
+  if (-scaled >= kMax) return 0;
+  const auto sub = static_cast<std::uint64_t>(std::llround(-scaled));
+  return sub >= anchor.mono_ns ? 0 : anchor.mono_ns - sub;
+}
+
+ClockMap fit_clock(const ClockSample& first, const ClockSample& latest) noexcept {
+  ClockMap m;
+  m.anchor = latest;
+  m.slope = 1.0;
+  if (latest.cupti_ns <= first.cupti_ns || latest.mono_ns <= first.mono_ns) return m;
+  const std::uint64_t dc = latest.cupti_ns - first.cupti_ns;
+  if (dc < kMinBaselineNs) return m;
+  const double s = static_cast<double>(latest.mono_ns - first.mono_ns) / static_cast<double>(dc);
+  if (!(std::fabs(s - 1.0) <= kMaxSkew)) return m;
+  m.slope = s;  // anchored at `latest`, the line passes through `first` too
+  return m;
+}
+
+ClockSample best_sample(const Bracket* readings, std::size_t n) noexcept {
+  ClockSample best;
+  std::uint64_t width = UINT64_MAX;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Bracket& b = readings[i];
+    if (b.mono_after < b.mono_before) continue;
+    const std::uint64_t w = b.mono_after - b.mono_before;
+    if (w < width) {
+      width = w;
+      best = {b.cupti_ns, b.mono_before + w / 2};
+    }
+  }
+  return best;
+}
+
+// ---- loading libcupti ------------------------------------------------------------
+
+std::string describe(const Api& api, CUptiResult r) {
+  const char* text = nullptr;
+  if (api.get_result_string) api.get_result_string(r, &text);
+  return text ? fmt::format("{} ({})", text, static_cast<int>(r)) : fmt::format("CUPTI error {}", static_cast<int>(r));
+}
+
+namespace {
+
+template <class... A>
+void warn(fmt::format_string<A...> f, A&&... a) {
+  fmt::print(stderr, "[tilejit.profiler] {}\n", fmt::format(f, std::forward<A>(a)...));
+}
+
+bool real_driver_ready(std::string* why) {
+  std::string w;
+  const auto* d = runtime::detail::cuda_driver(&w);
+  if (!d) {
+    if (why) *why = w;
+    return false;
+  }
+  int n = 0;
+  if (d->device_get_count(&n) != CUDA_SUCCESS || n <= 0) {
+    if (why) *why = "the CUDA driver reports no device";
+    return false;
+  }
+  return true;
+}
+
+void real_describe_devices(Sink& sink) {
+  const auto* d = runtime::detail::cuda_driver();
+  if (!d) return;
+  int n = 0;
+  if (d->device_get_count(&n) != CUDA_SUCCESS) return;
+  for (int i = 0; i < n; ++i) {
+    CUdevice dev = 0;
+    if (d->device_get(&dev, i) != CUDA_SUCCESS) continue;
+    auto attr = [&](CUdevice_attribute a) {
+      int v = 0;
+      return d->device_get_attribute(&v, a, dev) == CUDA_SUCCESS && v > 0 ? static_cast<std::uint64_t>(v) : 0;
+    };
+    DeviceInfo info;
+    info.clock_rate = attr(CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
+    info.memory_clock_rate = attr(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
+    info.bus_width = attr(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
+    info.num_sms = attr(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+    const std::uint64_t cc = attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR) * 10 +
+                             attr(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+    info.arch = cc == 90 ? "90a" : std::to_string(cc);  // as the JIT targets it (sm_90a)
+    sink.device(DeviceType::CUDA, static_cast<std::uint32_t>(i), info);
+  }
+}
+
+void real_synchronize_current() {
+  const auto* d = runtime::detail::cuda_driver();
+  if (!d || !d->ctx_get_current) return;
+  CUcontext ctx = nullptr;
+  if (d->ctx_get_current(&ctx) == CUDA_SUCCESS && ctx) d->ctx_synchronize();
+}
+
+struct Loaded {
+  Api api;
+  std::string error;
+};
+
+Loaded load() {
+  Loaded out;
+  std::vector<std::string> candidates;
+  if (const char* p = std::getenv("TILEJIT_CUPTI_LIBRARY"); p && *p) candidates.push_back(p);
+  for (const char* n : {"libcupti.so.13", "libcupti.so.12", "libcupti.so"}) candidates.push_back(n);
+  std::vector<std::string> roots;
+  if (const char* h = std::getenv("CUDA_HOME"); h && *h) roots.push_back(h);
+  roots.push_back("/usr/local/cuda");
+  for (const auto& root : roots)
+    for (const char* sub : {"/lib64/", "/extras/CUPTI/lib64/"})
+      for (const char* n : {"libcupti.so.13", "libcupti.so.12", "libcupti.so"})
+        candidates.push_back(root + sub + n);
+  const runtime::detail::Library& so = runtime::detail::open_library(candidates);
+  if (!so) {
+    out.error = "libcupti is not installed or cannot be loaded (" + so.error +
+                "); set TILEJIT_CUPTI_LIBRARY to its path";
+    return out;
+  }
+  Api& a = out.api;
+  a.library = so.real_path().empty() ? so.path : so.real_path();
+  std::string missing;
+  auto get = [&](auto& fn, const char* name, bool required = true) {
+    void* p = so.symbol(name);
+    fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(p);
+    if (!p && required) missing += std::string(missing.empty() ? "" : ", ") + name;
+  };
+  get(a.get_result_string, "cuptiGetResultString");
+  get(a.subscribe, "cuptiSubscribe");
+  get(a.subscribe_v2, "cuptiSubscribe_v2", /*required=*/false);
+  get(a.unsubscribe, "cuptiUnsubscribe");
+  get(a.enable_callback, "cuptiEnableCallback");
+  get(a.activity_register_callbacks, "cuptiActivityRegisterCallbacks");
+  get(a.activity_enable, "cuptiActivityEnable");
+  get(a.activity_disable, "cuptiActivityDisable");
+  get(a.activity_flush_all, "cuptiActivityFlushAll");
+  get(a.activity_get_next_record, "cuptiActivityGetNextRecord");
+  get(a.activity_get_num_dropped_records, "cuptiActivityGetNumDroppedRecords");
+  get(a.get_timestamp, "cuptiGetTimestamp");
+  if (!missing.empty()) {
+    out.error = fmt::format("{} lacks {} (CUPTI too old?)", a.library, missing);
+    return out;
+  }
+  a.driver_ready = &real_driver_ready;
+  a.describe_devices = &real_describe_devices;
+  a.synchronize_current = &real_synchronize_current;
+  return out;
+}
+
+}  // namespace
+
+const Api* real_api(std::string* why) {
+  static const Loaded* loaded = new Loaded(load());  // never unloaded: CUPTI may call back at exit
+  if (!loaded->error.empty()) {
+    if (why) *why = loaded->error;
+    return nullptr;
+  }
+  return &loaded->api;
+}
+
+// ---- the hub: CUPTI for every session ----------------------------------------------
+
+namespace {
+
+// Launch entry points whose API_ENTER callback binds the correlation id.
+// Graph launches are not here: one id covers every kernel of the graph.
+constexpr CUpti_CallbackId kDriverLaunches[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunch,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchGrid,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchGridAsync,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernelMultiDevice,
+};
+constexpr CUpti_CallbackId kRuntimeLaunches[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunch_v3020,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunch_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_ptsz_v7000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernelExC_ptsz_v11060,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernel_ptsz_v9000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaLaunchCooperativeKernelMultiDevice_v9000,
+    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
+    CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
+};
+
+constexpr std::uint64_t kRecalibrateNs = 1'000'000'000;  // from the buffer callback, at most 1/s
+constexpr std::size_t kMinBufferBytes = 4096;
+constexpr std::size_t kPooledBuffers = 2;
+
+std::uint64_t steady_ns() { return now_ns(); }
+
+void atomic_max(std::atomic<std::uint64_t>& a, std::uint64_t v) {
+  std::uint64_t cur = a.load(std::memory_order_relaxed);
+  while (cur < v && !a.compare_exchange_weak(cur, v, std::memory_order_relaxed)) {
+  }
+}
+
+class Hub {
+ public:
+  static Hub& instance() {
+    static Hub* h = new Hub;  // never destroyed: CUPTI threads may call back during exit
+    return *h;
+  }
+
+  std::uint64_t attach(const Api& api, Sink& sink, const BackendConfig& cfg) {
+    std::lock_guard lk(mu_);
+    if (refs_ > 0 && &api != api_.load())
+      throw DeviceUnavailable("CUPTI backend: CUPTI is already driven through another CUPTI layer in this process");
+    const std::size_t want = (std::max(cfg.buffer_size, kMinBufferBytes) + 7) / 8 * 8;
+    if (refs_ == 0) {
+      buffer_size_.store(want);  // before setup: CUPTI may ask for a buffer as soon as activity is on
+      setup_locked(api);
+    } else if (want > buffer_size_.load()) {
+      buffer_size_.store(want);
+    }
+    if (api.describe_devices) api.describe_devices(sink);
+    const std::uint64_t id = ++next_id_;
+    {
+      std::lock_guard d(deliver_mu_);
+      clients_.push_back({id, &sink, steady_ns()});
+    }
+    ++refs_;
+    sessions_.store(refs_);
+    return id;
+  }
+
+  void flush(std::uint32_t wait_ms) {
+    std::lock_guard lk(mu_);
+    if (refs_ > 0) flush_locked(wait_ms);
+  }
+
+  void detach(std::uint64_t id, std::uint32_t wait_ms, bool final_flush) {
+    std::lock_guard lk(mu_);
+    bool found = false;
+    {
+      std::lock_guard d(deliver_mu_);
+      for (const auto& c : clients_) found |= c.id == id;
+    }
+    if (!found) return;
+    if (refs_ == 1) {
+      const Api& api = *api_.load();
+      if (final_flush) {
+        if (api.synchronize_current) api.synchronize_current();  // opportunistic, as Proton does
+        flush_locked(wait_ms);
+      }
+      teardown_locked();
+    }
+    {
+      std::lock_guard d(deliver_mu_);
+      std::erase_if(clients_, [&](const Client& c) { return c.id == id; });
+    }
+    --refs_;
+    sessions_.store(refs_);
+  }
+
+  Counters counters() const {
+    return {records_.load(), incomplete_.load(), dropped_.load(), sessions_.load()};
+  }
+
+  // ---- CUPTI callbacks ----
+
+  static void CUPTIAPI on_api(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId,
+                              const void* data) {
+    // Only launch entry points are enabled. A runtime launch may call a driver
+    // launch inside it; the kernel record carries the outermost (runtime) id.
+    thread_local int runtime_depth = 0;
+    thread_local std::uint64_t seen_epoch = 0;
+    if (!userdata || !data) return;
+    auto* hub = static_cast<Hub*>(userdata);
+    if (const std::uint64_t e = hub->epoch_.load(std::memory_order_relaxed); e != seen_epoch) {
+      seen_epoch = e;  // a new subscription: forget a runtime launch cut in half by the last teardown
+      runtime_depth = 0;
+    }
+    const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+    const bool enter = cb->callbackSite == CUPTI_API_ENTER;
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
+      if (enter) {
+        if (runtime_depth++ == 0) correlate_launch(cb->correlationId);
+      } else if (runtime_depth > 0 && --runtime_depth == 0) {
+        hub->launched(cb);
+      }
+    } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && runtime_depth == 0) {
+      if (enter) correlate_launch(cb->correlationId);
+      else hub->launched(cb);
+    }
+  }
+
+  static void CUPTIAPI on_buffer_requested(std::uint8_t** buffer, std::size_t* size,
+                                           std::size_t* max_records) {
+    Hub& h = instance();
+    const std::size_t want = h.buffer_size_.load();
+    std::uint8_t* p = nullptr;
+    {
+      std::lock_guard g(h.pool_mu_);
+      if (!h.pool_.empty() && h.pool_size_ == want) {
+        p = h.pool_.back();
+        h.pool_.pop_back();
+      }
+    }
+    if (!p) p = static_cast<std::uint8_t*>(std::aligned_alloc(8, want));
+    *buffer = p;
+    *size = p ? want : 0;  // 0: CUPTI drops records (counted, reported)
+    *max_records = 0;
+  }
+
+  static void CUPTIAPI on_buffer_completed(CUcontext ctx, std::uint32_t stream, std::uint8_t* buffer,
+                                           std::size_t size, std::size_t valid) {
+    Hub& h = instance();
+    try {
+      if (buffer && valid > 0) h.deliver(buffer, valid);
+      h.count_dropped(ctx, stream);
+    } catch (...) {
+    }
+    h.release(buffer, size);
+  }
+
+ private:
+  struct Client {
+    std::uint64_t id;
+    Sink* sink;
+    std::uint64_t start_mono;  // records of kernels that ended before the session started are not its
+  };
+
+  void setup_locked(const Api& api) {
+    std::string why;
+    if (!api.driver_ready || !api.driver_ready(&why))
+      throw DeviceUnavailable("CUPTI backend: no usable CUDA device (" + why + ")");
+    api_.store(&api);
+    CUpti_SubscriberHandle sub = nullptr;
+    CUptiResult r;
+    char holder[128] = {};
+    if (api.subscribe_v2) {
+      CUpti_SubscriberParams p{};
+      p.structSize = CUpti_SubscriberParams_STRUCT_SIZE;
+      p.subscriberName = "tilejit profiler";
+      p.oldSubscriberName = holder;
+      p.oldSubscriberSize = sizeof holder;
+      r = api.subscribe_v2(&sub, &Hub::on_api, this, &p);
+    } else {
+      r = api.subscribe(&sub, &Hub::on_api, this);
+    }
+    holder[sizeof holder - 1] = 0;
+    if (r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+      throw DeviceUnavailable(fmt::format(
+          "CUPTI is already in use by another profiler{} — cuptiSubscribe returned {}. Only one CUPTI "
+          "client can run in a process (Nsight Systems, Nsight Compute, cuda-gdb, compute-sanitizer, "
+          "Kineto/torch.profiler, Proton and tilejit each need it alone)",
+          holder[0] ? fmt::format(" ('{}')", holder) : std::string(), describe(api, r)));
+    if (r != CUPTI_SUCCESS)
+      throw DeviceUnavailable("CUPTI backend: cuptiSubscribe failed: " + describe(api, r) + " [" +
+                              api.library + "]");
+    subscriber_ = sub;
+    auto fail = [&](const std::string& what, CUptiResult res, bool activity_on) {
+      if (activity_on) api.activity_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+      api.unsubscribe(subscriber_);
+      subscriber_ = nullptr;
+      std::string hint;
+      if (res == CUPTI_ERROR_INSUFFICIENT_PRIVILEGES)
+        hint = " (profiling needs NVreg_RestrictProfilingToAdminUsers=0 or root)";
+      throw DeviceUnavailable("CUPTI backend: " + what + " failed: " + describe(api, res) + hint);
+    };
+    // Activity first, then the launch callbacks: a launch bound before its
+    // kernel can be recorded would wait for a record that never comes.
+    // Registered at every subscription (another tool may have registered its
+    // own in between); a refusal after an earlier success keeps ours.
+    r = api.activity_register_callbacks(&Hub::on_buffer_requested, &Hub::on_buffer_completed);
+    if (r != CUPTI_SUCCESS && registered_with_ != &api) fail("cuptiActivityRegisterCallbacks", r, false);
+    registered_with_ = &api;
+    r = api.activity_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    if (r != CUPTI_SUCCESS) fail("cuptiActivityEnable(CONCURRENT_KERNEL)", r, false);
+    int enabled = 0;
+    CUptiResult last = CUPTI_SUCCESS;
+    for (CUpti_CallbackId id : kDriverLaunches) {  // an id an older CUPTI lacks is skipped
+      CUptiResult e = api.enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
+      if (e == CUPTI_SUCCESS) ++enabled;
+      else last = e;
+    }
+    for (CUpti_CallbackId id : kRuntimeLaunches) {
+      CUptiResult e = api.enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, id);
+      if (e == CUPTI_SUCCESS) ++enabled;
+      else last = e;
+    }
+    if (enabled == 0) fail("cuptiEnableCallback (launch callbacks)", last, true);
+    launched_max_.store(0);
+    delivered_max_.store(0);
+    epoch_.fetch_add(1);
+    std::lock_guard d(deliver_mu_);
+    first_ = sample(api);
+    latest_ = first_;
+    clock_ = fit_clock(first_, latest_);
+  }
+
+  void teardown_locked() {
+    const Api& api = *api_.load();
+    api.activity_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    // Every buffer back, records of kernels still running included (they are
+    // incomplete: counted and dropped); the sinks are still attached here.
+    api.activity_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    if (subscriber_) api.unsubscribe(subscriber_);  // frees CUPTI for another profiler
+    subscriber_ = nullptr;
+    std::lock_guard g(pool_mu_);
+    for (auto* p : pool_) std::free(p);
+    pool_.clear();
+  }
+
+  void flush_locked(std::uint32_t wait_ms) {
+    const Api& api = *api_.load();
+    {
+      std::lock_guard d(deliver_mu_);
+      recalibrate_locked(api);
+    }
+    // CUPTI hands back a buffer only when every record in it is complete, so
+    // completed records can sit behind a kernel still running: retry until the
+    // record of the last launch made before this flush has come, or wait_ms.
+    const std::uint64_t target = launched_max_.load();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+    for (;;) {
+      api.activity_flush_all(0);
+      if (delivered_max_.load() >= target) break;
+      if (std::chrono::steady_clock::now() >= deadline) break;
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
+
+  static ClockSample sample(const Api& api) {
+    Bracket b[5];
+    for (auto& x : b) {
+      x.mono_before = steady_ns();
+      std::uint64_t c = 0;
+      api.get_timestamp(&c);
+      x.cupti_ns = c;
+      x.mono_after = steady_ns();
+    }
+    return best_sample(b, 5);
+  }
+
+  /// Under deliver_mu_.
+  void recalibrate_locked(const Api& api) {
+    latest_ = sample(api);
+    clock_ = fit_clock(first_, latest_);
+  }
+
+  void launched(const CUpti_CallbackData* cb) {
+    // functionReturnValue: a CUresult (driver) or cudaError_t (runtime); 0 is success.
+    const int rc = cb->functionReturnValue ? *static_cast<const int*>(cb->functionReturnValue) : 0;
+    if (rc == 0) atomic_max(launched_max_, cb->correlationId);
+  }
+
+  void deliver(std::uint8_t* buffer, std::size_t valid) {
+    const Api* api = api_.load();
+    if (!api) return;
+    std::lock_guard d(deliver_mu_);
+    if (steady_ns() - latest_.mono_ns > kRecalibrateNs) recalibrate_locked(*api);
+    CUpti_Activity* rec = nullptr;
+    while (api->activity_get_next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
+      if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && rec->kind != CUPTI_ACTIVITY_KIND_KERNEL)
+        continue;
+      // CUpti_ActivityKernel4..10 agree on every field read (kind .. name).
+      auto r = to_kernel_record(*reinterpret_cast<const CUpti_ActivityKernel10*>(rec), clock_);
+      if (!r) {
+        incomplete_.fetch_add(1, std::memory_order_relaxed);
+        continue;
+      }
+      records_.fetch_add(1, std::memory_order_relaxed);
+      atomic_max(delivered_max_, r->correlation_id);
+      for (const Client& c : clients_)
+        if (r->end_ns >= c.start_mono) c.sink->kernel(*r);
+    }
+  }
+
+  void count_dropped(CUcontext ctx, std::uint32_t stream) {
+    const Api* api = api_.load();
+    if (!api) return;
+    std::size_t n = 0;
+    if (api->activity_get_num_dropped_records(ctx, stream, &n) != CUPTI_SUCCESS || n == 0) return;
+    dropped_.fetch_add(n, std::memory_order_relaxed);
+    if (!warned_dropped_.exchange(true))
+      warn("CUPTI dropped {} kernel record(s): its activity buffers were full. Raise "
+           "Options::buffer_size (now {} bytes)",
+           n, buffer_size_.load());
+  }
+
+  void release(std::uint8_t* buffer, std::size_t size) {
+    if (!buffer) return;
+    {
+      std::lock_guard g(pool_mu_);
+      if (size == buffer_size_.load() && pool_.size() < kPooledBuffers &&
+          (pool_.empty() || pool_size_ == size)) {
+        pool_size_ = size;
+        pool_.push_back(buffer);
+        return;
+      }
+    }
+    std::free(buffer);
+  }
+
+  std::mutex mu_;  // attach, detach, flush: CUPTI setup and teardown. Before deliver_mu_.
+  int refs_ = 0;
+  std::uint64_t next_id_ = 0;
+  CUpti_SubscriberHandle subscriber_ = nullptr;
+  const Api* registered_with_ = nullptr;  // the layer our buffer callbacks were last registered with
+  std::atomic<const Api*> api_{nullptr};
+  std::atomic<std::uint64_t> epoch_{0};  // bumped at each subscription
+  std::atomic<std::size_t> buffer_size_{64ull << 20};
+  std::atomic<int> sessions_{0};
+
+  std::mutex deliver_mu_;  // clients_, the clock; held while records go to the sinks
+  std::vector<Client> clients_;
+  ClockSample first_, latest_;
+  ClockMap clock_;
+
+  std::mutex pool_mu_;
+  std::vector<std::uint8_t*> pool_;
+  std::size_t pool_size_ = 0;
+
+  std::atomic<std::uint64_t> launched_max_{0}, delivered_max_{0};
+  std::atomic<std::uint64_t> records_{0}, incomplete_{0}, dropped_{0};
+  std::atomic<bool> warned_dropped_{false};
+};
+
+class CuptiBackend final : public Backend {
+ public:
+  CuptiBackend(const Api* api, Tuning tuning) : api_(api), tuning_(tuning) {}
+  ~CuptiBackend() override {
+    if (id_) Hub::instance().detach(id_, 0, /*final_flush=*/false);
+  }
+
+  void start(Sink& sink, const BackendConfig& config) override {
+    const Api* api = api_;
+    if (!api) {
+      std::string why;
+      api = real_api(&why);
+      if (!api) throw DeviceUnavailable("CUPTI backend: " + why);
+    }
+    id_ = Hub::instance().attach(*api, sink, config);
+  }
+  void flush() override {
+    if (id_) Hub::instance().flush(tuning_.flush_wait_ms);
+  }
+  void stop() override {
+    if (id_) Hub::instance().detach(std::exchange(id_, 0), tuning_.flush_wait_ms, /*final_flush=*/true);
+  }
+
+ private:
+  const Api* api_;
+  Tuning tuning_;
+  std::uint64_t id_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_backend(const Api* api, Tuning tuning) {
+  return std::make_unique<CuptiBackend>(api, tuning);
+}
+
+Counters counters() { return Hub::instance().counters(); }
+
+}  // namespace tilejit::profiler::cupti
+
+namespace tilejit::profiler::detail {
+BackendFactory cupti_backend_factory() {
+  return [] { return cupti::make_backend(); };
+}
+}  // namespace tilejit::profiler::detail

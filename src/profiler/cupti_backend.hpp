@@ -1,0 +1,138 @@
+// src/profiler/cupti_backend.hpp — the "cupti" backend's testable pieces
+// (private to the library and its tests). See cupti_backend.cpp and
+// docs/profiler.md ("The CUPTI backend").
+//
+// Everything CUPTI-facing goes through `Api`, a table of CUPTI entry points:
+// `real_api()` fills it from the dlopen'ed libcupti; the tests fill it with a
+// test double, so the whole path (launch callback -> correlate_launch ->
+// activity buffer -> Sink::kernel, the fault rules) runs without a GPU.
+#pragma once
+#include <cupti.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include <tilejit/profiler/backend.hpp>
+
+namespace tilejit::profiler::cupti {
+
+// ---- clock calibration (pure) ------------------------------------------------
+
+/// One simultaneous reading of CUPTI's clock (cuptiGetTimestamp, the clock of
+/// activity records) and of the profiler clock (now_ns()).
+struct ClockSample {
+  std::uint64_t cupti_ns = 0;
+  std::uint64_t mono_ns = 0;
+};
+
+/// mono = anchor.mono_ns + (cupti - anchor.cupti_ns) * slope, clamped at 0.
+struct ClockMap {
+  ClockSample anchor;
+  double slope = 1.0;
+  std::uint64_t to_mono(std::uint64_t cupti_ns) const noexcept;
+};
+
+/// Below this baseline (ns between the first and latest sample) the rate is
+/// not measured: slope 1, anchored at the latest sample.
+inline constexpr std::uint64_t kMinBaselineNs = 100'000'000;  // 100 ms
+/// A fitted rate further than this from 1 means a clock was stepped (e.g.
+/// NTP on a realtime clock): slope 1, anchored at the latest sample.
+inline constexpr double kMaxSkew = 1e-3;  // 1000 ppm
+
+/// The linear map through `first` and `latest` (the line that keeps both
+/// samples exact). Falls back to slope 1 through `latest` when the baseline is
+/// shorter than kMinBaselineNs, runs backwards, or the fitted rate is off by
+/// more than kMaxSkew.
+ClockMap fit_clock(const ClockSample& first, const ClockSample& latest) noexcept;
+
+/// Of several bracketed readings (mono before, cupti, mono after), the one
+/// with the narrowest bracket, its mono time at the bracket's midpoint.
+struct Bracket {
+  std::uint64_t mono_before = 0;
+  std::uint64_t cupti_ns = 0;
+  std::uint64_t mono_after = 0;
+};
+ClockSample best_sample(const Bracket* readings, std::size_t n) noexcept;
+
+// ---- activity record -> KernelRecord (pure) ------------------------------------
+
+/// A CUPTI kernel activity record (CUpti_ActivityKernel4 .. 10 share the
+/// fields read here, at the same offsets) as a KernelRecord on the profiler
+/// clock. nullopt for a record CUPTI delivered incomplete (a forced flush of a
+/// kernel still running: start or end 0, or end < start).
+template <class K>
+std::optional<KernelRecord> to_kernel_record(const K& k, const ClockMap& clock) {
+  if (k.start == 0 || k.end == 0 || k.end < k.start) return std::nullopt;
+  KernelRecord r;
+  r.name = k.name ? k.name : "<unnamed kernel>";
+  r.correlation_id = k.correlationId;
+  r.start_ns = clock.to_mono(k.start);
+  r.end_ns = std::max(r.start_ns, clock.to_mono(k.end));
+  r.device_id = k.deviceId;
+  r.device_type = DeviceType::CUDA;
+  r.stream_id = k.streamId;
+  return r;
+}
+
+// ---- the CUPTI layer ---------------------------------------------------------------
+
+/// The CUPTI entry points the backend uses, plus the three CUDA-driver facts it
+/// needs. Required members must be non-null; subscribe_v2 is optional
+/// (CUPTI >= 12.x names the subscriber already holding CUPTI).
+struct Api {
+  std::string library;  ///< what was loaded, for messages
+  decltype(&::cuptiGetResultString) get_result_string = nullptr;
+  decltype(&::cuptiSubscribe) subscribe = nullptr;
+  decltype(&::cuptiSubscribe_v2) subscribe_v2 = nullptr;  // optional
+  decltype(&::cuptiUnsubscribe) unsubscribe = nullptr;
+  decltype(&::cuptiEnableCallback) enable_callback = nullptr;
+  decltype(&::cuptiActivityRegisterCallbacks) activity_register_callbacks = nullptr;
+  decltype(&::cuptiActivityEnable) activity_enable = nullptr;
+  decltype(&::cuptiActivityDisable) activity_disable = nullptr;
+  decltype(&::cuptiActivityFlushAll) activity_flush_all = nullptr;
+  decltype(&::cuptiActivityGetNextRecord) activity_get_next_record = nullptr;
+  decltype(&::cuptiActivityGetNumDroppedRecords) activity_get_num_dropped_records = nullptr;
+  decltype(&::cuptiGetTimestamp) get_timestamp = nullptr;
+  /// A usable CUDA driver with at least one device; else false and why.
+  bool (*driver_ready)(std::string* why) = nullptr;
+  /// sink.device(CUDA, ordinal, info) for every device.
+  void (*describe_devices)(Sink& sink) = nullptr;
+  /// Synchronize the calling thread's current context, if it has one.
+  void (*synchronize_current)() = nullptr;
+};
+
+/// The entry points of the dlopen'ed libcupti (TILEJIT_CUPTI_LIBRARY if set,
+/// then libcupti.so.13, .so.12, .so, then under /usr/local/cuda and $CUDA_HOME),
+/// or nullptr with the reason in *why. Loads once per process.
+const Api* real_api(std::string* why = nullptr);
+
+/// "CUPTI_ERROR_... (text)" for a CUPTI result.
+std::string describe(const Api& api, CUptiResult r);
+
+struct Tuning {
+  /// flush() waits this long at most for the records of launches made before
+  /// it (CUPTI returns a buffer only once every record in it is complete).
+  std::uint32_t flush_wait_ms = 1000;
+};
+
+/// A backend over `api` (nullptr: real_api(), loaded at start()).
+std::unique_ptr<Backend> make_backend(const Api* api = nullptr, Tuning tuning = {});
+
+/// Process-wide counters, for tests and diagnostics.
+struct Counters {
+  std::uint64_t records = 0;     ///< kernel records delivered
+  std::uint64_t incomplete = 0;  ///< kernel records dropped as incomplete
+  std::uint64_t dropped = 0;     ///< records CUPTI dropped (buffers full)
+  int sessions = 0;              ///< backends attached now
+};
+Counters counters();
+
+}  // namespace tilejit::profiler::cupti
+
+namespace tilejit::profiler::detail {
+/// What the profiler's registry installs under "cupti" (session.cpp).
+BackendFactory cupti_backend_factory();
+}  // namespace tilejit::profiler::detail

@@ -1,0 +1,677 @@
+// The "cupti" backend (src/profiler/cupti_backend.cpp):
+//  * pure pieces: clock calibration, activity record -> KernelRecord;
+//  * the whole path over a test double of the CUPTI layer (launch callback ->
+//    correlate_launch -> activity buffer -> session), and the fault rules;
+//  * without a GPU: the real backend fails cleanly and the session records scopes;
+//  * with a GPU ("profiler cupti gpu: ..."): real attribution of tilejit kernels.
+#include <cstdio>
+#include <deque>
+#include <fcntl.h>
+#include <mutex>
+#include <set>
+#include <thread>
+#include <unistd.h>
+
+#include "examples/vector_add.hpp"
+#include "profiler_test_util.hpp"
+#include "src/profiler/cupti_backend.hpp"
+#include "tilejit/tilejit.hpp"
+
+using namespace prof_test;
+namespace tp = tilejit::profiler;
+namespace cu = tilejit::profiler::cupti;
+
+namespace {
+
+/// Captures what the process writes to stderr (fd 2) while alive.
+class StderrCapture {
+ public:
+  StderrCapture() {
+    std::fflush(stderr);
+    path_ = fs::temp_directory_path() / ("tj_cupti_stderr_" + std::to_string(::getpid()));
+    int fd = ::open(path_.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0600);
+    saved_ = ::dup(2);
+    ::dup2(fd, 2);
+    ::close(fd);
+  }
+  ~StderrCapture() { restore(); }
+  std::string text() {
+    restore();
+    return read_file(path_);
+  }
+
+ private:
+  void restore() {
+    if (saved_ < 0) return;
+    std::fflush(stderr);
+    ::dup2(saved_, 2);
+    ::close(saved_);
+    saved_ = -1;
+  }
+  fs::path path_;
+  int saved_ = -1;
+};
+
+bool contains(const std::string& s, std::string_view what) { return s.find(what) != std::string::npos; }
+
+/// A Sink that keeps what it is given.
+struct CaptureSink final : tp::Sink {
+  std::mutex mu;
+  std::vector<tp::KernelRecord> kernels;
+  std::vector<std::pair<std::uint32_t, tp::DeviceInfo>> devices;
+  void kernel(const tp::KernelRecord& r) noexcept override {
+    std::lock_guard g(mu);
+    kernels.push_back(r);
+  }
+  void device(tp::DeviceType, std::uint32_t id, const tp::DeviceInfo& info) noexcept override {
+    std::lock_guard g(mu);
+    devices.emplace_back(id, info);
+  }
+};
+
+// ---- a test double of the CUPTI layer ------------------------------------------------
+
+namespace fake {
+
+struct State {
+  std::recursive_mutex mu;
+  bool driver_ok = true;
+  CUptiResult subscribe_result = CUPTI_SUCCESS;
+  int subscribes = 0, unsubscribes = 0;
+  CUpti_CallbackFunc callback = nullptr;
+  void* userdata = nullptr;
+  bool subscribed = false;
+  std::set<std::pair<int, unsigned>> enabled;
+  CUpti_BuffersCallbackRequestFunc request = nullptr;
+  CUpti_BuffersCallbackCompleteFunc complete = nullptr;
+  bool activity_on = false;
+  int forced_flushes = 0;
+  std::size_t last_buffer_size = 0;
+  std::size_t dropped_next = 0;
+  std::vector<CUpti_ActivityKernel10> queued;  // handed back at the next flush
+  std::deque<std::string> names;               // record names point here
+  std::uint64_t offset = 5'000'000'000'000;    // CUPTI clock = now_ns() + offset
+};
+State& st() {
+  static State s;
+  return s;
+}
+
+CUptiResult get_result_string(CUptiResult r, const char** s) {
+  *s = r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"
+                                                            : "CUPTI_ERROR_FAKE";
+  return CUPTI_SUCCESS;
+}
+CUptiResult subscribe(CUpti_SubscriberHandle* h, CUpti_CallbackFunc cb, void* ud) {
+  std::lock_guard g(st().mu);
+  if (st().subscribe_result != CUPTI_SUCCESS) return st().subscribe_result;
+  if (st().subscribed) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;  // as CUPTI: one at a time
+  ++st().subscribes;
+  st().subscribed = true;
+  st().callback = cb;
+  st().userdata = ud;
+  *h = reinterpret_cast<CUpti_SubscriberHandle>(&st());
+  return CUPTI_SUCCESS;
+}
+CUptiResult unsubscribe(CUpti_SubscriberHandle) {
+  std::lock_guard g(st().mu);
+  ++st().unsubscribes;
+  st().subscribed = false;
+  st().callback = nullptr;
+  st().enabled.clear();
+  return CUPTI_SUCCESS;
+}
+CUptiResult enable_callback(uint32_t on, CUpti_SubscriberHandle, CUpti_CallbackDomain d, CUpti_CallbackId id) {
+  std::lock_guard g(st().mu);
+  if (on) st().enabled.insert({int(d), id});
+  else st().enabled.erase({int(d), id});
+  return CUPTI_SUCCESS;
+}
+CUptiResult register_callbacks(CUpti_BuffersCallbackRequestFunc rq, CUpti_BuffersCallbackCompleteFunc cp) {
+  std::lock_guard g(st().mu);
+  st().request = rq;
+  st().complete = cp;
+  return CUPTI_SUCCESS;
+}
+CUptiResult activity_enable(CUpti_ActivityKind k) {
+  if (k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) st().activity_on = true;
+  return CUPTI_SUCCESS;
+}
+CUptiResult activity_disable(CUpti_ActivityKind k) {
+  if (k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) st().activity_on = false;
+  return CUPTI_SUCCESS;
+}
+CUptiResult flush_all(uint32_t flag) {
+  std::vector<CUpti_ActivityKernel10> recs;
+  {
+    std::lock_guard g(st().mu);
+    if (flag & CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) ++st().forced_flushes;
+    recs.swap(st().queued);
+    if (recs.empty() && st().dropped_next == 0) return CUPTI_SUCCESS;
+  }
+  std::uint8_t* buf = nullptr;
+  std::size_t size = 0, max_records = 0;
+  st().request(&buf, &size, &max_records);
+  REQUIRE(buf != nullptr);
+  st().last_buffer_size = size;
+  std::size_t used = 0;
+  for (const auto& r : recs) {  // a buffer of at least 4 KiB: the tests queue a few records
+    REQUIRE(used + sizeof r <= size);
+    std::memcpy(buf + used, &r, sizeof r);
+    used += sizeof r;
+  }
+  st().complete(nullptr, 0, buf, size, used);
+  return CUPTI_SUCCESS;
+}
+CUptiResult get_next_record(uint8_t* buf, size_t valid, CUpti_Activity** rec) {
+  std::uint8_t* p = *rec ? reinterpret_cast<std::uint8_t*>(*rec) + sizeof(CUpti_ActivityKernel10) : buf;
+  if (p + sizeof(CUpti_ActivityKernel10) > buf + valid) return CUPTI_ERROR_MAX_LIMIT_REACHED;
+  *rec = reinterpret_cast<CUpti_Activity*>(p);
+  return CUPTI_SUCCESS;
+}
+CUptiResult num_dropped(CUcontext, uint32_t, size_t* n) {
+  std::lock_guard g(st().mu);
+  *n = std::exchange(st().dropped_next, 0);
+  return CUPTI_SUCCESS;
+}
+CUptiResult timestamp(uint64_t* t) {
+  *t = tp::now_ns() + st().offset;
+  return CUPTI_SUCCESS;
+}
+bool driver_ready(std::string* why) {
+  if (!st().driver_ok) *why = "fake: no driver";
+  return st().driver_ok;
+}
+void describe_devices(tp::Sink& sink) { sink.device(tp::DeviceType::CUDA, 0, {1980000, 2619000, 6144, 132, "90a"}); }
+void synchronize_current() {}
+
+const cu::Api& api() {
+  static const cu::Api a = [] {
+    cu::Api x;
+    x.library = "fake libcupti";
+    x.get_result_string = &get_result_string;
+    x.subscribe = &subscribe;
+    x.unsubscribe = &unsubscribe;
+    x.enable_callback = &enable_callback;
+    x.activity_register_callbacks = &register_callbacks;
+    x.activity_enable = &activity_enable;
+    x.activity_disable = &activity_disable;
+    x.activity_flush_all = &flush_all;
+    x.activity_get_next_record = &get_next_record;
+    x.activity_get_num_dropped_records = &num_dropped;
+    x.get_timestamp = &timestamp;
+    x.driver_ready = &driver_ready;
+    x.describe_devices = &describe_devices;
+    x.synchronize_current = &synchronize_current;
+    return x;
+  }();
+  return a;
+}
+
+void reset() {
+  std::lock_guard g(st().mu);
+  REQUIRE_FALSE(st().subscribed);  // every earlier test tore CUPTI down
+  st().driver_ok = true;
+  st().subscribe_result = CUPTI_SUCCESS;
+  st().subscribes = st().unsubscribes = st().forced_flushes = 0;
+  st().dropped_next = 0;
+  st().queued.clear();
+}
+
+/// What CUPTI does around a launch on the calling thread: API_ENTER, the
+/// launch itself (`inside`), API_EXIT with the launch's return code.
+template <class F>
+void api_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, std::uint32_t corr, int rc, F inside) {
+  CUpti_CallbackData cb{};
+  cb.correlationId = corr;
+  cb.functionName = "fake launch";
+  cb.callbackSite = CUPTI_API_ENTER;
+  st().callback(st().userdata, domain, cbid, &cb);
+  inside();
+  cb.callbackSite = CUPTI_API_EXIT;
+  cb.functionReturnValue = &rc;
+  st().callback(st().userdata, domain, cbid, &cb);
+}
+void driver_launch(std::uint32_t corr, int rc = 0) {
+  api_call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, corr, rc, [] {});
+}
+/// cudaLaunchKernel that (as a runtime may) calls a driver launch inside.
+void runtime_launch(std::uint32_t corr, std::uint32_t inner_driver_corr) {
+  api_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000, corr, 0,
+           [&] { driver_launch(inner_driver_corr); });
+}
+
+CUpti_ActivityKernel10 kernel_record(std::string name, std::uint32_t corr, std::uint64_t start_mono,
+                                     std::uint64_t dur, std::uint32_t stream = 7) {
+  std::lock_guard g(st().mu);
+  CUpti_ActivityKernel10 k{};
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  st().names.push_back(std::move(name));
+  k.name = st().names.back().c_str();
+  k.correlationId = corr;
+  k.start = start_mono + st().offset;
+  k.end = k.start + dur;
+  k.completed = k.end;
+  k.deviceId = 0;
+  k.streamId = stream;
+  return k;
+}
+void queue(const CUpti_ActivityKernel10& k) {
+  std::lock_guard g(st().mu);
+  st().queued.push_back(k);
+}
+
+void register_fake(std::uint32_t wait_ms = 50) {
+  tp::register_backend("cupti_fake", [wait_ms] { return cu::make_backend(&api(), {.flush_wait_ms = wait_ms}); });
+}
+
+}  // namespace fake
+
+bool have_gpu() {
+  auto d = tilejit::Device::best();
+  if (d.backend() == tilejit::Backend::interpreter) {
+    MESSAGE("no GPU: skipping the CUPTI device test (", tilejit::Device::cuda_unavailable_reason(), ")");
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// ---- pure pieces ----------------------------------------------------------------------
+
+TEST_CASE("profiler cupti: clock calibration maps CUPTI time onto now_ns()") {
+  SUBCASE("a pure offset") {
+    const cu::ClockSample a{1'000'000, 50'000'000'000}, b{1'000'000 + 2'000'000'000, 52'000'000'000};
+    const auto m = cu::fit_clock(a, b);
+    CHECK(m.slope == 1.0);
+    CHECK(m.to_mono(1'000'000) == 50'000'000'000);
+    CHECK(m.to_mono(1'000'500) == 50'000'000'500);
+    CHECK(m.to_mono(1'000'000 + 3'000'000'000ull) == 53'000'000'000);  // extrapolates past the latest sample
+  }
+  SUBCASE("a rate difference (CUPTI's clock 100 ppm fast) is fitted through both samples") {
+    const cu::ClockSample a{10'000'000'000, 1'000'000'000};
+    const cu::ClockSample b{10'000'000'000 + 10'001'000'000ull, 1'000'000'000 + 10'000'000'000ull};
+    const auto m = cu::fit_clock(a, b);
+    CHECK(m.slope == doctest::Approx(1.0 / 1.0001).epsilon(1e-12));
+    CHECK(m.to_mono(a.cupti_ns) == a.mono_ns);
+    CHECK(m.to_mono(b.cupti_ns) == b.mono_ns);
+    CHECK(m.to_mono(a.cupti_ns + 5'000'500'000) == a.mono_ns + 5'000'000'000);  // halfway
+    // A 1 ms kernel measured on CUPTI's clock is 999.9 us on the profiler's.
+    CHECK(m.to_mono(b.cupti_ns + 1'000'000) - m.to_mono(b.cupti_ns) == 999'900);
+  }
+  SUBCASE("a baseline under 100 ms: slope 1 through the latest sample") {
+    const cu::ClockSample a{1'000, 7'000}, b{1'000 + 50'000'000, 7'000 + 50'001'000};
+    const auto m = cu::fit_clock(a, b);
+    CHECK(m.slope == 1.0);
+    CHECK(m.anchor.cupti_ns == b.cupti_ns);
+    CHECK(m.to_mono(b.cupti_ns + 10) == b.mono_ns + 10);
+    CHECK(cu::fit_clock(a, a).to_mono(a.cupti_ns + 3) == a.mono_ns + 3);  // one sample (start)
+  }
+  SUBCASE("a stepped clock (rate off by > 1000 ppm) or one running backwards: slope 1, latest anchor") {
+    const cu::ClockSample a{0, 1'000'000'000}, stepped{1'000'000'000, 2'500'000'000};
+    auto m = cu::fit_clock(a, stepped);
+    CHECK(m.slope == 1.0);
+    CHECK(m.to_mono(stepped.cupti_ns) == stepped.mono_ns);
+    const cu::ClockSample back{5'000'000'000, 900'000'000};
+    m = cu::fit_clock(back, a);
+    CHECK(m.slope == 1.0);
+    CHECK(m.to_mono(a.cupti_ns + 1) == a.mono_ns + 1);
+  }
+  SUBCASE("times before the profiler clock's origin clamp to 0") {
+    const auto m = cu::fit_clock({5'000'000'000, 1'000}, {5'000'000'000, 1'000});
+    CHECK(m.to_mono(5'000'000'000 - 999) == 1);
+    CHECK(m.to_mono(5'000'000'000 - 5'000) == 0);
+    CHECK(m.to_mono(0) == 0);
+  }
+  SUBCASE("the narrowest bracket wins, at its midpoint") {
+    const cu::Bracket r[] = {{100, 7'000, 400}, {1'000, 8'000, 1'020}, {2'000, 9'000, 2'100}, {50, 1, 10}};
+    const auto s = cu::best_sample(r, 4);  // the last one is malformed (after < before)
+    CHECK(s.cupti_ns == 8'000);
+    CHECK(s.mono_ns == 1'010);
+  }
+}
+
+TEST_CASE("profiler cupti: an activity kernel record converts to a KernelRecord") {
+  const auto clock = cu::fit_clock({1'000'000'000, 20'000}, {1'000'000'000, 20'000});  // mono = cupti - 999'980'000
+  CUpti_ActivityKernel10 k{};
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.name = "VecAdd_96_float";
+  k.correlationId = 4242;
+  k.start = 1'000'005'000;
+  k.end = 1'000'012'500;
+  k.deviceId = 3;
+  k.streamId = 13;
+  k.gridX = 7;
+  auto r = cu::to_kernel_record(k, clock);
+  REQUIRE(r.has_value());
+  CHECK(r->name == "VecAdd_96_float");
+  CHECK(r->correlation_id == 4242);
+  CHECK(r->start_ns == 25'000);
+  CHECK(r->end_ns == 32'500);
+  CHECK(r->device_id == 3);
+  CHECK(r->device_type == tp::DeviceType::CUDA);
+  CHECK(r->stream_id == 13);
+
+  SUBCASE("incomplete records (a forced flush of a running kernel) are rejected") {
+    auto inc = k;
+    inc.end = 0;
+    CHECK_FALSE(cu::to_kernel_record(inc, clock).has_value());
+    inc = k;
+    inc.start = 0;
+    CHECK_FALSE(cu::to_kernel_record(inc, clock).has_value());
+    inc = k;
+    inc.end = k.start - 1;
+    CHECK_FALSE(cu::to_kernel_record(inc, clock).has_value());
+  }
+  SUBCASE("a record without a name, and any struct with CUPTI's kernel fields") {
+    struct Like {
+      std::uint64_t start, end;
+      std::uint32_t deviceId, streamId, correlationId;
+      const char* name;
+    } like{1'000'000'100, 1'000'000'100, 1, 2, 9, nullptr};
+    auto l = cu::to_kernel_record(like, clock);
+    REQUIRE(l.has_value());
+    CHECK(l->name == "<unnamed kernel>");
+    CHECK(l->start_ns == 20'100);
+    CHECK(l->end_ns == 20'100);  // a zero-length kernel is complete
+    CHECK(l->correlation_id == 9);
+  }
+}
+
+// ---- the whole path over the CUPTI test double ------------------------------------------
+
+TEST_CASE("profiler cupti: kernels land under the scope that launched them (CUPTI test double)") {
+  fake::reset();
+  fake::register_fake();
+  auto dir = temp_dir("cupti_fake");
+  auto s = tp::start((dir / "run").string(), {.backend = "cupti_fake", .buffer_size = 1 << 20});
+  REQUIRE(tp::stats(s).kernel_records);
+  CHECK(fake::st().subscribed);
+  CHECK(fake::st().activity_on);
+  CHECK(fake::st().enabled.count({CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel}) == 1);
+  CHECK(fake::st().enabled.count({CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx}) == 1);
+  CHECK(fake::st().enabled.count({CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaLaunchKernel_v7000}) == 1);
+  CHECK(cu::counters().sessions == 1);
+
+  const std::uint64_t t0 = tp::now_ns();
+  {
+    tp::Scope a("a");
+    fake::driver_launch(11);
+    fake::queue(fake::kernel_record("k_a", 11, t0 + 1'000, 5'000));
+    fake::driver_launch(12);
+    fake::queue(fake::kernel_record("k_a", 12, t0 + 7'000, 3'000));
+  }
+  {
+    tp::Scope b("b");
+    fake::runtime_launch(20, 21);  // the nested driver launch binds nothing
+    fake::queue(fake::kernel_record("k_b", 20, t0 + 11'000, 7'000));
+  }
+  CHECK(tp::stats(s).pending_launches == 3);
+  fake::queue(fake::kernel_record("stray", 99, t0 + 20'000, 1'000));  // never launched here: ROOT
+  REQUIRE(tp::get(s, 0).has_value());  // flushes the backend while the session is active
+  CHECK(tp::stats(s).pending_launches == 0);
+  auto rep = tp::finalize(s);
+  REQUIRE(rep.files.size() == 1);
+  CHECK(fake::st().forced_flushes == 1);
+  CHECK_FALSE(fake::st().subscribed);  // CUPTI handed back
+  CHECK_FALSE(fake::st().activity_on);
+  CHECK(fake::st().last_buffer_size == 1 << 20);  // Options::buffer_size
+  CHECK(cu::counters().sessions == 0);
+
+  json j = read_json(rep.files[0]);
+  const json& root = j[0];
+  CAPTURE(root.dump());
+  auto top = child_names(root);
+  std::sort(top.begin(), top.end());
+  CHECK(top == std::vector<std::string>{"a", "b", "stray"});
+  CHECK(at(root, {"stray"})["metrics"]["count"] == 1);
+  const json& ka = at(root, {"a", "k_a"});
+  CHECK(ka["metrics"]["time (ns)"] == 8'000);
+  CHECK(ka["metrics"]["count"] == 2);
+  CHECK(ka["metrics"]["device_type"] == "CUDA");
+  CHECK(ka["metrics"]["device_id"] == "0");
+  const json& kb = at(root, {"b", "k_b"});
+  CHECK(kb["metrics"]["time (ns)"] == 7'000);
+  CHECK(kb["metrics"]["count"] == 1);
+  CHECK(at(root, {"b"})["metrics"]["time (ns) (inc)"] == 7'000);
+  CHECK(j[1]["CUDA"]["0"]["arch"] == "90a");
+  CHECK(j[1]["CUDA"]["0"]["num_sms"] == 132);
+}
+
+TEST_CASE("profiler cupti: records carry calibrated profiler-clock times (CUPTI test double)") {
+  fake::reset();
+  CaptureSink sink;
+  auto b = cu::make_backend(&fake::api(), {.flush_wait_ms = 50});
+  b->start(sink, {"direct", "", 64ull << 20});
+  REQUIRE(sink.devices.size() == 1);
+  const std::uint64_t t = tp::now_ns();
+  fake::driver_launch(5);
+  fake::queue(fake::kernel_record("timed", 5, t + 2'000'000, 250'000, 3));
+  b->flush();
+  REQUIRE(sink.kernels.size() == 1);
+  const auto& r = sink.kernels[0];
+  CHECK(r.name == "timed");
+  CHECK(r.correlation_id == 5);
+  CHECK(r.stream_id == 3);
+  CHECK(r.end_ns - r.start_ns == 250'000);
+  // CUPTI's clock is 5000 s ahead; the map brings the start back to within the
+  // calibration bracket (generously: 1 ms on a loaded machine).
+  const std::int64_t err = static_cast<std::int64_t>(r.start_ns) - static_cast<std::int64_t>(t + 2'000'000);
+  CHECK(std::llabs(err) < 1'000'000);
+  b->stop();
+  CHECK_FALSE(fake::st().subscribed);
+}
+
+TEST_CASE("profiler cupti: flush waits for the record of the last launch, not for failed launches") {
+  fake::reset();
+  CaptureSink sink;
+  auto b = cu::make_backend(&fake::api(), {.flush_wait_ms = 5'000});
+  b->start(sink, {"wait", "", 64ull << 20});
+  const std::uint64_t t = tp::now_ns();
+  fake::driver_launch(31);
+  std::thread late([&] {  // the kernel completes (its record becomes deliverable) 30 ms later
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    fake::queue(fake::kernel_record("late", 31, t, 1'000));
+  });
+  b->flush();
+  late.join();
+  CHECK(sink.kernels.size() == 1);
+
+  fake::driver_launch(32, /*rc=*/1);  // CUDA_ERROR_INVALID_VALUE: no kernel will come
+  const auto w0 = std::chrono::steady_clock::now();
+  b->flush();
+  CHECK(std::chrono::steady_clock::now() - w0 < std::chrono::seconds(2));
+  b->stop();
+}
+
+TEST_CASE("profiler cupti: two sessions share one CUPTI subscription") {
+  fake::reset();
+  fake::register_fake();
+  auto dir = temp_dir("cupti_two");
+  auto s1 = tp::start((dir / "one").string(), {.backend = "cupti_fake"});
+  auto s2 = tp::start((dir / "two").string(), {.backend = "cupti_fake"});
+  CHECK(tp::stats(s1).kernel_records);
+  CHECK(tp::stats(s2).kernel_records);
+  CHECK(fake::st().subscribes == 1);
+  const std::uint64_t t0 = tp::now_ns();
+  {
+    tp::Scope x("x");
+    fake::driver_launch(41);
+    fake::queue(fake::kernel_record("kx", 41, t0 + 100, 900));
+  }
+  auto r1 = tp::finalize(s1);
+  CHECK(fake::st().subscribed);  // s2 still uses it
+  auto r2 = tp::finalize(s2);
+  CHECK_FALSE(fake::st().subscribed);
+  for (const auto& f : {r1.files.at(0), r2.files.at(0)}) {
+    CAPTURE(f);
+    json root = read_json(f)[0];
+    CHECK(at(root, {"x", "kx"})["metrics"]["time (ns)"] == 900);
+  }
+}
+
+TEST_CASE("profiler cupti: dropped records are counted and reported once") {
+  fake::reset();
+  CaptureSink sink;
+  auto b = cu::make_backend(&fake::api(), {.flush_wait_ms = 50});
+  b->start(sink, {"drop", "", 4096});
+  const auto before = cu::counters().dropped;
+  StderrCapture err;
+  fake::st().dropped_next = 3;
+  b->flush();
+  std::string text = err.text();
+  CHECK(cu::counters().dropped == before + 3);
+  CHECK(contains(text, "dropped 3 kernel record"));
+  CHECK(contains(text, "buffer_size"));
+  b->stop();
+}
+
+// ---- fault rules ---------------------------------------------------------------------------
+
+TEST_CASE("profiler cupti: CUPTI held by another profiler gives a message and a session without kernels") {
+  fake::reset();
+  fake::register_fake();
+  fake::st().subscribe_result = CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
+  auto dir = temp_dir("cupti_taken");
+  StderrCapture err;
+  auto s = tp::start((dir / "taken").string(), {.backend = "cupti_fake"});
+  std::string text = err.text();
+  CHECK(contains(text, "backend 'cupti_fake' unavailable"));
+  CHECK(contains(text, "already in use by another profiler"));
+  CHECK(contains(text, "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"));
+  CHECK_FALSE(tp::stats(s).kernel_records);
+  CHECK_FALSE(fake::st().activity_on);  // nothing of the other client's setup was touched
+  {
+    tp::Scope a("still_recorded");
+    tp::add_metric(tp::bytes(10));
+  }
+  json root = json::parse(*tp::get(s, 0))[0];
+  CHECK(child_names(root) == std::vector<std::string>{"still_recorded"});
+  CHECK(tp::finalize(s).files.size() == 1);
+
+  CaptureSink sink;  // and the backend's own error, directly
+  auto b = cu::make_backend(&fake::api());
+  CHECK_THROWS_AS(b->start(sink, {}), tilejit::DeviceUnavailable);
+  fake::st().subscribe_result = CUPTI_SUCCESS;
+}
+
+TEST_CASE("profiler cupti: no CUDA driver under the CUPTI layer gives a clear error") {
+  fake::reset();
+  fake::st().driver_ok = false;
+  CaptureSink sink;
+  auto b = cu::make_backend(&fake::api());
+  try {
+    b->start(sink, {});
+    FAIL("start() should have thrown");
+  } catch (const tilejit::DeviceUnavailable& e) {
+    CHECK(contains(e.what(), "no usable CUDA device"));
+    CHECK(contains(e.what(), "fake: no driver"));
+  }
+  CHECK(fake::st().subscribes == 0);
+  fake::st().driver_ok = true;
+}
+
+TEST_CASE("profiler cupti: the real backend without a GPU prints why and the session records scopes") {
+  auto names = tp::registered_backends();
+  CHECK(std::find(names.begin(), names.end(), "cupti") != names.end());
+  auto dir = temp_dir("cupti_real");
+  StderrCapture err;
+  auto s = tp::start((dir / "real").string(), {.backend = "cupti"});
+  std::string text = err.text();
+  const bool kernels = tp::stats(s).kernel_records;
+  {
+    tp::Scope a("outer");
+    tp::Scope b("inner");
+  }
+  json root = json::parse(*tp::get(s, 0))[0];
+  CHECK(child_names(at(root, {"outer"})) == std::vector<std::string>{"inner"});
+  auto rep = tp::finalize(s);
+  CHECK(rep.files.size() == 1);
+  if (kernels) {
+    MESSAGE("CUPTI started on this machine (a GPU is present): nothing to check for the no-GPU path");
+  } else {
+    MESSAGE("the message: " << text);
+    CHECK(contains(text, "backend 'cupti' unavailable"));
+    CHECK((contains(text, "CUDA") || contains(text, "CUPTI") || contains(text, "libcupti")));
+    CHECK(contains(text, "without kernel records"));
+    CaptureSink sink;
+    CHECK_THROWS_AS(cu::make_backend()->start(sink, {}), tilejit::DeviceUnavailable);
+  }
+}
+
+// ---- on a GPU --------------------------------------------------------------------------------
+
+TEST_CASE("profiler cupti gpu: tilejit kernels of two scopes, with time, count and device") {
+  if (!have_gpu()) return;
+  namespace tj = tilejit;
+  auto dev = tj::Device::best();
+  const int n = 1 << 20;
+  const std::size_t bytes = std::size_t(n) * sizeof(float);
+  std::vector<float> x(n, 1.f), y(n, 2.f), out(n);
+  auto* dx = static_cast<float*>(dev.alloc(bytes));
+  auto* dy = static_cast<float*>(dev.alloc(bytes));
+  auto* dout = static_cast<float*>(dev.alloc(bytes));
+  dev.copy_to_device(dx, x.data(), bytes);
+  dev.copy_to_device(dy, y.data(), bytes);
+  auto k = tj::compile<examples::VecAdd<96>>(dev, {.num_warps = 1});
+  const tj::Grid grid{tj::cdiv(n, 96)};
+
+  auto dir = temp_dir("cupti_gpu");
+  auto s = tp::start((dir / "gpu").string(), {.backend = "cupti"});
+  REQUIRE_MESSAGE(tp::stats(s).kernel_records, "the cupti backend did not start (see the message above)");
+  {
+    tp::Scope a("scope_a");
+    for (int i = 0; i < 2; ++i) k.launch(grid, dx, dy, dout, n);
+  }
+  {
+    tp::Scope b("scope_b");
+    for (int i = 0; i < 3; ++i) k.launch(grid, dx, dy, dout, n);
+  }
+  dev.synchronize();
+  auto rep = tp::finalize(s);
+  dev.copy_to_host(out.data(), dout, bytes);
+  CHECK(out[n - 1] == 3.f);
+  dev.free(dx), dev.free(dy), dev.free(dout);
+  REQUIRE(rep.files.size() == 1);
+  json j = read_json(rep.files[0]);
+  MESSAGE("profile: " << j.dump());
+  const json& root = j[0];
+  for (auto [scope, launches] : {std::pair{"scope_a", 2}, std::pair{"scope_b", 3}}) {
+    CAPTURE(scope);
+    const json& sc = at(root, {scope});
+    REQUIRE(sc["children"].size() == 1);
+    const json& kn = sc["children"][0];
+    CHECK(contains(kn["frame"]["name"].get<std::string>(), "VecAdd"));
+    CHECK(kn["metrics"]["time (ns)"].get<std::int64_t>() > 0);
+    CHECK(kn["metrics"]["count"] == launches);
+    CHECK(kn["metrics"]["device_type"] == "CUDA");
+    CHECK(kn["metrics"]["device_id"] == std::to_string(dev.ordinal()));
+  }
+  CHECK(j[1]["CUDA"][std::to_string(dev.ordinal())]["num_sms"].get<std::int64_t>() > 0);
+}
+
+TEST_CASE("profiler cupti gpu: CUPTI already subscribed elsewhere, then handed back") {
+  if (!have_gpu()) return;
+  std::string why;
+  const cu::Api* api = cu::real_api(&why);
+  REQUIRE_MESSAGE(api != nullptr, why);
+  CUpti_SubscriberHandle other = nullptr;
+  auto noop = [](void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {};
+  REQUIRE(api->subscribe(&other, noop, nullptr) == CUPTI_SUCCESS);  // "another profiler"
+  auto dir = temp_dir("cupti_gpu_taken");
+  {
+    StderrCapture err;
+    auto s = tp::start((dir / "taken").string(), {.backend = "cupti"});
+    std::string text = err.text();
+    MESSAGE("the message: " << text);
+    CHECK_FALSE(tp::stats(s).kernel_records);
+    CHECK(contains(text, "already in use by another profiler"));
+    { tp::Scope a("recorded"); }
+    CHECK(tp::finalize(s).files.size() == 1);
+  }
+  api->unsubscribe(other);
+  auto s = tp::start((dir / "free").string(), {.backend = "cupti"});
+  CHECK(tp::stats(s).kernel_records);  // our own teardown and theirs leave CUPTI usable
+  tp::finalize(s);
+}
