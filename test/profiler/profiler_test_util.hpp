@@ -88,7 +88,15 @@ class MockBackend final : public tp::Backend {
     queued_.clear();
     ++flushes;
   }
-  void stop() override { stopped = true; }
+  void stop() override {
+    stopped = true;
+    stops() += 1;  // outlives the backend, which the session deletes at finalize
+  }
+  /// How many MockBackends have been stopped in this process.
+  static int& stops() {
+    static int n = 0;
+    return n;
+  }
 
   /// Queue a record; it is delivered at the session's next flush.
   void push(tp::KernelRecord r) {
