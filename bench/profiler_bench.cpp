@@ -26,9 +26,12 @@ tj::Device& gpu() {
 
 enum Mode { kPlain = 0, kProfiled = 1, kFlushing = 2 };
 
-/// Runs `step(i)` n times under the given profiling mode; returns when the GPU is idle.
+/// Runs `step(i)` n times under the given profiling mode; returns when the GPU
+/// is idle. Session start (CUPTI subscription) and finalize (the last flush,
+/// the file write) are excluded from the timing: this measures the steady
+/// state of a long job. They are reported on their own by BM_SessionStartStop.
 template <class F>
-void under(int mode, int n, F&& step) {
+void under(benchmark::State& st, int mode, int n, F&& step) {
   if (mode == kPlain) {
     for (int i = 0; i < n; ++i) step(i);
     gpu().synchronize();
@@ -40,7 +43,9 @@ void under(int mode, int n, F&& step) {
   o.backend = "cupti";
   o.hook = "launch";
   if (mode == kFlushing) o.mode = "periodic_flushing";
+  st.PauseTiming();
   const auto s = tp::start((dir / "run").string(), o);
+  st.ResumeTiming();
   {
     tp::Scope top("loop");
     for (int i = 0; i < n; ++i) {
@@ -49,7 +54,22 @@ void under(int mode, int n, F&& step) {
     }
     gpu().synchronize();
   }
+  st.PauseTiming();
   tp::finalize(s);
+  std::filesystem::remove_all(dir);
+  st.ResumeTiming();
+}
+
+void BM_SessionStartStop(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  const auto dir = std::filesystem::temp_directory_path() / "tj_prof_bench_ss";
+  std::filesystem::create_directories(dir);
+  for (auto _ : st) {
+    tp::Options o;
+    o.backend = "cupti";
+    o.hook = "launch";
+    tp::finalize(tp::start((dir / "run").string(), o));
+  }
   std::filesystem::remove_all(dir);
 }
 
@@ -60,7 +80,7 @@ void BM_TinyLaunches(benchmark::State& st) {
   k.launch(tj::Grid{1}, p, p, p, 1024);
   gpu().synchronize();
   const int mode = static_cast<int>(st.range(0));
-  for (auto _ : st) under(mode, 100000, [&](int) { k.launch(tj::Grid{1}, p, p, p, 1024); });
+  for (auto _ : st) under(st, mode, 100000, [&](int) { k.launch(tj::Grid{1}, p, p, p, 1024); });
   st.SetLabel(mode == kPlain ? "no session" : mode == kProfiled ? "cupti + launch hook" : "cupti + hook + flush every 100");
   gpu().free(p);
 }
@@ -79,7 +99,7 @@ void BM_GemmLoop(benchmark::State& st) {
   k.launch(grid, a, b, c, M, M, M);
   gpu().synchronize();
   const int mode = static_cast<int>(st.range(0));
-  for (auto _ : st) under(mode, 50, [&](int) { k.launch(grid, a, b, c, M, M, M); });
+  for (auto _ : st) under(st, mode, 50, [&](int) { k.launch(grid, a, b, c, M, M, M); });
   st.SetLabel(mode == kPlain ? "no session" : mode == kProfiled ? "cupti + launch hook" : "cupti + hook + flush every 100");
   gpu().free(a), gpu().free(b), gpu().free(c);
 }
@@ -88,4 +108,5 @@ void BM_GemmLoop(benchmark::State& st) {
 
 BENCHMARK(BM_TinyLaunches)->Arg(kPlain)->Arg(kProfiled)->Arg(kFlushing)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
 BENCHMARK(BM_GemmLoop)->Arg(kPlain)->Arg(kProfiled)->Arg(kFlushing)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
+BENCHMARK(BM_SessionStartStop)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
 BENCHMARK_MAIN();
