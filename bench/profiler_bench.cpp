@@ -3,7 +3,7 @@
 // attributed), and with periodic flushing every 100 steps.
 //
 //   BM_TinyLaunches/*   100,000 launches of a one-program vector add (CPU-bound)
-//   BM_GemmLoop/*       50 GEMMs 4096³ (examples/gemm rung 4, GPU-bound)
+//   BM_GemmLoop/*/n     n GEMMs 4096³ (examples/gemm rung 4, GPU-bound), n = 50 and 500
 // Targets (issue 6): GPU-bound < 1% overhead, tiny launches < 1.3×, flushing < 2%.
 #include <benchmark/benchmark.h>
 
@@ -99,7 +99,9 @@ void BM_GemmLoop(benchmark::State& st) {
   k.launch(grid, a, b, c, M, M, M);
   gpu().synchronize();
   const int mode = static_cast<int>(st.range(0));
-  for (auto _ : st) under(st, mode, 50, [&](int) { k.launch(grid, a, b, c, M, M, M); });
+  const int n = static_cast<int>(st.range(1));
+  for (auto _ : st) under(st, mode, n, [&](int) { k.launch(grid, a, b, c, M, M, M); });
+  st.counters["ms/GEMM"] = benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
   st.SetLabel(mode == kPlain ? "no session" : mode == kProfiled ? "cupti + launch hook" : "cupti + hook + flush every 100");
   gpu().free(a), gpu().free(b), gpu().free(c);
 }
@@ -107,6 +109,7 @@ void BM_GemmLoop(benchmark::State& st) {
 }  // namespace
 
 BENCHMARK(BM_TinyLaunches)->Arg(kPlain)->Arg(kProfiled)->Arg(kFlushing)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
-BENCHMARK(BM_GemmLoop)->Arg(kPlain)->Arg(kProfiled)->Arg(kFlushing)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
+BENCHMARK(BM_GemmLoop)->Args({kPlain, 50})->Args({kProfiled, 50})->Args({kFlushing, 50})->Args({kPlain, 500})->Args({kProfiled, 500})
+    ->Args({kFlushing, 500})->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 BENCHMARK(BM_SessionStartStop)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
 BENCHMARK_MAIN();
