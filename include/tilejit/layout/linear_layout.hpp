@@ -899,6 +899,11 @@ class LinearLayout {
                                       int n_mine, const char* mine_role,
                                       const std::array<Dim, kMaxDims>& theirs, int n_theirs,
                                       const char* their_role, std::array<int, kMaxDims>& map);
+  /// divide_left / divide_right: map each of A's dims to the divisor B's
+  /// (-1 when B lacks it), checking that B's digits are the lowest (`low`) or
+  /// the highest of A's. An empty reason means success.
+  static constexpr Failure match_divisor(const char* who, const LinearLayout& a, const LinearLayout& b, bool low,
+                                         std::array<int, kMaxDims>& bin, std::array<int, kMaxDims>& bout);
   /// Checks that mine has a dim named like each of theirs, with an equal
   /// digit system and the same count; map[j] = mine's index of theirs[j].
   static constexpr Failure same_dims(const char* what, const char* role,
@@ -1673,36 +1678,36 @@ constexpr Result<LinearLayout> LinearLayout::quotient(const NameList& dims) cons
 
 // ---- division ----------------------------------------------------------------------
 
-constexpr Result<LinearLayout> divide_left(const LinearLayout& a, const LinearLayout& b) {
-  using LL = LinearLayout;
-  std::array<int, kMaxDims> bin{};   // a's in dim → b's, or -1
-  std::array<int, kMaxDims> bout{};  // a's out dim → b's, or -1
+constexpr Failure LinearLayout::match_divisor(const char* who, const LinearLayout& a, const LinearLayout& b, bool low,
+                                              std::array<int, kMaxDims>& bin, std::array<int, kMaxDims>& bout) {
   bin.fill(-1);
   bout.fill(-1);
-  for (int i = 0; i < b.num_in_; ++i) {
-    const int ia = a.in_dim_index(b.in_[i].name);
-    if (ia < 0) {
-      return Failure{Reason("divide_left: input dim ")
-                     << b.in_[i].name << " of the divisor is not an input dim of the dividend"};
+  auto match = [&](const char* role, const std::array<Dim, kMaxDims>& bd, int nb, const std::array<Dim, kMaxDims>& ad,
+                   int na, std::array<int, kMaxDims>& map) -> Failure {
+    for (int i = 0; i < nb; ++i) {
+      int ia = -1;
+      for (int k = 0; k < na; ++k)
+        if (ad[static_cast<std::size_t>(k)].name == bd[static_cast<std::size_t>(i)].name) ia = k;
+      if (ia < 0) {
+        return Failure{Reason(who) << ": " << role << " dim " << bd[static_cast<std::size_t>(i)].name
+                                   << " of the divisor is not an " << role << " dim of the dividend"};
+      }
+      const DigitSystem& mine = bd[static_cast<std::size_t>(i)].digits;
+      const DigitSystem& theirs = ad[static_cast<std::size_t>(ia)].digits;
+      if (!(low ? mine.is_prefix_of(theirs) : mine.is_suffix_of(theirs)))
+        return detail::factor_mismatch(who, role, bd[static_cast<std::size_t>(i)].name, mine, theirs, low ? "lowest" : "highest");
+      map[static_cast<std::size_t>(ia)] = i;
     }
-    if (!b.in_[i].digits.is_prefix_of(a.in_[ia].digits)) {
-      return detail::factor_mismatch("divide_left", "input", b.in_[i].name, b.in_[i].digits,
-                                     a.in_[ia].digits, "lowest");
-    }
-    bin[ia] = i;
-  }
-  for (int j = 0; j < b.num_out_; ++j) {
-    const int ja = a.out_dim_index(b.out_[j].name);
-    if (ja < 0) {
-      return Failure{Reason("divide_left: output dim ")
-                     << b.out_[j].name << " of the divisor is not an output dim of the dividend"};
-    }
-    if (!b.out_[j].digits.is_prefix_of(a.out_[ja].digits)) {
-      return detail::factor_mismatch("divide_left", "output", b.out_[j].name, b.out_[j].digits,
-                                     a.out_[ja].digits, "lowest");
-    }
-    bout[ja] = j;
-  }
+    return Failure{};
+  };
+  if (Failure f = match("input", b.in_, b.num_in_, a.in_, a.num_in_, bin); !f.why.empty()) return f;
+  return match("output", b.out_, b.num_out_, a.out_, a.num_out_, bout);
+}
+
+constexpr Result<LinearLayout> divide_left(const LinearLayout& a, const LinearLayout& b) {
+  using LL = LinearLayout;
+  std::array<int, kMaxDims> bin{}, bout{};  // a's in / out dim → b's, or -1
+  if (Failure f = LinearLayout::match_divisor("divide_left", a, b, true, bin, bout); !f.why.empty()) return f;
   LL c;
   for (int ja = 0; ja < a.num_out_; ++ja) {
     const DigitSystem& ds = a.out_[ja].digits;
@@ -1744,34 +1749,8 @@ constexpr Result<LinearLayout> divide_left(const LinearLayout& a, const LinearLa
 
 constexpr Result<LinearLayout> divide_right(const LinearLayout& a, const LinearLayout& b) {
   using LL = LinearLayout;
-  std::array<int, kMaxDims> bin{};   // a's in dim → b's, or -1
-  std::array<int, kMaxDims> bout{};  // a's out dim → b's, or -1
-  bin.fill(-1);
-  bout.fill(-1);
-  for (int i = 0; i < b.num_in_; ++i) {
-    const int ia = a.in_dim_index(b.in_[i].name);
-    if (ia < 0) {
-      return Failure{Reason("divide_right: input dim ")
-                     << b.in_[i].name << " of the divisor is not an input dim of the dividend"};
-    }
-    if (!b.in_[i].digits.is_suffix_of(a.in_[ia].digits)) {
-      return detail::factor_mismatch("divide_right", "input", b.in_[i].name, b.in_[i].digits,
-                                     a.in_[ia].digits, "highest");
-    }
-    bin[ia] = i;
-  }
-  for (int j = 0; j < b.num_out_; ++j) {
-    const int ja = a.out_dim_index(b.out_[j].name);
-    if (ja < 0) {
-      return Failure{Reason("divide_right: output dim ")
-                     << b.out_[j].name << " of the divisor is not an output dim of the dividend"};
-    }
-    if (!b.out_[j].digits.is_suffix_of(a.out_[ja].digits)) {
-      return detail::factor_mismatch("divide_right", "output", b.out_[j].name, b.out_[j].digits,
-                                     a.out_[ja].digits, "highest");
-    }
-    bout[ja] = j;
-  }
+  std::array<int, kMaxDims> bin{}, bout{};  // a's in / out dim → b's, or -1
+  if (Failure f = LinearLayout::match_divisor("divide_right", a, b, false, bin, bout); !f.why.empty()) return f;
   LL c;
   for (int ja = 0; ja < a.num_out_; ++ja) {
     const DigitSystem& ds = a.out_[ja].digits;
