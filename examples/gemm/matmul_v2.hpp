@@ -36,27 +36,12 @@
 // k (no cp.async pipelining); and on sm_90a it still issues mma.sync rather
 // than wgmma with operands in shared memory fed by TMA.
 #pragma once
-#include <tilejit/tilejit.hpp>
+#include "examples/gemm/matmul_v1.hpp"
 
 namespace examples {
-namespace tj = tilejit;
 
+/// Rung 2 is rung 1's kernel text compiled by today's compiler (see above).
 template <int BLOCK_M, int BLOCK_N, int BLOCK_K, class T>
-struct MatmulV2 {
-  void operator()(tj::Ptr<T> a, tj::Ptr<T> b, tj::Ptr<float> c, tj::Size M, tj::Size N, tj::Size K) const {
-    auto rm = tj::program_id(0) * BLOCK_M + tj::arange<BLOCK_M>();
-    auto rn = tj::program_id(1) * BLOCK_N + tj::arange<BLOCK_N>();
-    auto acc = tj::for_range(0, K, BLOCK_K, tj::zeros<float, BLOCK_M, BLOCK_N>(), [&](tj::Int k0, auto acc) {
-      auto rk = k0 + tj::arange<BLOCK_K>();  // one index vector for both operands: the compiler clones it
-      auto a_tile = tj::load(a + tj::expand_dims<1>(rm) * K + tj::expand_dims<0>(rk),
-                             tj::expand_dims<1>(rm < M) & tj::expand_dims<0>(rk < K), 0.0f);
-      auto b_tile = tj::load(b + tj::expand_dims<1>(rk) * N + tj::expand_dims<0>(rn),
-                             tj::expand_dims<1>(rk < K) & tj::expand_dims<0>(rn < N), 0.0f);
-      return tj::dot(a_tile, b_tile, acc);  // a_tile, b_tile: already in the mma operand layouts
-    });
-    tj::store(c + tj::expand_dims<1>(rm) * N + tj::expand_dims<0>(rn), acc,
-              tj::expand_dims<1>(rm < M) & tj::expand_dims<0>(rn < N));
-  }
-};
+using MatmulV2 = MatmulV1<BLOCK_M, BLOCK_N, BLOCK_K, T>;
 
 }  // namespace examples
