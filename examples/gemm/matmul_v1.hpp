@@ -8,9 +8,12 @@
 // elements load as 0). BLOCK_N may be NPOT (96, 192): the accumulator's
 // mixed-radix layout is exact.
 //
-// What this rung leaves on the table (the next rungs): the A and B tiles are
-// loaded in a blocked layout and converted to the mma operand layouts through
-// shared memory every step, with no pipelining of loads behind math.
+// When it was rung 1, the compiler loaded the A and B tiles in a blocked
+// layout and converted them to the mma operand layouts through shared memory
+// every step, with no pipelining (docs/gemm.md has those numbers). The same
+// text compiled today gets the later rungs' compiler work: operand layouts
+// anchored to the loads and rematerialised index vectors (rung 2), and on
+// sm_90a with BLOCK_K = 64 and one warp per 16 rows, wgmma (rung 3).
 #pragma once
 #include <tilejit/tilejit.hpp>
 
