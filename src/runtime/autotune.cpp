@@ -19,6 +19,10 @@
 namespace tilejit {
 namespace {
 
+/// Register-pressure prune threshold (registers per thread for one tile).
+constexpr long kMaxTileRegisters = 128;
+
+
 using json = nlohmann::json;
 using Clock = std::chrono::steady_clock;
 constexpr const char* kFormat = "tilejit autotune";
@@ -273,6 +277,24 @@ AutotunerCore::Tuned& AutotunerCore::tune_locked(const TuneKey& key, const GridF
     try {
       auto k = cands_[i].second(dev_, cands_[i].first);
       if (!k) throw InvalidArgument("the candidate's factory returned no kernel");
+      // Register pressure: a tile whose elements give a thread more than
+      // kMaxTileRegisters registers cannot stay in the 255-register budget next
+      // to the kernel's other live values; such a config spills and its
+      // (straight-line) code is also the slowest to compile. Pruned, not built.
+      if (dev_.backend() != Backend::interpreter) {
+        const long threads = static_cast<long>(k->options().num_warps) * dev_.warp_size();
+        long worst = 0;
+        for (const auto& node : k->ir().nodes)
+          if (node.type.rank > 0) worst = std::max<long>(worst, (node.type.numel() + threads - 1) / threads);
+        if (worst > kMaxTileRegisters) {
+          c.status = CandidateReport::Status::pruned;
+          c.reason = fmt::format("a tile gives each of its {} threads {} registers (more than {}): it would spill", threads,
+                                 worst, kMaxTileRegisters);
+          log(fmt::format("pruned {}: {}", c.config.str(), c.reason));
+          c.compile_ms = ms_since(tb);
+          return;
+        }
+      }
       const JitInfo ji = k->prepare(args);
       c.jit_ms = ji.compile_ms;
       c.jit_source = dev_.backend() == Backend::interpreter ? "none" : source_name(ji.source);
