@@ -843,39 +843,32 @@ bool wait_for_flush(SessionId id, std::size_t phase) {
   return s->written.count(phase) != 0;
 }
 
+namespace {
+/// The data of `phase` for get()/get_msgpack(): the open phase (its backend
+/// flushed first) or a closed one still in memory; null when neither.
+std::shared_ptr<PhaseData> phase_data(detail::Session& s, std::size_t phase) {
+  std::lock_guard g(s.state_mu);
+  if (s.finalizing.load()) return nullptr;
+  if (phase == s.phase) {
+    if (s.kernel_records) s.backend->flush();
+    return snapshot(s);
+  }
+  if (auto it = s.closed.find(phase); it != s.closed.end()) return it->second;
+  return nullptr;
+}
+}  // namespace
+
 std::optional<std::string> get(SessionId id, std::size_t phase) {
   auto s = find(id, "get");
-  std::shared_ptr<PhaseData> pd;
-  {
-    std::lock_guard g(s->state_mu);
-    if (s->finalizing.load()) return std::nullopt;
-    if (phase == s->phase) {
-      if (s->kernel_records) s->backend->flush();
-      pd = snapshot(*s);
-    } else if (auto it = s->closed.find(phase); it != s->closed.end()) {
-      pd = it->second;
-    } else {
-      return std::nullopt;
-    }
-  }
+  auto pd = phase_data(*s, phase);
+  if (!pd) return std::nullopt;
   return dump(to_json(*pd, *s));
 }
 
 std::optional<std::vector<std::uint8_t>> get_msgpack(SessionId id, std::size_t phase) {
   auto s = find(id, "get_msgpack");
-  std::shared_ptr<PhaseData> pd;
-  {
-    std::lock_guard g(s->state_mu);
-    if (s->finalizing.load()) return std::nullopt;
-    if (phase == s->phase) {
-      if (s->kernel_records) s->backend->flush();
-      pd = snapshot(*s);
-    } else if (auto it = s->closed.find(phase); it != s->closed.end()) {
-      pd = it->second;
-    } else {
-      return std::nullopt;
-    }
-  }
+  auto pd = phase_data(*s, phase);
+  if (!pd) return std::nullopt;
   return nlohmann::json::to_msgpack(to_json(*pd, *s));
 }
 
