@@ -16,12 +16,15 @@
 // Nothing links against libcupti: it is dlopen'ed at the first start().
 #include "cupti_backend.hpp"
 
+
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <mutex>
+#include <cstddef>
 #include <thread>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -182,6 +185,8 @@ Loaded load() {
   get(a.activity_get_next_record, "cuptiActivityGetNextRecord");
   get(a.activity_get_num_dropped_records, "cuptiActivityGetNumDroppedRecords");
   get(a.get_timestamp, "cuptiGetTimestamp");
+  get(a.get_graph_node_id, "cuptiGetGraphNodeId", /*required=*/false);
+  get(a.get_graph_exec_id, "cuptiGetGraphExecId", /*required=*/false);
   if (!missing.empty()) {
     out.error = fmt::format("{} lacks {} (CUPTI too old?)", a.library, missing);
     return out;
@@ -208,7 +213,8 @@ const Api* real_api(std::string* why) {
 namespace {
 
 // Launch entry points whose API_ENTER callback binds the correlation id.
-// Graph launches are not here: one id covers every kernel of the graph.
+// Graph launches are separate (kDriverGraphLaunches ...): one id covers every
+// kernel of the graph.
 constexpr CUpti_CallbackId kDriverLaunches[] = {
     CUPTI_DRIVER_TRACE_CBID_cuLaunch,
     CUPTI_DRIVER_TRACE_CBID_cuLaunchGrid,
@@ -234,6 +240,45 @@ constexpr CUpti_CallbackId kRuntimeLaunches[] = {
     CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_v13000,
     CUPTI_RUNTIME_TRACE_CBID___cudaLaunchKernel_ptsz_v13000,
 };
+
+constexpr CUpti_CallbackId kDriverGraphLaunches[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+};
+constexpr CUpti_CallbackId kRuntimeGraphLaunches[] = {
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000,
+    CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000,
+};
+// Graph resource events: capture sites, clones at instantiation, destruction.
+constexpr CUpti_CallbackId kGraphResources[] = {
+    CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED,       CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED,
+    CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING, CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATE_STARTING,
+    CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED,       CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING,
+};
+// The executable graph is the first parameter of both graph-launch entry points.
+static_assert(offsetof(cuGraphLaunch_params, hGraph) == 0);
+static_assert(offsetof(cudaGraphLaunch_v10000_params, graphExec) == 0);
+static_assert(sizeof(cudaGraphExec_t) == sizeof(CUgraphExec));
+
+bool is_graph_launch(CUpti_CallbackDomain domain, CUpti_CallbackId cbid) {
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API)
+    return cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch || cbid == CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz;
+  return domain == CUPTI_CB_DOMAIN_RUNTIME_API && (cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000 ||
+                                                   cbid == CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_ptsz_v10000);
+}
+
+/// The calling thread's launch in progress, as CUPTI's callbacks see it.
+struct ThreadLaunch {
+  int runtime_depth = 0;
+  std::uint64_t epoch = 0;
+  std::uint64_t correlation = 0;  // the outermost launch in progress (0: none)
+  bool graph = false;             // it is a graph launch
+  std::uint32_t graph_kernels = 0;
+  bool captured = false;          // it created a graph node: captured, no kernel runs
+  bool instantiating = false;     // between GRAPHEXEC_CREATE_STARTING and GRAPHEXEC_CREATED
+  std::uint32_t cloned_kernels = 0;
+};
+thread_local ThreadLaunch t_launch;
 
 constexpr std::uint64_t kRecalibrateNs = 1'000'000'000;  // from the buffer callback, at most 1/s
 constexpr std::size_t kMinBufferBytes = 4096;
@@ -305,35 +350,44 @@ class Hub {
     sessions_.store(refs_);
   }
 
-  Counters counters() const {
-    return {records_.load(), incomplete_.load(), dropped_.load(), sessions_.load()};
+  Counters counters() {
+    Counters c{records_.load(), incomplete_.load(), dropped_.load(), sessions_.load()};
+    c.graph_launches = graph_launches_.load();
+    c.captured_launches = captured_launches_.load();
+    std::lock_guard g(graph_mu_);
+    c.graph_execs = exec_kernels_.size();
+    return c;
   }
 
   // ---- CUPTI callbacks ----
 
-  static void CUPTIAPI on_api(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId,
+  static void CUPTIAPI on_api(void* userdata, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                               const void* data) {
     // Only launch entry points are enabled. A runtime launch may call a driver
     // launch inside it; the kernel record carries the outermost (runtime) id.
-    thread_local int runtime_depth = 0;
-    thread_local std::uint64_t seen_epoch = 0;
     if (!userdata || !data) return;
     auto* hub = static_cast<Hub*>(userdata);
-    if (const std::uint64_t e = hub->epoch_.load(std::memory_order_relaxed); e != seen_epoch) {
-      seen_epoch = e;  // a new subscription: forget a runtime launch cut in half by the last teardown
-      runtime_depth = 0;
+    ThreadLaunch& t = t_launch;
+    if (const std::uint64_t e = hub->epoch_.load(std::memory_order_relaxed); e != t.epoch) {
+      t = ThreadLaunch{};  // a new subscription: forget a launch cut in half by the last teardown
+      t.epoch = e;
+    }
+    if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
+      hub->on_resource(t, cbid, static_cast<const CUpti_ResourceData*>(data));
+      return;
     }
     const auto* cb = static_cast<const CUpti_CallbackData*>(data);
     const bool enter = cb->callbackSite == CUPTI_API_ENTER;
+    const bool graph = is_graph_launch(domain, cbid);
     if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
       if (enter) {
-        if (runtime_depth++ == 0) correlate_launch(cb->correlationId);
-      } else if (runtime_depth > 0 && --runtime_depth == 0) {
-        hub->launched(cb);
+        if (t.runtime_depth++ == 0) hub->launch_enter(t, cb, graph);
+      } else if (t.runtime_depth > 0 && --t.runtime_depth == 0) {
+        hub->launch_exit(t, cb);
       }
-    } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && runtime_depth == 0) {
-      if (enter) correlate_launch(cb->correlationId);
-      else hub->launched(cb);
+    } else if (domain == CUPTI_CB_DOMAIN_DRIVER_API && t.runtime_depth == 0) {
+      if (enter) hub->launch_enter(t, cb, graph);
+      else hub->launch_exit(t, cb);
     }
   }
 
@@ -433,6 +487,13 @@ class Hub {
       else last = e;
     }
     if (enabled == 0) fail("cuptiEnableCallback (launch callbacks)", last, true);
+    // CUDA graphs: graph launches and the resource events that give capture
+    // sites. Without cuptiGetGraphNodeId graph kernels are attributed flat.
+    graphs_ = api.get_graph_node_id != nullptr;
+    for (CUpti_CallbackId id : kDriverGraphLaunches) api.enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
+    for (CUpti_CallbackId id : kRuntimeGraphLaunches) api.enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, id);
+    if (graphs_)
+      for (CUpti_CallbackId id : kGraphResources) api.enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, id);
     launched_max_.store(0);
     delivered_max_.store(0);
     epoch_.fetch_add(1);
@@ -450,6 +511,12 @@ class Hub {
     api.activity_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
     if (subscriber_) api.unsubscribe(subscriber_);  // frees CUPTI for another profiler
     subscriber_ = nullptr;
+    // Graph events are no longer seen: nodes destroyed from now on would stay.
+    clear_graph_nodes();
+    {
+      std::lock_guard g(graph_mu_);
+      exec_kernels_.clear();
+    }
     std::lock_guard g(pool_mu_);
     for (auto* p : pool_) std::free(p);
     pool_.clear();
@@ -490,6 +557,95 @@ class Hub {
   void recalibrate_locked(const Api& api) {
     latest_ = sample(api);
     clock_ = fit_clock(first_, latest_);
+  }
+
+  // ---- launches and graphs (on the calling thread) ----
+
+  void launch_enter(ThreadLaunch& t, const CUpti_CallbackData* cb, bool graph) {
+    t.correlation = cb->correlationId;
+    t.graph = graph;
+    t.captured = false;
+    t.graph_kernels = 0;
+    if (!graph) {
+      correlate_launch(cb->correlationId);
+      return;
+    }
+    graph_launches_.fetch_add(1, std::memory_order_relaxed);
+    const Api* api = api_.load();
+    std::uint32_t exec_id = 0;
+    if (api && api->get_graph_exec_id && cb->functionParams) {
+      const CUgraphExec exec = *static_cast<const CUgraphExec*>(cb->functionParams);
+      if (exec && api->get_graph_exec_id(exec, &exec_id) == CUPTI_SUCCESS) {
+        std::lock_guard g(graph_mu_);
+        if (auto it = exec_kernels_.find(exec_id); it != exec_kernels_.end()) t.graph_kernels = it->second;
+      }
+    }
+    correlate_graph_launch(cb->correlationId, t.graph_kernels);
+  }
+
+  void launch_exit(ThreadLaunch& t, const CUpti_CallbackData* cb) {
+    if (t.captured) captured_launches_.fetch_add(1, std::memory_order_relaxed);  // no kernel will run
+    else if (!t.graph || t.graph_kernels > 0) launched(cb);  // flush waits for its record(s)
+    t.correlation = 0;
+    t.captured = false;
+    t.graph = false;
+  }
+
+  std::uint64_t node_id(const Api& api, CUgraphNode node) {
+    std::uint64_t id = 0;
+    return node && api.get_graph_node_id(node, &id) == CUPTI_SUCCESS ? id : 0;
+  }
+
+  void on_resource(ThreadLaunch& t, CUpti_CallbackId cbid, const CUpti_ResourceData* rd) {
+    const Api* api = api_.load();
+    if (!api || !graphs_ || !rd || !rd->resourceDescriptor) return;
+    const auto* g = static_cast<const CUpti_GraphData*>(rd->resourceDescriptor);
+    switch (cbid) {
+      case CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED: {
+        if (t.instantiating) break;  // the executable graph's own nodes: their sites come as clones
+        if (const std::uint64_t id = node_id(*api, g->node)) graph_node_captured(id);
+        if (t.correlation != 0 && !t.graph && !t.captured) {
+          t.captured = true;  // a launch into a capturing stream: no kernel now
+          cancel_launch(t.correlation);
+        }
+        break;
+      }
+      case CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED: {
+        const std::uint64_t original = node_id(*api, g->originalNode), clone = node_id(*api, g->node);
+        if (original && clone) graph_node_cloned(original, clone);
+        if (t.instantiating && g->nodeType == CU_GRAPH_NODE_TYPE_KERNEL) ++t.cloned_kernels;
+        break;
+      }
+      case CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING:
+        if (const std::uint64_t id = node_id(*api, g->node)) graph_node_destroyed(id);
+        break;
+      case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATE_STARTING:
+        t.instantiating = true;
+        t.cloned_kernels = 0;
+        break;
+      case CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED: {
+        t.instantiating = false;
+        std::uint32_t exec_id = 0;
+        if (g->graphExec && api->get_graph_exec_id &&
+            api->get_graph_exec_id(g->graphExec, &exec_id) == CUPTI_SUCCESS) {
+          std::lock_guard lk(graph_mu_);
+          if (t.cloned_kernels > 0) exec_kernels_[exec_id] = t.cloned_kernels;
+          else exec_kernels_.erase(exec_id);  // unknown: its launches age out
+        }
+        break;
+      }
+      case CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING: {
+        std::uint32_t exec_id = 0;
+        if (g->graphExec && api->get_graph_exec_id &&
+            api->get_graph_exec_id(g->graphExec, &exec_id) == CUPTI_SUCCESS) {
+          std::lock_guard lk(graph_mu_);
+          exec_kernels_.erase(exec_id);
+        }
+        break;
+      }
+      default:
+        break;
+    }
   }
 
   void launched(const CUpti_CallbackData* cb) {
@@ -568,6 +724,11 @@ class Hub {
   std::atomic<std::uint64_t> launched_max_{0}, delivered_max_{0};
   std::atomic<std::uint64_t> records_{0}, incomplete_{0}, dropped_{0};
   std::atomic<bool> warned_dropped_{false};
+
+  bool graphs_ = false;  // graph resource callbacks on (cuptiGetGraphNodeId present)
+  std::mutex graph_mu_;
+  std::unordered_map<std::uint32_t, std::uint32_t> exec_kernels_;  // graph exec id -> kernel nodes
+  std::atomic<std::uint64_t> graph_launches_{0}, captured_launches_{0};
 };
 
 class CuptiBackend final : public Backend {

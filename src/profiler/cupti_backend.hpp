@@ -74,6 +74,10 @@ std::optional<KernelRecord> to_kernel_record(const K& k, const ClockMap& clock) 
   r.device_id = k.deviceId;
   r.device_type = DeviceType::CUDA;
   r.stream_id = k.streamId;
+  if constexpr (requires { k.graphNodeId; k.graphId; }) {
+    r.graph_node_id = k.graphNodeId;
+    r.graph_id = k.graphId;
+  }
   return r;
 }
 
@@ -96,6 +100,9 @@ struct Api {
   decltype(&::cuptiActivityGetNextRecord) activity_get_next_record = nullptr;
   decltype(&::cuptiActivityGetNumDroppedRecords) activity_get_num_dropped_records = nullptr;
   decltype(&::cuptiGetTimestamp) get_timestamp = nullptr;
+  /// CUDA graphs (optional: without them graph kernels are attributed flat).
+  decltype(&::cuptiGetGraphNodeId) get_graph_node_id = nullptr;
+  decltype(&::cuptiGetGraphExecId) get_graph_exec_id = nullptr;
   /// A usable CUDA driver with at least one device; else false and why.
   bool (*driver_ready)(std::string* why) = nullptr;
   /// sink.device(CUDA, ordinal, info) for every device.
@@ -127,6 +134,9 @@ struct Counters {
   std::uint64_t incomplete = 0;  ///< kernel records dropped as incomplete
   std::uint64_t dropped = 0;     ///< records CUPTI dropped (buffers full)
   int sessions = 0;              ///< backends attached now
+  std::uint64_t graph_launches = 0;   ///< cuGraphLaunch / cudaGraphLaunch calls seen
+  std::uint64_t captured_launches = 0;  ///< launches captured into a graph (no kernel then)
+  std::size_t graph_execs = 0;   ///< executable graphs whose kernel count is known now
 };
 Counters counters();
 

@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <utility>
 #include <fmt/core.h>
 
 #include "io.hpp"
@@ -15,6 +16,7 @@ namespace detail {
 
 std::atomic<int> g_hook_sessions{0};
 BackendFactory cupti_backend_factory();  // cupti_backend.cpp: the built-in "cupti" backend
+void load_env_plugins();                 // plugin.cpp: TILEJIT_PROFILER_PLUGINS, once
 
 namespace {
 
@@ -71,6 +73,12 @@ struct ThreadState {
   std::vector<std::shared_ptr<Local>> known;  // every live session, active or not
   std::vector<Local*> active;
   bool need_time = false;  // an active session records trace events
+  // The open LaunchScope (any session with the hook): a graph node captured
+  // inside it takes the op's name and metrics as part of its capture site.
+  bool op_open = false;
+  NameId op_name = 0;
+  MetricSlot op_slots[2];
+  int op_n = 0;
   ~ThreadState() {
     for (auto& l : known) l->thread_gone.store(true);
   }
@@ -340,11 +348,57 @@ void worker_main(Session* s) {
 // ---- the sink a backend delivers to -------------------------------------------
 
 namespace {
+
+// ---- capture sites of CUDA-graph nodes (process-wide) ----
+
+/// More capture sites than this are not recorded (their kernels are then
+/// attributed flat): a bound on memory if a backend never reports destroys.
+constexpr std::size_t kMaxCaptureSites = 1u << 20;
+
+struct CaptureSites {
+  std::mutex mu;
+  std::unordered_map<std::uint64_t, std::shared_ptr<const CaptureSite>> sites;
+  bool warned_full = false;
+};
+CaptureSites& capture_sites() {
+  static auto* c = new CaptureSites;  // never destroyed: backend threads may call in at exit
+  return *c;
+}
+std::shared_ptr<const CaptureSite> find_site(std::uint64_t node) {
+  auto& c = capture_sites();
+  std::lock_guard g(c.mu);
+  auto it = c.sites.find(node);
+  return it == c.sites.end() ? nullptr : it->second;
+}
+void put_site(std::uint64_t node, std::shared_ptr<const CaptureSite> site) {
+  auto& c = capture_sites();
+  std::lock_guard g(c.mu);
+  if (c.sites.size() >= kMaxCaptureSites && !c.sites.count(node)) {
+    if (!std::exchange(c.warned_full, true))
+      warn("{} CUDA-graph capture sites are held (nodes never reported destroyed?); kernels of further "
+           "graph nodes are attributed to their replay site only",
+           kMaxCaptureSites);
+    return;
+  }
+  c.sites[node] = std::move(site);
+}
+
+std::uint32_t graph_replays_metric() {
+  static const std::uint32_t id = metric_id("graph_replays", MetricType::int64, MetricKind::exclusive, false);
+  return id;
+}
+NameId captured_at_name() {
+  static const NameId id = intern(kCapturedAtFrame);
+  return id;
+}
+
 void attribute(Local& l, std::uint32_t node, NameId kernel, const KernelRecord& r,
-               std::uint64_t launch_ts, bool has_launch) {
+               std::uint64_t launch_ts, bool has_launch, const CaptureSite* site = nullptr) {
   Tree& t = l.data.tree;
   std::uint32_t target = (node != 0 && t.nodes[node].name == kernel) ? node : t.child(node, kernel);
   auto& m = t.nodes[target].metrics;
+  if (site)
+    for (const auto& s : site->metrics) add_slot(m, s);
   const std::uint64_t dur = r.end_ns >= r.start_ns ? r.end_ns - r.start_ns : 0;
   add_slot(m, MetricSlot::of_int(kTimeNs, MetricKind::inclusive, static_cast<std::int64_t>(dur)));
   add_slot(m, MetricSlot::of_int(kCount, MetricKind::inclusive, 1));
@@ -352,7 +406,40 @@ void attribute(Local& l, std::uint32_t node, NameId kernel, const KernelRecord& 
   add_slot(m, MetricSlot::of_int(kDeviceType, MetricKind::property, static_cast<int>(r.device_type)));
   if (l.session->trace)
     l.data.kernels.push_back({target, r.start_ns, r.start_ns + dur, launch_ts, r.correlation_id,
-                              r.device_id, r.stream_id, r.device_type, has_launch && launch_ts != 0});
+                              r.device_id, r.stream_id, r.device_type, has_launch && launch_ts != 0,
+                              r.graph_node_id});
+}
+
+/// Below `node`: <captured_at> / the capture site's path. Adds a replay at
+/// <captured_at> when `count_replay`.
+std::uint32_t captured_path(Tree& t, std::uint32_t node, const CaptureSite& site, bool count_replay) {
+  std::uint32_t at = t.child(node, captured_at_name());
+  if (count_replay)
+    add_slot(t.nodes[at].metrics, MetricSlot::of_int(graph_replays_metric(), MetricKind::exclusive, 1));
+  for (NameId n : site.path) at = t.child(at, n);
+  return at;
+}
+
+/// A kernel replayed from a graph (the session's locals_mu held; `l` locked).
+void attribute_graph(Session& s, Local& l, PendingLaunch* p, NameId kn, const KernelRecord& r) {
+  const auto site = find_site(r.graph_node_id);
+  std::uint32_t node = p ? p->node : 0;
+  if (site) {
+    const bool first = p && !p->replay_counted;
+    if (p) p->replay_counted = true;
+    node = captured_path(l.data.tree, node, *site, first);
+    // The kernel lands on the op node of its capture site (same name) or under it.
+    attribute(l, node, kn, r, p ? p->ts : 0, p != nullptr, site.get());
+  } else {
+    attribute(l, node, kn, r, p ? p->ts : 0, p != nullptr);
+    s.graph_kernels_flat.fetch_add(1, std::memory_order_relaxed);
+    if (!s.reported_flat.exchange(true))
+      warn("session '{}': kernel '{}' was replayed from a CUDA graph whose capture the profiler did not see "
+           "(captured before profiling began); it and any like it are attributed to the scope that launched "
+           "the graph, without their capture site (stats().graph_kernels_flat). Start the session before "
+           "capturing to see capture sites",
+           s.name, r.name);
+  }
 }
 }  // namespace
 
@@ -361,19 +448,24 @@ void SessionSink::kernel(const KernelRecord& r) noexcept {
     if (s_.finalized.load()) return;
     NameId kn = intern(r.name);
     std::lock_guard g(s_.locals_mu);
+    const bool graph = r.graph_node_id != 0;
     if (r.correlation_id != 0) {
       for (auto& l : s_.locals) {
         std::lock_guard lg(l->lock);
         auto it = l->pending.find(r.correlation_id);
         if (it == l->pending.end()) continue;
-        attribute(*l, it->second.node, kn, r, it->second.ts, true);
-        l->pending.erase(it);
+        PendingLaunch& p = it->second;
+        if (graph) attribute_graph(s_, *l, &p, kn, r);
+        else attribute(*l, p.node, kn, r, p.ts, true);
+        // A graph launch of unknown size keeps its binding until it ages out.
+        if (!p.graph || (p.remaining != 0 && --p.remaining == 0)) l->pending.erase(it);
         return;
       }
     }
     if (!s_.active.load()) return;  // launched while paused (or unknown): nothing to record
     std::lock_guard lg(s_.detached->lock);
-    attribute(*s_.detached, 0, kn, r, 0, false);
+    if (graph) attribute_graph(s_, *s_.detached, nullptr, kn, r);
+    else attribute(*s_.detached, 0, kn, r, 0, false);
   } catch (...) {
     // out of memory while recording: drop the record rather than take down the backend
   }
@@ -405,16 +497,19 @@ void launch_enter(const LaunchInfo& info) noexcept {
       }
     }
     const std::uint64_t t = ts.need_time ? now_ns() : 0;
+    MetricSlot* slots = ts.op_slots;  // no allocation per launch
+    int count = 0;
+    if (fm >= 0)
+      slots[count++] = MetricSlot::of_int(static_cast<std::uint32_t>(fm), MetricKind::inclusive, info.flops);
+    if (info.bytes != 0) slots[count++] = MetricSlot::of_int(kBytes, MetricKind::inclusive, info.bytes);
+    ts.op_open = true;
+    ts.op_name = n;
+    ts.op_n = count;
     for (Local* l : ts.active) {
       if (!l->session->hook) continue;
       std::lock_guard g(l->lock);
       sync_path(*l, ts);
       std::uint32_t node = l->data.tree.child(top(*l), n);
-      MetricSlot slots[2];  // no allocation per launch
-      int count = 0;
-      if (fm >= 0)
-        slots[count++] = MetricSlot::of_int(static_cast<std::uint32_t>(fm), MetricKind::inclusive, info.flops);
-      if (info.bytes != 0) slots[count++] = MetricSlot::of_int(kBytes, MetricKind::inclusive, info.bytes);
       for (int i = 0; i < count; ++i) add_slot(l->data.tree.nodes[node].metrics, slots[i]);
       l->op_node = node;
       if (l->session->trace) {
@@ -430,6 +525,7 @@ void launch_enter(const LaunchInfo& info) noexcept {
 void launch_exit() noexcept {
   try {
     ThreadState& ts = tls();
+    ts.op_open = false;
     std::uint64_t t = 0;
     for (auto& lp : ts.known) {
       Local& l = *lp;
@@ -482,6 +578,75 @@ void correlate_launch(std::uint64_t correlation_id) noexcept {
   }
 }
 
+void correlate_graph_launch(std::uint64_t correlation_id, std::uint32_t kernels) noexcept {
+  try {
+    ThreadState& ts = current();
+    const std::uint64_t t = ts.need_time ? now_ns() : 0;
+    for (Local* l : ts.active) {
+      if (!l->session->kernel_records) continue;
+      std::lock_guard g(l->lock);
+      sync_path(*l, ts);
+      std::uint32_t node = l->op_node != kNoNode ? l->op_node : top(*l);
+      l->pending[correlation_id] = {node, t, 0, true, false, kernels};
+    }
+  } catch (...) {
+  }
+}
+
+void cancel_launch(std::uint64_t correlation_id) noexcept {
+  ThreadState& ts = tls();
+  for (auto& l : ts.known) {
+    std::lock_guard g(l->lock);
+    l->pending.erase(correlation_id);
+  }
+}
+
+void graph_node_captured(std::uint64_t node_id) noexcept {
+  try {
+    ThreadState& ts = tls();
+    auto site = std::make_shared<CaptureSite>();
+    site->path.reserve(ts.stack.size() + 1);
+    for (const Frame& f : ts.stack) site->path.push_back(f.name);
+    if (ts.op_open) {
+      site->path.push_back(ts.op_name);
+      site->metrics.assign(ts.op_slots, ts.op_slots + ts.op_n);
+    }
+    put_site(node_id, std::move(site));
+  } catch (...) {
+  }
+}
+
+void graph_node_cloned(std::uint64_t original_id, std::uint64_t clone_id) noexcept {
+  try {
+    if (auto site = find_site(original_id)) put_site(clone_id, std::move(site));
+  } catch (...) {
+  }
+}
+
+void graph_node_destroyed(std::uint64_t node_id) noexcept {
+  auto& c = capture_sites();
+  std::shared_ptr<const CaptureSite> dropped;  // freed outside the lock
+  std::lock_guard g(c.mu);
+  if (auto it = c.sites.find(node_id); it != c.sites.end()) {
+    dropped = std::move(it->second);
+    c.sites.erase(it);
+  }
+}
+
+void clear_graph_nodes() noexcept {
+  auto& c = capture_sites();
+  decltype(c.sites) dropped;
+  std::lock_guard g(c.mu);
+  dropped.swap(c.sites);
+  c.warned_full = false;
+}
+
+std::size_t graph_nodes() noexcept {
+  auto& c = capture_sites();
+  std::lock_guard g(c.mu);
+  return c.sites.size();
+}
+
 std::uint64_t now_ns() noexcept {
   return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                         std::chrono::steady_clock::now().time_since_epoch())
@@ -492,6 +657,7 @@ std::uint64_t now_ns() noexcept {
 
 SessionId start(std::string_view name, const Options& options) {
   if (name.empty()) throw InvalidArgument("profiler::start: empty session name");
+  load_env_plugins();
   auto s = std::make_shared<Session>();
   s->options = options;
 
@@ -906,6 +1072,7 @@ SessionStats stats(SessionId id) {
   st.phases_in_memory = s->closed.size();
   st.phases_written = s->written.size();
   st.kernel_records = s->kernel_records;
+  st.graph_kernels_flat = s->graph_kernels_flat.load();
   for (auto& [n, pd] : s->closed) {
     st.nodes_in_memory += pd->nodes();
     st.events_in_memory += pd->events();

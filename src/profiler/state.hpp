@@ -56,6 +56,7 @@ struct KernelEvent {
   std::uint32_t device, stream;
   DeviceType device_type;
   bool has_launch;  // launch_ts is valid: draw a launch->kernel flow
+  std::uint64_t graph_node = 0;  // replayed from a graph: one flow per kernel of the launch
 };
 struct AsyncEvent {
   std::uint64_t id;
@@ -105,6 +106,15 @@ struct PendingLaunch {
   std::uint32_t node;
   std::uint64_t ts;
   std::uint8_t age;  // phase boundaries survived
+  bool graph = false;           // a graph launch: several kernel records share the id
+  bool replay_counted = false;  // graph_replays added for this launch
+  std::uint32_t remaining = 1;  // kernel records still expected; 0 = unknown (graph)
+};
+
+/// Where a graph node was captured (process-wide, see backend.hpp).
+struct CaptureSite {
+  std::vector<NameId> path;          // scope names, then the launch op's name if one was open
+  std::vector<MetricSlot> metrics;   // the launch op's flops / bytes, added per replay
 };
 
 /// One thread's view of one session.
@@ -169,6 +179,9 @@ struct Session {
   std::vector<std::shared_ptr<Local>> locals;
   std::shared_ptr<Local> detached;  // kernels with unknown correlation ids
   std::map<DeviceKey, DeviceInfo> devices;
+
+  std::atomic<std::size_t> graph_kernels_flat{0};
+  std::atomic<bool> reported_flat{false};
 
   std::mutex async_mu;
   std::unordered_map<std::uint64_t, NameId> async_names;

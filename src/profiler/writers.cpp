@@ -179,7 +179,9 @@ json chrome_trace_json(const PhaseData& phase, const Session& session) {
                           {"stream_id", k.stream},
                           {"metrics", {{"time (ns)", k.end - k.start}}}}}});
       if (k.has_launch) {
-        const std::string id = "launch:" + std::to_string(k.correlation);
+        // A graph launch has one correlation id for all its kernels: one flow each.
+        std::string id = "launch:" + std::to_string(k.correlation);
+        if (k.graph_node != 0) id += ":" + std::to_string(k.graph_node);
         events.push_back({{"name", "launch->kernel"}, {"cat", "flow"}, {"ph", "s"}, {"id", id},
                           {"pid", pid}, {"tid", tid}, {"ts", us(k.launch_ts)}, {"bp", "e"}});
         events.push_back({{"name", "launch->kernel"}, {"cat", "flow"}, {"ph", "f"}, {"id", id},

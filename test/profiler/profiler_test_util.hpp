@@ -13,6 +13,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include <cstdio>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
@@ -73,6 +75,35 @@ inline std::vector<std::string> files_in(const fs::path& dir) {
   std::sort(out.begin(), out.end());
   return out;
 }
+
+/// Captures what the process writes to stderr (fd 2) while alive.
+class StderrCapture {
+ public:
+  StderrCapture() {
+    std::fflush(stderr);
+    path_ = fs::temp_directory_path() / ("tj_cupti_stderr_" + std::to_string(::getpid()));
+    int fd = ::open(path_.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0600);
+    saved_ = ::dup(2);
+    ::dup2(fd, 2);
+    ::close(fd);
+  }
+  ~StderrCapture() { restore(); }
+  std::string text() {
+    restore();
+    return read_file(path_);
+  }
+
+ private:
+  void restore() {
+    if (saved_ < 0) return;
+    std::fflush(stderr);
+    ::dup2(saved_, 2);
+    ::close(saved_);
+    saved_ = -1;
+  }
+  fs::path path_;
+  int saved_ = -1;
+};
 
 class MockBackend final : public tp::Backend {
  public:

@@ -5,6 +5,7 @@
 //  * without a GPU: the real backend fails cleanly and the session records scopes;
 //  * with a GPU ("profiler cupti gpu: ..."): real attribution of tilejit kernels.
 #include <cstdio>
+#include <dlfcn.h>
 #include <deque>
 #include <fcntl.h>
 #include <mutex>
@@ -22,35 +23,6 @@ namespace tp = tilejit::profiler;
 namespace cu = tilejit::profiler::cupti;
 
 namespace {
-
-/// Captures what the process writes to stderr (fd 2) while alive.
-class StderrCapture {
- public:
-  StderrCapture() {
-    std::fflush(stderr);
-    path_ = fs::temp_directory_path() / ("tj_cupti_stderr_" + std::to_string(::getpid()));
-    int fd = ::open(path_.c_str(), O_CREAT | O_TRUNC | O_WRONLY, 0600);
-    saved_ = ::dup(2);
-    ::dup2(fd, 2);
-    ::close(fd);
-  }
-  ~StderrCapture() { restore(); }
-  std::string text() {
-    restore();
-    return read_file(path_);
-  }
-
- private:
-  void restore() {
-    if (saved_ < 0) return;
-    std::fflush(stderr);
-    ::dup2(saved_, 2);
-    ::close(saved_);
-    saved_ = -1;
-  }
-  fs::path path_;
-  int saved_ = -1;
-};
 
 bool contains(const std::string& s, std::string_view what) { return s.find(what) != std::string::npos; }
 
@@ -178,6 +150,15 @@ CUptiResult timestamp(uint64_t* t) {
   *t = tp::now_ns() + st().offset;
   return CUPTI_SUCCESS;
 }
+// Graph handles in the tests are fake pointers whose value is the id.
+CUptiResult graph_node_id(CUgraphNode node, uint64_t* id) {
+  *id = reinterpret_cast<std::uintptr_t>(node);
+  return CUPTI_SUCCESS;
+}
+CUptiResult graph_exec_id(CUgraphExec exec, uint32_t* id) {
+  *id = static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(exec));
+  return CUPTI_SUCCESS;
+}
 bool driver_ready(std::string* why) {
   if (!st().driver_ok) *why = "fake: no driver";
   return st().driver_ok;
@@ -200,6 +181,8 @@ const cu::Api& api() {
     x.activity_get_next_record = &get_next_record;
     x.activity_get_num_dropped_records = &num_dropped;
     x.get_timestamp = &timestamp;
+    x.get_graph_node_id = &graph_node_id;
+    x.get_graph_exec_id = &graph_exec_id;
     x.driver_ready = &driver_ready;
     x.describe_devices = &describe_devices;
     x.synchronize_current = &synchronize_current;
@@ -221,9 +204,11 @@ void reset() {
 /// What CUPTI does around a launch on the calling thread: API_ENTER, the
 /// launch itself (`inside`), API_EXIT with the launch's return code.
 template <class F>
-void api_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, std::uint32_t corr, int rc, F inside) {
+void api_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, std::uint32_t corr, int rc, F inside,
+              const void* params = nullptr) {
   CUpti_CallbackData cb{};
   cb.correlationId = corr;
+  cb.functionParams = params;
   cb.functionName = "fake launch";
   cb.callbackSite = CUPTI_API_ENTER;
   st().callback(st().userdata, domain, cbid, &cb);
@@ -241,6 +226,44 @@ void runtime_launch(std::uint32_t corr, std::uint32_t inner_driver_corr) {
            [&] { driver_launch(inner_driver_corr); });
 }
 
+// ---- CUDA graphs, as CUPTI reports them ----
+
+/// A resource callback about graph objects (handles are fake: value = id).
+void graph_event(CUpti_CallbackId cbid, std::uint64_t node, std::uint64_t original = 0, std::uint32_t exec = 0,
+                 CUgraphNodeType type = CU_GRAPH_NODE_TYPE_KERNEL) {
+  CUpti_GraphData g{};
+  g.node = reinterpret_cast<CUgraphNode>(node);
+  g.originalNode = reinterpret_cast<CUgraphNode>(original);
+  g.graphExec = reinterpret_cast<CUgraphExec>(static_cast<std::uintptr_t>(exec));
+  g.nodeType = type;
+  CUpti_ResourceData rd{};
+  rd.resourceDescriptor = &g;
+  st().callback(st().userdata, CUPTI_CB_DOMAIN_RESOURCE, cbid, &rd);
+}
+/// cuLaunchKernel into a capturing stream: the driver creates graph node `node` inside the call.
+void captured_launch(std::uint32_t corr, std::uint64_t node) {
+  api_call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, corr, 0,
+           [&] { graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, node); });
+}
+/// cudaGraphInstantiate: the exec's nodes are created (ignored) and cloned from the originals.
+void instantiate(std::uint32_t exec, const std::vector<std::pair<std::uint64_t, std::uint64_t>>& original_clone) {
+  graph_event(CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATE_STARTING, 0, 0, exec);
+  for (auto [o, c] : original_clone) {
+    graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, c);
+    graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED, c, o);
+  }
+  graph_event(CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED, 0, 0, exec);
+}
+/// cudaGraphLaunch (runtime) calling cuGraphLaunch (driver) inside.
+void graph_launch(std::uint32_t corr, std::uint32_t exec) {
+  const CUgraphExec handle = reinterpret_cast<CUgraphExec>(static_cast<std::uintptr_t>(exec));
+  cudaGraphLaunch_v10000_params rp{handle, nullptr};
+  cuGraphLaunch_params dp{handle, nullptr};
+  api_call(CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000, corr, 0, [&] {
+    api_call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch, corr + 1, 0, [] {}, &dp);
+  }, &rp);
+}
+
 CUpti_ActivityKernel10 kernel_record(std::string name, std::uint32_t corr, std::uint64_t start_mono,
                                      std::uint64_t dur, std::uint32_t stream = 7) {
   std::lock_guard g(st().mu);
@@ -254,6 +277,14 @@ CUpti_ActivityKernel10 kernel_record(std::string name, std::uint32_t corr, std::
   k.completed = k.end;
   k.deviceId = 0;
   k.streamId = stream;
+  return k;
+}
+/// A kernel record of a graph node's replay.
+CUpti_ActivityKernel10 graph_kernel(std::string name, std::uint32_t corr, std::uint64_t node,
+                                    std::uint64_t start_mono, std::uint64_t dur) {
+  auto k = kernel_record(std::move(name), corr, start_mono, dur);
+  k.graphNodeId = node;
+  k.graphId = 9;
   return k;
 }
 void queue(const CUpti_ActivityKernel10& k) {
@@ -343,7 +374,11 @@ TEST_CASE("profiler cupti: an activity kernel record converts to a KernelRecord"
   k.deviceId = 3;
   k.streamId = 13;
   k.gridX = 7;
+  k.graphNodeId = 0x1234'5678'9abcull;
+  k.graphId = 17;
   auto r = cu::to_kernel_record(k, clock);
+  CHECK(r->graph_node_id == 0x1234'5678'9abcull);
+  CHECK(r->graph_id == 17);
   REQUIRE(r.has_value());
   CHECK(r->name == "VecAdd_96_float");
   CHECK(r->correlation_id == 4242);
@@ -527,6 +562,153 @@ TEST_CASE("profiler cupti: dropped records are counted and reported once") {
   b->stop();
 }
 
+// ---- CUDA graphs (CUPTI test double) ----------------------------------------------------------
+
+TEST_CASE("profiler cupti: graph kernels land under replay site / <captured_at> / capture site") {
+  fake::reset();
+  fake::register_fake(/*wait_ms=*/5'000);  // a flush waiting for a captured launch would take 5 s
+  auto dir = temp_dir("cupti_graph");
+  const std::size_t sites0 = tp::graph_nodes();
+  const auto c0 = cu::counters();
+  auto s = tp::start((dir / "graph").string(), {.backend = "cupti_fake", .hook = "launch"});
+  REQUIRE(tp::stats(s).kernel_records);
+  CHECK(fake::st().enabled.count({CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED}) == 1);
+  CHECK(fake::st().enabled.count({CUPTI_CB_DOMAIN_RUNTIME_API, CUPTI_RUNTIME_TRACE_CBID_cudaGraphLaunch_v10000}) == 1);
+  {  // stream capture: each launch creates a node instead of running
+    tp::Scope cap("capture");
+    {
+      tp::Scope f("forward");
+      tp::LaunchScope op({.kernel = "gemm", .flops = 1000, .flops_width = 16, .bytes = 64});
+      fake::captured_launch(100, 0x11);
+    }
+    {
+      tp::Scope b("backward");
+      fake::captured_launch(101, 0x12);
+    }
+  }
+  CHECK(tp::stats(s).pending_launches == 0);  // captured launches run nothing: no binding kept
+  CHECK(cu::counters().captured_launches == c0.captured_launches + 2);
+  CHECK(tp::graph_nodes() == sites0 + 2);
+  fake::instantiate(0x500, {{0x11, 0x21}, {0x12, 0x22}});
+  CHECK(tp::graph_nodes() == sites0 + 4);  // the clones; the exec's "created" nodes are not capture sites
+  CHECK(cu::counters().graph_execs == 1);
+
+  const std::uint64_t t0 = tp::now_ns();
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    tp::Scope step("step");
+    const std::uint32_t corr = 200 + 10 * i;
+    fake::graph_launch(corr, 0x500);
+    fake::queue(fake::graph_kernel("gemm", corr, 0x21, t0 + 10'000 * i, 1'000));
+    fake::queue(fake::graph_kernel("bwd", corr, 0x22, t0 + 10'000 * i + 2'000, 500));
+  }
+  CHECK(cu::counters().graph_launches == c0.graph_launches + 3);  // the driver call inside is not another
+  CHECK(tp::stats(s).pending_launches == 3);
+  const auto w0 = std::chrono::steady_clock::now();
+  const auto text = tp::get(s, 0);  // flushes
+  CHECK(std::chrono::steady_clock::now() - w0 < std::chrono::seconds(2));
+  REQUIRE(text.has_value());
+  CHECK(tp::stats(s).pending_launches == 0);  // each launch's two kernels came
+  CHECK(tp::stats(s).graph_kernels_flat == 0);
+  json root = json::parse(*text)[0];
+  CAPTURE(root.dump());
+  const json& at_node = at(root, {"step", std::string(tp::kCapturedAtFrame)});
+  CHECK(at_node["metrics"]["graph_replays"] == 3);
+  const json& gemm = at(root, {"step", "<captured_at>", "capture", "forward", "gemm"});
+  CHECK(gemm["metrics"]["count"] == 3);
+  CHECK(gemm["metrics"]["time (ns)"] == 3'000);
+  CHECK(gemm["metrics"]["flops16"] == 3'000);  // the captured op's flops, once per replay
+  CHECK(gemm["metrics"]["bytes"] == 192);
+  CHECK(gemm["children"].empty());  // the kernel landed on its op node
+  const json& bwd = at(root, {"step", "<captured_at>", "capture", "backward", "bwd"});
+  CHECK(bwd["metrics"]["count"] == 3);
+  CHECK(bwd["metrics"]["time (ns)"] == 1'500);
+  CHECK(at(root, {"step"})["metrics"]["time (ns) (inc)"] == 4'500);
+  // At capture time the op was recorded once, with no kernel.
+  const json& captured_op = at(root, {"capture", "forward", "gemm"});
+  CHECK(captured_op["metrics"]["flops16"] == 1'000);
+  CHECK_FALSE(captured_op["metrics"].contains("count"));
+
+  // Destroying the graph and its exec forgets their nodes.
+  for (std::uint64_t n : {0x11, 0x12, 0x21, 0x22}) fake::graph_event(CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING, n);
+  fake::graph_event(CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING, 0, 0, 0x500);
+  CHECK(tp::graph_nodes() == sites0);
+  CHECK(cu::counters().graph_execs == 0);
+  tp::finalize(s);
+  CHECK(tp::graph_nodes() == 0);  // CUPTI torn down: nothing of the graphs is kept
+}
+
+TEST_CASE("profiler cupti: graph kernels in a Chrome trace have one flow each") {
+  fake::reset();
+  fake::register_fake();
+  auto dir = temp_dir("cupti_graph_trace");
+  auto s = tp::start((dir / "gt").string(), {.backend = "cupti_fake", .format = "chrome_trace"});
+  {
+    tp::Scope cap("cap");
+    fake::captured_launch(10, 0x31);
+    fake::captured_launch(11, 0x32);
+  }
+  fake::instantiate(0x600, {{0x31, 0x41}, {0x32, 0x42}});
+  const std::uint64_t t0 = tp::now_ns();
+  {
+    tp::Scope r("replay");
+    fake::graph_launch(20, 0x600);
+    fake::queue(fake::graph_kernel("k1", 20, 0x41, t0 + 1'000, 100));
+    fake::queue(fake::graph_kernel("k2", 20, 0x42, t0 + 2'000, 100));
+  }
+  auto rep = tp::finalize(s);
+  json j = read_json(rep.files.at(0));
+  std::set<std::string> ids;
+  int s_count = 0, f_count = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e.value("name", "") != "launch->kernel") continue;
+    ids.insert(e["id"].get<std::string>());
+    (e["ph"] == "s" ? s_count : f_count) += 1;
+  }
+  CHECK(s_count == 2);
+  CHECK(f_count == 2);
+  CHECK(ids == std::set<std::string>{"launch:20:" + std::to_string(0x41), "launch:20:" + std::to_string(0x42)});
+  for (const auto& e : j["traceEvents"])
+    if (e.value("cat", "") == "kernel" && e["name"] == "k1")
+      CHECK(e["args"]["call_stack"] == json::array({"replay", "<captured_at>", "cap", "k1"}));
+}
+
+TEST_CASE("profiler cupti: a graph captured before the session is attributed flat, reported, and not leaked") {
+  fake::reset();
+  fake::register_fake();
+  auto dir = temp_dir("cupti_graph_early");
+  auto s = tp::start((dir / "early").string(), {.backend = "cupti_fake"});
+  StderrCapture err;
+  const std::uint64_t t0 = tp::now_ns();
+  {
+    tp::Scope late("late");
+    fake::graph_launch(300, 0x777);  // an exec whose instantiation was never seen: size unknown
+    fake::queue(fake::graph_kernel("old_k", 300, 0x999, t0 + 1'000, 100));
+    fake::queue(fake::graph_kernel("old_k", 300, 0x998, t0 + 2'000, 100));
+  }
+  auto text = tp::get(s, 0);
+  const std::string msg = err.text();
+  REQUIRE(text.has_value());
+  CHECK(contains(msg, "captured before profiling began"));
+  CHECK(contains(msg, "old_k"));
+  json root = json::parse(*text)[0];
+  CAPTURE(root.dump());
+  CHECK(child_names(at(root, {"late"})) == std::vector<std::string>{"old_k"});  // flat: no <captured_at>
+  CHECK(at(root, {"late", "old_k"})["metrics"]["count"] == 2);
+  CHECK(tp::stats(s).graph_kernels_flat == 2);
+  // A launch of unknown size keeps its binding (more kernels may come) ...
+  CHECK(tp::stats(s).pending_launches == 1);
+  fake::queue(fake::graph_kernel("old_k", 300, 0x997, t0 + 3'000, 100));
+  tp::advance_phase(s);
+  CHECK(tp::stats(s).pending_launches == 1);
+  // ... until it has survived two phase boundaries: bounded, never a leak.
+  tp::advance_phase(s);
+  tp::advance_phase(s);
+  CHECK(tp::stats(s).pending_launches == 0);
+  CHECK(tp::stats(s).graph_kernels_flat == 3);
+  auto rep = tp::finalize(s);
+  CHECK(rep.errors.empty());
+}
+
 // ---- fault rules ---------------------------------------------------------------------------
 
 TEST_CASE("profiler cupti: CUPTI held by another profiler gives a message and a session without kernels") {
@@ -674,4 +856,134 @@ TEST_CASE("profiler cupti gpu: CUPTI already subscribed elsewhere, then handed b
   auto s = tp::start((dir / "free").string(), {.backend = "cupti"});
   CHECK(tp::stats(s).kernel_records);  // our own teardown and theirs leave CUPTI usable
   tp::finalize(s);
+}
+
+namespace {
+/// The CUDA-driver graph entry points the GPU graph test uses (libcuda is
+/// already loaded by the runtime when a GPU is present).
+struct GraphDriver {
+  CUresult (*begin_capture)(CUstream, CUstreamCaptureMode) = nullptr;
+  CUresult (*end_capture)(CUstream, CUgraph*) = nullptr;
+  CUresult (*instantiate)(CUgraphExec*, CUgraph, unsigned long long) = nullptr;
+  CUresult (*launch)(CUgraphExec, CUstream) = nullptr;
+  CUresult (*sync)(CUstream) = nullptr;
+  CUresult (*exec_destroy)(CUgraphExec) = nullptr;
+  CUresult (*graph_destroy)(CUgraph) = nullptr;
+  bool ok() const {
+    return begin_capture && end_capture && instantiate && launch && sync && exec_destroy && graph_destroy;
+  }
+};
+GraphDriver graph_driver() {
+  GraphDriver d;
+  void* h = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!h) return d;
+  auto get = [&](auto& fn, const char* name) { fn = reinterpret_cast<std::remove_reference_t<decltype(fn)>>(::dlsym(h, name)); };
+  get(d.begin_capture, "cuStreamBeginCapture_v2");
+  get(d.end_capture, "cuStreamEndCapture");
+  get(d.instantiate, "cuGraphInstantiateWithFlags");
+  get(d.launch, "cuGraphLaunch");
+  get(d.sync, "cuStreamSynchronize");
+  get(d.exec_destroy, "cuGraphExecDestroy");
+  get(d.graph_destroy, "cuGraphDestroy");
+  return d;
+}
+}  // namespace
+
+TEST_CASE("profiler cupti gpu: a captured and replayed CUDA graph is attributed to its capture site") {
+  if (!have_gpu()) return;
+  namespace tj = tilejit;
+  const GraphDriver cu = graph_driver();
+  REQUIRE_MESSAGE(cu.ok(), "the CUDA driver's graph entry points were not found");
+  auto dev = tj::Device::best();
+  const int n = 1 << 16;
+  const std::size_t bytes = std::size_t(n) * sizeof(float);
+  std::vector<float> x(n, 1.f), y(n, 2.f), out(n);
+  auto* dx = static_cast<float*>(dev.alloc(bytes));
+  auto* dy = static_cast<float*>(dev.alloc(bytes));
+  auto* dout = static_cast<float*>(dev.alloc(bytes));
+  dev.copy_to_device(dx, x.data(), bytes);
+  dev.copy_to_device(dy, y.data(), bytes);
+  auto k = tj::compile<examples::VecAdd<96>>(dev, {.num_warps = 1});
+  const tj::Grid grid{tj::cdiv(n, 96)};
+  k.launch(grid, dx, dy, dout, n);  // module loaded outside any capture
+  dev.synchronize();
+  auto stream = dev.create_stream();
+  auto st = static_cast<CUstream>(stream.handle);
+  auto capture = [&](CUgraph* g, int first, int second) {
+    REQUIRE(cu.begin_capture(st, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL) == CUDA_SUCCESS);
+    {
+      tp::Scope a("first");
+      for (int i = 0; i < first; ++i) k.launch(stream, grid, dx, dy, dout, n);
+    }
+    {
+      tp::Scope b("second");
+      for (int i = 0; i < second; ++i) k.launch(stream, grid, dx, dy, dout, n);
+    }
+    REQUIRE(cu.end_capture(st, g) == CUDA_SUCCESS);
+  };
+
+  // A graph captured before profiling: replayed in the session, attributed flat.
+  CUgraph early = nullptr;
+  CUgraphExec early_exec = nullptr;
+  {
+    tp::Scope c("early_capture");
+    capture(&early, 1, 0);
+  }
+  REQUIRE(cu.instantiate(&early_exec, early, 0) == CUDA_SUCCESS);
+
+  auto dir = temp_dir("cupti_gpu_graph");
+  auto s = tp::start((dir / "graph").string(), {.backend = "cupti"});
+  REQUIRE_MESSAGE(tp::stats(s).kernel_records, "the cupti backend did not start (see the message above)");
+  CUgraph g = nullptr;
+  CUgraphExec exec = nullptr;
+  {
+    tp::Scope c("capture");
+    capture(&g, 1, 2);
+  }
+  REQUIRE(cu.instantiate(&exec, g, 0) == CUDA_SUCCESS);
+  for (int i = 0; i < 4; ++i) {
+    tp::Scope r("replay");
+    REQUIRE(cu.launch(exec, st) == CUDA_SUCCESS);
+  }
+  {
+    tp::Scope r("replay_early");
+    REQUIRE(cu.launch(early_exec, st) == CUDA_SUCCESS);
+  }
+  REQUIRE(cu.sync(st) == CUDA_SUCCESS);
+  const auto text = tp::get(s, 0);
+  REQUIRE(text.has_value());
+  const auto stats = tp::stats(s);
+  MESSAGE("graph counters: launches " << cu::counters().graph_launches << ", captured launches "
+                                      << cu::counters().captured_launches << ", pending "
+                                      << stats.pending_launches << ", flat " << stats.graph_kernels_flat);
+  json root = json::parse(*text)[0];
+  MESSAGE("profile: " << root.dump());
+  const json& at_node = at(root, {"replay", "<captured_at>"});
+  CHECK(at_node["metrics"]["graph_replays"] == 4);
+  for (auto [scope, per_replay] : {std::pair{"first", 1}, std::pair{"second", 2}}) {
+    CAPTURE(scope);
+    const json& sc = at(root, {"replay", "<captured_at>", "capture", scope});
+    REQUIRE(sc["children"].size() == 1);
+    const json& kn = sc["children"][0];
+    CHECK(contains(kn["frame"]["name"].get<std::string>(), "VecAdd"));
+    CHECK(kn["metrics"]["count"] == 4 * per_replay);
+    CHECK(kn["metrics"]["time (ns)"].get<std::int64_t>() > 0);
+    // Captured launches ran nothing at capture time.
+    CHECK(at(root, {"capture", scope})["children"].empty());
+  }
+  const json& flat = at(root, {"replay_early"});
+  REQUIRE(flat["children"].size() == 1);
+  CHECK(contains(flat["children"][0]["frame"]["name"].get<std::string>(), "VecAdd"));
+  CHECK(stats.graph_kernels_flat == 1);
+  CHECK(stats.pending_launches <= 1);  // only the early graph's launch (size unknown) may wait
+  tp::finalize(s);
+  CHECK(tp::graph_nodes() == 0);
+  cu.exec_destroy(exec);
+  cu.graph_destroy(g);
+  cu.exec_destroy(early_exec);
+  cu.graph_destroy(early);
+  dev.destroy_stream(stream);
+  dev.copy_to_host(out.data(), dout, bytes);
+  CHECK(out[n - 1] == 3.f);
+  dev.free(dx), dev.free(dy), dev.free(dout);
 }

@@ -47,6 +47,11 @@ struct KernelRecord {
   std::uint32_t device_id = 0;
   DeviceType device_type = DeviceType::CUDA;
   std::uint32_t stream_id = 0;         ///< one Chrome-trace lane per (device, stream)
+  /// Kernels replayed from a CUDA graph: the id of the (executable) graph node
+  /// that ran it, as given to graph_node_cloned() / graph_node_captured(); 0
+  /// for an ordinary launch. See "CUDA graphs" below.
+  std::uint64_t graph_node_id = 0;
+  std::uint32_t graph_id = 0;          ///< informational (CUPTI's graphId)
 };
 
 /// What the hatchet writers report per device in the second array element.
@@ -107,6 +112,46 @@ std::vector<std::string> registered_backends();
 /// session with a working backend. Cheap: one thread-local map insert per such
 /// session. Call it on the launching thread, at launch time.
 void correlate_launch(std::uint64_t correlation_id) noexcept;
+
+// ---- CUDA graphs ---------------------------------------------------------------
+//
+// A kernel replayed from a graph is attributed to where the graph was
+// launched *and* to where its node was captured:
+//
+//   <replay-site scopes> / <captured_at> / <capture-site scopes> / <kernel>
+//
+// The backend reports, on the thread where they happen:
+//   * graph_node_captured(node): a node was created (stream capture or an
+//     explicit cudaGraphAdd*Node) — the thread's scope stack, and the open
+//     LaunchScope op with its flops and bytes, become the node's capture site;
+//   * graph_node_cloned(original, clone): instantiation (or cudaGraphClone)
+//     copied a node — kernel records carry the clone's id;
+//   * graph_node_destroyed(node): forget it (so the table stays bounded);
+//   * correlate_graph_launch(id, kernels): a graph launch, instead of
+//     correlate_launch — one correlation id for `kernels` kernel records
+//     (0: unknown; the binding is then dropped after two phase boundaries);
+//   * cancel_launch(id): a launch correlated with correlate_launch() ran no
+//     kernel (it was captured into a graph): drop its binding.
+// Each replay adds, at the kernel's node, the capture site's op metrics (the
+// flops and bytes the launch hook recorded at capture) with the kernel's time
+// and count, and "graph_replays" (int64, exclusive) at <captured_at>. A kernel
+// whose node has no capture site (its graph was captured before profiling
+// began) lands directly under the replay site ("flat"), is counted in
+// SessionStats::graph_kernels_flat and reported once per session.
+
+/// The frame name under which replayed graph kernels hang their capture site.
+inline constexpr std::string_view kCapturedAtFrame = "<captured_at>";
+
+void graph_node_captured(std::uint64_t node_id) noexcept;
+void graph_node_cloned(std::uint64_t original_id, std::uint64_t clone_id) noexcept;
+void graph_node_destroyed(std::uint64_t node_id) noexcept;
+/// Forget every capture site (a backend that stops seeing graph events, e.g.
+/// at CUPTI teardown, calls this: nodes it can no longer see destroyed).
+void clear_graph_nodes() noexcept;
+/// Capture sites held now (process-wide).
+std::size_t graph_nodes() noexcept;
+void correlate_graph_launch(std::uint64_t correlation_id, std::uint32_t kernels) noexcept;
+void cancel_launch(std::uint64_t correlation_id) noexcept;
 
 /// The profiler clock: CLOCK_MONOTONIC in nanoseconds.
 std::uint64_t now_ns() noexcept;

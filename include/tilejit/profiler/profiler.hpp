@@ -206,6 +206,9 @@ struct SessionStats {
   std::size_t phases_written = 0;
   std::size_t pending_launches = 0; ///< correlated launches waiting for their record
   bool kernel_records = false;      ///< the backend started
+  /// Kernels replayed from CUDA graphs whose capture was not seen (captured
+  /// before profiling began): attributed flat, under the replay site.
+  std::size_t graph_kernels_flat = 0;
 };
 SessionStats stats(SessionId session);
 
