@@ -81,6 +81,51 @@ ClockSample best_sample(const Bracket* readings, std::size_t n) noexcept {
   return best;
 }
 
+// ---- PC sampling (pure) ------------------------------------------------------------
+
+std::string stall_short_name(std::string_view n) {
+  for (std::string_view prefix : {"smsp__pcsamp_warps_issue_stalled_", "smsp__pcsamp_"})
+    if (n.substr(0, prefix.size()) == prefix) return std::string(n.substr(prefix.size()));
+  return std::string(n);
+}
+
+std::vector<PcSamples> aggregate_pc_samples(const CUpti_PCSamplingData& data,
+                                            const std::unordered_map<std::uint32_t, std::string>& stall_names,
+                                            const LineLookup& line_of) {
+  std::vector<PcSamples> out;
+  std::unordered_map<std::string, std::size_t> kernel_index;
+  std::vector<std::unordered_map<std::string, std::size_t>> line_index;
+  for (std::size_t i = 0; i < data.totalNumPcs && data.pPcData; ++i) {
+    const CUpti_PCSamplingPCData& pc = data.pPcData[i];
+    const std::string fn = pc.functionName ? pc.functionName : "<unknown function>";
+    auto [kit, fresh] = kernel_index.try_emplace(fn, out.size());
+    if (fresh) {
+      out.push_back({fn, {}});
+      line_index.emplace_back();
+    }
+    PcSamples& k = out[kit->second];
+    std::optional<std::string> where;
+    if (line_of) where = line_of(pc.cubinCrc, pc.functionName, pc.pcOffset);
+    const std::string loc = where ? *where : fmt::format("{}+0x{:x}", fn, pc.pcOffset);
+    auto [lit, lfresh] = line_index[kit->second].try_emplace(loc, k.lines.size());
+    if (lfresh) k.lines.push_back({loc, 0, {}});
+    PcSampleLine& line = k.lines[lit->second];
+    for (std::size_t r = 0; r < pc.stallReasonCount && pc.stallReason; ++r) {
+      const auto& sr = pc.stallReason[r];
+      if (sr.samples == 0) continue;
+      line.samples += sr.samples;
+      auto nit = stall_names.find(sr.pcSamplingStallReasonIndex);
+      std::string reason = nit != stall_names.end() ? nit->second
+                                                    : fmt::format("reason_{}", sr.pcSamplingStallReasonIndex);
+      auto sit = std::find_if(line.stalls.begin(), line.stalls.end(),
+                              [&](const auto& p) { return p.first == reason; });
+      if (sit == line.stalls.end()) line.stalls.emplace_back(std::move(reason), sr.samples);
+      else sit->second += sr.samples;
+    }
+  }
+  return out;
+}
+
 // ---- loading libcupti ------------------------------------------------------------
 
 std::string describe(const Api& api, CUptiResult r) {

@@ -8,12 +8,17 @@
 // activity buffer -> Sink::kernel, the fault rules) runs without a GPU.
 #pragma once
 #include <cupti.h>
+#include <cupti_pcsampling.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
 
 #include <tilejit/profiler/backend.hpp>
 
@@ -80,6 +85,28 @@ std::optional<KernelRecord> to_kernel_record(const K& k, const ClockMap& clock) 
   }
   return r;
 }
+
+// ---- PC sampling (pure) ---------------------------------------------------------------
+
+/// CUPTI's stall-reason name without its counter prefix:
+/// "smsp__pcsamp_warps_issue_stalled_long_scoreboard" -> "long_scoreboard",
+/// "..._not_issued" kept as a suffix ("long_scoreboard_not_issued").
+std::string stall_short_name(std::string_view cupti_name);
+
+/// Source line of a PC: (cubin CRC, function name, PC offset) -> "file:line",
+/// or nullopt where the cubin has no line info (cuptiGetSassToSourceCorrelation).
+using LineLookup = std::function<std::optional<std::string>(std::uint64_t crc, const char* function,
+                                                            std::uint64_t pc_offset)>;
+
+/// A CUPTI PC-sampling buffer grouped by kernel (function name, in order of
+/// first appearance), then by source location (samples and stall counts of
+/// PCs on the same line summed; a PC without line info is its own location,
+/// "<function>+0x<offset>"). `stall_names` maps CUPTI's stall-reason index to
+/// its short name; unknown indices are "reason_<index>". Zero-count stalls
+/// are dropped.
+std::vector<PcSamples> aggregate_pc_samples(const CUpti_PCSamplingData& data,
+                                            const std::unordered_map<std::uint32_t, std::string>& stall_names,
+                                            const LineLookup& line_of);
 
 // ---- the CUPTI layer ---------------------------------------------------------------
 

@@ -593,6 +593,37 @@ void correlate_graph_launch(std::uint64_t correlation_id, std::uint32_t kernels)
   }
 }
 
+void record_pc_samples(const PcSamples& samples) noexcept {
+  try {
+    static const std::uint32_t k_samples = metric_id("pc_samples", MetricType::int64, MetricKind::inclusive, false);
+    // Metric ids of the stall reasons, resolved once per batch.
+    std::vector<std::vector<std::uint32_t>> stall_ids(samples.lines.size());
+    for (std::size_t i = 0; i < samples.lines.size(); ++i)
+      for (const auto& [reason, n] : samples.lines[i].stalls)
+        stall_ids[i].push_back(metric_id("stall:" + reason, MetricType::int64, MetricKind::inclusive, false));
+    const NameId kn = intern(samples.kernel);
+    ThreadState& ts = current();
+    for (Local* l : ts.active) {
+      if (!l->session->kernel_records) continue;
+      std::lock_guard g(l->lock);
+      sync_path(*l, ts);
+      Tree& t = l->data.tree;
+      const std::uint32_t at = l->op_node != kNoNode ? l->op_node : top(*l);
+      const std::uint32_t kernel = (at != 0 && t.nodes[at].name == kn) ? at : t.child(at, kn);
+      for (std::size_t i = 0; i < samples.lines.size(); ++i) {
+        const PcSampleLine& line = samples.lines[i];
+        const std::uint32_t node = t.child(kernel, intern(line.location));
+        auto& m = t.nodes[node].metrics;
+        add_slot(m, MetricSlot::of_int(k_samples, MetricKind::inclusive, static_cast<std::int64_t>(line.samples)));
+        for (std::size_t k = 0; k < line.stalls.size(); ++k)
+          add_slot(m, MetricSlot::of_int(stall_ids[i][k], MetricKind::inclusive,
+                                         static_cast<std::int64_t>(line.stalls[k].second)));
+      }
+    }
+  } catch (...) {
+  }
+}
+
 void cancel_launch(std::uint64_t correlation_id) noexcept {
   ThreadState& ts = tls();
   for (auto& l : ts.known) {

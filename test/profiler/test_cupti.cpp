@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <dlfcn.h>
 #include <deque>
+#include <tuple>
+#include <unordered_map>
 #include <fcntl.h>
 #include <mutex>
 #include <set>
@@ -707,6 +709,87 @@ TEST_CASE("profiler cupti: a graph captured before the session is attributed fla
   CHECK(tp::stats(s).graph_kernels_flat == 3);
   auto rep = tp::finalize(s);
   CHECK(rep.errors.empty());
+}
+
+// ---- PC sampling (pure mapping and aggregation; attribution) ----------------------------------
+
+TEST_CASE("profiler cupti: PC samples are grouped by kernel and source line, with stall reasons") {
+  CHECK(cu::stall_short_name("smsp__pcsamp_warps_issue_stalled_long_scoreboard") == "long_scoreboard");
+  CHECK(cu::stall_short_name("smsp__pcsamp_warps_issue_stalled_barrier_not_issued") == "barrier_not_issued");
+  CHECK(cu::stall_short_name("smsp__pcsamp_sample_count") == "sample_count");
+  CHECK(cu::stall_short_name("other") == "other");
+
+  char gemm[] = "gemm_kernel", softmax[] = "softmax_kernel";
+  CUpti_PCSamplingStallReason r0[] = {{1, 5}, {2, 3}};  // index 1: long_scoreboard, 2: barrier
+  CUpti_PCSamplingStallReason r1[] = {{1, 2}, {7, 4}, {2, 0}};
+  CUpti_PCSamplingStallReason r2[] = {{2, 6}};
+  CUpti_PCSamplingStallReason r3[] = {{1, 1}};
+  CUpti_PCSamplingPCData pcs[4] = {};
+  auto set = [&](CUpti_PCSamplingPCData& p, char* fn, std::uint64_t off, CUpti_PCSamplingStallReason* r, std::size_t n) {
+    p.size = sizeof p;
+    p.cubinCrc = 0xC0FFEE;
+    p.functionName = fn;
+    p.pcOffset = off;
+    p.stallReason = r;
+    p.stallReasonCount = n;
+  };
+  set(pcs[0], gemm, 0x10, r0, 2);
+  set(pcs[1], gemm, 0x20, r1, 3);      // same line as 0x10
+  set(pcs[2], softmax, 0x30, r2, 1);
+  set(pcs[3], gemm, 0x400, r3, 1);     // no line info
+  CUpti_PCSamplingData data{};
+  data.size = sizeof data;
+  data.totalNumPcs = 4;
+  data.pPcData = pcs;
+  const std::unordered_map<std::uint32_t, std::string> names{{1, "long_scoreboard"}, {2, "barrier"}};
+  std::vector<std::tuple<std::uint64_t, std::string, std::uint64_t>> asked;
+  auto line_of = [&](std::uint64_t crc, const char* fn, std::uint64_t off) -> std::optional<std::string> {
+    asked.emplace_back(crc, fn, off);
+    if (off == 0x10 || off == 0x20) return "gemm.cu:12";
+    if (off == 0x30) return "softmax.cu:40";
+    return std::nullopt;
+  };
+  auto out = cu::aggregate_pc_samples(data, names, line_of);
+  CHECK(asked.size() == 4);
+  CHECK(std::get<0>(asked[0]) == 0xC0FFEE);
+  REQUIRE(out.size() == 2);
+  CHECK(out[0].kernel == "gemm_kernel");
+  REQUIRE(out[0].lines.size() == 2);
+  const tp::PcSampleLine& l12 = out[0].lines[0];
+  CHECK(l12.location == "gemm.cu:12");
+  CHECK(l12.samples == 14);  // 5 + 3 + 2 + 4
+  using Stalls = std::vector<std::pair<std::string, std::uint64_t>>;
+  CHECK(l12.stalls == Stalls{{"long_scoreboard", 7}, {"barrier", 3}, {"reason_7", 4}});  // zero counts dropped
+  CHECK(out[0].lines[1].location == "gemm_kernel+0x400");
+  CHECK(out[0].lines[1].samples == 1);
+  CHECK(out[1].kernel == "softmax_kernel");
+  CHECK(out[1].lines.at(0).stalls == Stalls{{"barrier", 6}});
+  CHECK(cu::aggregate_pc_samples(data, names, nullptr)[0].lines[0].location == "gemm_kernel+0x10");
+
+  SUBCASE("recorded on the launching thread: child frames of the kernel node") {
+    register_mock();
+    auto dir = temp_dir("pcsampling");
+    auto s = tp::start((dir / "pc").string(), {.backend = "mock"});
+    const std::uint64_t t0 = tp::now_ns();
+    {
+      tp::Scope step("step");
+      tp::correlate_launch(501);
+      MockBackend::latest()->push(record("gemm_kernel", 501, t0 + 100, 1'000));
+      tp::record_pc_samples(out[0]);
+      tp::record_pc_samples(out[0]);  // a second launch of the same kernel adds up
+    }
+    json root = json::parse(*tp::get(s, 0))[0];
+    CAPTURE(root.dump());
+    const json& k = at(root, {"step", "gemm_kernel"});
+    CHECK(k["metrics"]["count"] == 1);
+    CHECK(k["metrics"]["pc_samples (inc)"] == 30);
+    const json& line = at(root, {"step", "gemm_kernel", "gemm.cu:12"});
+    CHECK(line["metrics"]["pc_samples"] == 28);
+    CHECK(line["metrics"]["stall:long_scoreboard"] == 14);
+    CHECK(line["metrics"]["stall:barrier"] == 6);
+    CHECK(at(root, {"step", "gemm_kernel", "gemm_kernel+0x400"})["metrics"]["pc_samples"] == 2);
+    tp::finalize(s);
+  }
 }
 
 // ---- fault rules ---------------------------------------------------------------------------

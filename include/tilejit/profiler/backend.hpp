@@ -31,6 +31,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace tilejit::profiler {
@@ -152,6 +153,30 @@ void clear_graph_nodes() noexcept;
 std::size_t graph_nodes() noexcept;
 void correlate_graph_launch(std::uint64_t correlation_id, std::uint32_t kernels) noexcept;
 void cancel_launch(std::uint64_t correlation_id) noexcept;
+
+// ---- PC sampling ----------------------------------------------------------------
+
+/// Samples of one source location of a kernel.
+struct PcSampleLine {
+  /// "file:line" where the kernel has line info, else "<function>+0x<pc offset>".
+  std::string location;
+  std::uint64_t samples = 0;
+  /// Stall reason (short name, e.g. "long_scoreboard") -> samples.
+  std::vector<std::pair<std::string, std::uint64_t>> stalls;
+};
+/// The samples of one kernel launch.
+struct PcSamples {
+  std::string kernel;  ///< the name its kernel record carries
+  std::vector<PcSampleLine> lines;
+};
+
+/// On the launching thread, once the kernel's samples are in (e.g. at the
+/// launch API's exit with CUPTI's kernel-serialized PC sampling): add them as
+/// child frames of the kernel's node under the thread's current scope (or open
+/// LaunchScope op), `<scope>/<kernel>/<location>`, with "pc_samples" and
+/// "stall:<reason>" (int64, inclusive), in every active session with a
+/// working backend.
+void record_pc_samples(const PcSamples& samples) noexcept;
 
 /// The profiler clock: CLOCK_MONOTONIC in nanoseconds.
 std::uint64_t now_ns() noexcept;
