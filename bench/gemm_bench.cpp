@@ -8,6 +8,8 @@
 //                            today's compiler, so it gets rung 2's layouts too — docs/gemm.md)
 //   BM_TilejitV2/M/N/K       examples/gemm/matmul_v2.hpp (rung 2: operands loaded in the mma
 //                            layouts, index vectors rematerialised, 4x2 warp grid at 8 warps)
+//   BM_CublasTN/M/N/K        cublasGemmEx with B stored [N, K] (C = A·Bᵀ, the layout rung 5 computes)
+//   BM_TilejitV5/BMxBN/S     examples/gemm/matmul_v5.hpp (rung 5: descriptors, TMA ring of S stages, async wgmma)
 // Counters: TFLOP/s (2·M·N·K per run). Without a GPU every case is skipped.
 #include <benchmark/benchmark.h>
 #include <cublas_v2.h>
@@ -20,6 +22,7 @@
 #include "examples/gemm/matmul_v3.hpp"
 #include "examples/gemm/matmul_v4.hpp"
 #include "examples/gemm/matmul_v2.hpp"
+#include "examples/gemm/matmul_v5.hpp"
 #include "tilejit/ir/remat.hpp"
 #include "tilejit/tilejit.hpp"
 
@@ -90,6 +93,34 @@ void BM_Cublas(benchmark::State& st) {
   });
 }
 
+void BM_CublasTN(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda || !cublas().ok) return st.SkipWithError("no GPU / cuBLAS");
+  const long M = st.range(0), N = st.range(1), K = st.range(2);
+  Operands o(M, N, K);
+  const float one = 1, zero = 0;
+  // Row-major C = A·Bᵀ with B [N, K] is column-major Cᵀ = op_T(B_cm) · A_cm.
+  timed(st, 2.0 * M * N * K, [&] {
+    cublas().gemm(cublas().h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M), static_cast<int>(K), &one, o.b,
+                  CUDA_R_16BF, static_cast<int>(K), o.a, CUDA_R_16BF, static_cast<int>(K), &zero, o.c, CUDA_R_32F,
+                  static_cast<int>(N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  });
+}
+
+template <int BM, int BN, int STAGES>
+void BM_TilejitV5(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  const long M = st.range(0), N = st.range(1), K = st.range(2);
+  Operands o(M, N, K);
+  using D = tj::TensorDescriptor;
+  D a(gpu(), o.a, tj::DType::bf16, {M, K}, {K, 1}, {BM, 64}, {.swizzle = D::Swizzle::b128});
+  D b(gpu(), o.b, tj::DType::bf16, {N, K}, {K, 1}, {BN, 64}, {.swizzle = D::Swizzle::b128});
+  auto k = tj::compile<examples::MatmulV5<BM, BN, tj::bf16>>(gpu(), {.num_warps = BM / 16, .num_stages = STAGES});
+  timed(st, 2.0 * M * N * K, [&] {
+    k.launch(tj::Grid{tj::cdiv(M, BM) * tj::cdiv(N, BN)}, a, b, static_cast<float*>(o.c), M, N, K);
+  });
+  st.SetLabel("BLOCK " + std::to_string(BM) + "x" + std::to_string(BN) + "x64 stages " + std::to_string(STAGES));
+}
+
 template <int BM, int BN, int BK, int NW>
 void BM_TilejitV1(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
@@ -141,4 +172,18 @@ BENCHMARK(BM_Tilejit<examples::MatmulV4<128, 192, tj::bf16>, 128, 192, 8>)->Name
 BENCHMARK(BM_Tilejit<examples::MatmulV4<128, 128, tj::bf16>, 128, 128, 8>)->Name("BM_TilejitV4/128x128")->Args({8192, 8192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Tilejit<examples::MatmulV4<64, 96, tj::bf16>, 64, 96, 4>)->Name("BM_TilejitV4/64x96")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Tilejit<examples::MatmulV4<64, 192, tj::bf16>, 64, 192, 4>)->Name("BM_TilejitV4/64x192")->Args({8192, 192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
+// Rung 5: descriptors, a TMA + mbarrier ring, wgmma straight from shared memory, one group in flight.
+void shapes_tn(benchmark::internal::Benchmark* b) {
+  b->Args({4096, 4096, 4096})->Args({8192, 8192, 8192})->Args({4096, 6144, 4096})->Args({4096, 28672, 4096})
+      ->Args({4096, 4096, 14336})->Args({16384, 6144, 4096})->Args({8192, 96, 8192})->Args({8192, 192, 8192});
+  b->UseManualTime()->Unit(benchmark::kMillisecond);
+}
+BENCHMARK(BM_CublasTN)->Apply(shapes_tn);
+BENCHMARK(BM_TilejitV5<128, 256, 3>)->Name("BM_TilejitV5/128x256/3")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitV5<128, 256, 4>)->Name("BM_TilejitV5/128x256/4")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitV5<128, 128, 4>)->Name("BM_TilejitV5/128x128/4")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitV5<128, 192, 4>)->Name("BM_TilejitV5/128x192/4")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitV5<64, 96, 6>)->Name("BM_TilejitV5/64x96/6")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TilejitV5<128, 96, 6>)->Name("BM_TilejitV5/128x96/6")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TilejitV5<64, 192, 6>)->Name("BM_TilejitV5/64x192/6")->Args({8192, 192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

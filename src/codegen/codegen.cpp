@@ -18,7 +18,9 @@
 #include "prelude.hpp"
 #include "tilejit/core/error.hpp"
 #include "tilejit/ir/axis_info.hpp"
+#include "tilejit/ir/lower_descriptors.hpp"
 #include "tilejit/ir/remat.hpp"
+#include "tilejit/layout/encodings/wgmma.hpp"
 
 namespace tilejit::codegen {
 namespace {
@@ -32,17 +34,32 @@ class Emitter {
  public:
   Emitter(const ir::Kernel& k, const ir::Specialization& spec, const Target& t, const Options& o)
       : k_(k), spec_(spec), t_(t), o_(o), plan_(ir::assign_layouts(k, o.num_warps, t.warp_size, t.arch)),
-        threads_(o.num_warps * t.warp_size), axes_(ir::analyze_axes(k, spec)) {}
+        threads_(o.num_warps * t.warp_size), axes_(ir::analyze_axes(k, spec)) {
+    plan_pipes();
+  }
 
   Generated run() {
     for (std::size_t id = 0; id < k_.nodes.size(); ++id) emit(static_cast<int>(id));
     Generated g;
     g.kernel_name = k_.name;
     g.threads = threads_;
-    if (smem_bytes_ > 48 * 1024)
+    const bool dynamic = ring_bytes_ > 0;
+    if (!dynamic && smem_bytes_ > 48 * 1024)
       throw Unsupported(fmt::format("kernel {} needs {} bytes of shared memory for layout conversions and reductions; "
                                     "at most 48 KiB of static shared memory is supported yet", k_.name, smem_bytes_));
-    g.shared_bytes = smem_bytes_;
+    if (dynamic) {
+      // The TMA rings first (1024-byte aligned for the 128B swizzle), then the scratch of conversions and
+      // reductions; 1024 bytes of slack to align the dynamic base. H100/H200: at most 227 KiB per program.
+      g.dynamic_shared_bytes = ring_bytes_ + (smem_bytes_ + 1023) / 1024 * 1024 + 1024;
+      if (g.dynamic_shared_bytes > 227 * 1024)
+        throw Unsupported(fmt::format("kernel {} needs {} bytes of shared memory ({} for {} TMA pipeline stage(s), {} of scratch): "
+                                      "sm_90 allows 227 KiB per program; lower num_stages or the block sizes",
+                                      k_.name, g.dynamic_shared_bytes, ring_bytes_, o_.num_stages, smem_bytes_));
+      for (std::size_t i = 0; i < k_.params.size(); ++i)
+        if (k_.params[i].type.is_desc && tma_param_[i]) g.tma_params.push_back(static_cast<int>(i));
+    } else {
+      g.shared_bytes = smem_bytes_;
+    }
     g.diagnostics = plan_.diagnostics;
     g.diagnostics.insert(g.diagnostics.end(), plan_diag_.begin(), plan_diag_.end());
     std::string src;
@@ -50,10 +67,13 @@ class Emitter {
     for (std::size_t i = 0; i < plan_.layouts.size(); ++i)
       src += fmt::format("// layout L{}: {}\n", i, plan_.layouts[i].description);
     src += prelude(t_.dialect == Dialect::cuda);
+    if (dynamic) src += tma_prelude();
     src += fmt::format("\nextern \"C\" __global__ void __launch_bounds__({}) {}(", threads_, k_.name);
     for (std::size_t i = 0; i < k_.params.size(); ++i) {
       const auto& p = k_.params[i];
-      src += fmt::format("{}{} arg{}", i ? ", " : "", p.type.is_ptr ? storage_type(p.type.dtype) + "*" : param_type(p.type.dtype), i);
+      const std::string ty = p.type.is_desc ? (t_.dialect == Dialect::cuda ? "const __grid_constant__ tj_desc" : "const tj_desc")
+                             : p.type.is_ptr ? storage_type(p.type.dtype) + "*" : param_type(p.type.dtype);
+      src += fmt::format("{}{} arg{}", i ? ", " : "", ty, i);
     }
     src += ") {\n";
     src += fmt::format("  const int tj_tid = (int)threadIdx.x;\n  const int tj_lane = tj_tid % {};\n  const int tj_warp = tj_tid / {};\n",
@@ -62,8 +82,14 @@ class Emitter {
       for (int dim = 0; dim < plan_.layouts[l].rank; ++dim)
         src += fmt::format("  const int tj_c{}_{} = {};  (void)tj_c{}_{};\n", l, dim, base_coord(plan_.layouts[l], dim), l, dim);
     src += "  (void)tj_lane; (void)tj_warp;\n";
-    if (smem_bytes_ > 0)
+    if (dynamic) {
+      src += "  extern __shared__ __attribute__((aligned(1024))) unsigned char tj_dsmem[];\n";
+      src += "  unsigned char* const tj_smem_raw = tj_dsmem + ((1024u - (tj_smem_addr(tj_dsmem) & 1023u)) & 1023u);\n";
+      src += fmt::format("  unsigned char* const tj_smem = tj_smem_raw + {};  (void)tj_smem;\n", ring_bytes_);
+      src += pipe_preamble_;
+    } else if (smem_bytes_ > 0) {
       src += fmt::format("  __shared__ __attribute__((aligned({}))) unsigned char tj_smem[{}];\n", smem_align_, smem_bytes_);
+    }
     src += body_;
     src += "}\n";
     g.source = std::move(src);
@@ -71,6 +97,174 @@ class Emitter {
   }
 
  private:
+  struct Pipe {
+    int loop = -1;                 // its loop_begin
+    std::vector<int> loads;        // desc_load nodes it copies, in program order
+    std::vector<int> offset;       // each load's offset in a stage (bytes)
+    int stage_bytes = 0, stages = 1, prefetch = 0;
+    int ring_off = 0, bar_off = 0;
+    int tx_bytes = 0;              // bytes one stage's copies complete on its mbarrier
+    std::vector<int> async_dots;   // wgmma dots left in flight across the iteration boundary
+  };
+  // ---- the TMA pipeline -----------------------------------------------------------
+  /// The desc_loads left in the IR are the ones generate() gave to TMA (each
+  /// inside a loop, feeding wgmma only). Per loop: a ring of num_stages
+  /// stages, each holding one block of every such load; an mbarrier per stage
+  /// that the copies complete (expect_tx of the stage's bytes); a counter of
+  /// consumed stages that gives the stage (it % S) and the parity (it / S & 1)
+  /// to wait for. Copies for iteration i + S - 1 are issued by thread 0 at the
+  /// end of iteration i, after every warp group's wgmma of iteration i - 1 has
+  /// completed (wgmma.wait_group, then a barrier) — that stage's buffers are
+  /// the ones being refilled.
+  void plan_pipes() {
+    const std::size_t N = k_.nodes.size();
+    pipe_of_loop_.assign(N, -1);
+    alias_.assign(N, -1);
+    tma_param_.assign(k_.params.size(), 0);
+    const auto ends = ir::loop_ends(k_);
+    std::vector<int> parent(N, -1), stack;
+    for (std::size_t id = 0; id < N; ++id) {
+      const Node& n = k_.nodes[id];
+      if (n.op == Op::loop_end) stack.pop_back();
+      parent[id] = stack.empty() ? -1 : stack.back();
+      if (n.op == Op::loop_begin) stack.push_back(static_cast<int>(id));
+    }
+    for (std::size_t id = 0; id < N; ++id) {
+      const Node& n = k_.nodes[id];
+      if (n.op != Op::desc_load) continue;
+      const int L = parent[id];
+      if (L < 0) throw Unsupported(fmt::format("desc_load %{}: a TMA block must be loaded inside a loop", id));
+      if (pipe_of_loop_[static_cast<std::size_t>(L)] < 0) {
+        pipe_of_loop_[static_cast<std::size_t>(L)] = static_cast<int>(pipes_.size());
+        pipes_.push_back(Pipe{});
+        pipes_.back().loop = L;
+      }
+      Pipe& p = pipes_[static_cast<std::size_t>(pipe_of_loop_[static_cast<std::size_t>(L)])];
+      p.loads.push_back(static_cast<int>(id));
+      p.offset.push_back(p.stage_bytes);
+      const int bytes = n.type.shape[0] * n.type.shape[1] * size_bytes(n.type.dtype);
+      p.tx_bytes += bytes;
+      p.stage_bytes += (bytes + 1023) / 1024 * 1024;
+      tma_param_[static_cast<std::size_t>(k_[n.args[0]].i)] = 1;
+    }
+    // Async dots: a wgmma whose accumulator is a carry of the pipe's loop, used
+    // by nothing else in the body, and whose result only goes back into it.
+    std::vector<std::vector<int>> uses(N);
+    for (std::size_t id = 0; id < N; ++id)
+      for (int a : k_.nodes[id].args)
+        if (a >= 0) uses[static_cast<std::size_t>(a)].push_back(static_cast<int>(id));
+    for (Pipe& p : pipes_) {
+      p.stages = o_.num_stages;
+      p.prefetch = o_.num_stages - 1;
+      p.ring_off = ring_bytes_;
+      ring_bytes_ += p.stage_bytes * p.stages;
+      for (std::size_t d = static_cast<std::size_t>(p.loop) + 1; d < static_cast<std::size_t>(ends[static_cast<std::size_t>(p.loop)]); ++d) {
+        const Node& n = k_.nodes[d];
+        if (n.op != Op::dot || parent[d] != p.loop || !plan_.in_smem[static_cast<std::size_t>(n.args[0])]) continue;
+        const int c = n.args[2];
+        if (k_[c].op != Op::loop_carry || k_[c].args[1] != p.loop) continue;
+        bool ok = true;
+        for (int u : uses[static_cast<std::size_t>(c)])
+          if (u != static_cast<int>(d) && k_[u].op != Op::loop_yield && k_[u].op != Op::loop_result) ok = false;
+        for (int u : uses[d])
+          if (k_[u].op != Op::loop_yield || k_[u].args[0] != c) ok = false;
+        if (!ok) continue;
+        p.async_dots.push_back(static_cast<int>(d));
+        alias_[d] = c;
+      }
+    }
+    // Barriers after all rings (8 bytes each).
+    for (Pipe& p : pipes_) {
+      p.bar_off = ring_bytes_;
+      ring_bytes_ += 8 * p.stages;
+    }
+    ring_bytes_ = (ring_bytes_ + 1023) / 1024 * 1024;
+    for (const Pipe& p : pipes_) {
+      const int L = p.loop;
+      pipe_preamble_ += fmt::format("  const unsigned tj_ring{0} = tj_smem_addr(tj_smem_raw) + {1}, tj_bar{0} = tj_smem_addr(tj_smem_raw) + {2};\n",
+                                    L, p.ring_off, p.bar_off);
+      pipe_preamble_ += fmt::format("  unsigned tj_it{} = 0;  // stages of loop %{} consumed so far\n", L, L);
+      pipe_preamble_ += fmt::format("  if (tj_tid == 0) {{ for (int s = 0; s < {}; ++s) tj_mbar_init(tj_bar{} + 8 * s, 1); tj_mbar_fence_init(); }}\n",
+                                    p.stages, L);
+      plan_diag_.push_back(fmt::format("loop %{}: TMA pipeline of {} stage(s) x {} bytes ({} block(s)), {} wgmma left in flight "
+                                       "across iterations", L, p.stages, p.stage_bytes, p.loads.size(), p.async_dots.size()));
+    }
+    if (!pipes_.empty()) pipe_preamble_ += "  __syncthreads();\n";
+  }
+  const Pipe* pipe_of_load(int id) const {
+    for (const Pipe& p : pipes_)
+      for (int l : p.loads)
+        if (l == id) return &p;
+    return nullptr;
+  }
+  int load_offset(const Pipe& p, int id) const {
+    for (std::size_t i = 0; i < p.loads.size(); ++i)
+      if (p.loads[i] == id) return p.offset[i];
+    throw Unsupported(fmt::format("codegen: %{} is not a block of this pipeline", id));
+  }
+  /// The scalar nodes inside loop L that the coordinates of `load` depend on,
+  /// in program order (the induction variable and values from outside are used as they are).
+  std::vector<int> coord_chain(int load, int L) const {
+    std::vector<char> need(k_.nodes.size(), 0);
+    std::vector<int> todo{k_[load].args[1], k_[load].args[2]};
+    while (!todo.empty()) {
+      const int x = todo.back();
+      todo.pop_back();
+      if (x <= L || need[static_cast<std::size_t>(x)]) continue;
+      need[static_cast<std::size_t>(x)] = 1;
+      for (int a : k_[x].args)
+        if (a >= 0) todo.push_back(a);
+    }
+    std::vector<int> out;
+    for (std::size_t i = 0; i < need.size(); ++i)
+      if (need[i]) out.push_back(static_cast<int>(i));
+    return out;
+  }
+  /// Before `for`: a coordinate function per block, the copy-issue function, the prologue.
+  void emit_pipe_prologue(const Pipe& p) {
+    const int L = p.loop;
+    const Node& lb = k_[L];
+    const std::string lo = v(lb.args[0], 0), hi = v(lb.args[1], 0), step = v(lb.args[2], 0);
+    for (int x : p.loads) {
+      line(fmt::format("auto tj_at{} = [&](const int s{}) {{  // coordinates of block %{} at an iteration", x, L, x));
+      for (int c : coord_chain(x, L)) emit(c);
+      line(fmt::format("  return tj_v8{{{{(unsigned){}, (unsigned){}}}}};", v(k_[x].args[2], 0), v(k_[x].args[1], 0)));
+      line("};");
+    }
+    line(fmt::format("auto tj_issue{} = [&](const int iv, const unsigned it) {{  // thread 0: the copies of one iteration", L));
+    line(fmt::format("  const unsigned st = it % {}u, bar = tj_bar{} + 8u * st;", p.stages, L));
+    line(fmt::format("  tj_mbar_expect_tx(bar, {}u);", p.tx_bytes));
+    for (std::size_t i = 0; i < p.loads.size(); ++i) {
+      const int x = p.loads[i];
+      line(fmt::format("  {{ const tj_v8 c = tj_at{}(iv); tj_tma_load_2d(tj_ring{} + st * {}u + {}u, &s{}.map, (int)c.w[0], (int)c.w[1], bar); }}",
+                       x, L, p.stage_bytes, p.offset[i], k_[x].args[0]));
+    }
+    line("};");
+    if (p.prefetch > 0)
+      line(fmt::format("if (tj_tid == 0) for (int p = 0; p < {}; ++p) if ({} + p * {} < {}) tj_issue{}({} + p * {}, tj_it{} + (unsigned)p);",
+                       p.prefetch, lo, step, hi, L, lo, step, L));
+  }
+  /// First lines of an iteration: issue (no prefetch) and wait for this stage's copies.
+  void emit_pipe_wait(const Pipe& p) {
+    const int L = p.loop;
+    line(fmt::format("const unsigned tj_st{} = tj_it{} % {}u;", L, L, p.stages));
+    if (p.prefetch == 0) line(fmt::format("if (tj_tid == 0) tj_issue{}(s{}, tj_it{});", L, L, L));
+    line(fmt::format("tj_mbar_wait(tj_bar{} + 8u * tj_st{}, (tj_it{} / {}u) & 1u);", L, L, L, p.stages));
+  }
+  /// Last lines of an iteration: retire the previous iteration's wgmma, then refill its stage.
+  void emit_pipe_tail(const Pipe& p) {
+    const int L = p.loop;
+    const Node& lb = k_[L];
+    const std::string hi = v(lb.args[1], 0), step = v(lb.args[2], 0);
+    if (!p.async_dots.empty())
+      line(fmt::format("asm volatile(\"wgmma.wait_group.sync.aligned {};\" ::: \"memory\");", p.async_dots.size()));
+    line("__syncthreads();  // every warp group is done with the stage refilled next");
+    if (p.prefetch > 0)
+      line(fmt::format("if (tj_tid == 0 && s{} + {} * {} < {}) tj_issue{}(s{} + {} * {}, tj_it{} + {}u);", L, p.prefetch, step, hi, L, L,
+                       p.prefetch, step, L, p.prefetch));
+    line(fmt::format("++tj_it{};", L));
+  }
+
   // ---- types ----------------------------------------------------------------
   static std::string storage_type(DType t) {
     switch (t) {
@@ -167,7 +361,10 @@ class Emitter {
 
   // ---- values -------------------------------------------------------------------
   bool tile(int id) const { return k_[id].type.rank > 0; }
-  std::string v(int id, int r) const { return tile(id) ? fmt::format("v{}[{}]", id, r) : fmt::format("s{}", id); }
+  std::string v(int id, int r) const {
+    if (!alias_.empty() && alias_[static_cast<std::size_t>(id)] >= 0) id = alias_[static_cast<std::size_t>(id)];
+    return tile(id) ? fmt::format("v{}[{}]", id, r) : fmt::format("s{}", id);
+  }
 
   /// Operand `j` of node `id` at register r of the layout the node needs it in:
   /// the value itself, or its conversion (emitted by convert_operands).
@@ -315,7 +512,9 @@ class Emitter {
       case Op::param: {
         const int i = static_cast<int>(n.i);
         const std::uint8_t f = i < static_cast<int>(spec_.flags.size()) ? spec_.flags[static_cast<std::size_t>(i)] : 0;
-        if (t.is_ptr) {
+        if (t.is_desc) {
+          line(fmt::format("const tj_desc& s{} = arg{};", id, i));
+        } else if (t.is_ptr) {
           if (f & ir::Specialization::kDiv16)
             line(fmt::format("{}* const s{} = ({}*)__builtin_assume_aligned(arg{}, 16);", storage_type(t.dtype), id, storage_type(t.dtype), i));
           else
@@ -344,6 +543,21 @@ class Emitter {
       case Op::arange:
         each_register(id, [&](int r) { return coord(id, r, 0); });
         return;
+      case Op::desc_field: {
+        const std::string d = v(arg(0), 0);
+        if (n.i == 0)
+          line(fmt::format("{}* const s{} = ({}*){}.base;", storage_type(t.dtype), id, storage_type(t.dtype), d));
+        else
+          line(fmt::format("const int s{} = (int){}.{};", id, d, n.i == 1 ? "shape[0]" : n.i == 2 ? "shape[1]" : "strides[0]"));
+        return;
+      }
+      case Op::desc_load:
+        line(fmt::format("// %{}: block of descriptor %{} copied by TMA (loop %{}'s pipeline)", id, arg(0), pipe_of_load(id)->loop));
+        return;
+      case Op::trans:
+        if (plan_.in_smem[static_cast<std::size_t>(id)]) return;  // a view: wgmma reads the K-major block as B
+        throw Unsupported(fmt::format("trans %{}: transposing a register tile is not supported yet (trans of a descriptor "
+                                      "block is: it is loaded transposed)", id));
       case Op::broadcast:
       case Op::expand_dims:
         each_register(id, [&](int r) { return op(0, r); });
@@ -400,7 +614,9 @@ class Emitter {
         emit_reduce(id);
         return;
       case Op::dot:
-        if (plan_.dot_wgmma[static_cast<std::size_t>(id)])
+        if (plan_.in_smem[static_cast<std::size_t>(arg(0))])
+          emit_wgmma_smem(id);
+        else if (plan_.dot_wgmma[static_cast<std::size_t>(id)])
           emit_wgmma(id);
         else
           emit_dot(id);
@@ -419,7 +635,10 @@ class Emitter {
             line(fmt::format("{} s{} = {};", reg_type(cn.type), cid, v(cn.args[0], 0)));
           }
         }
+        const int pi = pipe_of_loop_[static_cast<std::size_t>(id)];
+        if (pi >= 0) emit_pipe_prologue(pipes_[static_cast<std::size_t>(pi)]);
         line(fmt::format("for (int s{0} = {1}; s{0} < {2}; s{0} += {3}) {{", id, v(arg(0), 0), v(arg(1), 0), v(arg(2), 0)));
+        if (pi >= 0) emit_pipe_wait(pipes_[static_cast<std::size_t>(pi)]);
         return;
       }
       case Op::loop_carry:
@@ -427,6 +646,7 @@ class Emitter {
       case Op::loop_yield: {
         // Copy into a temporary first: yields of one iteration happen together.
         const int c = arg(0), nx = arg(1);
+        if (alias_[static_cast<std::size_t>(nx)] == c) return;  // an in-place accumulator: nothing to copy
         if (tile(c)) {
           line(fmt::format("{} y{}[{}];", reg_type(k_[c].type), c, R(c)));
           for (int r = 0; r < R(c); ++r) line(fmt::format("y{}[{}] = {};", c, r, op(1, r)));
@@ -436,16 +656,21 @@ class Emitter {
         return;
       }
       case Op::loop_end: {
+        const int pi = pipe_of_loop_[static_cast<std::size_t>(arg(0))];
+        if (pi >= 0) emit_pipe_tail(pipes_[static_cast<std::size_t>(pi)]);
         for (std::size_t y = static_cast<std::size_t>(arg(0)) + 1; y < static_cast<std::size_t>(id); ++y) {
           const Node& yn = k_.nodes[y];
           if (yn.op != Op::loop_yield || k_[yn.args[0]].args[1] != arg(0)) continue;
           const int c = yn.args[0];
+          if (alias_[static_cast<std::size_t>(yn.args[1])] == c) continue;
           if (tile(c))
             for (int r = 0; r < R(c); ++r) line(fmt::format("v{}[{}] = y{}[{}];", c, r, c, r));
           else
             line(fmt::format("s{} = y{};", c, c));
         }
         line("}");
+        if (pi >= 0 && !pipes_[static_cast<std::size_t>(pi)].async_dots.empty())
+          line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");  // the accumulators are final");
         return;
       }
       case Op::loop_result:
@@ -710,35 +935,70 @@ class Emitter {
     stage(b, true, N, b_off);
     line("asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");");
     line("__syncthreads();");
-    // 2. the accumulator: the instruction's d_i are found by coordinate in the layout
-    const ir::TileLayout& lc = TL(id);
-    std::map<std::pair<int, int>, int> table;
-    for (int r = 0; r < R(id); ++r) table.emplace(std::pair{D(lc).register_coord(r, 0), D(lc).register_coord(r, 1)}, r);
-    std::vector<int> dreg(static_cast<std::size_t>(N / 2));
-    for (int i = 0; i < N / 2; ++i) {
-      auto it = table.find({8 * ((i % 4) / 2), i % 2 + 8 * (i / 4)});
-      if (it == table.end()) throw Unsupported(fmt::format("dot %{}: wgmma register d{} has no register in the accumulator layout", id, i));
-      dreg[static_cast<std::size_t>(i)] = it->second;
-    }
+    // 2. the accumulator and the instructions
     line(fmt::format("float v{}[{}];", id, R(id)));
     for (int r = 0; r < R(id); ++r) line(fmt::format("v{}[{}] = {};", id, r, opnd(id, 2, r)));
     line(fmt::format("const unsigned tj_sa{} = tj_smem_addr(tj_smem) + (unsigned)(tj_warp / 4) * {};", id, 64 * 128));
     line(fmt::format("const unsigned tj_sb{} = tj_smem_addr(tj_smem) + {};", id, b_off));
-    line("asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");");
+    emit_wgmma_instructions(id, id, fmt::format("tj_sa{}", id), fmt::format("tj_sb{}", id), M, N, K, bf);
+    line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");");
+    line("__syncthreads();  // the staging buffer may be written again (a later iteration)");
+  }
+
+  /// fence; one wgmma m64nNk16 per 16-deep k step of K-major, 128B-swizzled
+  /// operands at shared addresses `sa` (this warp group's 64 rows of A) and
+  /// `sb` (B as [N, K]); commit. The accumulator registers are those of node
+  /// `acc` (the instruction's d_i are found by coordinate in the layout of `id`).
+  void emit_wgmma_instructions(int id, int acc, const std::string& sa, const std::string& sb, int M, int N, int K, bool bf) {
+    const ir::TileLayout& lc = TL(id);
+    std::map<std::pair<int, int>, int> table;
+    for (int r = 0; r < R(id); ++r) table.emplace(std::pair{D(lc).register_coord(r, 0), D(lc).register_coord(r, 1)}, r);
     std::string regs, cons;
     for (int i = 0; i < N / 2; ++i) {
+      auto it = table.find({8 * ((i % 4) / 2), i % 2 + 8 * (i / 4)});
+      if (it == table.end()) throw Unsupported(fmt::format("dot %{}: wgmma register d{} has no register in the accumulator layout", id, i));
       regs += fmt::format("{}%{}", i ? ", " : "", i);
-      cons += fmt::format("{}\"+f\"(v{}[{}])", i ? ", " : "", id, dreg[static_cast<std::size_t>(i)]);
+      cons += fmt::format("{}\"+f\"(v{}[{}])", i ? ", " : "", acc, it->second);
     }
+    line("asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");");
     for (int k0 = 0; k0 < K; k0 += 16) {
       const int slab = k0 / 64, kin = (k0 % 64) * 2;
-      line(fmt::format("asm volatile(\"{{ wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, %{}, %{}, 1, 1, 1, 0, 0; }}\" : {} : \"l\"(tj_wgmma_desc(tj_sa{} + {})), \"l\"(tj_wgmma_desc(tj_sb{} + {})));",
-                       N, bf ? "bf16" : "f16", bf ? "bf16" : "f16", regs, N / 2, N / 2 + 1, cons, id, slab * M * 128 + kin, id,
+      line(fmt::format("asm volatile(\"{{ wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, %{}, %{}, 1, 1, 1, 0, 0; }}\" : {} : \"l\"(tj_wgmma_desc({} + {})), \"l\"(tj_wgmma_desc({} + {})));",
+                       N, bf ? "bf16" : "f16", bf ? "bf16" : "f16", regs, N / 2, N / 2 + 1, cons, sa, slab * M * 128 + kin, sb,
                        slab * N * 128 + kin));
     }
     line("asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");");
-    line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");");
-    line("__syncthreads();  // the staging buffer may be written again (a later iteration)");
+  }
+
+  /// acc + a·b with both operands TMA blocks in the current stage of their
+  /// loop's ring: a [M, 64] K-major block, b the trans of an [N, 64] one. No
+  /// staging, no barrier. An async dot (plan_pipes) accumulates in place into
+  /// its loop-carried accumulator and is retired by the loop's tail; any other
+  /// waits for itself.
+  void emit_wgmma_smem(int id) {
+    const Node& n = k_[id];
+    const int a = n.args[0], b = n.args[1];
+    const int bl = k_[b].op == Op::trans ? k_[b].args[0] : b;
+    if (k_[a].op != Op::desc_load || k_[b].op != Op::trans || k_[bl].op != Op::desc_load)
+      throw Unsupported(fmt::format("dot %{}: shared-memory operands must be a descriptor block (a) and the trans of one (b)", id));
+    const Pipe* pa = pipe_of_load(a);
+    const Pipe* pb = pipe_of_load(bl);
+    if (!pa || pa != pb) throw Unsupported(fmt::format("dot %{}: both TMA blocks must belong to the same loop's pipeline", id));
+    const ir::Type& ta = k_[a].type;
+    const int M = ta.shape[0], K = ta.shape[1], N = n.type.shape[1];
+    const bool bf = ta.dtype == DType::bf16;
+    const int L = pa->loop;
+    const bool async = alias_[static_cast<std::size_t>(id)] >= 0;
+    const int acc = async ? alias_[static_cast<std::size_t>(id)] : id;
+    line(fmt::format("// dot %{}: wgmma m64n{}k16 straight from the TMA stage ({})", id, N, async ? "left in flight" : "waited for"));
+    if (!async) {
+      line(fmt::format("float v{}[{}];", id, R(id)));
+      for (int r = 0; r < R(id); ++r) line(fmt::format("v{}[{}] = {};", id, r, opnd(id, 2, r)));
+    }
+    const std::string stage = fmt::format("tj_ring{} + tj_st{} * {}u", L, L, pa->stage_bytes);
+    emit_wgmma_instructions(id, acc, fmt::format("({} + {}u + (unsigned)(tj_warp / 4) * {}u)", stage, load_offset(*pa, a), 64 * 128),
+                            fmt::format("({} + {}u)", stage, load_offset(*pa, bl)), M, N, K, bf);
+    if (!async) line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");");
   }
 
   void emit_reduce(int id) {
@@ -837,11 +1097,95 @@ class Emitter {
   int threads_;
   int smem_bytes_ = 0;
   int smem_align_ = 16;
+  // ---- the TMA pipeline (sm_90a) ----
+  std::vector<Pipe> pipes_;
+  std::vector<int> pipe_of_loop_, alias_;  // per node: index into pipes_ (-1), register alias (-1)
+  std::vector<char> tma_param_;
+  int ring_bytes_ = 0;
+  std::string pipe_preamble_;
   std::string body_;
   std::map<std::string, std::string> conversions_;  // (value, target layout) -> converted register array
   std::vector<std::string> plan_diag_;
   std::vector<ir::AxisInfo> axes_;
 };
+
+/// The desc_loads the TMA pipeline takes (1) on this target: sm_90a; f16/bf16
+/// blocks with 128-byte rows (64 elements: one 128B swizzle span) and a
+/// multiple of 8 rows; inside a loop, at coordinates computed from the
+/// induction variable and loop-invariant values only (so a later iteration's
+/// copy can be issued early); used only by wgmma dots of the same loop —
+/// directly as operand a, through `trans` as operand b — whose two operands
+/// both qualify. Everything else is lowered to masked loads.
+std::vector<char> tma_loads(const ir::Kernel& k, const Target& t, const Options& o) {
+  const std::size_t N = k.nodes.size();
+  std::vector<char> keep(N, 0);
+  if (t.dialect != Dialect::cuda || t.arch != "sm_90a") return keep;
+  std::vector<int> parent(N, -1), stack;
+  std::vector<std::vector<std::pair<int, int>>> uses(N);  // (user, operand slot)
+  for (std::size_t id = 0; id < N; ++id) {
+    const Node& n = k.nodes[id];
+    if (n.op == Op::loop_end) stack.pop_back();
+    parent[id] = stack.empty() ? -1 : stack.back();
+    if (n.op == Op::loop_begin) stack.push_back(static_cast<int>(id));
+    for (int j = 0; j < 3; ++j)
+      if (n.args[static_cast<std::size_t>(j)] >= 0) uses[static_cast<std::size_t>(n.args[static_cast<std::size_t>(j)])].push_back({static_cast<int>(id), j});
+  }
+  auto wgmma_dot = [&](int d, int L) {
+    const Node& n = k.nodes[static_cast<std::size_t>(d)];
+    if (n.op != Op::dot || parent[static_cast<std::size_t>(d)] != L) return false;
+    const int M = n.type.shape[0], Nn = n.type.shape[1], K = k[n.args[0]].type.shape[1];
+    return M == 16 * o.num_warps && M % 64 == 0 && layout::wgmma_legal_n(Nn) && layout::wgmma_padded_n(Nn) == Nn && K == 64;
+  };
+  std::function<bool(int, int)> invariant_or_iv = [&](int x, int L) {
+    if (x <= L) return true;  // defined before the loop, or its induction variable
+    const Node& n = k.nodes[static_cast<std::size_t>(x)];
+    if (n.type.rank != 0 || parent[static_cast<std::size_t>(x)] != L) return false;
+    const bool pure = n.op == Op::constant || ir::is_binary(n.op) || n.op == Op::neg || n.op == Op::cast ||
+                      n.op == Op::program_id || n.op == Op::num_programs || n.op == Op::desc_field || n.op == Op::where;
+    if (!pure) return false;
+    for (int a : n.args)
+      if (a >= 0 && !invariant_or_iv(a, L)) return false;
+    return true;
+  };
+  for (std::size_t id = 0; id < N; ++id) {
+    const Node& n = k.nodes[id];
+    if (n.op != Op::desc_load) continue;
+    const int L = parent[id];
+    const bool shape_ok = (n.type.dtype == DType::bf16 || n.type.dtype == DType::f16) && n.type.shape[1] * 2 == 128 &&
+                          n.type.shape[0] % 8 == 0;
+    if (!shape_ok || L < 0 || !invariant_or_iv(n.args[1], L) || !invariant_or_iv(n.args[2], L) || uses[id].empty()) continue;
+    bool ok = true;
+    for (auto [u, j] : uses[id]) {
+      const Node& un = k.nodes[static_cast<std::size_t>(u)];
+      if (un.op == Op::dot && j == 0 && wgmma_dot(u, L)) continue;
+      if (un.op == Op::trans && !uses[static_cast<std::size_t>(u)].empty()) {
+        for (auto [v, jv] : uses[static_cast<std::size_t>(u)])
+          if (!(jv == 1 && wgmma_dot(v, L))) ok = false;
+        continue;
+      }
+      ok = false;
+    }
+    if (ok) keep[id] = 1;
+  }
+  // A dot takes its operands from shared memory only if both are TMA blocks.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (std::size_t d = 0; d < N; ++d) {
+      const Node& n = k.nodes[d];
+      if (n.op != Op::dot) continue;
+      const int a = n.args[0], b = n.args[1];
+      const int bl = k[b].op == Op::trans ? k[b].args[0] : -1;
+      const bool ka = k[a].op == Op::desc_load && keep[static_cast<std::size_t>(a)];
+      const bool kb = bl >= 0 && k[bl].op == Op::desc_load && keep[static_cast<std::size_t>(bl)];
+      if (ka != kb) {
+        if (ka) keep[static_cast<std::size_t>(a)] = 0;
+        if (kb) keep[static_cast<std::size_t>(bl)] = 0;
+        changed = true;
+      }
+    }
+  }
+  return keep;
+}
 
 }  // namespace
 
@@ -868,9 +1212,14 @@ Generated generate(const ir::Kernel& k, const ir::Specialization& spec, const Ta
   if (o.num_warps * t.warp_size > 1024)
     throw InvalidArgument(fmt::format("num_warps = {} with {} lanes per warp gives {} threads: at most 1024 per program",
                                       o.num_warps, t.warp_size, o.num_warps * t.warp_size));
+  if (o.num_stages < 1 || o.num_stages > 8)
+    throw InvalidArgument(fmt::format("num_stages = {}: must be in [1, 8]", o.num_stages));
+  // Descriptor loads: TMA where the pipeline takes them, masked loads elsewhere.
+  const std::vector<char> keep = tma_loads(k, t, o);
+  const ir::Kernel lowered = ir::lower_descriptors(k, [&](int id) { return keep[static_cast<std::size_t>(id)] != 0; });
   // Clone cheap index chains instead of converting them between layouts.
-  if (!o.rematerialize) return Emitter(k, spec, t, o).run();
-  const ir::Rematerialized rm = ir::rematerialize(k, o.num_warps, t.warp_size);
+  if (!o.rematerialize) return Emitter(lowered, spec, t, o).run();
+  const ir::Rematerialized rm = ir::rematerialize(lowered, o.num_warps, t.warp_size);
   Generated g = Emitter(rm.kernel, spec, t, o).run();
   g.diagnostics.insert(g.diagnostics.end(), rm.diagnostics.begin(), rm.diagnostics.end());
   return g;

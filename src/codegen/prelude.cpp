@@ -12,6 +12,9 @@ typedef unsigned short tj_bf16;
 struct __attribute__((aligned(16))) tj_v16 { unsigned w[4]; };
 struct __attribute__((aligned(8))) tj_v8 { unsigned w[2]; };
 struct tj_v4 { unsigned w[1]; };
+// A tensor descriptor argument: the host's runtime::TensorDescriptor byte for
+// byte (320 bytes, 64-byte aligned; the CUtensorMap first).
+struct alignas(64) tj_desc { unsigned long long map[16]; void* base; long long shape[5]; long long strides[5]; long long block[5]; unsigned char tail[64]; };
 )";
 }
 
@@ -126,6 +129,26 @@ template <class T> static __device__ __forceinline__ T tj_abs(T a) { return a < 
 }
 
 }  // namespace
+
+std::string tma_prelude() {
+  return R"(// TMA and mbarriers (sm_90; PTX ISA "cp.async.bulk.tensor", "mbarrier").
+static __device__ __forceinline__ void tj_mbar_init(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
+}
+static __device__ __forceinline__ void tj_mbar_fence_init() { asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory"); }
+static __device__ __forceinline__ void tj_mbar_expect_tx(unsigned bar, unsigned bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
+}
+static __device__ __forceinline__ void tj_mbar_wait(unsigned bar, unsigned parity) {
+  asm volatile("{\n .reg .pred p;\n WAIT:\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra WAIT;\n}" :: "r"(bar), "r"(parity) : "memory");
+}
+// The [box] block at element coordinates (x = innermost, y) of the map into shared memory at `dst`.
+static __device__ __forceinline__ void tj_tma_load_2d(unsigned dst, const void* map, int x, int y, unsigned bar) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+               :: "r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar) : "memory");
+}
+)";
+}
 
 std::string prelude(bool cuda) {
   return std::string(cuda ? "// tilejit CUDA prelude\n" : "// tilejit HIP prelude\n") + common_types() +

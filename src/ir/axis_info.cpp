@@ -45,6 +45,12 @@ std::vector<AxisInfo> analyze_axes(const Kernel& k, const Specialization& spec) 
           out = scalar_info(t, (f & Specialization::kEqual1) ? 1 : (f & Specialization::kDiv16) ? 16 : 1);
         break;
       }
+      case Op::desc_field: {
+        // A descriptor's base is 16-byte aligned and its row stride a multiple of 16 bytes (validated on the host).
+        const int es = size_bytes(k.nodes[static_cast<std::size_t>(n.args[0])].type.dtype);
+        out = scalar_info(t, n.i == 0 ? 16 : n.i == 3 ? std::max(1, 16 / es) : 1);
+        break;
+      }
       case Op::constant:
         out = scalar_info(t, is_float(t.dtype) ? 1 : pow2_dividing(n.i));
         break;

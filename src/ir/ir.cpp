@@ -53,6 +53,9 @@ const char* name(Op op) {
     case Op::loop_yield: return "loop_yield";
     case Op::loop_end: return "loop_end";
     case Op::loop_result: return "loop_result";
+    case Op::desc_load: return "desc_load";
+    case Op::desc_field: return "desc_field";
+    case Op::trans: return "trans";
   }
   return "?";
 }
@@ -107,7 +110,9 @@ void verify(const Kernel& k) {
 }
 
 std::string to_string(const Type& t) {
-  std::string s = t.is_ptr ? fmt::format("ptr<{}>", tilejit::name(t.dtype)) : std::string(tilejit::name(t.dtype));
+  std::string s = t.is_ptr ? fmt::format("ptr<{}>", tilejit::name(t.dtype))
+                  : t.is_desc ? fmt::format("desc<{}>", tilejit::name(t.dtype))
+                              : std::string(tilejit::name(t.dtype));
   if (t.rank == 0) return s;
   s += "[";
   for (int d = 0; d < t.rank; ++d) s += fmt::format("{}{}", d ? "," : "", t.shape[d]);
@@ -129,6 +134,7 @@ std::string print(const Kernel& k) {
       if (a >= 0) out += fmt::format(" %{}", a);
     if (n.op == Op::constant) out += is_float(n.type.dtype) ? fmt::format(" {}", n.f) : fmt::format(" {}", n.i);
     if (n.op == Op::param) out += fmt::format(" #{}", n.i);
+    if (n.op == Op::desc_field) out += fmt::format(" field={}", n.i);
     if (n.op == Op::program_id || n.op == Op::num_programs || n.op == Op::expand_dims || is_reduce(n.op))
       out += fmt::format(" axis={}", n.axis);
     out += "\n";

@@ -207,6 +207,11 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const s
   plan.values.resize(N);
   plan.dot_operands.resize(N);
   plan.dot_wgmma.assign(N, 0);
+  plan.in_smem.assign(N, 0);
+  for (std::size_t id = 0; id < N; ++id) {
+    const Node& n = k.nodes[id];
+    if (n.op == Op::desc_load || (n.op == Op::trans && plan.in_smem[static_cast<std::size_t>(n.args[0])])) plan.in_smem[id] = 1;
+  }
   auto add_layout = [&](const layout::LinearLayout& l, const std::string& what) {
     for (std::size_t i = 0; i < plan.linear.size(); ++i)
       if (plan.linear[i] == l) return static_cast<int>(i);
@@ -235,7 +240,7 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const s
   };
   for (std::size_t id = 0; id < N; ++id) {
     const Node& n = k.nodes[id];
-    if (n.type.rank != 2) continue;
+    if (n.type.rank != 2 || plan.in_smem[id]) continue;
     for (int j = 0; j < 3; ++j) {
       const int a = n.args[static_cast<std::size_t>(j)];
       if (a < 0 || rank(a) != 2) continue;
@@ -247,7 +252,7 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const s
   std::vector<int> has_dot(N, -1), fam_layout(N, -1);
   for (std::size_t id = 0; id < N; ++id) {
     const Node& n = k.nodes[id];
-    if (n.type.rank != 2) continue;
+    if (n.type.rank != 2 || plan.in_smem[id]) continue;
     const int root = fam.find(static_cast<int>(id));
     auto& e = extent[static_cast<std::size_t>(root)];
     for (int d = 0; d < 2; ++d) {
@@ -272,10 +277,16 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const s
       const auto e = extent[static_cast<std::size_t>(fam.find(static_cast<int>(id)))];
       const int kdim = k.nodes[static_cast<std::size_t>(k.nodes[id].args[0])].type.shape[1];
       const long smem = 2L * (static_cast<long>(e[0]) + e[1]) * kdim + 1024;
-      if (arch == "sm_90a" && e[0] == 16 * num_warps && e[0] % 64 == 0 && layout::wgmma_legal_n(e[1]) &&
-          layout::wgmma_padded_n(e[1]) == e[1] && kdim % 64 == 0 && smem <= 48 * 1024) {
+      const bool from_smem = plan.in_smem[static_cast<std::size_t>(k.nodes[id].args[0])] &&
+                             plan.in_smem[static_cast<std::size_t>(k.nodes[id].args[1])];
+      const bool shape_ok = arch == "sm_90a" && e[0] == 16 * num_warps && e[0] % 64 == 0 && layout::wgmma_legal_n(e[1]) &&
+                            layout::wgmma_padded_n(e[1]) == e[1] && kdim % 64 == 0;
+      if (shape_ok && (from_smem || smem <= 48 * 1024)) {
         plan.dot_wgmma[id] = 1;
         dot_warps[id] = {num_warps, 1};
+      } else if (from_smem && arch == "sm_90a") {
+        throw Unsupported(fmt::format("dot %{}: its operands are TMA blocks in shared memory but [{},{}] x K={} with {} warps "
+                                      "is not a wgmma shape", id, e[0], e[1], kdim, num_warps));
       } else {
         dot_warps[id] = mma_warps(e[0], e[1], num_warps, static_cast<int>(id));
       }
@@ -304,7 +315,7 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const s
     const Node& n = k.nodes[id];
     for (int j = 0; j < 3; ++j) {
       const int a = n.args[static_cast<std::size_t>(j)];
-      if (a < 0 || rank(a) != 2) continue;
+      if (a < 0 || rank(a) != 2 || plan.in_smem[static_cast<std::size_t>(a)]) continue;
       const auto root = static_cast<std::size_t>(fam.find(a));
       const bool operand = n.op == Op::dot && j < 2;
       if (!operand && n.type.rank == 2) continue;  // united with `a` in step 1: inside the family
@@ -323,7 +334,7 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const s
     }
   }
   for (std::size_t id = 0; id < N; ++id) {
-    if (k.nodes[id].type.rank != 2) continue;
+    if (k.nodes[id].type.rank != 2 || plan.in_smem[id]) continue;
     const auto root = static_cast<std::size_t>(fam.find(static_cast<int>(id)));
     if (fam_layout[root] >= 0) continue;
     const auto e = extent[root];
@@ -349,7 +360,7 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const s
   }
   for (std::size_t id = 0; id < N; ++id) {
     const Node& n = k.nodes[id];
-    if (n.type.rank != 2) continue;
+    if (n.type.rank != 2 || plan.in_smem[id]) continue;
     const auto root = static_cast<std::size_t>(fam.find(static_cast<int>(id)));
     TileLayout& tl = plan.values[id];
     tl.scalar = false;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "tilejit/core/error.hpp"
+#include "tilejit/ir/lower_descriptors.hpp"
 
 namespace tilejit::runtime {
 namespace {
@@ -159,7 +160,10 @@ class Program {
     switch (n.op) {
       case Op::param: {
         const ArgValue& v = args_[static_cast<std::size_t>(n.i)];
-        if (n.type.is_ptr) out.i = {static_cast<std::int64_t>(v.address)};
+        if (n.type.is_desc) {
+          if (v.kind != ArgValue::Kind::descriptor) fail(id, "a descriptor parameter needs a TensorDescriptor argument");
+          out.i = {static_cast<std::int64_t>(n.i)};  // fields are read from the argument by desc_field
+        } else if (n.type.is_ptr) out.i = {static_cast<std::int64_t>(v.address)};
         else if (fl) out.f = {round_to(n.type.dtype, v.kind == ArgValue::Kind::floating ? v.f : static_cast<double>(v.i))};
         else out.i = {wrap_int(n.type.dtype, v.i)};
         return;
@@ -170,6 +174,22 @@ class Program {
         if (fl) put_f([&](int) { return n.f; }); else put_i([&](int) { return n.i; });
         return;
       case Op::arange: put_i([](int e) { return e; }); return;
+      case Op::desc_field: {
+        const ArgValue& d = args_[static_cast<std::size_t>(a(0).i[0])];
+        switch (n.i) {
+          case 0: out.i = {static_cast<std::int64_t>(d.address)}; return;
+          case 1: case 2: out.i = {d.shape[static_cast<std::size_t>(n.i - 1)]}; return;
+          case 3: out.i = {d.strides[0]}; return;
+          default: fail(id, fmt::format("descriptor field {} does not exist", n.i));
+        }
+      }
+      case Op::trans: {
+        const int rows = n.type.shape[0], cols = n.type.shape[1];  // of the result
+        auto src = [&](int e) { return (e % cols) * rows + e / cols; };
+        if (holds_float(n.type)) { out.f.resize(N); for (int e = 0; e < N; ++e) out.f[e] = a(0).f[src(e)]; }
+        else { out.i.resize(N); for (int e = 0; e < N; ++e) out.i[e] = a(0).i[src(e)]; }
+        return;
+      }
       case Op::broadcast: {
         const ir::Type& ft = type_of_arg(0);
         if (holds_float(ft)) { out.f.resize(N); for (int e = 0; e < N; ++e) out.f[e] = a(0).f[broadcast_source(ft, n.type, e)]; }
@@ -374,7 +394,8 @@ class Program {
 
 }  // namespace
 
-void interpret(const ir::Kernel& k, std::array<unsigned, 3> grid, std::span<const ArgValue> args, unsigned threads) {
+void interpret(const ir::Kernel& k0, std::array<unsigned, 3> grid, std::span<const ArgValue> args, unsigned threads) {
+  const ir::Kernel k = ir::lower_descriptors(k0);  // descriptor loads as masked loads (TMA's semantics)
   if (args.size() != k.params.size())
     throw InvalidArgument(fmt::format("kernel {} takes {} arguments, got {}", k.name, k.params.size(), args.size()));
   for (int d = 0; d < 3; ++d)

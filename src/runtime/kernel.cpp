@@ -33,6 +33,8 @@ KernelCore::KernelCore(Device dev, ir::Kernel ir, CompileOptions opt)
   const int nw = opt_.num_warps;
   if (nw < 1 || nw > 32 || (nw & (nw - 1)) != 0)
     throw InvalidArgument(fmt::format("num_warps = {}: must be a power of two in [1, 32]", nw));
+  if (opt_.num_stages < 1 || opt_.num_stages > 8)
+    throw InvalidArgument(fmt::format("num_stages = {}: must be in [1, 8]", opt_.num_stages));
   if (dev_.backend() != Backend::interpreter) {
     target_ = codegen::target_for(opt_.arch.empty() ? dev_.arch() : opt_.arch);
     const bool cuda = dev_.backend() == Backend::cuda;
@@ -58,7 +60,7 @@ KernelCore::KernelCore(Device dev, ir::Kernel ir, CompileOptions opt)
 
 codegen::Generated KernelCore::source(const ir::Specialization& spec) const {
   codegen::Target t = dev_.backend() == Backend::interpreter ? codegen::target_for(opt_.arch.empty() ? "sm_90a" : opt_.arch) : target_;
-  return codegen::generate(ir_, spec, t, {opt_.num_warps});
+  return codegen::generate(ir_, spec, t, {.num_warps = opt_.num_warps, .num_stages = opt_.num_stages});
 }
 
 const KernelCore::Variant& KernelCore::variant_for(std::uint64_t key, const ir::Specialization& spec, JitInfo* out) {
@@ -73,7 +75,7 @@ const KernelCore::Variant& KernelCore::variant_for(std::uint64_t key, const ir::
   const auto t0 = std::chrono::steady_clock::now();
   JitInfo info;
   info.compiled = true;
-  codegen::Generated gen = codegen::generate(ir_, spec, target_, {opt_.num_warps});
+  codegen::Generated gen = codegen::generate(ir_, spec, target_, {.num_warps = opt_.num_warps, .num_stages = opt_.num_stages});
   info.codegen_ms = ms_since(t0);
   JitRequest req;
   req.compiler = target_.dialect == codegen::Dialect::cuda ? Compiler::nvrtc : Compiler::hiprtc;
@@ -88,6 +90,9 @@ const KernelCore::Variant& KernelCore::variant_for(std::uint64_t key, const ir::
   v->key = key;
   v->fn = dev_.load(*entry.binary, gen.kernel_name);
   v->threads = static_cast<unsigned>(gen.threads);
+  v->dynamic_shared = static_cast<unsigned>(gen.dynamic_shared_bytes);
+  v->tma_params = gen.tma_params;
+  if (gen.dynamic_shared_bytes > 48 * 1024) dev_.set_max_dynamic_shared(v->fn, v->dynamic_shared);
   info.load_ms = ms_since(t2);
   info.total_ms = ms_since(t0);
   last_jit_ = info;
@@ -105,6 +110,28 @@ std::uint64_t KernelCore::check_args(std::span<const ArgSlot> args) const {
     const ir::Param& p = ir_.params[i];
     const ArgSlot& a = args[i];
     std::uint64_t flags = 0;
+    if (p.type.is_desc) {
+      if (a.kind != ArgSlot::Kind::descriptor || a.v.desc == nullptr)
+        throw InvalidArgument(describe(ir_, i) + " takes a TensorDescriptor");
+      const TensorDescriptor& d = *a.v.desc;
+      if (d.rank() != 2)
+        throw InvalidArgument(fmt::format("{} is a descriptor of rank {}: the kernel's Desc is 2-D", describe(ir_, i), d.rank()));
+      if (d.dtype() != p.type.dtype)
+        throw InvalidArgument(fmt::format("{} describes {} elements: the kernel's Desc holds {}", describe(ir_, i),
+                                          tilejit::name(d.dtype()), tilejit::name(p.type.dtype)));
+      if (d.block_shape()[0] != p.block[0] || d.block_shape()[1] != p.block[1])
+        throw InvalidArgument(fmt::format("{} has block_shape [{}, {}]: the kernel's Desc loads [{}, {}] blocks", describe(ir_, i),
+                                          d.block_shape()[0], d.block_shape()[1], p.block[0], p.block[1]));
+      if (d.backend() != dev_.backend() || (d.backend() != Backend::interpreter && d.device_ordinal() != dev_.ordinal()))
+        throw InvalidArgument(fmt::format("{} was built for another device than {} (descriptors belong to one device)",
+                                          describe(ir_, i), dev_.name()));
+      // Descriptor loads that are not TMA copies use 32-bit element offsets.
+      const std::int64_t extent = (d.shape()[0] - 1) * d.strides()[0] + d.shape()[1];
+      if (extent > INT32_MAX)
+        throw InvalidArgument(fmt::format("{} spans {} elements: descriptors are limited to 2^31 - 1 elements of extent "
+                                          "(32-bit offsets)", describe(ir_, i), extent));
+      continue;  // no specialisation flags
+    }
     if (p.type.is_ptr) {
       const auto addr = reinterpret_cast<std::uintptr_t>(a.v.p);
       if (addr == 0) throw InvalidArgument(describe(ir_, i) + " is a null pointer");
@@ -153,6 +180,12 @@ void KernelCore::launch(const Grid& g, Stream s, std::span<ArgSlot> args) {
         case ArgSlot::Kind::i64: vals[i].i = a.v.i64; break;
         case ArgSlot::Kind::f32: vals[i].kind = ArgValue::Kind::floating; vals[i].f = a.v.f32; break;
         case ArgSlot::Kind::f64: vals[i].kind = ArgValue::Kind::floating; vals[i].f = a.v.f64; break;
+        case ArgSlot::Kind::descriptor:
+          vals[i].kind = ArgValue::Kind::descriptor;
+          vals[i].address = reinterpret_cast<std::uintptr_t>(a.v.desc->base());
+          vals[i].shape = {a.v.desc->shape()[0], a.v.desc->shape()[1]};
+          vals[i].strides = {a.v.desc->strides()[0], a.v.desc->strides()[1]};
+          break;
       }
     }
     interpret(ir_, {static_cast<unsigned>(g.x), static_cast<unsigned>(g.y), static_cast<unsigned>(g.z)}, vals);
@@ -162,12 +195,21 @@ void KernelCore::launch(const Grid& g, Stream s, std::span<ArgSlot> args) {
   const Variant& v = variant_for(key, spec_of(key, args.size()));
   void* params[64];
   if (args.size() > 64) throw InvalidArgument(fmt::format("kernel {} has {} parameters; at most 64 are supported", ir_.name, args.size()));
-  for (std::size_t i = 0; i < args.size(); ++i) params[i] = &args[i].v;
+  for (std::size_t i = 0; i < args.size(); ++i)
+    params[i] = args[i].kind == ArgSlot::Kind::descriptor ? const_cast<TensorDescriptor*>(args[i].v.desc) : static_cast<void*>(&args[i].v);
+  for (int i : v.tma_params) {
+    const TensorDescriptor& td = *args[static_cast<std::size_t>(i)].v.desc;
+    if (!td.has_tensor_map() || td.swizzle() != TensorDescriptor::Swizzle::b128)
+      throw InvalidArgument(fmt::format("{} is loaded through TMA into 128B-swizzled shared memory: build it with "
+                                        "{{.swizzle = TensorDescriptor::Swizzle::b128}} on a device with TMA (got {})",
+                                        describe(ir_, static_cast<std::size_t>(i)), to_string(td)));
+  }
   LaunchDims d;
   d.grid[0] = static_cast<unsigned>(g.x);
   d.grid[1] = static_cast<unsigned>(g.y);
   d.grid[2] = static_cast<unsigned>(g.z);
   d.block[0] = v.threads;
+  d.shared_bytes = v.dynamic_shared;
   dev_.launch(v.fn, d, s, params);
 }
 

@@ -29,6 +29,7 @@ Target target_for(const std::string& arch);
 struct Options {
   int num_warps = 4;            // power of two, 1..32
   bool rematerialize = true;    // clone cheap index chains instead of converting them (ir/remat.hpp)
+  int num_stages = 3;           // TMA pipeline depth (sm_90a), 1..8
 };
 
 struct Generated {
@@ -36,6 +37,10 @@ struct Generated {
   std::string kernel_name;
   int threads = 0;        // block size
   int shared_bytes = 0;   // static shared memory the kernel declares
+  int dynamic_shared_bytes = 0;  // dynamic shared memory the launch must pass (> 48 KiB: opted in)
+  /// Descriptor parameters whose loads go through TMA: the launch argument must
+  /// carry an encoded map with the 128-byte swizzle.
+  std::vector<int> tma_params;
   std::vector<std::string> diagnostics;  // layout choices and fallbacks
 };
 

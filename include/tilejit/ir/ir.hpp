@@ -20,6 +20,7 @@ inline constexpr int kMaxRank = 2;
 struct Type {
   DType dtype = DType::f32;  // element dtype; for pointers, the pointee
   bool is_ptr = false;
+  bool is_desc = false;  // a tensor descriptor handle (rank 0; dtype = its element type)
   int rank = 0;
   std::array<int, kMaxRank> shape{1, 1};
 
@@ -59,6 +60,11 @@ enum class Op : std::uint8_t {
   loop_yield,    // args[0] = loop_carry, args[1] = the body's next value for it; no result
   loop_end,      // args[0] = loop_begin; no result
   loop_result,   // args[0] = loop_carry: the carried value after the loop
+  // tensor descriptors (runtime/tensor_descriptor.hpp)
+  desc_load,     // args: descriptor, c0, c1 (i32 element offsets, outermost first): the block at (c0, c1),
+                 // out-of-bounds elements zero; type = [block0, block1]
+  desc_field,    // args[0] = descriptor; i: 0 base (ptr), 1 shape[0], 2 shape[1], 3 strides[0] (i32 elements)
+  trans,         // args[0] [M,N] -> [N,M]
 };
 
 const char* name(Op op);
@@ -81,6 +87,9 @@ struct Param {
   std::string name;
   Type type;
   bool is_size = false;  // declared as tj::Size: checked >= 0 at launch
+  /// Descriptor parameters (type.is_desc): the block shape the kernel moves per
+  /// desc_load, which the launch argument's block_shape must equal.
+  std::array<int, kMaxRank> block{0, 0};
 };
 
 /// Properties of the launch arguments that change the generated code

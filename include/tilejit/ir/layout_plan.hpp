@@ -66,6 +66,10 @@ struct LayoutPlan {
   /// For a dot node: 1 when it lowers to wgmma (sm_90a, operands staged in
   /// shared memory from their own layouts), 0 for mma.sync.
   std::vector<char> dot_wgmma;
+  /// 1 for values that live in shared memory, not registers: descriptor
+  /// blocks copied there by TMA (desc_load left in the IR by codegen's TMA
+  /// pipeline) and their `trans` views. They have no register layout.
+  std::vector<char> in_smem;
   std::vector<std::string> diagnostics;      // layout choices and conversions, reported with the kernel
 
   /// The layout an operand of `node` must be in (its own, converted if different).
@@ -90,6 +94,9 @@ struct LayoutPlan {
 /// [16·num_warps, N] (M a multiple of 64: one warp group per 64 rows), N a
 /// legal wgmma N (multiple of 8, at most 256, N/8 7-smooth) and K a multiple
 /// of 64 lowers to wgmma; otherwise (and on other targets) to mma.sync.
+/// A dot whose operands are both shared-memory values (desc_load, trans of
+/// one) has no staging buffer, so the 48 KiB staging limit does not apply;
+/// it must lower to wgmma (Unsupported otherwise).
 LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const std::string& arch = "");
 
 }  // namespace tilejit::ir

@@ -1,7 +1,8 @@
 // tilejit/lang/trace.hpp — tracing a kernel callable into the IR.
 //
 // A kernel is any C++ callable whose operator() takes tile handles:
-//   Ptr<T> (a buffer), Int / Size / Scalar<T> (a scalar argument).
+//   Ptr<T> (a buffer), Int / Size / Scalar<T> (a scalar argument),
+//   Desc<T, B0, B1> (a tensor descriptor, lang/descriptor.hpp).
 // trace<K>() calls it once with symbolic arguments; every tile operation in
 // its body records a node. Compile-time parameters are the callable's own
 // template arguments, so each specialisation traces to its own IR.
@@ -13,6 +14,7 @@
 #include <typeinfo>
 #include <utility>
 
+#include "tilejit/lang/descriptor.hpp"
 #include "tilejit/lang/ops.hpp"
 
 namespace tilejit {
@@ -48,6 +50,19 @@ class TraceScope {
 
 template <class A>
 A make_param(ir::Kernel& k, int index) {
+  if constexpr (is_desc_v<A>) {
+    ir::Param p;
+    p.name = "arg" + std::to_string(index);
+    p.type = type_of<typename A::element>();
+    p.type.is_desc = true;
+    p.block = {A::block0, A::block1};
+    k.params.push_back(p);
+    ir::Node n;
+    n.op = ir::Op::param;
+    n.type = p.type;
+    n.i = index;
+    return A(record(n));
+  } else {
   static_assert(is_tile_v<A> && tile_traits<A>::shape::rank == 0,
                 "kernel parameters are scalars: tj::Ptr<T>, tj::Int, tj::Size or tj::Scalar<T>");
   using E = typename tile_traits<A>::element;
@@ -61,6 +76,7 @@ A make_param(ir::Kernel& k, int index) {
   n.type = p.type;
   n.i = index;
   return A(record(n));
+  }
 }
 
 }  // namespace lang

@@ -133,12 +133,13 @@ using signature_t = std::remove_cvref_t<decltype(lang::kernel_signature<K>::args
 template <class K>
 using CandidateFor = Candidate<signature_t<K>>;
 
-/// The usual candidate: K compiled with `base` options, num_warps from the config.
+/// The usual candidate: K compiled with `base` options, num_warps and num_stages from the config.
 template <class K>
 CandidateFor<K> cand(Config c, CompileOptions base = {}, K k = K{}) {
   return {std::move(c), [k, base](const Device& d, const Config& cfg) {
             CompileOptions o = base;
             o.num_warps = cfg.num_warps;
+            o.num_stages = cfg.num_stages;
             return Kernel<K>(d, k, std::move(o)).core();
           }};
 }

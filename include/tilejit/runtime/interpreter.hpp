@@ -18,8 +18,9 @@ namespace tilejit::runtime {
 
 /// One launch argument as the interpreter sees it.
 struct ArgValue {
-  enum class Kind { pointer, integer, floating } kind = Kind::integer;
-  std::uintptr_t address = 0;  // pointer: host address of element 0
+  enum class Kind { pointer, integer, floating, descriptor } kind = Kind::integer;
+  std::uintptr_t address = 0;  // pointer: host address of element 0; descriptor: of its base
+  std::array<std::int64_t, 2> shape{0, 0}, strides{0, 0};  // descriptor: elements, outermost first
   std::int64_t i = 0;
   double f = 0;
 };

@@ -23,6 +23,7 @@
 #include "tilejit/lang/trace.hpp"
 #include "tilejit/runtime/cache.hpp"
 #include "tilejit/runtime/device.hpp"
+#include "tilejit/runtime/tensor_descriptor.hpp"
 
 namespace tilejit {
 
@@ -37,6 +38,10 @@ struct Grid {
 
 struct CompileOptions {
   int num_warps = 4;  ///< warps per program: power of two, 1..32 (1..16 on wave64)
+  /// Shared-memory buffers of the TMA pipeline of a loop (sm_90a): descriptor
+  /// loads of iteration i + num_stages - 1 are in flight while iteration i
+  /// computes. 1..8; 1 = no prefetch. Ignored by other targets.
+  int num_stages = 3;
   std::string arch;   ///< JIT target override ("sm_80"); empty = the device's own
 };
 
@@ -51,13 +56,14 @@ namespace runtime {
 
 /// One launch argument, already converted from its C++ value.
 struct ArgSlot {
-  enum class Kind : std::uint8_t { pointer, i32, i64, f32, f64 } kind = Kind::i32;
+  enum class Kind : std::uint8_t { pointer, i32, i64, f32, f64, descriptor } kind = Kind::i32;
   union {
     void* p;
     std::int32_t i32;
     std::int64_t i64;
     float f32;
     double f64;
+    const TensorDescriptor* desc;  // passed to the kernel by value (its 320 bytes)
   } v{};
 };
 
@@ -87,6 +93,8 @@ class KernelCore {
     std::uint64_t key;
     Function fn;
     unsigned threads;
+    unsigned dynamic_shared = 0;  // bytes passed at launch
+    std::vector<int> tma_params;  // descriptor parameters loaded through TMA
   };
   const Variant& variant_for(std::uint64_t key, const ir::Specialization& spec, JitInfo* info = nullptr);
   /// Argument checks shared by launch() and prepare(); returns the specialisation key.
@@ -103,6 +111,13 @@ class KernelCore {
 
 template <class P, class A>
 ArgSlot to_slot(const A& a, int index) {
+  if constexpr (lang::is_desc_v<P>) {
+    static_assert(std::is_same_v<A, TensorDescriptor>, "a Desc<T, B0, B1> kernel parameter takes a tj::TensorDescriptor");
+    ArgSlot s;
+    s.kind = ArgSlot::Kind::descriptor;
+    s.v.desc = &a;
+    return s;
+  } else {
   using E = typename lang::tile_traits<P>::element;
   ArgSlot s;
   if constexpr (lang::is_ptr_v<E>) {
@@ -143,6 +158,7 @@ ArgSlot to_slot(const A& a, int index) {
     s.v.f32 = static_cast<float>(a);
   }
   return s;
+  }
 }
 
 }  // namespace runtime
@@ -212,7 +228,7 @@ template <class K>
 runtime::JitResult compile_for_arch(const std::string& arch, CompileOptions opt = {}, const K& k = K{}) {
   auto ir = trace(k);
   auto t = codegen::target_for(arch);
-  auto g = codegen::generate(ir, {}, t, {opt.num_warps});
+  auto g = codegen::generate(ir, {}, t, {.num_warps = opt.num_warps, .num_stages = opt.num_stages});
   runtime::JitRequest req;
   req.compiler = t.dialect == codegen::Dialect::cuda ? runtime::Compiler::nvrtc : runtime::Compiler::hiprtc;
   req.source = g.source;

@@ -1,0 +1,27 @@
+// tilejit/ir/lower_descriptors.hpp — descriptor loads as ordinary IR.
+//
+// A `desc_load` reads the [B0, B1] block of a 2-D tensor descriptor at
+// element offsets (c0, c1) with out-of-bounds elements zero (TMA semantics).
+// Targets without TMA (the interpreter, HIP, sm_80), and loads that the TMA
+// pipeline does not take on sm_90a, run it as a masked load:
+//
+//   rows = c0 + arange<B0>, cols = c1 + arange<B1>
+//   load(base + rows[:, None] * stride0 + cols[None, :],
+//        mask = 0 <= rows < shape0 and 0 <= cols < shape1, other = 0)
+//
+// with base/shape/stride read by `desc_field` nodes. A `trans` of a lowered
+// block is folded into the load (the pointer tile is built transposed, so no
+// register transpose is needed); `trans` of anything else is left as it is.
+#pragma once
+#include <functional>
+
+#include "tilejit/ir/ir.hpp"
+
+namespace tilejit::ir {
+
+/// `k` with every desc_load for which `keep(id)` is false rewritten into
+/// masked loads (see above); node ids change, program order is kept. With
+/// `keep` empty every desc_load is rewritten.
+[[nodiscard]] Kernel lower_descriptors(const Kernel& k, const std::function<bool(int)>& keep = {});
+
+}  // namespace tilejit::ir

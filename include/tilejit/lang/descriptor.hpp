@@ -1,0 +1,126 @@
+// tilejit/lang/descriptor.hpp — tensor descriptors in kernels (Triton's
+// `desc.load([i, j])`), and `trans`.
+//
+//   struct Copy {
+//     void operator()(tj::Desc<tj::bf16, 128, 64> in, tj::Ptr<tj::bf16> out, tj::Size ld) const {
+//       auto t = in.load(tj::program_id(0) * 128, 0);   // Tile<bf16, 128, 64>
+//       ...
+//     }
+//   };
+//   // host: TensorDescriptor d(dev, ptr, DType::bf16, {M, K}, {K, 1}, {128, 64}, {.swizzle = Swizzle::b128});
+//   kernel.launch(grid, d, out, ld);
+//
+// A `Desc<T, B0, B1>` parameter takes a 2-D runtime::TensorDescriptor whose
+// dtype is T and whose block_shape is [B0, B1] (checked at launch).
+// `load(i, j)` reads the [B0, B1] block whose first element is (i, j) — element
+// offsets, outermost first — with out-of-bounds elements (past the shape, or at
+// negative offsets) read as zero, exactly as a TMA load with zero fill.
+//
+// Lowering: on sm_90a a block whose rows are 128 bytes and that only feeds
+// `dot` (directly as operand a, or through `trans` as operand b) inside a
+// loop is copied by TMA into a 128B-swizzled shared-memory ring of
+// `num_stages` buffers and handed to wgmma without passing through registers
+// (codegen, "TMA pipeline"); every other load is rewritten into ordinary masked
+// loads from the descriptor's base, shape and strides (ir/lower_descriptors.hpp),
+// which is also how the interpreter, HIP and sm_80 run them. `store(i, j, t)`
+// is always a masked store of the same block.
+#pragma once
+#include <cstdint>
+
+#include "tilejit/lang/ops.hpp"
+
+namespace tilejit {
+namespace lang {
+template <class X>
+Int index_of(const X& x) {
+  if constexpr (Literal<X>) {
+    return scalar_constant<std::int32_t>(static_cast<double>(x));
+  } else {
+    auto t = tile_of(x);
+    static_assert(std::is_same_v<elem_t<decltype(t)>, std::int32_t> && shape_t<decltype(t)>::rank == 0,
+                  "descriptor offsets are i32 scalars (tj::Int) or integer literals");
+    return t;
+  }
+}
+}  // namespace lang
+
+/// A kernel parameter holding a 2-D tensor descriptor of T that moves
+/// [B0, B1] blocks. See the file comment.
+template <class T, int B0, int B1>
+class Desc {
+  static_assert(lang::is_smooth(B0) && lang::is_smooth(B1), "descriptor block dims must be 2^a*3^b*5^c*7^d");
+  static_assert(B0 <= 256 && B1 <= 256, "descriptor block dims are at most 256 (TMA boxDim)");
+
+ public:
+  using element = T;
+  static constexpr int block0 = B0, block1 = B1;
+
+  explicit Desc(int id) : id_(id) {}
+  int id() const { return id_; }
+
+  /// The [B0, B1] block at element offsets (i, j); out-of-bounds elements are 0.
+  template <class I, class J>
+  Tile<T, B0, B1> load(const I& i, const J& j) const {
+    const Int ci = lang::index_of(i), cj = lang::index_of(j);
+    ir::Node n;
+    n.op = ir::Op::desc_load;
+    n.type = lang::type_of<T, B0, B1>();
+    n.args = {id_, ci.id(), cj.id()};
+    return Tile<T, B0, B1>(lang::record(n));
+  }
+
+  /// Store `t` as the [B0, B1] block at element offsets (i, j); elements out of
+  /// bounds are dropped.
+  template <class I, class J>
+  void store(const I& i, const J& j, const Tile<T, B0, B1>& t) const {
+    const Int ci = lang::index_of(i), cj = lang::index_of(j);
+    auto rows = ci + arange<B0>();
+    auto cols = cj + arange<B1>();
+    auto r = expand_dims<1>(rows);
+    auto c = expand_dims<0>(cols);
+    auto p = base() + r * field(3) + c;
+    auto m = (r >= 0) & (r < field(1)) & (c >= 0) & (c < field(2));
+    tilejit::store(p, t, m);
+  }
+
+ private:
+  Int field(int f) const {
+    ir::Node n;
+    n.op = ir::Op::desc_field;
+    n.type = lang::type_of<std::int32_t>();
+    n.args[0] = id_;
+    n.i = f;
+    return Int(lang::record(n));
+  }
+  Ptr<T> base() const {
+    ir::Node n;
+    n.op = ir::Op::desc_field;
+    n.type = lang::type_of<ptr<T>>();
+    n.args[0] = id_;
+    n.i = 0;
+    return Ptr<T>(lang::record(n));
+  }
+  int id_;
+};
+
+namespace lang {
+template <class X> struct is_desc : std::false_type {};
+template <class T, int B0, int B1> struct is_desc<Desc<T, B0, B1>> : std::true_type {};
+template <class X> inline constexpr bool is_desc_v = is_desc<std::remove_cvref_t<X>>::value;
+}  // namespace lang
+
+/// The transpose of a 2-D tile: [M, N] -> [N, M]. On sm_90a, `trans` of a
+/// descriptor block feeding `dot` as operand b is free (wgmma reads the
+/// K-major block as B); elsewhere a descriptor block is loaded transposed.
+/// The transpose of other tiles runs in the interpreter; codegen reports it
+/// as Unsupported for now.
+template <class T, int M, int N>
+Tile<T, N, M> trans(const Tile<T, M, N>& t) {
+  ir::Node n;
+  n.op = ir::Op::trans;
+  n.type = lang::type_of<T, N, M>();
+  n.args[0] = t.id();
+  return Tile<T, N, M>(lang::record(n));
+}
+
+}  // namespace tilejit

@@ -1,0 +1,124 @@
+#include "tilejit/ir/lower_descriptors.hpp"
+
+#include <vector>
+
+namespace tilejit::ir {
+namespace {
+
+/// Builds nodes into `out`, the kernel being rewritten.
+struct Builder {
+  Kernel& out;
+
+  int add(Op op, Type t, int a0 = -1, int a1 = -1, int a2 = -1, int axis = 0, std::int64_t i = 0) {
+    Node n;
+    n.op = op;
+    n.type = t;
+    n.args = {a0, a1, a2};
+    n.axis = axis;
+    n.i = i;
+    return out.add(n);
+  }
+  static Type scalar(DType d, bool ptr = false) {
+    Type t;
+    t.dtype = d;
+    t.is_ptr = ptr;
+    return t;
+  }
+  static Type tile(DType d, int s0, int s1 = 0, bool ptr = false) {
+    Type t = scalar(d, ptr);
+    t.rank = s1 ? 2 : 1;
+    t.shape = {s0, s1 ? s1 : 1};
+    return t;
+  }
+  int bcast(int id, Type to) {
+    const Type& from = out[id].type;
+    if (from.rank == to.rank && from.shape == to.shape) return id;
+    to.dtype = from.dtype;
+    to.is_ptr = from.is_ptr;
+    return add(Op::broadcast, to, id);
+  }
+  int binary(Op op, int a, int b, Type shape) {
+    Type t = shape;
+    t.dtype = is_compare(op) ? DType::i1 : out[a].type.dtype;
+    t.is_ptr = false;
+    return add(op, t, bcast(a, shape), bcast(b, shape));
+  }
+
+  /// 0 <= idx < bound, idx of type `shape` (i32).
+  int in_range(int idx, int bound, Type shape) {
+    Type zt = scalar(DType::i32);
+    const int zero = add(Op::constant, zt);
+    return binary(Op::bit_and, binary(Op::ge, idx, zero, shape), binary(Op::lt, idx, bound, shape), shape);
+  }
+
+  /// The block of descriptor `d` at (c0, c1) as a masked load; [B0, B1], or
+  /// [B1, B0] when `transposed`.
+  int load(int d, int c0, int c1, const Type& block, bool transposed) {
+    const DType dt = block.dtype;
+    const int B0 = block.shape[0], B1 = block.shape[1];
+    const int base = add(Op::desc_field, scalar(dt, true), d, -1, -1, 0, 0);
+    const int sh0 = add(Op::desc_field, scalar(DType::i32), d, -1, -1, 0, 1);
+    const int sh1 = add(Op::desc_field, scalar(DType::i32), d, -1, -1, 0, 2);
+    const int st0 = add(Op::desc_field, scalar(DType::i32), d, -1, -1, 0, 3);
+    const int rows = binary(Op::add, c0, add(Op::arange, tile(DType::i32, B0)), tile(DType::i32, B0));
+    const int cols = binary(Op::add, c1, add(Op::arange, tile(DType::i32, B1)), tile(DType::i32, B1));
+    // Row index along result dim rdim, column index along the other.
+    const int rdim = transposed ? 1 : 0;
+    const Type out_t = transposed ? tile(DType::i32, B1, B0) : tile(DType::i32, B0, B1);
+    const Type row_t = transposed ? tile(DType::i32, 1, B0) : tile(DType::i32, B0, 1);
+    const Type col_t = transposed ? tile(DType::i32, B1, 1) : tile(DType::i32, 1, B1);
+    const int r2 = add(Op::expand_dims, row_t, rows, -1, -1, 1 - rdim);
+    const int c2 = add(Op::expand_dims, col_t, cols, -1, -1, rdim);
+    const int roff = binary(Op::mul, r2, st0, row_t);
+    const int off = binary(Op::add, roff, c2, out_t);
+    Type pt = out_t;
+    pt.dtype = dt;
+    pt.is_ptr = true;
+    const int ptrs = add(Op::addptr, pt, bcast(base, pt), off);
+    const int mr = in_range(r2, sh0, row_t), mc = in_range(c2, sh1, col_t);
+    const int mask = binary(Op::bit_and, mr, mc, out_t);
+    Type lt = out_t;
+    lt.dtype = dt;
+    return add(Op::load, lt, ptrs, mask, -1);
+  }
+};
+
+}  // namespace
+
+Kernel lower_descriptors(const Kernel& k, const std::function<bool(int)>& keep) {
+  const std::size_t N = k.nodes.size();
+  std::vector<char> lowered(N, 0), direct_use(N, 0);
+  bool any = false;
+  for (std::size_t id = 0; id < N; ++id)
+    if (k.nodes[id].op == Op::desc_load && !(keep && keep(static_cast<int>(id)))) lowered[id] = any = 1;
+  if (!any) return k;
+  for (const Node& n : k.nodes)
+    for (int a : n.args)
+      if (a >= 0 && lowered[static_cast<std::size_t>(a)] && n.op != Op::trans) direct_use[static_cast<std::size_t>(a)] = 1;
+
+  Kernel out;
+  out.name = k.name;
+  out.params = k.params;
+  Builder b{out};
+  std::vector<int> map(N, -1);
+  for (std::size_t id = 0; id < N; ++id) {
+    const Node& n = k.nodes[id];
+    auto m = [&](int a) { return a < 0 ? -1 : map[static_cast<std::size_t>(a)]; };
+    if (n.op == Op::desc_load && lowered[id]) {
+      // Built here only when something uses the block itself; `trans` users build their own.
+      if (direct_use[id]) map[id] = b.load(m(n.args[0]), m(n.args[1]), m(n.args[2]), n.type, false);
+      continue;
+    }
+    if (n.op == Op::trans && lowered[static_cast<std::size_t>(n.args[0])]) {
+      const Node& src = k.nodes[static_cast<std::size_t>(n.args[0])];
+      map[id] = b.load(m(src.args[0]), m(src.args[1]), m(src.args[2]), src.type, true);
+      continue;
+    }
+    Node c = n;
+    for (int& a : c.args) a = m(a);
+    map[id] = out.add(c);
+  }
+  return out;
+}
+
+}  // namespace tilejit::ir
