@@ -1058,7 +1058,11 @@ TEST_CASE("profiler cupti gpu: a captured and replayed CUDA graph is attributed 
   REQUIRE(flat["children"].size() == 1);
   CHECK(contains(flat["children"][0]["frame"]["name"].get<std::string>(), "VecAdd"));
   CHECK(stats.graph_kernels_flat == 1);
-  CHECK(stats.pending_launches <= 1);  // only the early graph's launch (size unknown) may wait
+  // Graph launches whose kernel count is unknown keep their binding until two
+  // phase boundaries pass (on the H200 run of 2025-11 every exec's count was
+  // unknown: see docs/profiler.md); then nothing is left.
+  for (int i = 0; i < 3; ++i) tp::advance_phase(s);
+  CHECK(tp::stats(s).pending_launches == 0);
   tp::finalize(s);
   CHECK(tp::graph_nodes() == 0);
   cu.exec_destroy(exec);
