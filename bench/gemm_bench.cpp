@@ -12,6 +12,7 @@
 //   BM_TilejitV5/BMxBN/S     examples/gemm/matmul_v5.hpp (rung 5: descriptors, TMA ring of S stages, async wgmma)
 // Counters: TFLOP/s (2·M·N·K per run). Without a GPU every case is skipped.
 #include <benchmark/benchmark.h>
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <dlfcn.h>
 
@@ -22,6 +23,7 @@
 #include "examples/gemm/matmul_v3.hpp"
 #include "examples/gemm/matmul_v4.hpp"
 #include "examples/gemm/matmul_v2.hpp"
+#include "examples/gemm/gemm.hpp"
 #include "examples/gemm/matmul_v5.hpp"
 #include "tilejit/ir/remat.hpp"
 #include "tilejit/tilejit.hpp"
@@ -53,6 +55,34 @@ struct Cublas {
 };
 Cublas& cublas() {
   static Cublas c;
+  return c;
+}
+
+/// cuBLASLt for f8: D (f32) = A·Bᵀ in its "TN" form, the only layout f8 matmuls take.
+struct CublasLt {
+  decltype(&cublasLtCreate) create = nullptr;
+  decltype(&cublasLtMatmulDescCreate) desc_create = nullptr;
+  decltype(&cublasLtMatmulDescSetAttribute) desc_set = nullptr;
+  decltype(&cublasLtMatrixLayoutCreate) layout_create = nullptr;
+  decltype(&cublasLtMatmulPreferenceCreate) pref_create = nullptr;
+  decltype(&cublasLtMatmulPreferenceSetAttribute) pref_set = nullptr;
+  decltype(&cublasLtMatmulAlgoGetHeuristic) heuristic = nullptr;
+  decltype(&cublasLtMatmul) matmul = nullptr;
+  cublasLtHandle_t h = nullptr;
+  bool ok = false;
+  CublasLt() {
+    void* so = dlopen("libcublasLt.so.13", RTLD_NOW | RTLD_LOCAL);
+    if (!so) so = dlopen("libcublasLt.so", RTLD_NOW | RTLD_LOCAL);
+    if (!so) return;
+    auto get = [&](auto& f, const char* name) { f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(dlsym(so, name)); return f != nullptr; };
+    ok = get(create, "cublasLtCreate") && get(desc_create, "cublasLtMatmulDescCreate") &&
+         get(desc_set, "cublasLtMatmulDescSetAttribute") && get(layout_create, "cublasLtMatrixLayoutCreate") &&
+         get(pref_create, "cublasLtMatmulPreferenceCreate") && get(pref_set, "cublasLtMatmulPreferenceSetAttribute") &&
+         get(heuristic, "cublasLtMatmulAlgoGetHeuristic") && get(matmul, "cublasLtMatmul") && create(&h) == CUBLAS_STATUS_SUCCESS;
+  }
+};
+CublasLt& cublaslt() {
+  static CublasLt c;
   return c;
 }
 
@@ -104,6 +134,83 @@ void BM_CublasTN(benchmark::State& st) {
                   CUDA_R_16BF, static_cast<int>(K), o.a, CUDA_R_16BF, static_cast<int>(K), &zero, o.c, CUDA_R_32F,
                   static_cast<int>(N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   });
+}
+
+/// f8 e4m3 operands (A [M, K], B [N, K], one byte each) and an f32 C.
+struct OperandsF8 {
+  void *a, *b, *c;
+  OperandsF8(long M, long N, long K) {
+    std::mt19937 g(std::random_device{}());
+    std::uniform_real_distribution<float> d(-1, 1);
+    std::vector<tj::f8e4m3> h(static_cast<std::size_t>(std::max(M * K, K * N)));
+    for (auto& x : h) x = tj::f8e4m3(d(g));
+    a = gpu().alloc(M * K);
+    b = gpu().alloc(K * N);
+    c = gpu().alloc(M * N * 4);
+    gpu().copy_to_device(a, h.data(), M * K);
+    gpu().copy_to_device(b, h.data(), K * N);
+  }
+  ~OperandsF8() { gpu().free(a), gpu().free(b), gpu().free(c); }
+};
+
+void BM_CublasLtF8(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda || !cublaslt().ok) return st.SkipWithError("no GPU / cuBLASLt");
+  const long M = st.range(0), N = st.range(1), K = st.range(2);
+  OperandsF8 o(M, N, K);
+  auto& lt = cublaslt();
+  cublasLtMatmulDesc_t op;
+  lt.desc_create(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F);
+  const cublasOperation_t t = CUBLAS_OP_T, n = CUBLAS_OP_N;
+  lt.desc_set(op, CUBLASLT_MATMUL_DESC_TRANSA, &t, sizeof t);
+  lt.desc_set(op, CUBLASLT_MATMUL_DESC_TRANSB, &n, sizeof n);
+  // Column-major: Cᵀ [N x M] = op_T(B as K x N) · (A as K x M).
+  cublasLtMatrixLayout_t la, lb, lc;
+  lt.layout_create(&la, CUDA_R_8F_E4M3, static_cast<std::uint64_t>(K), static_cast<std::uint64_t>(N), K);
+  lt.layout_create(&lb, CUDA_R_8F_E4M3, static_cast<std::uint64_t>(K), static_cast<std::uint64_t>(M), K);
+  lt.layout_create(&lc, CUDA_R_32F, static_cast<std::uint64_t>(N), static_cast<std::uint64_t>(M), N);
+  cublasLtMatmulPreference_t pref;
+  lt.pref_create(&pref);
+  const std::size_t ws_bytes = 64 << 20;
+  lt.pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes, sizeof ws_bytes);
+  cublasLtMatmulHeuristicResult_t res{};
+  int found = 0;
+  if (lt.heuristic(lt.h, op, la, lb, lc, lc, pref, 1, &res, &found) != CUBLAS_STATUS_SUCCESS || found == 0)
+    return st.SkipWithError("cuBLASLt has no f8 e4m3 algorithm with an f32 output here");
+  void* ws = gpu().alloc(ws_bytes);
+  const float one = 1, zero = 0;
+  timed(st, 2.0 * M * N * K, [&] {
+    lt.matmul(lt.h, op, &one, o.b, la, o.a, lb, &zero, o.c, lc, o.c, lc, &res.algo, ws, ws_bytes, nullptr);
+  });
+  gpu().free(ws);
+}
+
+template <int BM, int BN, int STAGES>
+void BM_TilejitV5F8(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  const long M = st.range(0), N = st.range(1), K = st.range(2);
+  OperandsF8 o(M, N, K);
+  using D = tj::TensorDescriptor;
+  D a(gpu(), o.a, tj::DType::f8e4nv, {M, K}, {K, 1}, {BM, 128}, {.swizzle = D::Swizzle::b128});
+  D b(gpu(), o.b, tj::DType::f8e4nv, {N, K}, {K, 1}, {BN, 128}, {.swizzle = D::Swizzle::b128});
+  auto k = tj::compile<examples::MatmulV5<BM, BN, tj::f8e4m3>>(gpu(), {.num_warps = BM / 16, .num_stages = STAGES});
+  timed(st, 2.0 * M * N * K, [&] {
+    k.launch(tj::Grid{tj::cdiv(M, BM) * tj::cdiv(N, BN)}, a, b, static_cast<float*>(o.c), M, N, K);
+  });
+  st.SetLabel("f8e4m3 BLOCK " + std::to_string(BM) + "x" + std::to_string(BN) + "x128 stages " + std::to_string(STAGES));
+}
+
+/// The library call (examples/gemm/gemm.hpp): the tuned winner per shape, or split-K for small M.
+void BM_TilejitGemm(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  const long M = st.range(0), N = st.range(1), K = st.range(2);
+  Operands o(M, N, K);
+  static examples::Gemm<tj::bf16> gemm(gpu());
+  const auto* a = static_cast<const tj::bf16*>(o.a);
+  const auto* b = static_cast<const tj::bf16*>(o.b);
+  timed(st, 2.0 * M * N * K, [&] { gemm(a, b, static_cast<float*>(o.c), M, N, K); });
+  const auto sk = examples::Gemm<tj::bf16>::split_k_for(M, N, K, gpu().num_sms());
+  st.SetLabel(sk.splits > 1 ? "split-K " + std::to_string(sk.splits) + " x " + std::to_string(sk.k_split)
+                            : "tuned " + gemm.report(M, N, K).best_config().str());
 }
 
 template <int BM, int BN, int STAGES>
@@ -186,4 +293,25 @@ BENCHMARK(BM_TilejitV5<128, 192, 4>)->Name("BM_TilejitV5/128x192/4")->Apply(shap
 BENCHMARK(BM_TilejitV5<64, 96, 6>)->Name("BM_TilejitV5/64x96/6")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TilejitV5<128, 96, 6>)->Name("BM_TilejitV5/128x96/6")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TilejitV5<64, 192, 6>)->Name("BM_TilejitV5/64x192/6")->Args({8192, 192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
+// Small M (decode: tokens in flight 1, 16, 128) on the Llama-3-8B projections.
+void shapes_small_m(benchmark::internal::Benchmark* b) {
+  for (long m : {1, 16, 128})
+    b->Args({m, 6144, 4096})->Args({m, 4096, 4096})->Args({m, 28672, 4096})->Args({m, 4096, 14336});
+  b->UseManualTime()->Unit(benchmark::kMillisecond);
+}
+BENCHMARK(BM_CublasTN)->Name("BM_CublasTN/small")->Apply(shapes_small_m);
+BENCHMARK(BM_TilejitGemm)->Name("BM_TilejitGemm/small")->Apply(shapes_small_m);
+BENCHMARK(BM_TilejitV5<64, 64, 8>)->Name("BM_TilejitV5/64x64/8/small")->Apply(shapes_small_m);
+BENCHMARK(BM_TilejitV5<64, 128, 6>)->Name("BM_TilejitV5/64x128/6/small")->Apply(shapes_small_m);
+BENCHMARK(BM_TilejitV5<128, 128, 4>)->Name("BM_TilejitV5/128x128/4/small")->Apply(shapes_small_m);
+
+// f8 e4m3 against cuBLASLt.
+void shapes_f8(benchmark::internal::Benchmark* b) {
+  b->Args({4096, 4096, 4096})->Args({8192, 8192, 8192})->Args({4096, 28672, 4096});
+  b->UseManualTime()->Unit(benchmark::kMillisecond);
+}
+BENCHMARK(BM_CublasLtF8)->Apply(shapes_f8);
+BENCHMARK(BM_TilejitV5F8<128, 256, 3>)->Name("BM_TilejitV5F8/128x256/3")->Apply(shapes_f8);
+BENCHMARK(BM_TilejitV5F8<128, 256, 4>)->Name("BM_TilejitV5F8/128x256/4")->Apply(shapes_f8);
+BENCHMARK(BM_TilejitV5F8<128, 128, 5>)->Name("BM_TilejitV5F8/128x128/5")->Apply(shapes_f8);
 BENCHMARK_MAIN();

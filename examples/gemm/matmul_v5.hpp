@@ -1,7 +1,8 @@
 // examples/gemm/matmul_v5.hpp — rung 5 of the GEMM ladder: tensor descriptors
 // and a TMA + mbarrier pipeline.
 //
-// C[M, N] (f32) = A[M, K] · B[N, K]ᵀ — both operands K-major, the layout of
+// C[M, N] (f32) = A[M, K] · B[N, K]ᵀ — f16, bf16, or f8 (e4m3 / e5m2, with
+// per-row scales in MatmulV5Scaled) — both operands K-major, the layout of
 // activations times nn.Linear weights (B is stored [N, K], as inference
 // engines store weights). Each K step loads a [BLOCK_M, 64] block of A and a
 // [BLOCK_N, 64] block of B through their descriptors; on sm_90a the compiler
@@ -15,7 +16,7 @@
 // ordering"): consecutive programs share B blocks and a few A blocks, so the
 // working set of the programs running at once stays in L2.
 //
-// Host side (K-major blocks of 64 16-bit elements = one 128-byte swizzle span):
+// Host side (K-major blocks of 128 bytes = one 128B swizzle span: 64 16-bit or 128 f8 elements):
 //   TensorDescriptor a(dev, A, DType::bf16, {M, K}, {K, 1}, {BLOCK_M, 64}, {.swizzle = Swizzle::b128});
 //   TensorDescriptor b(dev, B, DType::bf16, {N, K}, {K, 1}, {BLOCK_N, 64}, {.swizzle = Swizzle::b128});
 //   kernel.launch(Grid{cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)}, a, b, C, M, N, K);
@@ -26,11 +27,14 @@
 namespace examples {
 namespace tj = tilejit;
 
-template <int BLOCK_M, int BLOCK_N, class T, int GROUP_M = 8>
-struct MatmulV5 {
-  static constexpr int BLOCK_K = 64;
-  void operator()(tj::Desc<T, BLOCK_M, BLOCK_K> a, tj::Desc<T, BLOCK_N, BLOCK_K> b, tj::Ptr<float> c, tj::Size M,
-                  tj::Size N, tj::Size K) const {
+/// The part rungs 5 and 5-f8 share: grouped program order, and the K loop.
+template <int BLOCK_M, int BLOCK_N, int BLOCK_K, int GROUP_M, class T>
+struct V5Mainloop {
+  tj::Int m0, n0;
+  tj::Tile<float, BLOCK_M, BLOCK_N> acc;
+  V5Mainloop(const tj::Desc<T, BLOCK_M, BLOCK_K>& a, const tj::Desc<T, BLOCK_N, BLOCK_K>& b, const tj::Int& M, const tj::Int& N,
+             const tj::Int& K)
+      : m0(tj::program_id(0)), n0(m0), acc(tj::zeros<float, BLOCK_M, BLOCK_N>()) {
     // Grouped ordering: program pid -> (pid_m, pid_n).
     const tj::Int pid = tj::program_id(0);
     const tj::Int num_m = (M + (BLOCK_M - 1)) / BLOCK_M;
@@ -40,15 +44,82 @@ struct MatmulV5 {
     const tj::Int group_rows = tj::minimum(num_m - first_m, GROUP_M);
     const tj::Int pid_m = first_m + pid % per_group % group_rows;
     const tj::Int pid_n = pid % per_group / group_rows;
-    const tj::Int m0 = pid_m * BLOCK_M, n0 = pid_n * BLOCK_N;
+    m0 = pid_m * BLOCK_M;
+    n0 = pid_n * BLOCK_N;
+    acc = tj::for_range(0, K, BLOCK_K, acc, [&](tj::Int k0, auto acc) {
+      return tj::dot(a.load(m0, k0), tj::trans(b.load(n0, k0)), acc);
+    });
+  }
+};
 
-    auto acc = tj::for_range(0, K, BLOCK_K, tj::zeros<float, BLOCK_M, BLOCK_N>(), [&](tj::Int k0, auto acc) {
+/// C = A·Bᵀ, f16 or bf16 (BLOCK_K = 64) or f8e4m3 / f8e5m2 (BLOCK_K = 128): 128-byte K rows either way.
+template <int BLOCK_M, int BLOCK_N, class T, int GROUP_M = 8>
+struct MatmulV5 {
+  static constexpr int BLOCK_K = 128 / static_cast<int>(sizeof(T));
+  void operator()(tj::Desc<T, BLOCK_M, BLOCK_K> a, tj::Desc<T, BLOCK_N, BLOCK_K> b, tj::Ptr<float> c, tj::Size M,
+                  tj::Size N, tj::Size K) const {
+    V5Mainloop<BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, T> main(a, b, M, N, K);
+    auto rm = main.m0 + tj::arange<BLOCK_M>();
+    auto rn = main.n0 + tj::arange<BLOCK_N>();
+    tj::store(c + tj::expand_dims<1>(rm) * N + tj::expand_dims<0>(rn), main.acc,
+              tj::expand_dims<1>(rm < M) & tj::expand_dims<0>(rn < N));
+  }
+};
+
+/// Scaled GEMM for f8 (or any input type): C[i, j] = scale_a[i] · scale_b[j] · Σ_k A[i, k] B[j, k] — per-row scales
+/// of A and per-column (per output channel) scales of B, applied to the f32 accumulator in the epilogue.
+/// Per-tensor scales are the same with constant vectors.
+template <int BLOCK_M, int BLOCK_N, class T, int GROUP_M = 8>
+struct MatmulV5Scaled {
+  static constexpr int BLOCK_K = 128 / static_cast<int>(sizeof(T));
+  void operator()(tj::Desc<T, BLOCK_M, BLOCK_K> a, tj::Desc<T, BLOCK_N, BLOCK_K> b, tj::Ptr<float> scale_a,
+                  tj::Ptr<float> scale_b, tj::Ptr<float> c, tj::Size M, tj::Size N, tj::Size K) const {
+    V5Mainloop<BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, T> main(a, b, M, N, K);
+    auto rm = main.m0 + tj::arange<BLOCK_M>();
+    auto rn = main.n0 + tj::arange<BLOCK_N>();
+    auto sa = tj::load(scale_a + rm, rm < M, 0.0f);
+    auto sb = tj::load(scale_b + rn, rn < N, 0.0f);
+    tj::store(c + tj::expand_dims<1>(rm) * N + tj::expand_dims<0>(rn),
+              main.acc * tj::expand_dims<1>(sa) * tj::expand_dims<0>(sb),
+              tj::expand_dims<1>(rm < M) & tj::expand_dims<0>(rn < N));
+  }
+};
+
+/// Split-K for small M (decode): program (tile, split) computes the K range
+/// [split · k_split, min(K, (split + 1) · k_split)) of its tile (k_split a
+/// multiple of BLOCK_K) and stores the partial sum to ws[split, M, N]; a
+/// SplitKReduce launch sums the splits into C. With M = 1..128 a GEMM has few
+/// output tiles (N / BLOCK_N), too few to stream the weights at full
+/// bandwidth from every SM; splitting K multiplies the programs.
+template <int BLOCK_M, int BLOCK_N, class T>
+struct MatmulV5SplitK {
+  static constexpr int BLOCK_K = 128 / static_cast<int>(sizeof(T));
+  void operator()(tj::Desc<T, BLOCK_M, BLOCK_K> a, tj::Desc<T, BLOCK_N, BLOCK_K> b, tj::Ptr<float> ws, tj::Size M, tj::Size N,
+                  tj::Size K, tj::Size k_split) const {
+    const tj::Int num_n = (N + (BLOCK_N - 1)) / BLOCK_N;
+    const tj::Int pid = tj::program_id(0), split = tj::program_id(1);
+    const tj::Int m0 = pid / num_n * BLOCK_M, n0 = pid % num_n * BLOCK_N;
+    const tj::Int k_lo = split * k_split;
+    const tj::Int k_hi = tj::minimum(k_lo + k_split, K);
+    auto acc = tj::for_range(k_lo, k_hi, BLOCK_K, tj::zeros<float, BLOCK_M, BLOCK_N>(), [&](tj::Int k0, auto acc) {
       return tj::dot(a.load(m0, k0), tj::trans(b.load(n0, k0)), acc);
     });
     auto rm = m0 + tj::arange<BLOCK_M>();
     auto rn = n0 + tj::arange<BLOCK_N>();
-    tj::store(c + tj::expand_dims<1>(rm) * N + tj::expand_dims<0>(rn), acc,
+    tj::store(ws + split * (M * N) + tj::expand_dims<1>(rm) * N + tj::expand_dims<0>(rn), acc,
               tj::expand_dims<1>(rm < M) & tj::expand_dims<0>(rn < N));
+  }
+};
+
+/// c[i] = Σ_s ws[s · n + i] for i < n: the second launch of split-K.
+template <int BLOCK>
+struct SplitKReduce {
+  void operator()(tj::Ptr<float> ws, tj::Ptr<float> c, tj::Size n, tj::Size splits) const {
+    auto i = tj::program_id(0) * BLOCK + tj::arange<BLOCK>();
+    auto sum = tj::for_range(0, splits, 1, tj::zeros<float, BLOCK>(), [&](tj::Int s, auto acc) {
+      return acc + tj::load(ws + s * n + i, i < n, 0.0f);
+    });
+    tj::store(c + i, sum, i < n);
   }
 };
 

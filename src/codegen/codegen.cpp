@@ -272,6 +272,7 @@ class Emitter {
       case DType::f64: return "double";
       case DType::f16: return "tj_f16";
       case DType::bf16: return "tj_bf16";
+      case DType::f8e4nv: case DType::f8e5: return "unsigned char";
       case DType::i1: return "bool";
       case DType::i8: return "signed char";
       case DType::u8: return "unsigned char";
@@ -287,7 +288,7 @@ class Emitter {
   /// Type of a value in registers: half precisions compute in f32.
   static std::string reg_type(const ir::Type& t) {
     if (t.is_ptr) return storage_type(t.dtype) + "*";
-    if (t.dtype == DType::f16 || t.dtype == DType::bf16) return "float";
+    if (t.dtype == DType::f16 || t.dtype == DType::bf16 || t.dtype == DType::f8e4nv || t.dtype == DType::f8e5) return "float";
     return storage_type(t.dtype);
   }
   static std::string param_type(DType t) { return storage_type(t); }
@@ -447,16 +448,22 @@ class Emitter {
     if (t.is_ptr) return e;
     if (t.dtype == DType::f16) return "tj_round_f16(" + e + ")";
     if (t.dtype == DType::bf16) return "tj_round_bf16(" + e + ")";
+    if (t.dtype == DType::f8e4nv) return "tj_e4m3_to_f32(tj_f32_to_e4m3(" + e + "))";
+    if (t.dtype == DType::f8e5) return "tj_e5m2_to_f32(tj_f32_to_e5m2(" + e + "))";
     return e;
   }
   static std::string load_expr(DType t, const std::string& p) {
     if (t == DType::f16) return "tj_f16_to_f32(*" + p + ")";
     if (t == DType::bf16) return "tj_bf16_to_f32(*" + p + ")";
+    if (t == DType::f8e4nv) return "tj_e4m3_to_f32(*" + p + ")";
+    if (t == DType::f8e5) return "tj_e5m2_to_f32(*" + p + ")";
     return "*" + p;
   }
   static std::string store_expr(DType t, const std::string& x) {
     if (t == DType::f16) return "tj_f32_to_f16(" + x + ")";
     if (t == DType::bf16) return "tj_f32_to_bf16(" + x + ")";
+    if (t == DType::f8e4nv) return "tj_f32_to_e4m3(" + x + ")";
+    if (t == DType::f8e5) return "tj_f32_to_e5m2(" + x + ")";
     return x;
   }
 
@@ -795,6 +802,10 @@ class Emitter {
   /// rather than a cvt; f16 needs the cvt.
   void emit_dot(int id) {
     const Node& n = k_[id];
+    if (const DType et = k_[n.args[0]].type.dtype; et == DType::f8e4nv || et == DType::f8e5)
+      throw Unsupported(fmt::format("dot %{}: {} operands lower only to wgmma from TMA blocks (sm_90a, descriptor loads inside a "
+                                    "loop feeding dot, 128 elements of K per step); target {} gets mma.sync, which has no f8 "
+                                    "lowering here (f8 mma.sync needs sm_89)", id, name(et), t_.arch));
     if (t_.dialect != Dialect::cuda)
       throw Unsupported(fmt::format("dot %{}: the HIP backend has no MFMA lowering yet", id));
     if (t_.arch < std::string("sm_80"))
@@ -940,7 +951,7 @@ class Emitter {
     for (int r = 0; r < R(id); ++r) line(fmt::format("v{}[{}] = {};", id, r, opnd(id, 2, r)));
     line(fmt::format("const unsigned tj_sa{} = tj_smem_addr(tj_smem) + (unsigned)(tj_warp / 4) * {};", id, 64 * 128));
     line(fmt::format("const unsigned tj_sb{} = tj_smem_addr(tj_smem) + {};", id, b_off));
-    emit_wgmma_instructions(id, id, fmt::format("tj_sa{}", id), fmt::format("tj_sb{}", id), M, N, K, bf);
+    emit_wgmma_instructions(id, id, fmt::format("tj_sa{}", id), fmt::format("tj_sb{}", id), M, N, K, ta.dtype);
     line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");");
     line("__syncthreads();  // the staging buffer may be written again (a later iteration)");
   }
@@ -949,7 +960,7 @@ class Emitter {
   /// operands at shared addresses `sa` (this warp group's 64 rows of A) and
   /// `sb` (B as [N, K]); commit. The accumulator registers are those of node
   /// `acc` (the instruction's d_i are found by coordinate in the layout of `id`).
-  void emit_wgmma_instructions(int id, int acc, const std::string& sa, const std::string& sb, int M, int N, int K, bool bf) {
+  void emit_wgmma_instructions(int id, int acc, const std::string& sa, const std::string& sb, int M, int N, int K, DType et) {
     const ir::TileLayout& lc = TL(id);
     std::map<std::pair<int, int>, int> table;
     for (int r = 0; r < R(id); ++r) table.emplace(std::pair{D(lc).register_coord(r, 0), D(lc).register_coord(r, 1)}, r);
@@ -961,11 +972,14 @@ class Emitter {
       cons += fmt::format("{}\"+f\"(v{}[{}])", i ? ", " : "", acc, it->second);
     }
     line("asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");");
-    for (int k0 = 0; k0 < K; k0 += 16) {
-      const int slab = k0 / 64, kin = (k0 % 64) * 2;
-      line(fmt::format("asm volatile(\"{{ wgmma.mma_async.sync.aligned.m64n{}k16.f32.{}.{} {{{}}}, %{}, %{}, 1, 1, 1, 0, 0; }}\" : {} : \"l\"(tj_wgmma_desc({} + {})), \"l\"(tj_wgmma_desc({} + {})));",
-                       N, bf ? "bf16" : "f16", bf ? "bf16" : "f16", regs, N / 2, N / 2 + 1, cons, sa, slab * M * 128 + kin, sb,
-                       slab * N * 128 + kin));
+    // One instruction covers 32 bytes of K: k16 for 16-bit types, k32 for f8 (whose wgmma has no transpose immediates).
+    const int es = size_bytes(et), kstep = 32 / es;
+    const char* ty = et == DType::bf16 ? "bf16" : et == DType::f16 ? "f16" : et == DType::f8e4nv ? "e4m3" : "e5m2";
+    const char* imm = es == 2 ? "1, 1, 1, 0, 0" : "1, 1, 1";
+    for (int k0 = 0; k0 < K; k0 += kstep) {
+      const int slab = k0 * es / 128, kin = (k0 * es) % 128;
+      line(fmt::format("asm volatile(\"{{ wgmma.mma_async.sync.aligned.m64n{}k{}.f32.{}.{} {{{}}}, %{}, %{}, {}; }}\" : {} : \"l\"(tj_wgmma_desc({} + {})), \"l\"(tj_wgmma_desc({} + {})));",
+                       N, kstep, ty, ty, regs, N / 2, N / 2 + 1, imm, cons, sa, slab * M * 128 + kin, sb, slab * N * 128 + kin));
     }
     line("asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");");
   }
@@ -986,7 +1000,6 @@ class Emitter {
     if (!pa || pa != pb) throw Unsupported(fmt::format("dot %{}: both TMA blocks must belong to the same loop's pipeline", id));
     const ir::Type& ta = k_[a].type;
     const int M = ta.shape[0], K = ta.shape[1], N = n.type.shape[1];
-    const bool bf = ta.dtype == DType::bf16;
     const int L = pa->loop;
     const bool async = alias_[static_cast<std::size_t>(id)] >= 0;
     const int acc = async ? alias_[static_cast<std::size_t>(id)] : id;
@@ -997,7 +1010,7 @@ class Emitter {
     }
     const std::string stage = fmt::format("tj_ring{} + tj_st{} * {}u", L, L, pa->stage_bytes);
     emit_wgmma_instructions(id, acc, fmt::format("({} + {}u + (unsigned)(tj_warp / 4) * {}u)", stage, load_offset(*pa, a), 64 * 128),
-                            fmt::format("({} + {}u)", stage, load_offset(*pa, bl)), M, N, K, bf);
+                            fmt::format("({} + {}u)", stage, load_offset(*pa, bl)), M, N, K, ta.dtype);
     if (!async) line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");");
   }
 
@@ -1134,7 +1147,8 @@ std::vector<char> tma_loads(const ir::Kernel& k, const Target& t, const Options&
     const Node& n = k.nodes[static_cast<std::size_t>(d)];
     if (n.op != Op::dot || parent[static_cast<std::size_t>(d)] != L) return false;
     const int M = n.type.shape[0], Nn = n.type.shape[1], K = k[n.args[0]].type.shape[1];
-    return M == 16 * o.num_warps && M % 64 == 0 && layout::wgmma_legal_n(Nn) && layout::wgmma_padded_n(Nn) == Nn && K == 64;
+    return M == 16 * o.num_warps && M % 64 == 0 && layout::wgmma_legal_n(Nn) && layout::wgmma_padded_n(Nn) == Nn &&
+           K * size_bytes(k[n.args[0]].type.dtype) == 128;
   };
   std::function<bool(int, int)> invariant_or_iv = [&](int x, int L) {
     if (x <= L) return true;  // defined before the loop, or its induction variable
@@ -1151,8 +1165,9 @@ std::vector<char> tma_loads(const ir::Kernel& k, const Target& t, const Options&
     const Node& n = k.nodes[id];
     if (n.op != Op::desc_load) continue;
     const int L = parent[id];
-    const bool shape_ok = (n.type.dtype == DType::bf16 || n.type.dtype == DType::f16) && n.type.shape[1] * 2 == 128 &&
-                          n.type.shape[0] % 8 == 0;
+    const DType dt = n.type.dtype;
+    const bool shape_ok = (dt == DType::bf16 || dt == DType::f16 || dt == DType::f8e4nv || dt == DType::f8e5) &&
+                          n.type.shape[1] * size_bytes(dt) == 128 && n.type.shape[0] % 8 == 0;
     if (!shape_ok || L < 0 || !invariant_or_iv(n.args[1], L) || !invariant_or_iv(n.args[2], L) || uses[id].empty()) continue;
     bool ok = true;
     for (auto [u, j] : uses[id]) {

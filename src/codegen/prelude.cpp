@@ -114,7 +114,39 @@ static __device__ __forceinline__ float tj_min(float a, float b) { return (a != 
 
 /// Identical in both dialects: rounding, math wrappers, generic min/max/abs.
 const char* common_functions() {
-  return R"(static __device__ __forceinline__ float tj_round_f16(float f) { return tj_f16_to_f32(tj_f32_to_f16(f)); }
+  return R"(// f8 (OCP e4m3 / e5m2) <-> f32: round to nearest even, saturate to the largest finite value, NaN kept.
+static __device__ __forceinline__ float tj_f8_to_f32(unsigned b, const int E, const int M, const bool ieee) {
+  const int bias = (1 << (E - 1)) - 1, ex = (int)((b >> M) & ((1u << E) - 1)), m = (int)(b & ((1u << M) - 1));
+  const unsigned sign = (b & 0x80u) << 24;
+  if (ieee && ex == (1 << E) - 1) return tj_as_f32(sign | 0x7f800000u | (m ? 0x400000u : 0u));
+  if (!ieee && (b & 0x7fu) == 0x7fu) return tj_as_f32(0x7fc00000u);
+  if (ex == 0) return tj_as_f32(sign | tj_as_u32((float)m * tj_as_f32((unsigned)(127 + 1 - bias - M) << 23)));
+  return tj_as_f32(sign | ((unsigned)(ex - bias + 127) << 23) | ((unsigned)m << (23 - M)));
+}
+static __device__ __forceinline__ unsigned char tj_f32_to_f8(float f, const int E, const int M, const bool ieee) {
+  const int bias = (1 << (E - 1)) - 1, emin = 1 - bias;
+  const unsigned max_code = ieee ? 0x7bu : 0x7eu, x = tj_as_u32(f), sign = (x >> 24) & 0x80u, a = x & 0x7fffffffu;
+  if (a > 0x7f800000u) return (unsigned char)(sign | 0x7fu);
+  const int e = (int)(a >> 23) - 127;
+  unsigned code;
+  if (e < emin) {
+    const float q = tj_as_f32(a) * tj_as_f32((unsigned)(127 + M - emin) << 23);  // exact: a power-of-two scale
+    unsigned r = (unsigned)q;
+    const float rem = q - (float)r;
+    if (rem > 0.5f || (rem == 0.5f && (r & 1u))) ++r;
+    code = r;
+  } else {
+    const unsigned mant = a & 0x7fffffu, rest = mant & ((1u << (23 - M)) - 1), half = 1u << (22 - M);
+    code = ((unsigned)(e + bias) << M) | (mant >> (23 - M));
+    if (rest > half || (rest == half && (code & 1u))) ++code;
+  }
+  return (unsigned char)(sign | (code > max_code ? max_code : code));
+}
+static __device__ __forceinline__ float tj_e4m3_to_f32(unsigned char b) { return tj_f8_to_f32(b, 4, 3, false); }
+static __device__ __forceinline__ float tj_e5m2_to_f32(unsigned char b) { return tj_f8_to_f32(b, 5, 2, true); }
+static __device__ __forceinline__ unsigned char tj_f32_to_e4m3(float f) { return tj_f32_to_f8(f, 4, 3, false); }
+static __device__ __forceinline__ unsigned char tj_f32_to_e5m2(float f) { return tj_f32_to_f8(f, 5, 2, true); }
+static __device__ __forceinline__ float tj_round_f16(float f) { return tj_f16_to_f32(tj_f32_to_f16(f)); }
 static __device__ __forceinline__ float tj_round_bf16(float f) { return tj_bf16_to_f32(tj_f32_to_bf16(f)); }
 static __device__ __forceinline__ float tj_exp(float x) { return __expf(x); }
 static __device__ __forceinline__ float tj_exp2(float x) { return exp2f(x); }

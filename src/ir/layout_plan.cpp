@@ -281,7 +281,9 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const s
                              plan.in_smem[static_cast<std::size_t>(k.nodes[id].args[1])];
       const bool shape_ok = arch == "sm_90a" && e[0] == 16 * num_warps && e[0] % 64 == 0 && layout::wgmma_legal_n(e[1]) &&
                             layout::wgmma_padded_n(e[1]) == e[1] && kdim % 64 == 0;
-      if (shape_ok && (from_smem || smem <= 48 * 1024)) {
+      const DType et = k.nodes[static_cast<std::size_t>(k.nodes[id].args[0])].type.dtype;
+      const bool staged_ok = (et == DType::f16 || et == DType::bf16) && smem <= 48 * 1024;  // register staging: 16-bit only
+      if (shape_ok && (from_smem || staged_ok)) {
         plan.dot_wgmma[id] = 1;
         dot_warps[id] = {num_warps, 1};
       } else if (from_smem && arch == "sm_90a") {

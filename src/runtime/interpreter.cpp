@@ -49,6 +49,8 @@ double read_elem(DType t, std::uintptr_t a) {
     case DType::f64: { double v; std::memcpy(&v, p, 8); return v; }
     case DType::f16: { std::uint16_t b; std::memcpy(&b, p, 2); return f16::to_float(b); }
     case DType::bf16: { std::uint16_t b; std::memcpy(&b, p, 2); return bf16::to_float(b); }
+    case DType::f8e4nv: { std::uint8_t b; std::memcpy(&b, p, 1); return f8e4m3::to_float(b); }
+    case DType::f8e5: { std::uint8_t b; std::memcpy(&b, p, 1); return f8e5m2::to_float(b); }
     case DType::i1: case DType::u8: { std::uint8_t v; std::memcpy(&v, p, 1); return v; }
     case DType::i8: { std::int8_t v; std::memcpy(&v, p, 1); return v; }
     case DType::i16: { std::int16_t v; std::memcpy(&v, p, 2); return v; }
@@ -74,6 +76,8 @@ void write_elem(DType t, std::uintptr_t a, double v, std::int64_t iv) {
     case DType::f64: { std::memcpy(p, &v, 8); return; }
     case DType::f16: { std::uint16_t b = f16::from_float(static_cast<float>(v)); std::memcpy(p, &b, 2); return; }
     case DType::bf16: { std::uint16_t b = bf16::from_float(static_cast<float>(v)); std::memcpy(p, &b, 2); return; }
+    case DType::f8e4nv: { std::uint8_t b = f8e4m3::from_float(static_cast<float>(v)); std::memcpy(p, &b, 1); return; }
+    case DType::f8e5: { std::uint8_t b = f8e5m2::from_float(static_cast<float>(v)); std::memcpy(p, &b, 1); return; }
     case DType::i1: case DType::u8: case DType::i8: { auto x = static_cast<std::uint8_t>(iv); std::memcpy(p, &x, 1); return; }
     case DType::i16: case DType::u16: { auto x = static_cast<std::uint16_t>(iv); std::memcpy(p, &x, 2); return; }
     case DType::i32: case DType::u32: { auto x = static_cast<std::uint32_t>(iv); std::memcpy(p, &x, 4); return; }

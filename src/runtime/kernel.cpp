@@ -119,9 +119,6 @@ std::uint64_t KernelCore::check_args(std::span<const ArgSlot> args) const {
       if (d.dtype() != p.type.dtype)
         throw InvalidArgument(fmt::format("{} describes {} elements: the kernel's Desc holds {}", describe(ir_, i),
                                           tilejit::name(d.dtype()), tilejit::name(p.type.dtype)));
-      if (d.block_shape()[0] != p.block[0] || d.block_shape()[1] != p.block[1])
-        throw InvalidArgument(fmt::format("{} has block_shape [{}, {}]: the kernel's Desc loads [{}, {}] blocks", describe(ir_, i),
-                                          d.block_shape()[0], d.block_shape()[1], p.block[0], p.block[1]));
       if (d.backend() != dev_.backend() || (d.backend() != Backend::interpreter && d.device_ordinal() != dev_.ordinal()))
         throw InvalidArgument(fmt::format("{} was built for another device than {} (descriptors belong to one device)",
                                           describe(ir_, i), dev_.name()));
@@ -148,6 +145,24 @@ std::uint64_t KernelCore::check_args(std::span<const ArgSlot> args) const {
     if (i < 32) key |= flags << (2 * i);
   }
   return key;
+}
+
+const TensorDescriptor& KernelCore::derived(const TensorDescriptor& d, std::array<int, 2> block) {
+  // The same tensor with the kernel's block and the 128B swizzle its wgmma reads; encoded once, kept while
+  // the argument is passed again (a small cache: a kernel sees few distinct tensors per launch site).
+  const auto key = fmt::format("{}:{}:{}x{}:{}x{}:{}x{}:{}:{}", d.base(), static_cast<int>(d.dtype()), d.shape()[0], d.shape()[1],
+                               d.strides()[0], d.strides()[1], block[0], block[1], static_cast<int>(d.oob_fill()),
+                               static_cast<int>(d.l2_promotion()));
+  std::lock_guard lock(derived_mu_);
+  for (const auto& [k, v] : derived_)
+    if (k == key) return *v;
+  if (derived_.size() >= 64) derived_.erase(derived_.begin());
+  auto v = std::make_unique<TensorDescriptor>(dev_, d.base(), d.dtype(), std::vector<std::int64_t>(d.shape().begin(), d.shape().end()),
+                                              std::vector<std::int64_t>(d.strides().begin(), d.strides().end()),
+                                              std::vector<std::int64_t>{block[0], block[1]},
+                                              TensorDescriptor::Options{TensorDescriptor::Swizzle::b128, d.oob_fill(), d.l2_promotion()});
+  derived_.emplace_back(key, std::move(v));
+  return *derived_.back().second;
 }
 
 JitInfo KernelCore::prepare(std::span<const ArgSlot> args) {
@@ -199,10 +214,12 @@ void KernelCore::launch(const Grid& g, Stream s, std::span<ArgSlot> args) {
     params[i] = args[i].kind == ArgSlot::Kind::descriptor ? const_cast<TensorDescriptor*>(args[i].v.desc) : static_cast<void*>(&args[i].v);
   for (int i : v.tma_params) {
     const TensorDescriptor& td = *args[static_cast<std::size_t>(i)].v.desc;
-    if (!td.has_tensor_map() || td.swizzle() != TensorDescriptor::Swizzle::b128)
-      throw InvalidArgument(fmt::format("{} is loaded through TMA into 128B-swizzled shared memory: build it with "
-                                        "{{.swizzle = TensorDescriptor::Swizzle::b128}} on a device with TMA (got {})",
+    const ir::Param& p = ir_.params[static_cast<std::size_t>(i)];
+    if (!td.has_tensor_map())
+      throw InvalidArgument(fmt::format("{} is loaded through TMA but has no tensor map ({}): build it on this device",
                                         describe(ir_, static_cast<std::size_t>(i)), to_string(td)));
+    if (td.swizzle() != TensorDescriptor::Swizzle::b128 || td.block_shape()[0] != p.block[0] || td.block_shape()[1] != p.block[1])
+      params[i] = const_cast<TensorDescriptor*>(&derived(td, p.block));
   }
   LaunchDims d;
   d.grid[0] = static_cast<unsigned>(g.x);

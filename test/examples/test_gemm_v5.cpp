@@ -7,6 +7,11 @@
 #include <regex>
 #include <vector>
 
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+#include "examples/gemm/gemm.hpp"
 #include "examples/gemm/matmul_v5.hpp"
 #include "test/common/random.hpp"
 #include "tilejit/ir/lower_descriptors.hpp"
@@ -62,8 +67,9 @@ void run_v5(const tj::Device& dev, int M, int N, int K, int stages, double tol) 
     dev.memset(dc, 0xff, cbytes);  // NaN poison: every element must be written
   }
   const tj::DType dt = tj::dtype_v<T>;
-  D a(dev, da, dt, {M, K}, {K, 1}, {BM, 64}, {.swizzle = D::Swizzle::b128});
-  D b(dev, db, dt, {N, K}, {K, 1}, {BN, 64}, {.swizzle = D::Swizzle::b128});
+  constexpr int BK = examples::MatmulV5<BM, BN, T>::BLOCK_K;
+  D a(dev, da, dt, {M, K}, {K, 1}, {BM, BK}, {.swizzle = D::Swizzle::b128});
+  D b(dev, db, dt, {N, K}, {K, 1}, {BN, BK}, {.swizzle = D::Swizzle::b128});
   auto k = tj::compile<examples::MatmulV5<BM, BN, T>>(dev, {.num_warps = BM / 16, .num_stages = stages});
   k.launch(tj::Grid{tj::cdiv(M, BM) * tj::cdiv(N, BN)}, a, b, dc, M, N, K);
   if (gpu) {
@@ -108,6 +114,55 @@ TEST_CASE("gemm_v5_interpreter_matches_f64") {
   run_v5<64, 96, tj::bf16>(dev, 70, 96 * 2 - 30, 136, 3, 1e-6);  // N = 96 blocks, ragged M, N and K (K % 64 = 8)
   run_v5<64, 48, tj::f16>(dev, 130, 50, 72, 2, 1e-6);           // NPOT 48, ragged everything
   run_v5<128, 192, tj::bf16>(dev, 129, 200, 64, 4, 1e-6);
+}
+
+TEST_CASE("fp8_host_conversions_round_to_nearest_even_and_saturate") {
+  using tj::f8e4m3, tj::f8e5m2;
+  CHECK(float(f8e4m3(1.0f)) == 1.0f);
+  CHECK(f8e4m3(1.0f).bits == 0x38);
+  CHECK(float(f8e4m3(448.0f)) == 448.0f);
+  CHECK(float(f8e4m3(1e6f)) == 448.0f);   // satfinite
+  CHECK(float(f8e4m3(-1e6f)) == -448.0f);
+  CHECK(std::isnan(float(f8e4m3(std::nanf("")))));
+  CHECK(float(f8e4m3(0.0625f * 1.0625f)) == 0.0625f);  // halfway between 0.0625 and 0.0703125: to even
+  CHECK(float(f8e4m3(std::ldexp(1.0f, -9))) == std::ldexp(1.0f, -9));  // smallest subnormal
+  CHECK(float(f8e4m3(std::ldexp(1.0f, -11))) == 0.0f);
+  CHECK(float(f8e5m2(57344.0f)) == 57344.0f);
+  CHECK(float(f8e5m2(1e9f)) == 57344.0f);
+  CHECK(float(f8e5m2(1.25f)) == 1.25f);
+  CHECK(float(f8e5m2(1.125f)) == 1.0f);   // halfway: to even
+  CHECK(float(f8e5m2(1.375f)) == 1.5f);   // halfway: to even (1.5 has the even mantissa)
+  for (int b = 0; b < 256; ++b) {  // every finite code round-trips
+    const float x = f8e4m3::to_float(static_cast<std::uint8_t>(b));
+    if (!std::isnan(x)) CHECK(f8e4m3::from_float(x) == (x == 0 ? (b & 0x80) : b));
+  }
+}
+
+TEST_CASE("gemm_v5_f8_interpreter_matches_f64") {
+  const auto dev = tj::Device::interpreter();
+  run_v5<64, 64, tj::f8e4m3>(dev, 64, 64, 128, 3, 1e-6);
+  run_v5<64, 96, tj::f8e5m2>(dev, 70, 100, 272, 3, 1e-6);  // ragged M, N, K
+}
+
+TEST_CASE("gemm_v5_f8_sm90a_uses_qgmma_and_sm80_says_why_not") {
+  auto ir = tj::trace(examples::MatmulV5<128, 256, tj::f8e4m3>{});
+  const auto g = tj::codegen::generate(ir, {}, tj::codegen::target_for("sm_90a"), {.num_warps = 8, .num_stages = 4});
+  CHECK(g.source.find("wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3") != std::string::npos);
+  CHECK(g.tma_params == std::vector<int>{0, 1});
+  std::string why;
+  if (tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) {
+    tj::runtime::JitRequest req;
+    req.source = g.source;
+    req.name = "v5_f8.cu";
+    req.arch = "sm_90a";
+    CHECK(!tj::runtime::compile(req).binary.bytes.empty());
+    auto irs = tj::trace(examples::MatmulV5Scaled<128, 128, tj::f8e5m2>{});
+    req.source = tj::codegen::generate(irs, {}, tj::codegen::target_for("sm_90a"), {.num_warps = 8, .num_stages = 4}).source;
+    CHECK(req.source.find("m64n128k32.f32.e5m2.e5m2") != std::string::npos);
+    CHECK(!tj::runtime::compile(req).binary.bytes.empty());
+  }
+  CHECK_THROWS_WITH_AS(tj::codegen::generate(ir, {}, tj::codegen::target_for("sm_80"), {.num_warps = 8}),
+                       doctest::Contains("f8e4nv operands lower only to wgmma"), tj::Unsupported);
 }
 
 TEST_CASE("gemm_v5_sm90a_uses_tma_and_async_wgmma") {
@@ -182,9 +237,12 @@ TEST_CASE("desc_arguments_are_checked_at_launch") {
   std::vector<float> c(64 * 64);
   auto k = tj::compile<examples::MatmulV5<64, 64, tj::bf16>>(dev, {.num_warps = 4});
   D good(dev, a.data(), tj::DType::bf16, {64, 64}, {64, 1}, {64, 64});
-  D wrong_block(dev, b.data(), tj::DType::bf16, {64, 64}, {64, 1}, {32, 64});
-  CHECK_THROWS_WITH_AS(k.launch(tj::Grid{1}, good, wrong_block, c.data(), 64, 64, 64), doctest::Contains("block_shape [32, 64]"),
-                       tj::InvalidArgument);
+  // Another block shape is fine: the kernel's Desc block is what it loads.
+  D other_block(dev, b.data(), tj::DType::bf16, {64, 64}, {64, 1}, {32, 64});
+  k.launch(tj::Grid{1}, good, other_block, c.data(), 64, 64, 64);
+  CHECK(c[64 * 64 - 1] == doctest::Approx(64.0));
+  D rank1(dev, b.data(), tj::DType::bf16, {64 * 64}, {1}, {64});
+  CHECK_THROWS_WITH_AS(k.launch(tj::Grid{1}, good, rank1, c.data(), 64, 64, 64), doctest::Contains("rank 1"), tj::InvalidArgument);
   D wrong_type(dev, b.data(), tj::DType::f16, {64, 64}, {64, 1}, {64, 64});
   CHECK_THROWS_WITH_AS(k.launch(tj::Grid{1}, good, wrong_type, c.data(), 64, 64, 64), doctest::Contains("f16 elements"),
                        tj::InvalidArgument);
@@ -207,12 +265,218 @@ TEST_CASE("gemm_v5_gpu_matches_f64") {
   run_v5<64, 96, tj::bf16>(dev, 1000, 96 * 2, 8192, 6, 1e-5);
   run_v5<128, 128, tj::bf16>(dev, 1024, 1024, 64, 1, 1e-5);  // one stage, one K step
   run_v5<128, 128, tj::bf16>(dev, 256, 256, 64 * 7, 2, 1e-5);
-  // A descriptor without the 128B swizzle cannot feed wgmma: a typed error before the launch.
-  std::vector<float> host(64 * 64);
-  auto* p = static_cast<tj::bf16*>(dev.alloc(128 * 64 * 2));
-  auto* q = static_cast<float*>(dev.alloc(128 * 128 * 4));
-  D a(dev, p, tj::DType::bf16, {128, 64}, {64, 1}, {128, 64});
+  // f8: the products are exact, but Hopper's f8 wgmma accumulates with a reduced-precision adder (about 14
+  // mantissa bits kept per k32 step; DeepSeek-V3 report, section 3.3.2): measured relative Frobenius error
+  // 2.4e-4 to 4.7e-4 on the H200 against f64, so the bound is 2e-3 (f8e4m3's own spacing is 2^-3).
+  run_v5<128, 256, tj::f8e4m3>(dev, 512, 512, 1024, 4, 2e-3);
+  run_v5<128, 128, tj::f8e5m2>(dev, 300, 200, 8 * 100, 3, 2e-3);
+}
+
+TEST_CASE("gemm_v5_gpu_small_for_the_sanitizers") {
+  auto dev = tj::Device::best();
+  if (dev.backend() != tj::Backend::cuda || dev.compute_capability() < 90) {
+    MESSAGE("no Hopper GPU: skipping");
+    return;
+  }
+  run_v5<128, 128, tj::bf16>(dev, 200, 130, 64 * 5, 3, 1e-5);
+  run_v5<64, 96, tj::f8e4m3>(dev, 64, 96, 128 * 3, 2, 2e-3);  // f8 accumulation: see gemm_v5_gpu_matches_f64
+}
+
+TEST_CASE("gemm_split_k_gpu_matches_f64") {
+  auto dev = tj::Device::best();
+  if (dev.backend() != tj::Backend::cuda || dev.compute_capability() < 90) {
+    MESSAGE("no Hopper GPU: skipping");
+    return;
+  }
+  for (auto [M, N, K] : {std::tuple{1, 4096, 4096}, std::tuple{16, 1000, 14336}, std::tuple{128, 768, 2048}}) {
+    CAPTURE(M);
+    CAPTURE(N);
+    CAPTURE(K);
+    const auto sk = examples::Gemm<tj::bf16>::split_k_for(M, N, K, dev.num_sms());
+    CAPTURE(sk.splits);
+    CHECK(sk.splits > 1);
+    ProblemTN<tj::bf16> p(M, N, K, static_cast<unsigned>(M + N));
+    auto* da = static_cast<tj::bf16*>(dev.alloc(p.a.size() * 2));
+    auto* db = static_cast<tj::bf16*>(dev.alloc(p.b.size() * 2));
+    auto* dc = static_cast<float*>(dev.alloc(static_cast<std::size_t>(M) * N * 4));
+    dev.copy_to_device(da, p.a.data(), p.a.size() * 2);
+    dev.copy_to_device(db, p.b.data(), p.b.size() * 2);
+    dev.memset(dc, 0xff, static_cast<std::size_t>(M) * N * 4);
+    tj::TuneOptions o;
+    o.cache_dir = std::filesystem::path{};
+    examples::Gemm<tj::bf16> gemm(dev, o);
+    gemm(da, db, dc, M, N, K);
+    std::vector<float> c(static_cast<std::size_t>(M) * N);
+    dev.copy_to_host(c.data(), dc, c.size() * 4);
+    for (float v : c) REQUIRE(!std::isnan(v));
+    CHECK(testing::rel_error(c, p.ref) < 1e-5);
+    dev.free(da), dev.free(db), dev.free(dc);
+  }
+  // A descriptor with another block and no swizzle is re-encoded for the kernel's TMA copies.
+  ProblemTN<tj::bf16> p(128, 128, 64, 5);
+  auto* da = static_cast<tj::bf16*>(dev.alloc(128 * 64 * 2));
+  auto* db = static_cast<tj::bf16*>(dev.alloc(128 * 64 * 2));
+  auto* dc = static_cast<float*>(dev.alloc(128 * 128 * 4));
+  dev.copy_to_device(da, p.a.data(), 128 * 64 * 2);
+  dev.copy_to_device(db, p.b.data(), 128 * 64 * 2);
+  D a(dev, da, tj::DType::bf16, {128, 64}, {64, 1}, {32, 32});
+  D b(dev, db, tj::DType::bf16, {128, 64}, {64, 1}, {8, 64});
   auto k = tj::compile<examples::MatmulV5<128, 128, tj::bf16>>(dev, {.num_warps = 8});
-  CHECK_THROWS_WITH_AS(k.launch(tj::Grid{1}, a, a, q, 128, 128, 64), doctest::Contains("Swizzle::b128"), tj::InvalidArgument);
-  dev.free(p), dev.free(q);
+  k.launch(tj::Grid{1}, a, b, dc, 128, 128, 64);
+  std::vector<float> c(128 * 128);
+  dev.copy_to_host(c.data(), dc, c.size() * 4);
+  CHECK(testing::rel_error(c, p.ref) < 1e-5);
+  dev.free(da), dev.free(db), dev.free(dc);
+}
+
+TEST_CASE("gemm_tuned_checks_its_arguments") {
+  using G = examples::Gemm<tj::bf16>;
+  alignas(16) static tj::bf16 a[64 * 64], b[64 * 64];
+  alignas(16) static float c[64 * 64];
+  CHECK_THROWS_WITH_AS(G::check(a, b, c, 0, 64, 64), doctest::Contains("M = 0"), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(G::check(a, b, c, 64, 64, 60), doctest::Contains("multiple of 16 bytes"), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(G::check(a + 1, b, c, 64, 64, 64), doctest::Contains("16-byte aligned"), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(G::check(a, nullptr, c, 64, 64, 64), doctest::Contains("B = "), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(G::check(a, b, reinterpret_cast<float*>(a) + 16, 8, 8, 64), doctest::Contains("overlaps A"), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(G::check(a, b, reinterpret_cast<float*>(b), 8, 8, 64), doctest::Contains("overlaps B"), tj::InvalidArgument);
+  G::check(a, b, c, 64, 64, 64);
+  CHECK(G::candidates().size() == 16);
+}
+
+TEST_CASE("gemm_tuned_interpreter_tunes_16_configs_and_matches_f64") {
+  const auto dev = tj::Device::interpreter();
+  ProblemTN<tj::bf16> p(70, 200, 72, 11);
+  std::vector<float> c(70 * 200, std::nanf(""));
+  tj::TuneOptions o;
+  o.cache_dir = std::filesystem::path{};  // no persistence
+  o.warmup = 0;
+  o.reps = 1;
+  o.log = [](const std::string&) {};
+  examples::Gemm<tj::bf16> gemm(dev, o);
+  gemm(p.a.data(), p.b.data(), c.data(), 70, 200, 72);
+  for (float v : c) REQUIRE(!std::isnan(v));
+  CHECK(testing::rel_error(c, p.ref) < 1e-6);
+  const auto& r = gemm.report(70, 200, 72);
+  CHECK(r.candidates.size() == 16);
+  int timed = 0;
+  for (const auto& cr : r.candidates) timed += cr.status == tj::CandidateReport::Status::timed;
+  CHECK(timed == 16);
+}
+
+TEST_CASE("gemm_split_k_plan_fills_the_sms_for_small_m") {
+  using G = examples::Gemm<tj::bf16>;
+  CHECK(G::split_k_for(4096, 4096, 4096, 132).splits == 1);  // big M: no split
+  const auto d1 = G::split_k_for(1, 4096, 4096, 132);         // 32 tiles -> 8 splits of 512: 256 of 264 slots
+  CHECK(d1.splits == 8);
+  CHECK(d1.k_split == 512);
+  CHECK(G::split_k_for(1, 28672, 4096, 132).splits == 7);     // 224 tiles: 85% of a wave -> 1568 programs, 99% of 6 waves
+  CHECK(G::split_k_for(128, 28672, 4096, 132).splits == 1);   // M = 128 with many tiles: partial sums not worth it
+  CHECK(G::split_k_for(1, 4096, 128, 132).splits == 1);       // K too short to split
+  const auto d2 = G::split_k_for(16, 4096, 14336, 132);
+  CHECK(d2.k_split % G::BLOCK_K == 0);
+  CHECK((d2.splits - 1) * d2.k_split < 14336);
+  CHECK(d2.splits * d2.k_split >= 14336);
+}
+
+TEST_CASE("gemm_split_k_interpreter_matches_f64") {
+  const auto dev = tj::Device::interpreter();
+  const int sms = dev.num_sms();
+  CAPTURE(sms);
+  ProblemTN<tj::bf16> p(16, 100, 1024, 21);
+  REQUIRE(examples::Gemm<tj::bf16>::split_k_for(16, 100, 1024, sms).splits >= (sms >= 2 ? 2 : 1));
+  std::vector<float> c(16 * 100, std::nanf(""));
+  tj::TuneOptions o;
+  o.cache_dir = std::filesystem::path{};
+  examples::Gemm<tj::bf16> gemm(dev, o);
+  gemm(p.a.data(), p.b.data(), c.data(), 16, 100, 1024);
+  for (float v : c) REQUIRE(!std::isnan(v));
+  CHECK(testing::rel_error(c, p.ref) < 1e-6);
+}
+
+TEST_CASE("gemm_tuned_gpu_16_configs_then_reuse_by_a_second_process") {
+  auto dev = tj::Device::best();
+  if (dev.backend() != tj::Backend::cuda || dev.compute_capability() < 90) {
+    MESSAGE("no Hopper GPU: skipping");
+    return;
+  }
+  const long long M = 4096, N = 4096, K = 4096;
+  ProblemTN<tj::bf16> p(256, 256, 64, 3);  // values only; the reference is checked on a corner below
+  std::vector<tj::bf16> ha(static_cast<std::size_t>(M * K)), hb(static_cast<std::size_t>(N * K));
+  for (std::size_t i = 0; i < ha.size(); ++i) ha[i] = p.a[i % p.a.size()];
+  for (std::size_t i = 0; i < hb.size(); ++i) hb[i] = p.b[i % p.b.size()];
+  auto* da = static_cast<tj::bf16*>(dev.alloc(ha.size() * 2));
+  auto* db = static_cast<tj::bf16*>(dev.alloc(hb.size() * 2));
+  auto* dc = static_cast<float*>(dev.alloc(static_cast<std::size_t>(M * N) * 4));
+  dev.copy_to_device(da, ha.data(), ha.size() * 2);
+  dev.copy_to_device(db, hb.data(), hb.size() * 2);
+  dev.memset(dc, 0xff, static_cast<std::size_t>(M * N) * 4);
+  dev.synchronize();
+  const auto dir = std::filesystem::temp_directory_path() / fmt::format("tj-gemm-tune-{}", testing::fresh_seed());
+  std::filesystem::create_directories(dir);
+  tj::TuneOptions o;
+  o.device = dev;
+  o.cache_dir = dir;
+  auto t0 = std::chrono::steady_clock::now();
+  examples::Gemm<tj::bf16> gemm(dev, o);
+  gemm(da, db, dc, M, N, K);
+  dev.synchronize();
+  const double first_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const auto& r = gemm.report(M, N, K);
+  MESSAGE(r.str());
+  MESSAGE("16 GEMM configs tuned in ", first_ms, " ms wall (target < 3000 ms); best ", r.best_config().str(), " ",
+          r.candidates[r.best].median_ms, " ms = ", 2.0 * M * N * K / (r.candidates[r.best].median_ms * 1e-3) / 1e12, " TFLOP/s");
+  CHECK(r.tuned);
+  // The winner's output: all written, and exact against f64 on a corner block (products of the periodic inputs).
+  std::vector<float> c(static_cast<std::size_t>(M * N));
+  dev.copy_to_host(c.data(), dc, c.size() * 4);
+  for (float v : c) REQUIRE(!std::isnan(v));
+  double err = 0, ref2 = 0;
+  for (int i = 0; i < 64; ++i)
+    for (int j = 0; j < 64; ++j) {
+      double s = 0;
+      for (long long k = 0; k < K; ++k)
+        s += double(float(ha[static_cast<std::size_t>(i * K + k)])) * float(hb[static_cast<std::size_t>(j * K + k)]);
+      const double d = c[static_cast<std::size_t>(i * N + j)] - s;
+      err += d * d, ref2 += s * s;
+    }
+  CHECK(std::sqrt(err / ref2) < 1e-5);
+  // A second process reads the stored winner.
+  const auto self = std::filesystem::canonical("/proc/self/exe");
+  const std::string cmd = "TILEJIT_GEMM_CHILD_DIR='" + dir.string() + "' '" + self.string() +
+                          "' -tc='gemm_tuned_reuse*' > '" + (dir / "child.log").string() + "' 2>&1";
+  CHECK(std::system(cmd.c_str()) == 0);
+  double child_ms = -1;
+  std::ifstream(dir / "child_ms.txt") >> child_ms;
+  MESSAGE("stored GEMM winner reused by a second process in ", child_ms, " ms (target < 10 ms)");
+  CHECK(child_ms >= 0);
+  CHECK(child_ms < 10);
+  dev.free(da), dev.free(db), dev.free(dc);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("gemm_tuned_reuse_in_a_child_process") {
+  const char* dir = std::getenv("TILEJIT_GEMM_CHILD_DIR");
+  if (!dir) {
+    MESSAGE("run by the GPU GEMM tuning test in a child process; nothing to do here");
+    return;
+  }
+  auto dev = tj::Device::best();
+  REQUIRE(dev.backend() == tj::Backend::cuda);
+  auto* da = static_cast<tj::bf16*>(dev.alloc(4096 * 4096 * 2));
+  auto* db = static_cast<tj::bf16*>(dev.alloc(4096 * 4096 * 2));
+  auto* dc = static_cast<float*>(dev.alloc(4096 * 4096 * 4));
+  tj::TuneOptions o;
+  o.device = dev;
+  o.cache_dir = std::filesystem::path(dir);
+  examples::Gemm<tj::bf16> gemm(dev, o);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto& r = gemm.tuner().tune(examples::Gemm<tj::bf16>::key(4096, 4096, 4096), examples::Gemm<tj::bf16>::grid(4096, 4096),
+                                    D(dev, da, tj::DType::bf16, {4096, 4096}, {4096, 1}, {64, 64}, {.swizzle = D::Swizzle::b128}),
+                                    D(dev, db, tj::DType::bf16, {4096, 4096}, {4096, 1}, {64, 64}, {.swizzle = D::Swizzle::b128}), dc,
+                                    4096, 4096, 4096);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  CHECK_FALSE(r.tuned);
+  CHECK(r.from_disk);
+  std::ofstream(std::filesystem::path(dir) / "child_ms.txt") << ms << '\n';
+  dev.free(da), dev.free(db), dev.free(dc);
 }

@@ -5,6 +5,8 @@
 // conversions round to nearest, ties to even, and keep NaN a NaN.
 #pragma once
 #include <bit>
+#include <cmath>
+#include <limits>
 #include <cstdint>
 #include <string_view>
 #include <type_traits>
@@ -118,6 +120,58 @@ struct bf16 {
   }
 };
 
+/// Host storage of an 8-bit float with `E` exponent bits, `M` mantissa bits
+/// and bias 2^(E-1) - 1 (OCP FP8, as NVIDIA's e4m3 / e5m2): conversion from
+/// float rounds to nearest even and saturates to the largest finite value
+/// (PTX `cvt.rn.satfinite`), NaN stays NaN. e4m3 (`f8e4m3`, DType::f8e4nv)
+/// has no infinities, its largest finite value is 448 and S.1111.111 is NaN;
+/// e5m2 (`f8e5m2`, DType::f8e5) is IEEE-like, largest finite 57344.
+template <int E, int M>
+struct fp8 {
+  static constexpr int bias = (1 << (E - 1)) - 1;
+  static constexpr bool ieee = E == 5;  // e5m2 has inf/NaN at the top exponent; e4m3 only NaN at 0x7f
+  static constexpr std::uint8_t max_code = ieee ? 0x7b : 0x7e;
+  static constexpr std::uint8_t nan_code = 0x7f;
+  std::uint8_t bits = 0;
+  fp8() = default;
+  explicit fp8(float v) : bits(from_float(v)) {}
+  explicit operator float() const { return to_float(bits); }
+
+  static std::uint8_t from_float(float f) {
+    const std::uint32_t x = std::bit_cast<std::uint32_t>(f);
+    const auto sign = static_cast<std::uint8_t>((x >> 24) & 0x80u);
+    const std::uint32_t a = x & 0x7fffffffu;
+    if (a > 0x7f800000u) return static_cast<std::uint8_t>(sign | nan_code);
+    const int e = static_cast<int>(a >> 23) - 127;
+    constexpr int emin = 1 - bias;
+    std::uint32_t code;
+    if (e < emin) {  // subnormal in fp8 (or zero): a multiple of 2^(emin - M)
+      const double q = static_cast<double>(std::bit_cast<float>(a)) * static_cast<double>(1u << (M - emin));
+      auto r = static_cast<std::uint32_t>(q);
+      const double rem = q - r;
+      if (rem > 0.5 || (rem == 0.5 && (r & 1u))) ++r;
+      code = r;
+    } else {
+      const std::uint32_t mant = a & 0x7fffffu, keep = mant >> (23 - M), rest = mant & ((1u << (23 - M)) - 1),
+                          half = 1u << (22 - M);
+      code = (static_cast<std::uint32_t>(e + bias) << M) | keep;
+      if (rest > half || (rest == half && (code & 1u))) ++code;
+    }
+    if (code > max_code) code = max_code;  // satfinite
+    return static_cast<std::uint8_t>(sign | code);
+  }
+  static float to_float(std::uint8_t b) {
+    const float s = (b & 0x80u) ? -1.f : 1.f;
+    const int ex = (b >> M) & ((1 << E) - 1), m = b & ((1 << M) - 1);
+    if (ieee && ex == (1 << E) - 1) return m ? std::numeric_limits<float>::quiet_NaN() : s * std::numeric_limits<float>::infinity();
+    if (!ieee && (b & 0x7fu) == nan_code) return std::numeric_limits<float>::quiet_NaN();
+    if (ex == 0) return s * std::ldexp(static_cast<float>(m), 1 - bias - M);
+    return s * std::ldexp(1.f + static_cast<float>(m) / static_cast<float>(1 << M), ex - bias);
+  }
+};
+using f8e4m3 = fp8<4, 3>;  ///< DType::f8e4nv
+using f8e5m2 = fp8<5, 2>;  ///< DType::f8e5
+
 /// Round a float to the precision of `t` and back (used by the interpreter so
 /// that its results carry the rounding of the real storage type).
 inline double round_to(DType t, double v) {
@@ -125,6 +179,8 @@ inline double round_to(DType t, double v) {
     case DType::f32: return static_cast<double>(static_cast<float>(v));
     case DType::f16: return f16::to_float(f16::from_float(static_cast<float>(v)));
     case DType::bf16: return bf16::to_float(bf16::from_float(static_cast<float>(v)));
+    case DType::f8e4nv: return f8e4m3::to_float(f8e4m3::from_float(static_cast<float>(v)));
+    case DType::f8e5: return f8e5m2::to_float(f8e5m2::from_float(static_cast<float>(v)));
     default: return v;
   }
 }
@@ -141,6 +197,8 @@ template <> struct dtype_of<std::uint32_t> { static constexpr DType value = DTyp
 template <> struct dtype_of<std::uint64_t> { static constexpr DType value = DType::u64; };
 template <> struct dtype_of<f16> { static constexpr DType value = DType::f16; };
 template <> struct dtype_of<bf16> { static constexpr DType value = DType::bf16; };
+template <> struct dtype_of<f8e4m3> { static constexpr DType value = DType::f8e4nv; };
+template <> struct dtype_of<f8e5m2> { static constexpr DType value = DType::f8e5; };
 template <> struct dtype_of<float> { static constexpr DType value = DType::f32; };
 template <> struct dtype_of<double> { static constexpr DType value = DType::f64; };
 template <class T> inline constexpr DType dtype_v = dtype_of<T>::value;

@@ -11,7 +11,11 @@
 //   kernel.launch(grid, d, out, ld);
 //
 // A `Desc<T, B0, B1>` parameter takes a 2-D runtime::TensorDescriptor whose
-// dtype is T and whose block_shape is [B0, B1] (checked at launch).
+// dtype is T (checked at launch). The kernel's [B0, B1] is the block it
+// loads: where its copies go through TMA and the argument was built with
+// another block_shape or swizzle, the launch re-encodes the same tensor with
+// [B0, B1] and the 128B swizzle once (cached per kernel), so one descriptor
+// serves every config an autotuner tries.
 // `load(i, j)` reads the [B0, B1] block whose first element is (i, j) — element
 // offsets, outermost first — with out-of-bounds elements (past the shape, or at
 // negative offsets) read as zero, exactly as a TMA load with zero fill.
@@ -103,9 +107,17 @@ class Desc {
   int id_;
 };
 
+/// A descriptor parameter of any block shape: what `Desc<T, B0, B1>` parameters
+/// become in an autotuner's signature, so candidates with different blocks tune together.
+template <class T>
+struct AnyDesc {
+  using element = T;
+};
+
 namespace lang {
 template <class X> struct is_desc : std::false_type {};
 template <class T, int B0, int B1> struct is_desc<Desc<T, B0, B1>> : std::true_type {};
+template <class T> struct is_desc<AnyDesc<T>> : std::true_type {};
 template <class X> inline constexpr bool is_desc_v = is_desc<std::remove_cvref_t<X>>::value;
 }  // namespace lang
 

@@ -379,7 +379,8 @@ auto dot(const A& a, const B& b, const C& acc) {
   using EA = lang::elem_t<A>;
   using EB = lang::elem_t<B>;
   static_assert(lang::dtypes_must_match<EA, EB, std::is_same_v<EA, EB>>::value);
-  static_assert(std::is_same_v<EA, f16> || std::is_same_v<EA, bf16>, "dot: operands must be f16 or bf16 (for now)");
+  static_assert(std::is_same_v<EA, f16> || std::is_same_v<EA, bf16> || std::is_same_v<EA, f8e4m3> || std::is_same_v<EA, f8e5m2>,
+                "dot: operands must be f16, bf16, f8e4m3 or f8e5m2 (f32 accumulation)");
   static_assert(std::is_same_v<lang::elem_t<C>, float>, "dot: the accumulator must be f32");
   ir::Node n;
   n.op = ir::Op::dot;
