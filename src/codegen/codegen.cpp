@@ -621,7 +621,9 @@ class Emitter {
         emit_reduce(id);
         return;
       case Op::dot:
-        if (plan_.in_smem[static_cast<std::size_t>(arg(0))])
+        if (plan_.dot_mfma[static_cast<std::size_t>(id)])
+          emit_mfma(id);
+        else if (plan_.in_smem[static_cast<std::size_t>(arg(0))])
           emit_wgmma_smem(id);
         else if (plan_.dot_wgmma[static_cast<std::size_t>(id)])
           emit_wgmma(id);
@@ -802,6 +804,9 @@ class Emitter {
   /// rather than a cvt; f16 needs the cvt.
   void emit_dot(int id) {
     const Node& n = k_[id];
+    if (t_.dialect != Dialect::cuda)
+      throw Unsupported(fmt::format("dot %{}: the HIP backend lowers dot to MFMA on gfx90a and gfx94x only; target {} has none",
+                                    id, t_.arch));
     if (const DType et = k_[n.args[0]].type.dtype; et == DType::f8e4nv || et == DType::f8e5)
       throw Unsupported(fmt::format("dot %{}: {} operands lower only to wgmma from TMA blocks (sm_90a, descriptor loads inside a "
                                     "loop feeding dot, 128 elements of K per step); target {} gets mma.sync, which has no f8 "
@@ -1012,6 +1017,86 @@ class Emitter {
     emit_wgmma_instructions(id, acc, fmt::format("({} + {}u + (unsigned)(tj_warp / 4) * {}u)", stage, load_offset(*pa, a), 64 * 128),
                             fmt::format("({} + {}u)", stage, load_offset(*pa, bl)), M, N, K, ta.dtype);
     if (!async) line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");");
+  }
+
+  /// acc + a·b with AMD MFMA (CDNA wave64: v_mfma_f32_32x32x8 / 16x16x16,
+  /// f16 or bf16 `_1k`), f32 accumulator in the MFMA layout
+  /// (layout/encodings/mfma.hpp). The operands are staged through shared
+  /// memory from their own layouts (A as [M, K], B as [K, N], 16-bit), then
+  /// each wavefront reads its fragments: for an R x R instruction, lane l holds
+  /// A[row0 + l % R][k + 4·(l / R) + 0..3] and B[k + 4·(l / R) + 0..3][col0 + l % R]
+  /// (K = 4·64/R per instruction), and accumulator VGPR v holds
+  /// D[row0 + 8·(v / 4)·(R == 32) + 4·(l / R) + v % 4][col0 + l % R] (AMD CDNA3
+  /// ISA, MFMA operand layouts; Triton's AMD MFMA lowering uses the same).
+  /// Compiled for gfx90a/gfx942 in CI; never run here (no AMD GPU).
+  void emit_mfma(int id) {
+    const Node& n = k_[id];
+    const int a = n.args[0], b = n.args[1];
+    const ir::Type& ta = k_[a].type;
+    const DType et = ta.dtype;
+    if (et != DType::f16 && et != DType::bf16)
+      throw Unsupported(fmt::format("dot %{}: MFMA lowering takes f16 or bf16 operands, not {}", id, name(et)));
+    const int M = ta.shape[0], K = ta.shape[1], N = n.type.shape[1];
+    const int Rm = plan_.dot_mfma[static_cast<std::size_t>(id)], kstep = 4 * 64 / Rm, nacc = Rm * Rm / 64;
+    if (K % kstep != 0)
+      throw Unsupported(fmt::format("dot %{}: K = {} is not a multiple of the MFMA {}x{} instruction's K ({})", id, K, Rm, Rm, kstep));
+    const auto [wM, wN] = plan_.dot_split[static_cast<std::size_t>(id)];
+    const int a_bytes = M * K * 2, b_off = (a_bytes + 15) / 16 * 16;
+    smem_bytes_ = std::max(smem_bytes_, b_off + K * N * 2);
+    const char* to16 = et == DType::bf16 ? "tj_f32_to_bf16" : "tj_f32_to_f16";
+    line(fmt::format("// dot %{}: MFMA {}x{}x{} over wavefronts [{}, {}], operands staged in shared memory", id, Rm, Rm, kstep, wM, wN));
+    auto stage = [&](int val, int cols, int base) {
+      const ir::TileLayout& tl = TL(val);
+      const std::string own = owner_predicate(tl);
+      for (int r = 0; r < R(val); ++r) {
+        if (canonical(r, val) != r) continue;
+        const std::string st = fmt::format("((unsigned short*)(tj_smem + {}))[({}) * {} + ({})] = {}({});", base, coord(tl, r, 0), cols,
+                                           coord(tl, r, 1), to16, v(val, r));
+        line(own.empty() ? st : fmt::format("if ({}) {}", own, st));
+      }
+    };
+    stage(a, K, 0);
+    stage(b, N, b_off);
+    line("__syncthreads();");
+    // Accumulator registers of instruction tile (rep_m, rep_n), VGPR v: found by register coordinate.
+    const ir::TileLayout& lc = TL(id);
+    std::map<std::pair<int, int>, int> table;
+    for (int r = 0; r < R(id); ++r) table.emplace(std::pair{D(lc).register_coord(r, 0), D(lc).register_coord(r, 1)}, r);
+    line(fmt::format("float v{}[{}];", id, R(id)));
+    for (int r = 0; r < R(id); ++r) line(fmt::format("v{}[{}] = {};", id, r, opnd(id, 2, r)));
+    const std::string lr = fmt::format("(tj_lane % {})", Rm), lg = fmt::format("(tj_lane / {})", Rm);
+    const char* vt = et == DType::bf16 ? "tj_i16x4" : "tj_f16x4";
+    const std::string fn = Rm == 32 ? (et == DType::bf16 ? "__builtin_amdgcn_mfma_f32_32x32x8bf16_1k" : "__builtin_amdgcn_mfma_f32_32x32x8f16")
+                                    : (et == DType::bf16 ? "__builtin_amdgcn_mfma_f32_16x16x16bf16_1k" : "__builtin_amdgcn_mfma_f32_16x16x16f16");
+    const std::string accv = Rm == 32 ? "tj_f32x16" : "tj_f32x4";
+    for (int rm = 0; rm < M / (Rm * wM); ++rm)
+      for (int rn = 0; rn < N / (Rm * wN); ++rn) {
+        const int om = Rm * wM * rm, on = Rm * wN * rn;
+        std::vector<int> acc(static_cast<std::size_t>(nacc));
+        for (int vg = 0; vg < nacc; ++vg) {
+          auto it = table.find({om + (Rm == 32 ? 8 * (vg / 4) : 0) + vg % 4, on});
+          if (it == table.end()) throw Unsupported(fmt::format("dot %{}: MFMA VGPR {} has no register in the accumulator layout", id, vg));
+          acc[static_cast<std::size_t>(vg)] = it->second;
+        }
+        line("{");
+        line(fmt::format("  const int tj_r0 = {} + {} * (tj_warp / {}), tj_c0 = {} + {} * (tj_warp % {});", om, Rm, wN, on, Rm, wN));
+        std::string init;
+        for (int vg = 0; vg < nacc; ++vg) init += fmt::format("{}v{}[{}]", vg ? ", " : "", id, acc[static_cast<std::size_t>(vg)]);
+        line(fmt::format("  {} tj_d = {{{}}};", accv, init));
+        line(fmt::format("  for (int tj_k = 0; tj_k < {}; tj_k += {}) {{", K, kstep));
+        line(fmt::format("    const unsigned short* tj_pa = (const unsigned short*)tj_smem + (tj_r0 + {}) * {} + tj_k + 4 * {};", lr, K, lg));
+        line(fmt::format("    const unsigned short* tj_pb = (const unsigned short*)(tj_smem + {}) + (tj_k + 4 * {}) * {} + tj_c0 + {};", b_off, lg, N, lr));
+        line("    const tj_i16x4 tj_ai = {(short)tj_pa[0], (short)tj_pa[1], (short)tj_pa[2], (short)tj_pa[3]};");
+        line(fmt::format("    const tj_i16x4 tj_bi = {{(short)tj_pb[0], (short)tj_pb[{}], (short)tj_pb[{}], (short)tj_pb[{}]}};", N, 2 * N, 3 * N));
+        if (et == DType::bf16)
+          line(fmt::format("    tj_d = {}(tj_ai, tj_bi, tj_d, 0, 0, 0);", fn));
+        else
+          line(fmt::format("    tj_d = {}(__builtin_bit_cast({}, tj_ai), __builtin_bit_cast({}, tj_bi), tj_d, 0, 0, 0);", fn, vt, vt));
+        line("  }");
+        for (int vg = 0; vg < nacc; ++vg) line(fmt::format("  v{}[{}] = tj_d[{}];", id, acc[static_cast<std::size_t>(vg)], vg));
+        line("}");
+      }
+    line("__syncthreads();  // the staging buffer may be written again (a later iteration)");
   }
 
   void emit_reduce(int id) {

@@ -104,6 +104,11 @@ static __device__ __forceinline__ tj_bf16 tj_f32_to_bf16(float f) {
   u += 0x7fffu + ((u >> 16) & 1u);
   return (tj_bf16)(u >> 16);
 }
+// MFMA operand and accumulator vectors (clang ext_vector_type, as the amdgcn builtins take them).
+typedef short tj_i16x4 __attribute__((ext_vector_type(4)));
+typedef _Float16 tj_f16x4 __attribute__((ext_vector_type(4)));
+typedef float tj_f32x4 __attribute__((ext_vector_type(4)));
+typedef float tj_f32x16 __attribute__((ext_vector_type(16)));
 static __device__ __forceinline__ float tj_shfl_xor(float v, int m) { return __shfl_xor(v, m); }
 static __device__ __forceinline__ int tj_shfl_xor(int v, int m) { return __shfl_xor(v, m); }
 static __device__ __forceinline__ float tj_fmod(float a, float b) { return __builtin_fmodf(a, b); }

@@ -7,6 +7,7 @@
 
 #include "tilejit/core/error.hpp"
 #include "tilejit/layout/encodings/mma_sync.hpp"
+#include "tilejit/layout/encodings/mfma.hpp"
 #include "tilejit/layout/encodings/wgmma.hpp"
 
 namespace tilejit::ir {
@@ -167,6 +168,29 @@ std::array<int, 2> mma_warps(int m, int n, int num_warps, int node) {
   return best;
 }
 
+/// MFMA on AMD CDNA with f16/bf16 instructions of 4 elements per lane (the
+/// `_1k` bf16 forms): gfx90a (MI200) and gfx94x (MI300).
+bool mfma_arch(const std::string& arch) { return arch == "gfx90a" || arch.rfind("gfx94", 0) == 0; }
+
+/// The MFMA size and wavefront split for an [m, n] accumulator: 32x32 tiles
+/// if some split of the wavefronts divides it, else 16x16; among splits, the
+/// one minimising m/wM + n/wN (operand elements staged per wavefront).
+std::pair<int, std::array<int, 2>> mfma_plan(int m, int n, int num_warps, int node) {
+  for (int r : {32, 16}) {
+    std::array<int, 2> best{0, 0};
+    long best_cost = 0;
+    for (int wm = num_warps; wm >= 1; wm /= 2) {
+      const int wn = num_warps / wm;
+      if (m % (r * wm) != 0 || n % (r * wn) != 0) continue;
+      const long cost = m / wm + n / wn;
+      if (best[0] == 0 || cost < best_cost) best = {wm, wn}, best_cost = cost;
+    }
+    if (best[0] != 0) return {r, best};
+  }
+  throw Unsupported(fmt::format("dot %{}: an accumulator of [{},{}] does not fit MFMA 32x32 or 16x16 tiles over {} "
+                                "wavefronts (M and N must be multiples of 16 per wavefront row / column)", node, m, n, num_warps));
+}
+
 }  // namespace
 
 TileLayout LayoutPlan::operand_layout(const Kernel& k, int node, int which) const {
@@ -177,7 +201,8 @@ TileLayout LayoutPlan::operand_layout(const Kernel& k, int node, int which) cons
   const TileLayout& mine = values[static_cast<std::size_t>(node)];
   switch (n.op) {
     case Op::dot:
-      if (which < 2 && dot_wgmma[static_cast<std::size_t>(node)]) return values[static_cast<std::size_t>(a)];
+      if (which < 2 && (dot_wgmma[static_cast<std::size_t>(node)] || dot_mfma[static_cast<std::size_t>(node)]))
+        return values[static_cast<std::size_t>(a)];
       return which < 2 ? dot_operands[static_cast<std::size_t>(node)][static_cast<std::size_t>(which)] : mine;
     case Op::reduce_sum: case Op::reduce_max: case Op::reduce_min:
       return values[static_cast<std::size_t>(a)];
@@ -208,6 +233,8 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const s
   plan.dot_operands.resize(N);
   plan.dot_wgmma.assign(N, 0);
   plan.in_smem.assign(N, 0);
+  plan.dot_mfma.assign(N, 0);
+  plan.dot_split.assign(N, {0, 0});
   for (std::size_t id = 0; id < N; ++id) {
     const Node& n = k.nodes[id];
     if (n.op == Op::desc_load || (n.op == Op::trans && plan.in_smem[static_cast<std::size_t>(n.args[0])])) plan.in_smem[id] = 1;
@@ -283,7 +310,12 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const s
                             layout::wgmma_padded_n(e[1]) == e[1] && kdim % 64 == 0;
       const DType et = k.nodes[static_cast<std::size_t>(k.nodes[id].args[0])].type.dtype;
       const bool staged_ok = (et == DType::f16 || et == DType::bf16) && smem <= 48 * 1024;  // register staging: 16-bit only
-      if (shape_ok && (from_smem || staged_ok)) {
+      if (mfma_arch(arch)) {
+        const auto [r, w] = mfma_plan(e[0], e[1], num_warps, static_cast<int>(id));
+        plan.dot_mfma[id] = r;
+        plan.dot_split[id] = w;
+        dot_warps[id] = w;
+      } else if (shape_ok && (from_smem || staged_ok)) {
         plan.dot_wgmma[id] = 1;
         dot_warps[id] = {num_warps, 1};
       } else if (from_smem && arch == "sm_90a") {
@@ -321,7 +353,7 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const s
       const auto root = static_cast<std::size_t>(fam.find(a));
       const bool operand = n.op == Op::dot && j < 2;
       if (!operand && n.type.rank == 2) continue;  // united with `a` in step 1: inside the family
-      if (!operand || plan.dot_wgmma[id]) {  // wgmma stages operands from blocked (coalesced) loads
+      if (!operand || plan.dot_wgmma[id] || plan.dot_mfma[id]) {  // wgmma/MFMA stage operands from blocked (coalesced) loads
         anchorable[root] = 0;
         continue;
       }
@@ -340,7 +372,12 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const s
     const auto root = static_cast<std::size_t>(fam.find(static_cast<int>(id)));
     if (fam_layout[root] >= 0) continue;
     const auto e = extent[root];
-    if (has_dot[root] >= 0 && plan.dot_wgmma[static_cast<std::size_t>(has_dot[root])]) {
+    if (has_dot[root] >= 0 && plan.dot_mfma[static_cast<std::size_t>(has_dot[root])]) {
+      const auto d = static_cast<std::size_t>(has_dot[root]);
+      fam_layout[root] = add_layout(layout::mfma_accumulator({e[0], e[1]}, plan.dot_mfma[d], {plan.dot_split[d][0], plan.dot_split[d][1]}),
+                                    fmt::format("MFMA {0}x{0} accumulator [{1},{2}] over wavefronts [{3},{4}]", plan.dot_mfma[d], e[0],
+                                                e[1], plan.dot_split[d][0], plan.dot_split[d][1]));
+    } else if (has_dot[root] >= 0 && plan.dot_wgmma[static_cast<std::size_t>(has_dot[root])]) {
       fam_layout[root] = add_layout(layout::wgmma_accumulator({e[0], e[1]}, e[1], {num_warps, 1}),
                                     fmt::format("wgmma m64n{}k16 accumulator [{},{}] over {} warp groups", e[1], e[0], e[1], num_warps / 4));
     } else if (has_dot[root] >= 0) {
@@ -370,7 +407,7 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const s
     for (int d = 0; d < 2; ++d)
       tl.dim_of[static_cast<std::size_t>(d)] =
           n.type.shape[static_cast<std::size_t>(d)] == 1 && extent[root][static_cast<std::size_t>(d)] != 1 ? -1 : d;
-    if (n.op == Op::dot && plan.dot_wgmma[id]) {
+    if (n.op == Op::dot && (plan.dot_wgmma[id] || plan.dot_mfma[id])) {
       plan.dot_operands[id] = {plan.values[static_cast<std::size_t>(n.args[0])], plan.values[static_cast<std::size_t>(n.args[1])]};
     } else if (n.op == Op::dot) {
       const int la = add_layout(operand_layout_of(static_cast<int>(id), 0), operand_what(static_cast<int>(id), 0));

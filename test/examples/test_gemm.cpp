@@ -74,11 +74,14 @@ TEST_CASE("gemm_v1_compiles_with_nvrtc") {
   }
 }
 
-TEST_CASE("gemm_v1_hip_has_no_mfma_lowering_yet") {
-  // Documented gap: `dot` lowers to mma.sync only; the HIP backend says so clearly.
+TEST_CASE("gemm_v1_hip_lowers_dot_to_mfma") {
+  // gfx942: MFMA 32x32x8 (bf16 `_1k`); an arch without MFMA says so.
+  const auto g = tj::codegen::generate(tj::trace(examples::MatmulV1<64, 64, 32, tj::bf16>{}), {},
+                                       tj::codegen::target_for("gfx942"), {4});
+  CHECK(g.source.find("__builtin_amdgcn_mfma_f32_32x32x8bf16_1k") != std::string::npos);
   CHECK_THROWS_WITH_AS(tj::codegen::generate(tj::trace(examples::MatmulV1<64, 64, 32, tj::bf16>{}), {},
-                                             tj::codegen::target_for("gfx942"), {4}),
-                       doctest::Contains("no MFMA lowering yet"), tj::Unsupported);
+                                             tj::codegen::target_for("gfx1100"), {4}),
+                       doctest::Contains("MFMA on gfx90a and gfx94x only"), tj::Unsupported);
 }
 
 namespace {

@@ -12,6 +12,9 @@
 #include <fstream>
 
 #include "examples/gemm/gemm.hpp"
+#include "examples/gemm/matmul_v1.hpp"
+#include "examples/gemm/matmul_v3.hpp"
+#include "examples/gemm/matmul_v4.hpp"
 #include "examples/gemm/matmul_v5.hpp"
 #include "test/common/random.hpp"
 #include "tilejit/ir/lower_descriptors.hpp"
@@ -229,6 +232,34 @@ TEST_CASE("gemm_v5_compiles_with_nvrtc_without_spills") {
   req.name = "v5_sm80.cu";
   req.arch = "sm_80";
   CHECK(!tj::runtime::compile(req).binary.bytes.empty());
+}
+
+TEST_CASE("every_gemm_rung_compiles_for_amd_with_mfma") {
+  // HIP text with MFMA (gfx942 through clang, gfx90a through hiprtc); compiled, never run here (no AMD GPU).
+  std::string why;
+  if (!tj::runtime::compiler_available(tj::runtime::Compiler::hiprtc, &why)) {
+    MESSAGE("skipping: ", why);
+    return;
+  }
+  auto hip = [](auto kernel, int warps, const char* arch, const char* mfma) {
+    CAPTURE(arch);
+    CAPTURE(mfma);
+    using K = decltype(kernel);
+    const auto g = tj::codegen::generate(tj::trace(K{}), {}, tj::codegen::target_for(arch), {.num_warps = warps});
+    CHECK(g.source.find(mfma) != std::string::npos);
+    const auto r = tj::compile_for_arch<K>(arch, {.num_warps = warps});
+    CHECK(r.binary.format == "hsaco");
+    CHECK(!r.binary.bytes.empty());
+  };
+  hip(examples::MatmulV1<64, 64, 32, tj::bf16>{}, 4, "gfx942", "mfma_f32_32x32x8bf16_1k");
+  hip(examples::MatmulV1<64, 96, 32, tj::f16>{}, 4, "gfx942", "mfma_f32_16x16x16f16");  // NPOT 96: 16x16 tiles
+  hip(examples::MatmulV3<128, 192, tj::bf16>{}, 8, "gfx942", "mfma_f32_32x32x8bf16_1k");
+  hip(examples::MatmulV4<64, 96, tj::bf16>{}, 4, "gfx942", "mfma_f32_16x16x16bf16_1k");
+  hip(examples::MatmulV5<128, 128, tj::f16>{}, 4, "gfx942", "mfma_f32_32x32x8f16");
+  hip(examples::MatmulV5<64, 96, tj::bf16>{}, 4, "gfx90a", "mfma_f32_16x16x16bf16_1k");
+  CHECK_THROWS_WITH_AS(tj::codegen::generate(tj::trace(examples::MatmulV5<64, 64, tj::f8e4m3>{}), {},
+                                             tj::codegen::target_for("gfx942"), {.num_warps = 4}),
+                       doctest::Contains("MFMA lowering takes f16 or bf16"), tj::Unsupported);
 }
 
 TEST_CASE("desc_arguments_are_checked_at_launch") {

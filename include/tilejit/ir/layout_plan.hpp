@@ -66,6 +66,12 @@ struct LayoutPlan {
   /// For a dot node: 1 when it lowers to wgmma (sm_90a, operands staged in
   /// shared memory from their own layouts), 0 for mma.sync.
   std::vector<char> dot_wgmma;
+  /// For a dot node on AMD CDNA (gfx90a, gfx94x): the MFMA size it lowers to
+  /// (32: v_mfma_f32_32x32x8, 16: v_mfma_f32_16x16x16; 0 = not MFMA), and the
+  /// wavefront split {wM, wN} of its accumulator (layout/encodings/mfma.hpp).
+  /// Its operands are staged through shared memory from their own layouts.
+  std::vector<int> dot_mfma;
+  std::vector<std::array<int, 2>> dot_split;
   /// 1 for values that live in shared memory, not registers: descriptor
   /// blocks copied there by TMA (desc_load left in the IR by codegen's TMA
   /// pipeline) and their `trans` views. They have no register layout.
@@ -94,6 +100,9 @@ struct LayoutPlan {
 /// [16·num_warps, N] (M a multiple of 64: one warp group per 64 rows), N a
 /// legal wgmma N (multiple of 8, at most 256, N/8 7-smooth) and K a multiple
 /// of 64 lowers to wgmma; otherwise (and on other targets) to mma.sync.
+/// For "gfx90a" / "gfx94x" (wave64 CDNA), a dot lowers to MFMA: its
+/// accumulator family gets the MFMA accumulator layout (32x32 tiles when the
+/// split allows, else 16x16), its operands stay in their own layouts.
 /// A dot whose operands are both shared-memory values (desc_load, trans of
 /// one) has no staging buffer, so the 48 KiB staging limit does not apply;
 /// it must lower to wgmma (Unsupported otherwise).
