@@ -153,6 +153,67 @@ struct OperandsF8 {
   ~OperandsF8() { gpu().free(a), gpu().free(b), gpu().free(c); }
 };
 
+/// A [M, K] and B [N, K] of T (random in [-1, 1], or [-127, 127] for i8) and a 4-byte C.
+template <class T>
+struct OperandsT {
+  void *a, *b, *c;
+  OperandsT(long M, long N, long K) {
+    std::mt19937 g(std::random_device{}());
+    std::uniform_real_distribution<float> d(-1, 1);
+    std::vector<T> h(static_cast<std::size_t>(std::max(M * K, K * N)));
+    for (auto& x : h) {
+      if constexpr (std::is_same_v<T, std::int8_t>) x = static_cast<std::int8_t>(d(g) * 127);
+      else x = T(d(g));
+    }
+    a = gpu().alloc(M * K * sizeof(T));
+    b = gpu().alloc(K * N * sizeof(T));
+    c = gpu().alloc(M * N * 4);
+    gpu().copy_to_device(a, h.data(), M * K * sizeof(T));
+    gpu().copy_to_device(b, h.data(), K * N * sizeof(T));
+  }
+  ~OperandsT() { gpu().free(a), gpu().free(b), gpu().free(c); }
+};
+
+/// cuBLAS in the TN layout for f32 inputs computed as tf32, or i8 -> i32.
+template <class T>
+void BM_CublasTNType(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda || !cublas().ok) return st.SkipWithError("no GPU / cuBLAS");
+  const long M = st.range(0), N = st.range(1), K = st.range(2);
+  OperandsT<T> o(M, N, K);
+  constexpr bool i8 = std::is_same_v<T, std::int8_t>;
+  const float onef = 1, zerof = 0;
+  const std::int32_t onei = 1, zeroi = 0;
+  const void* alpha = i8 ? static_cast<const void*>(&onei) : &onef;
+  const void* beta = i8 ? static_cast<const void*>(&zeroi) : &zerof;
+  const cudaDataType in = i8 ? CUDA_R_8I : CUDA_R_32F, out = i8 ? CUDA_R_32I : CUDA_R_32F;
+  const cublasComputeType_t ct = i8 ? CUBLAS_COMPUTE_32I : CUBLAS_COMPUTE_32F_FAST_TF32;
+  cublasStatus_t status = CUBLAS_STATUS_SUCCESS;
+  timed(st, 2.0 * M * N * K, [&] {
+    status = cublas().gemm(cublas().h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M), static_cast<int>(K), alpha,
+                           o.b, in, static_cast<int>(K), o.a, in, static_cast<int>(K), beta, o.c, out, static_cast<int>(N), ct,
+                           CUBLAS_GEMM_DEFAULT);
+  });
+  if (status != CUBLAS_STATUS_SUCCESS) st.SkipWithError("cublasGemmEx refused this type");
+  st.SetLabel(i8 ? "i8 -> i32" : "f32 as tf32");
+}
+
+template <int BM, int BN, int STAGES, class T>
+void BM_TilejitV5T(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  const long M = st.range(0), N = st.range(1), K = st.range(2);
+  OperandsT<T> o(M, N, K);
+  using D = tj::TensorDescriptor;
+  using Kern = examples::MatmulV5<BM, BN, T>;
+  D a(gpu(), o.a, tj::dtype_v<T>, {M, K}, {K, 1}, {BM, Kern::BLOCK_K}, {.swizzle = D::Swizzle::b128});
+  D b(gpu(), o.b, tj::dtype_v<T>, {N, K}, {K, 1}, {BN, Kern::BLOCK_K}, {.swizzle = D::Swizzle::b128});
+  auto k = tj::compile<Kern>(gpu(), {.num_warps = BM / 16, .num_stages = STAGES});
+  timed(st, 2.0 * M * N * K, [&] {
+    k.launch(tj::Grid{tj::cdiv(M, BM) * tj::cdiv(N, BN)}, a, b, static_cast<typename Kern::Out*>(o.c), M, N, K);
+  });
+  st.SetLabel(std::string(tj::name(tj::dtype_v<T>)) + " BLOCK " + std::to_string(BM) + "x" + std::to_string(BN) + "x" +
+              std::to_string(Kern::BLOCK_K) + " stages " + std::to_string(STAGES));
+}
+
 void BM_CublasLtF8(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda || !cublaslt().ok) return st.SkipWithError("no GPU / cuBLASLt");
   const long M = st.range(0), N = st.range(1), K = st.range(2);
@@ -314,4 +375,11 @@ BENCHMARK(BM_CublasLtF8)->Apply(shapes_f8);
 BENCHMARK(BM_TilejitV5F8<128, 256, 3>)->Name("BM_TilejitV5F8/128x256/3")->Apply(shapes_f8);
 BENCHMARK(BM_TilejitV5F8<128, 256, 4>)->Name("BM_TilejitV5F8/128x256/4")->Apply(shapes_f8);
 BENCHMARK(BM_TilejitV5F8<128, 128, 5>)->Name("BM_TilejitV5F8/128x128/5")->Apply(shapes_f8);
+// tf32 (f32 inputs) and i8 -> i32 against cuBLAS.
+BENCHMARK(BM_CublasTNType<float>)->Name("BM_CublasTF32")->Apply(shapes_f8);
+BENCHMARK(BM_TilejitV5T<128, 256, 3, float>)->Name("BM_TilejitV5TF32/128x256/3")->Apply(shapes_f8);
+BENCHMARK(BM_TilejitV5T<128, 128, 4, float>)->Name("BM_TilejitV5TF32/128x128/4")->Apply(shapes_f8);
+BENCHMARK(BM_CublasTNType<std::int8_t>)->Name("BM_CublasI8")->Apply(shapes_f8);
+BENCHMARK(BM_TilejitV5T<128, 256, 4, std::int8_t>)->Name("BM_TilejitV5I8/128x256/4")->Apply(shapes_f8);
+BENCHMARK(BM_TilejitV5T<128, 128, 5, std::int8_t>)->Name("BM_TilejitV5I8/128x128/5")->Apply(shapes_f8);
 BENCHMARK_MAIN();

@@ -1,8 +1,8 @@
 // examples/gemm/matmul_v5.hpp — rung 5 of the GEMM ladder: tensor descriptors
 // and a TMA + mbarrier pipeline.
 //
-// C[M, N] (f32) = A[M, K] · B[N, K]ᵀ — f16, bf16, or f8 (e4m3 / e5m2, with
-// per-row scales in MatmulV5Scaled) — both operands K-major, the layout of
+// C[M, N] (f32) = A[M, K] · B[N, K]ᵀ — f16, bf16, f8 (e4m3 / e5m2, with
+// per-row scales in MatmulV5Scaled), f32 as tf32; or i8 into an i32 C — both operands K-major, the layout of
 // activations times nn.Linear weights (B is stored [N, K], as inference
 // engines store weights). Each K step loads a [BLOCK_M, 64] block of A and a
 // [BLOCK_N, 64] block of B through their descriptors; on sm_90a the compiler
@@ -31,10 +31,10 @@ namespace tj = tilejit;
 template <int BLOCK_M, int BLOCK_N, int BLOCK_K, int GROUP_M, class T>
 struct V5Mainloop {
   tj::Int m0, n0;
-  tj::Tile<float, BLOCK_M, BLOCK_N> acc;
+  tj::Tile<tj::lang::dot_acc_t<T>, BLOCK_M, BLOCK_N> acc;
   V5Mainloop(const tj::Desc<T, BLOCK_M, BLOCK_K>& a, const tj::Desc<T, BLOCK_N, BLOCK_K>& b, const tj::Int& M, const tj::Int& N,
              const tj::Int& K)
-      : m0(tj::program_id(0)), n0(m0), acc(tj::zeros<float, BLOCK_M, BLOCK_N>()) {
+      : m0(tj::program_id(0)), n0(m0), acc(tj::zeros<tj::lang::dot_acc_t<T>, BLOCK_M, BLOCK_N>()) {
     // Grouped ordering: program pid -> (pid_m, pid_n).
     const tj::Int pid = tj::program_id(0);
     const tj::Int num_m = (M + (BLOCK_M - 1)) / BLOCK_M;
@@ -52,11 +52,13 @@ struct V5Mainloop {
   }
 };
 
-/// C = A·Bᵀ, f16 or bf16 (BLOCK_K = 64) or f8e4m3 / f8e5m2 (BLOCK_K = 128): 128-byte K rows either way.
+/// C = A·Bᵀ: f16 or bf16 (BLOCK_K = 64), f8e4m3 / f8e5m2 (128), f32 multiplied as tf32 (32) — C f32 — or i8
+/// (BLOCK_K = 128, C i32): 128-byte K rows in every case.
 template <int BLOCK_M, int BLOCK_N, class T, int GROUP_M = 8>
 struct MatmulV5 {
   static constexpr int BLOCK_K = 128 / static_cast<int>(sizeof(T));
-  void operator()(tj::Desc<T, BLOCK_M, BLOCK_K> a, tj::Desc<T, BLOCK_N, BLOCK_K> b, tj::Ptr<float> c, tj::Size M,
+  using Out = tj::lang::dot_acc_t<T>;
+  void operator()(tj::Desc<T, BLOCK_M, BLOCK_K> a, tj::Desc<T, BLOCK_N, BLOCK_K> b, tj::Ptr<Out> c, tj::Size M,
                   tj::Size N, tj::Size K) const {
     V5Mainloop<BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, T> main(a, b, M, N, K);
     auto rm = main.m0 + tj::arange<BLOCK_M>();
@@ -71,6 +73,7 @@ struct MatmulV5 {
 /// Per-tensor scales are the same with constant vectors.
 template <int BLOCK_M, int BLOCK_N, class T, int GROUP_M = 8>
 struct MatmulV5Scaled {
+  static_assert(!std::is_same_v<T, std::int8_t>, "MatmulV5Scaled: float inputs (cast an i8 accumulator to f32 first)");
   static constexpr int BLOCK_K = 128 / static_cast<int>(sizeof(T));
   void operator()(tj::Desc<T, BLOCK_M, BLOCK_K> a, tj::Desc<T, BLOCK_N, BLOCK_K> b, tj::Ptr<float> scale_a,
                   tj::Ptr<float> scale_b, tj::Ptr<float> c, tj::Size M, tj::Size N, tj::Size K) const {

@@ -807,12 +807,10 @@ class Emitter {
     if (t_.dialect != Dialect::cuda)
       throw Unsupported(fmt::format("dot %{}: the HIP backend lowers dot to MFMA on gfx90a and gfx94x only; target {} has none",
                                     id, t_.arch));
-    if (const DType et = k_[n.args[0]].type.dtype; et == DType::f8e4nv || et == DType::f8e5)
+    if (const DType et = k_[n.args[0]].type.dtype; et == DType::f8e4nv || et == DType::f8e5 || et == DType::f32 || et == DType::i8)
       throw Unsupported(fmt::format("dot %{}: {} operands lower only to wgmma from TMA blocks (sm_90a, descriptor loads inside a "
-                                    "loop feeding dot, 128 elements of K per step); target {} gets mma.sync, which has no f8 "
-                                    "lowering here (f8 mma.sync needs sm_89)", id, name(et), t_.arch));
-    if (t_.dialect != Dialect::cuda)
-      throw Unsupported(fmt::format("dot %{}: the HIP backend has no MFMA lowering yet", id));
+                                    "loop feeding dot, 128 bytes of K per step); target {} gets mma.sync, which has no {} "
+                                    "lowering here", id, name(et), t_.arch, name(et)));
     if (t_.arch < std::string("sm_80"))
       throw Unsupported(fmt::format("dot %{}: mma.sync m16n8k16 with f16/bf16 needs sm_80 or newer, target is {}", id, t_.arch));
     const ir::Type& ta = k_[n.args[0]].type;
@@ -974,17 +972,20 @@ class Emitter {
       auto it = table.find({8 * ((i % 4) / 2), i % 2 + 8 * (i / 4)});
       if (it == table.end()) throw Unsupported(fmt::format("dot %{}: wgmma register d{} has no register in the accumulator layout", id, i));
       regs += fmt::format("{}%{}", i ? ", " : "", i);
-      cons += fmt::format("{}\"+f\"(v{}[{}])", i ? ", " : "", acc, it->second);
+      cons += fmt::format("{}\"+{}\"(v{}[{}])", i ? ", " : "", et == DType::i8 ? 'r' : 'f', acc, it->second);
     }
     line("asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");");
     // One instruction covers 32 bytes of K: k16 for 16-bit types, k32 for f8 (whose wgmma has no transpose immediates).
     const int es = size_bytes(et), kstep = 32 / es;
-    const char* ty = et == DType::bf16 ? "bf16" : et == DType::f16 ? "f16" : et == DType::f8e4nv ? "e4m3" : "e5m2";
-    const char* imm = es == 2 ? "1, 1, 1, 0, 0" : "1, 1, 1";
+    const char* ty = et == DType::bf16 ? "bf16" : et == DType::f16 ? "f16" : et == DType::f8e4nv ? "e4m3"
+                   : et == DType::f8e5 ? "e5m2" : et == DType::f32 ? "tf32" : "s8";
+    // Transpose immediates exist for 16-bit types only; integer wgmma has no scale immediates either.
+    const char* imm = es == 2 ? "1, 1, 1, 0, 0" : et == DType::i8 ? "1" : "1, 1, 1";
+    const char* dty = et == DType::i8 ? "s32" : "f32";
     for (int k0 = 0; k0 < K; k0 += kstep) {
       const int slab = k0 * es / 128, kin = (k0 * es) % 128;
-      line(fmt::format("asm volatile(\"{{ wgmma.mma_async.sync.aligned.m64n{}k{}.f32.{}.{} {{{}}}, %{}, %{}, {}; }}\" : {} : \"l\"(tj_wgmma_desc({} + {})), \"l\"(tj_wgmma_desc({} + {})));",
-                       N, kstep, ty, ty, regs, N / 2, N / 2 + 1, imm, cons, sa, slab * M * 128 + kin, sb, slab * N * 128 + kin));
+      line(fmt::format("asm volatile(\"{{ wgmma.mma_async.sync.aligned.m64n{}k{}.{}.{}.{} {{{}}}, %{}, %{}, {}; }}\" : {} : \"l\"(tj_wgmma_desc({} + {})), \"l\"(tj_wgmma_desc({} + {})));",
+                       N, kstep, dty, ty, ty, regs, N / 2, N / 2 + 1, imm, cons, sa, slab * M * 128 + kin, sb, slab * N * 128 + kin));
     }
     line("asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");");
   }
@@ -1010,7 +1011,7 @@ class Emitter {
     const int acc = async ? alias_[static_cast<std::size_t>(id)] : id;
     line(fmt::format("// dot %{}: wgmma m64n{}k16 straight from the TMA stage ({})", id, N, async ? "left in flight" : "waited for"));
     if (!async) {
-      line(fmt::format("float v{}[{}];", id, R(id)));
+      line(fmt::format("{} v{}[{}];", reg_type(n.type), id, R(id)));
       for (int r = 0; r < R(id); ++r) line(fmt::format("v{}[{}] = {};", id, r, opnd(id, 2, r)));
     }
     const std::string stage = fmt::format("tj_ring{} + tj_st{} * {}u", L, L, pa->stage_bytes);
@@ -1251,7 +1252,8 @@ std::vector<char> tma_loads(const ir::Kernel& k, const Target& t, const Options&
     if (n.op != Op::desc_load) continue;
     const int L = parent[id];
     const DType dt = n.type.dtype;
-    const bool shape_ok = (dt == DType::bf16 || dt == DType::f16 || dt == DType::f8e4nv || dt == DType::f8e5) &&
+    const bool shape_ok = (dt == DType::bf16 || dt == DType::f16 || dt == DType::f8e4nv || dt == DType::f8e5 || dt == DType::f32 ||
+                           dt == DType::i8) &&
                           n.type.shape[1] * size_bytes(dt) == 128 && n.type.shape[0] % 8 == 0;
     if (!shape_ok || L < 0 || !invariant_or_iv(n.args[1], L) || !invariant_or_iv(n.args[2], L) || uses[id].empty()) continue;
     bool ok = true;

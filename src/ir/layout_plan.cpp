@@ -306,9 +306,11 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const s
       const long smem = 2L * (static_cast<long>(e[0]) + e[1]) * kdim + 1024;
       const bool from_smem = plan.in_smem[static_cast<std::size_t>(k.nodes[id].args[0])] &&
                              plan.in_smem[static_cast<std::size_t>(k.nodes[id].args[1])];
-      const bool shape_ok = arch == "sm_90a" && e[0] == 16 * num_warps && e[0] % 64 == 0 && layout::wgmma_legal_n(e[1]) &&
-                            layout::wgmma_padded_n(e[1]) == e[1] && kdim % 64 == 0;
       const DType et = k.nodes[static_cast<std::size_t>(k.nodes[id].args[0])].type.dtype;
+      // K per step: 64 elements staged from registers (16-bit), 128 bytes from TMA blocks (any wgmma type).
+      const bool k_ok = from_smem ? kdim * size_bytes(et) % 128 == 0 : kdim % 64 == 0;
+      const bool shape_ok = arch == "sm_90a" && e[0] == 16 * num_warps && e[0] % 64 == 0 && layout::wgmma_legal_n(e[1]) &&
+                            layout::wgmma_padded_n(e[1]) == e[1] && k_ok;
       const bool staged_ok = (et == DType::f16 || et == DType::bf16) && smem <= 48 * 1024;  // register staging: 16-bit only
       if (mfma_arch(arch)) {
         const auto [r, w] = mfma_plan(e[0], e[1], num_warps, static_cast<int>(id));

@@ -259,6 +259,17 @@ class Program {
       case Op::dot: {
         const ir::Type& ta = type_of_arg(0);
         const int M = ta.shape[0], K = ta.shape[1], Nn = n.type.shape[1];
+        if (!fl) {  // i8 x i8 -> i32: exact, wrapping at 32 bits
+          out.i.resize(static_cast<std::size_t>(N));
+          for (int m = 0; m < M; ++m)
+            for (int j = 0; j < Nn; ++j) {
+              std::int64_t acc = a(2).i[static_cast<std::size_t>(m * Nn + j)];
+              for (int kk = 0; kk < K; ++kk)
+                acc += a(0).i[static_cast<std::size_t>(m * K + kk)] * a(1).i[static_cast<std::size_t>(kk * Nn + j)];
+              out.i[static_cast<std::size_t>(m * Nn + j)] = wrap_int(DType::i32, acc);
+            }
+          return;
+        }
         out.f.resize(static_cast<std::size_t>(N));
         for (int m = 0; m < M; ++m)
           for (int j = 0; j < Nn; ++j) {

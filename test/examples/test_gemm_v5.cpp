@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <regex>
 #include <vector>
 
@@ -30,9 +31,13 @@ struct ProblemTN {
   int M, N, K;
   std::vector<T> a, b;
   std::vector<double> ref;
+  static T make(float x) {
+    if constexpr (std::is_same_v<T, std::int8_t>) return static_cast<std::int8_t>(std::lround(x * 127));  // i8: all of [-127, 127]
+    else return T(x);
+  }
   ProblemTN(int m, int n, int k, unsigned salt) : M(m), N(n), K(k) {
-    for (float x : testing::random_floats(static_cast<std::size_t>(m) * k, -1, 1, salt)) a.push_back(T(x));
-    for (float x : testing::random_floats(static_cast<std::size_t>(n) * k, -1, 1, salt + 1)) b.push_back(T(x));
+    for (float x : testing::random_floats(static_cast<std::size_t>(m) * k, -1, 1, salt)) a.push_back(make(x));
+    for (float x : testing::random_floats(static_cast<std::size_t>(n) * k, -1, 1, salt + 1)) b.push_back(make(x));
     ref.assign(static_cast<std::size_t>(m) * n, 0.0);
     for (int i = 0; i < m; ++i)
       for (int j = 0; j < n; ++j) {
@@ -56,18 +61,24 @@ void run_v5(const tj::Device& dev, int M, int N, int K, int stages, double tol) 
   CAPTURE(testing::fresh_seed());
   ProblemTN<T> p(M, N, K, static_cast<unsigned>(M * 3 + N + K));
   const bool gpu = dev.backend() != tj::Backend::interpreter;
+  using Out = tj::lang::dot_acc_t<T>;
   const std::size_t cbytes = static_cast<std::size_t>(M) * N * 4;
-  std::vector<float> c(static_cast<std::size_t>(M) * N, std::nanf(""));
+  // Poison: NaN for f32 (0xffffffff), 0x7f7f7f7f for i32 (no i8 product sum reaches it): every element must be written.
+  constexpr unsigned char poison_byte = std::is_same_v<Out, float> ? 0xff : 0x7f;
+  std::vector<Out> c(static_cast<std::size_t>(M) * N);
+  std::memset(c.data(), poison_byte, cbytes);
+  Out poison;
+  std::memset(&poison, poison_byte, sizeof poison);
   T* da = p.a.data();
   T* db = p.b.data();
-  float* dc = c.data();
+  Out* dc = c.data();
   if (gpu) {
     da = static_cast<T*>(dev.alloc(p.a.size() * sizeof(T)));
     db = static_cast<T*>(dev.alloc(p.b.size() * sizeof(T)));
-    dc = static_cast<float*>(dev.alloc(cbytes));
+    dc = static_cast<Out*>(dev.alloc(cbytes));
     dev.copy_to_device(da, p.a.data(), p.a.size() * sizeof(T));
     dev.copy_to_device(db, p.b.data(), p.b.size() * sizeof(T));
-    dev.memset(dc, 0xff, cbytes);  // NaN poison: every element must be written
+    dev.memset(dc, poison_byte, cbytes);
   }
   const tj::DType dt = tj::dtype_v<T>;
   constexpr int BK = examples::MatmulV5<BM, BN, T>::BLOCK_K;
@@ -79,8 +90,14 @@ void run_v5(const tj::Device& dev, int M, int N, int K, int stages, double tol) 
     dev.copy_to_host(c.data(), dc, cbytes);
     dev.free(da), dev.free(db), dev.free(dc);
   }
-  for (float v : c) REQUIRE(!std::isnan(v));
-  CHECK(testing::rel_error(c, p.ref) < tol);
+  for (Out v : c) REQUIRE(std::memcmp(&v, &poison, sizeof v) != 0);
+  if constexpr (std::is_same_v<Out, float>) {
+    CHECK(testing::rel_error(c, p.ref) < tol);
+  } else {  // i8 x i8 -> i32 is exact
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < c.size(); ++i) wrong += static_cast<double>(c[i]) != p.ref[i];
+    CHECK(wrong == 0);
+  }
 }
 
 std::string sm90_source(int stages) {
@@ -145,6 +162,36 @@ TEST_CASE("gemm_v5_f8_interpreter_matches_f64") {
   const auto dev = tj::Device::interpreter();
   run_v5<64, 64, tj::f8e4m3>(dev, 64, 64, 128, 3, 1e-6);
   run_v5<64, 96, tj::f8e5m2>(dev, 70, 100, 272, 3, 1e-6);  // ragged M, N, K
+}
+
+TEST_CASE("gemm_v5_tf32_and_i8_interpreter_matches_f64") {
+  const auto dev = tj::Device::interpreter();
+  run_v5<64, 64, float>(dev, 64, 64, 32 * 3, 3, 1e-6);
+  run_v5<64, 96, float>(dev, 70, 100, 40, 2, 1e-6);          // ragged M, N, K (K % 32 = 8)
+  run_v5<64, 64, std::int8_t>(dev, 64, 64, 128 * 2, 3, 0);
+  run_v5<64, 96, std::int8_t>(dev, 65, 97, 144, 2, 0);        // ragged
+}
+
+TEST_CASE("gemm_v5_tf32_and_i8_lower_to_wgmma_on_sm90a") {
+  std::string why;
+  const bool nvrtc = tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why);
+  auto check = [&](auto kernel, const char* instr) {
+    CAPTURE(instr);
+    const auto g = tj::codegen::generate(tj::trace(decltype(kernel){}), {}, tj::codegen::target_for("sm_90a"), {.num_warps = 8, .num_stages = 4});
+    CHECK(g.source.find(instr) != std::string::npos);
+    CHECK(g.tma_params == std::vector<int>{0, 1});
+    if (!nvrtc) return;
+    tj::runtime::JitRequest req;
+    req.source = g.source;
+    req.name = "v5.cu";
+    req.arch = "sm_90a";
+    CHECK(!tj::runtime::compile(req).binary.bytes.empty());
+  };
+  check(examples::MatmulV5<128, 128, float>{}, "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32");
+  check(examples::MatmulV5<128, 256, std::int8_t>{}, "wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8");
+  CHECK_THROWS_WITH_AS(tj::codegen::generate(tj::trace(examples::MatmulV5<64, 64, std::int8_t>{}), {},
+                                             tj::codegen::target_for("sm_80"), {.num_warps = 4}),
+                       doctest::Contains("i8 operands lower only to wgmma"), tj::Unsupported);
 }
 
 TEST_CASE("gemm_v5_f8_sm90a_uses_qgmma_and_sm80_says_why_not") {
@@ -301,6 +348,9 @@ TEST_CASE("gemm_v5_gpu_matches_f64") {
   // 2.4e-4 to 4.7e-4 on the H200 against f64, so the bound is 2e-3 (f8e4m3's own spacing is 2^-3).
   run_v5<128, 256, tj::f8e4m3>(dev, 512, 512, 1024, 4, 2e-3);
   run_v5<128, 128, tj::f8e5m2>(dev, 300, 200, 8 * 100, 3, 2e-3);
+  // tf32 keeps 10 mantissa bits of each f32 input (relative error ~2^-11 per product).
+  run_v5<128, 128, float>(dev, 256, 384, 512, 4, 5e-3);
+  run_v5<128, 256, std::int8_t>(dev, 300, 500, 128 * 5, 4, 0);  // exact
 }
 
 TEST_CASE("gemm_v5_gpu_small_for_the_sanitizers") {

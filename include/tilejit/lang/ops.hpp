@@ -363,10 +363,18 @@ template <int Axis, lang::TileArg X> auto max(const X& x) { return lang::reduce<
 template <int Axis, lang::TileArg X> auto min(const X& x) { return lang::reduce<ir::Op::reduce_min, Axis>(x); }
 
 // ---- matrix product -------------------------------------------------------
-/// acc + a·b for a [M,K], b [K,N] of f16 or bf16 (the same type) and acc
-/// [M,N] of f32; the product accumulates in f32 (Triton's tl.dot). Lowered to
-/// tensor-core instructions (mma.sync m16n8k16 on sm_80+); M must be a
-/// multiple of 16 per warp row, N of 8, K of 16.
+namespace lang {
+template <class E> using dot_acc_t = std::conditional_t<std::is_same_v<E, std::int8_t>, std::int32_t, float>;
+}
+/// acc + a·b for a [M,K] and b [K,N] of the same element type, Triton's tl.dot:
+///  - f16 / bf16: f32 accumulation; mma.sync m16n8k16 (sm_80+), wgmma on
+///    sm_90a (K a multiple of 64), MFMA on gfx90a/gfx94x;
+///  - f8e4m3 / f8e5m2 (f32 accumulation), f32 (multiplied as tf32, f32
+///    accumulation), i8 (i32 accumulation): wgmma on sm_90a from TMA blocks
+///    (descriptor loads inside a loop with 128-byte K rows: K = 128 for f8 and
+///    i8, 32 for f32); other targets throw Unsupported naming the rule.
+/// The interpreter computes exact products (the GPU's tf32 keeps 10 mantissa
+/// bits of each f32 input; its f8 accumulation keeps ~14 bits per step).
 template <lang::TileArg A, lang::TileArg B, lang::TileArg C>
 auto dot(const A& a, const B& b, const C& acc) {
   using SA = lang::shape_t<A>;
@@ -379,19 +387,21 @@ auto dot(const A& a, const B& b, const C& acc) {
   using EA = lang::elem_t<A>;
   using EB = lang::elem_t<B>;
   static_assert(lang::dtypes_must_match<EA, EB, std::is_same_v<EA, EB>>::value);
-  static_assert(std::is_same_v<EA, f16> || std::is_same_v<EA, bf16> || std::is_same_v<EA, f8e4m3> || std::is_same_v<EA, f8e5m2>,
-                "dot: operands must be f16, bf16, f8e4m3 or f8e5m2 (f32 accumulation)");
-  static_assert(std::is_same_v<lang::elem_t<C>, float>, "dot: the accumulator must be f32");
+  static_assert(std::is_same_v<EA, f16> || std::is_same_v<EA, bf16> || std::is_same_v<EA, f8e4m3> || std::is_same_v<EA, f8e5m2> ||
+                    std::is_same_v<EA, float> || std::is_same_v<EA, std::int8_t>,
+                "dot: operands must be f16, bf16, f8e4m3, f8e5m2, f32 (tf32) or i8");
+  using Acc = lang::dot_acc_t<EA>;
+  static_assert(std::is_same_v<lang::elem_t<C>, Acc>, "dot: the accumulator must be f32 (i32 for i8 operands)");
   ir::Node n;
   n.op = ir::Op::dot;
-  n.type = lang::type_of<float, SC::dims[0], SC::dims[1]>();
+  n.type = lang::type_of<Acc, SC::dims[0], SC::dims[1]>();
   n.args = {a.id(), b.id(), acc.id()};
-  return Tile<float, SC::dims[0], SC::dims[1]>(lang::record(n));
+  return Tile<Acc, SC::dims[0], SC::dims[1]>(lang::record(n));
 }
-/// a·b with a fresh f32 accumulator.
+/// a·b with a fresh accumulator (f32; i32 for i8 operands).
 template <lang::TileArg A, lang::TileArg B>
 auto dot(const A& a, const B& b) {
-  return dot(a, b, zeros<float, lang::shape_t<A>::dims[0], lang::shape_t<B>::dims[1]>());
+  return dot(a, b, zeros<lang::dot_acc_t<lang::elem_t<A>>, lang::shape_t<A>::dims[0], lang::shape_t<B>::dims[1]>());
 }
 
 // ---- memory -----------------------------------------------------------------
