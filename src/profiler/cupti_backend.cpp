@@ -232,6 +232,16 @@ Loaded load() {
   get(a.get_timestamp, "cuptiGetTimestamp");
   get(a.get_graph_node_id, "cuptiGetGraphNodeId", /*required=*/false);
   get(a.get_graph_exec_id, "cuptiGetGraphExecId", /*required=*/false);
+  get(a.pc_enable, "cuptiPCSamplingEnable", false);
+  get(a.pc_disable, "cuptiPCSamplingDisable", false);
+  get(a.pc_start, "cuptiPCSamplingStart", false);
+  get(a.pc_stop, "cuptiPCSamplingStop", false);
+  get(a.pc_get_data, "cuptiPCSamplingGetData", false);
+  get(a.pc_set_config, "cuptiPCSamplingSetConfigurationAttribute", false);
+  get(a.pc_num_stall_reasons, "cuptiPCSamplingGetNumStallReasons", false);
+  get(a.pc_stall_reasons, "cuptiPCSamplingGetStallReasons", false);
+  get(a.cubin_crc, "cuptiGetCubinCrc", false);
+  get(a.sass_to_source, "cuptiGetSassToSourceCorrelation", false);
   if (!missing.empty()) {
     out.error = fmt::format("{} lacks {} (CUPTI too old?)", a.library, missing);
     return out;
@@ -300,6 +310,12 @@ constexpr CUpti_CallbackId kGraphResources[] = {
     CUPTI_CBID_RESOURCE_GRAPHNODE_DESTROY_STARTING, CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATE_STARTING,
     CUPTI_CBID_RESOURCE_GRAPHEXEC_CREATED,       CUPTI_CBID_RESOURCE_GRAPHEXEC_DESTROY_STARTING,
 };
+// PC sampling: cubins for the line lookup, contexts going away.
+constexpr CUpti_CallbackId kPcResources[] = {
+    CUPTI_CBID_RESOURCE_MODULE_LOADED,
+    CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING,
+    CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING,
+};
 // The executable graph is the first parameter of both graph-launch entry points.
 static_assert(offsetof(cuGraphLaunch_params, hGraph) == 0);
 static_assert(offsetof(cudaGraphLaunch_v10000_params, graphExec) == 0);
@@ -322,6 +338,7 @@ struct ThreadLaunch {
   bool captured = false;          // it created a graph node: captured, no kernel runs
   bool instantiating = false;     // between GRAPHEXEC_CREATE_STARTING and GRAPHEXEC_CREATED
   std::uint32_t cloned_kernels = 0;
+  void* pc_range = nullptr;       // a kernel-serialized PC-sampling range is open (PcSampler token)
 };
 thread_local ThreadLaunch t_launch;
 
@@ -357,9 +374,10 @@ class Hub {
     }
     if (api.describe_devices) api.describe_devices(sink);
     const std::uint64_t id = ++next_id_;
+    const bool pc = cfg.pc_sampling.enabled && start_pc_sampling_locked(api, cfg);
     {
       std::lock_guard d(deliver_mu_);
-      clients_.push_back({id, &sink, steady_ns()});
+      clients_.push_back({id, &sink, steady_ns(), pc});
     }
     ++refs_;
     sessions_.store(refs_);
@@ -379,6 +397,16 @@ class Hub {
       for (const auto& c : clients_) found |= c.id == id;
     }
     if (!found) return;
+    bool pc = false;
+    {
+      std::lock_guard d(deliver_mu_);
+      for (const auto& c : clients_) pc |= c.id == id && c.pc_sampling;
+    }
+    if (pc && --pc_clients_ == 0 && refs_ > 1) {  // the last session sampling: stop (teardown does it otherwise)
+      if (final_flush) flush_locked(wait_ms);
+      pc_on_.store(false);
+      pcs_.shutdown([&](const PcSamples& s) { deliver_pc(s); });
+    }
     if (refs_ == 1) {
       const Api& api = *api_.load();
       if (final_flush) {
@@ -401,6 +429,7 @@ class Hub {
     c.captured_launches = captured_launches_.load();
     std::lock_guard g(graph_mu_);
     c.graph_execs = exec_kernels_.size();
+    c.pc_sampling = pcs_.stats();
     return c;
   }
 
@@ -418,7 +447,12 @@ class Hub {
       t.epoch = e;
     }
     if (domain == CUPTI_CB_DOMAIN_RESOURCE) {
-      hub->on_resource(t, cbid, static_cast<const CUpti_ResourceData*>(data));
+      const auto* rd = static_cast<const CUpti_ResourceData*>(data);
+      if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED || cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING ||
+          cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING)
+        hub->on_pc_resource(cbid, rd);
+      else
+        hub->on_resource(t, cbid, rd);
       return;
     }
     const auto* cb = static_cast<const CUpti_CallbackData*>(data);
@@ -470,7 +504,44 @@ class Hub {
     std::uint64_t id;
     Sink* sink;
     std::uint64_t start_mono;  // records of kernels that ended before the session started are not its
+    bool pc_sampling = false;  // it asked for PC sampling (and got it)
   };
+
+  /// PC sampling for a session that asks for it (mu_ held); false, with a
+  /// message, when this CUPTI cannot. The first session's settings hold while
+  /// any sampling session is attached.
+  bool start_pc_sampling_locked(const Api& api, const BackendConfig& cfg) {
+    if (const std::string missing = missing_pc_sampling(api); !missing.empty()) {
+      warn("PC sampling unavailable: {} lacks {} (CUPTI too old?). Session '{}' records kernels without PC samples",
+           api.library, missing, cfg.session_name);
+      return false;
+    }
+    if (pc_clients_ > 0) {
+      warn("PC sampling: session '{}' shares the PC sampling another session configured (one per process); "
+           "its own pc_sampling settings are not applied",
+           cfg.session_name);
+    } else {
+      pcs_.configure(api, cfg.pc_sampling);
+      for (CUpti_CallbackId cb : kPcResources) api.enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, cb);
+      pc_on_.store(true);
+    }
+    ++pc_clients_;
+    return true;
+  }
+
+  void deliver_pc(const PcSamples& s) {
+    std::lock_guard d(deliver_mu_);
+    for (const Client& c : clients_) c.sink->pc_samples(s);
+  }
+
+  void on_pc_resource(CUpti_CallbackId cbid, const CUpti_ResourceData* rd) {
+    if (!pc_on_.load(std::memory_order_relaxed) || !rd) return;
+    auto deliver = [this](const PcSamples& s) { deliver_pc(s); };
+    const auto* m = static_cast<const CUpti_ModuleResourceData*>(rd->resourceDescriptor);
+    if (cbid == CUPTI_CBID_RESOURCE_MODULE_LOADED && m) pcs_.module_loaded(*m);
+    else if (cbid == CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING && m) pcs_.module_unloading(rd->context, *m, deliver);
+    else if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) pcs_.context_destroying(rd->context, deliver);
+  }
 
   void setup_locked(const Api& api) {
     std::string why;
@@ -550,6 +621,11 @@ class Hub {
 
   void teardown_locked() {
     const Api& api = *api_.load();
+    if (pc_on_.load()) {
+      pc_clients_ = 0;
+      pc_on_.store(false);
+      pcs_.shutdown([&](const PcSamples& s) { deliver_pc(s); });
+    }
     api.activity_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     // Every buffer back, records of kernels still running included (they are
     // incomplete: counted and dropped); the sinks are still attached here.
@@ -576,6 +652,7 @@ class Hub {
     // CUPTI hands back a buffer only when every record in it is complete, so
     // completed records can sit behind a kernel still running: retry until the
     // record of the last launch made before this flush has come, or wait_ms.
+    if (pc_on_.load()) pcs_.drain_all([&](const PcSamples& s) { deliver_pc(s); });  // continuous mode
     const std::uint64_t target = launched_max_.load();
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
     for (;;) {
@@ -613,6 +690,7 @@ class Hub {
     t.graph_kernels = 0;
     if (!graph) {
       correlate_launch(cb->correlationId);
+      if (pc_on_.load(std::memory_order_relaxed)) t.pc_range = pcs_.launch_enter(cb->context);
       return;
     }
     graph_launches_.fetch_add(1, std::memory_order_relaxed);
@@ -631,6 +709,7 @@ class Hub {
   void launch_exit(ThreadLaunch& t, const CUpti_CallbackData* cb) {
     if (t.captured) captured_launches_.fetch_add(1, std::memory_order_relaxed);  // no kernel will run
     else if (!t.graph || t.graph_kernels > 0) launched(cb);  // flush waits for its record(s)
+    if (t.pc_range) pcs_.launch_exit(std::exchange(t.pc_range, nullptr));  // records this launch's samples here
     t.correlation = 0;
     t.captured = false;
     t.graph = false;
@@ -769,6 +848,10 @@ class Hub {
   std::atomic<std::uint64_t> launched_max_{0}, delivered_max_{0};
   std::atomic<std::uint64_t> records_{0}, incomplete_{0}, dropped_{0};
   std::atomic<bool> warned_dropped_{false};
+
+  PcSampler pcs_;
+  int pc_clients_ = 0;               // attached sessions sampling (under mu_)
+  std::atomic<bool> pc_on_{false};   // pcs_ configured: launches check this first
 
   bool graphs_ = false;  // graph resource callbacks on (cuptiGetGraphNodeId present)
   std::mutex graph_mu_;

@@ -130,6 +130,19 @@ struct Api {
   /// CUDA graphs (optional: without them graph kernels are attributed flat).
   decltype(&::cuptiGetGraphNodeId) get_graph_node_id = nullptr;
   decltype(&::cuptiGetGraphExecId) get_graph_exec_id = nullptr;
+  /// PC sampling (optional: without them a session asking for PC sampling is
+  /// told it is unavailable and keeps its kernel records).
+  decltype(&::cuptiPCSamplingEnable) pc_enable = nullptr;
+  decltype(&::cuptiPCSamplingDisable) pc_disable = nullptr;
+  decltype(&::cuptiPCSamplingStart) pc_start = nullptr;
+  decltype(&::cuptiPCSamplingStop) pc_stop = nullptr;
+  decltype(&::cuptiPCSamplingGetData) pc_get_data = nullptr;
+  decltype(&::cuptiPCSamplingSetConfigurationAttribute) pc_set_config = nullptr;
+  decltype(&::cuptiPCSamplingGetNumStallReasons) pc_num_stall_reasons = nullptr;
+  decltype(&::cuptiPCSamplingGetStallReasons) pc_stall_reasons = nullptr;
+  /// Source lines of PCs (optional: without them locations are <function>+0x<offset>).
+  decltype(&::cuptiGetCubinCrc) cubin_crc = nullptr;
+  decltype(&::cuptiGetSassToSourceCorrelation) sass_to_source = nullptr;
   /// A usable CUDA driver with at least one device; else false and why.
   bool (*driver_ready)(std::string* why) = nullptr;
   /// sink.device(CUDA, ordinal, info) for every device.
@@ -155,6 +168,59 @@ struct Tuning {
 /// A backend over `api` (nullptr: real_api(), loaded at start()).
 std::unique_ptr<Backend> make_backend(const Api* api = nullptr, Tuning tuning = {});
 
+// ---- PC sampling collection (cupti_pc_sampling.cpp) ------------------------------------
+
+/// The PC-sampling entry points `api` lacks ("" when it has them all).
+std::string missing_pc_sampling(const Api& api);
+
+/// CUPTI PC sampling for every context the process launches in: enabled and
+/// configured per context at its first launch, kernel-serialized (start at a
+/// launch's API entry, stop and read at its exit, on the launching thread) or
+/// continuous (read at flush). Module cubins are kept from the resource
+/// callback for the source-line lookup. Thread-safe; one per process (the hub).
+class PcSampler {
+ public:
+  PcSampler();
+  ~PcSampler();
+  PcSampler(const PcSampler&) = delete;
+  PcSampler& operator=(const PcSampler&) = delete;
+
+  /// Begin sampling with `options` (the first session asking wins).
+  void configure(const Api& api, const PcSamplingOptions& options);
+  /// Read what is left (to `deliver`), disable sampling in every context,
+  /// drop buffers and cubins.
+  void shutdown(const std::function<void(const PcSamples&)>& deliver);
+  bool on() const;
+  bool serialized() const;
+
+  /// A launch's API entry on the launching thread: enable the context if new;
+  /// kernel-serialized: start sampling. Returns a token for launch_exit (null: nothing to do).
+  void* launch_enter(CUcontext ctx);
+  /// Its API exit: stop, read, record_pc_samples() on this thread.
+  void launch_exit(void* token);
+  /// Continuous: read every context's samples.
+  void drain_all(const std::function<void(const PcSamples&)>& deliver);
+
+  void module_loaded(const CUpti_ModuleResourceData& module);
+  void module_unloading(CUcontext ctx, const CUpti_ModuleResourceData& module,
+                        const std::function<void(const PcSamples&)>& deliver);
+  void context_destroying(CUcontext ctx, const std::function<void(const PcSamples&)>& deliver);
+
+  struct Stats {
+    std::size_t contexts = 0;         ///< contexts sampling now
+    std::size_t failed_contexts = 0;  ///< contexts where enabling failed (reported)
+    std::size_t cubins = 0;           ///< module cubins held for line lookup
+    std::uint64_t samples = 0;        ///< samples read so far (this process)
+    std::uint64_t dropped = 0;        ///< samples the hardware dropped
+    std::uint64_t ranges = 0;         ///< kernel-serialized launches sampled
+  };
+  Stats stats() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 /// Process-wide counters, for tests and diagnostics.
 struct Counters {
   std::uint64_t records = 0;     ///< kernel records delivered
@@ -164,6 +230,7 @@ struct Counters {
   std::uint64_t graph_launches = 0;   ///< cuGraphLaunch / cudaGraphLaunch calls seen
   std::uint64_t captured_launches = 0;  ///< launches captured into a graph (no kernel then)
   std::size_t graph_execs = 0;   ///< executable graphs whose kernel count is known now
+  PcSampler::Stats pc_sampling;  ///< PC sampling
 };
 Counters counters();
 

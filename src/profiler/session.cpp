@@ -593,33 +593,61 @@ void correlate_graph_launch(std::uint64_t correlation_id, std::uint32_t kernels)
   }
 }
 
+namespace {
+/// Metric ids of one batch of PC samples: "pc_samples", then per line its stalls.
+struct PcIds {
+  std::uint32_t samples;
+  std::vector<std::vector<std::uint32_t>> stalls;
+};
+PcIds pc_ids(const PcSamples& samples) {
+  static const std::uint32_t k_samples = metric_id("pc_samples", MetricType::int64, MetricKind::inclusive, false);
+  PcIds ids{k_samples, std::vector<std::vector<std::uint32_t>>(samples.lines.size())};
+  for (std::size_t i = 0; i < samples.lines.size(); ++i)
+    for (const auto& [reason, n] : samples.lines[i].stalls)
+      ids.stalls[i].push_back(metric_id("stall:" + reason, MetricType::int64, MetricKind::inclusive, false));
+  return ids;
+}
+/// Add `samples` as <at>/<kernel>/<location> (the kernel node is `at` itself
+/// when it has the kernel's name, as launch-hook ops do). `l` locked.
+void add_pc_samples(Local& l, std::uint32_t at, NameId kn, const PcSamples& samples, const PcIds& ids) {
+  Tree& t = l.data.tree;
+  const std::uint32_t kernel = (at != 0 && t.nodes[at].name == kn) ? at : t.child(at, kn);
+  for (std::size_t i = 0; i < samples.lines.size(); ++i) {
+    const PcSampleLine& line = samples.lines[i];
+    const std::uint32_t node = t.child(kernel, intern(line.location));
+    auto& m = t.nodes[node].metrics;
+    add_slot(m, MetricSlot::of_int(ids.samples, MetricKind::inclusive, static_cast<std::int64_t>(line.samples)));
+    for (std::size_t k = 0; k < line.stalls.size(); ++k)
+      add_slot(m, MetricSlot::of_int(ids.stalls[i][k], MetricKind::inclusive,
+                                     static_cast<std::int64_t>(line.stalls[k].second)));
+  }
+}
+}  // namespace
+
 void record_pc_samples(const PcSamples& samples) noexcept {
   try {
-    static const std::uint32_t k_samples = metric_id("pc_samples", MetricType::int64, MetricKind::inclusive, false);
-    // Metric ids of the stall reasons, resolved once per batch.
-    std::vector<std::vector<std::uint32_t>> stall_ids(samples.lines.size());
-    for (std::size_t i = 0; i < samples.lines.size(); ++i)
-      for (const auto& [reason, n] : samples.lines[i].stalls)
-        stall_ids[i].push_back(metric_id("stall:" + reason, MetricType::int64, MetricKind::inclusive, false));
+    const PcIds ids = pc_ids(samples);
     const NameId kn = intern(samples.kernel);
     ThreadState& ts = current();
     for (Local* l : ts.active) {
       if (!l->session->kernel_records) continue;
       std::lock_guard g(l->lock);
       sync_path(*l, ts);
-      Tree& t = l->data.tree;
-      const std::uint32_t at = l->op_node != kNoNode ? l->op_node : top(*l);
-      const std::uint32_t kernel = (at != 0 && t.nodes[at].name == kn) ? at : t.child(at, kn);
-      for (std::size_t i = 0; i < samples.lines.size(); ++i) {
-        const PcSampleLine& line = samples.lines[i];
-        const std::uint32_t node = t.child(kernel, intern(line.location));
-        auto& m = t.nodes[node].metrics;
-        add_slot(m, MetricSlot::of_int(k_samples, MetricKind::inclusive, static_cast<std::int64_t>(line.samples)));
-        for (std::size_t k = 0; k < line.stalls.size(); ++k)
-          add_slot(m, MetricSlot::of_int(stall_ids[i][k], MetricKind::inclusive,
-                                         static_cast<std::int64_t>(line.stalls[k].second)));
-      }
+      add_pc_samples(*l, l->op_node != kNoNode ? l->op_node : top(*l), kn, samples, ids);
     }
+  } catch (...) {
+  }
+}
+
+void detail::SessionSink::pc_samples(const PcSamples& samples) noexcept {
+  try {
+    // Paused sessions take nothing; a finalizing one takes what its backend reads at the end.
+    if (s_.finalized.load() || (!s_.active.load() && !s_.finalizing.load())) return;
+    const PcIds ids = pc_ids(samples);
+    const NameId kn = intern(samples.kernel);
+    std::lock_guard g(s_.locals_mu);
+    std::lock_guard lg(s_.detached->lock);
+    add_pc_samples(*s_.detached, 0, kn, samples, ids);
   } catch (...) {
   }
 }
@@ -719,6 +747,15 @@ SessionId start(std::string_view name, const Options& options) {
   if (options.buffer_size == 0) throw InvalidArgument("profiler::start: buffer_size must be > 0 bytes");
   if (options.max_pending_phases == 0)
     throw InvalidArgument("profiler::start: max_pending_phases must be >= 1");
+  if (const auto& pc = options.pc_sampling; pc.enabled) {
+    if (options.backend.empty() || options.backend == "none")
+      throw InvalidArgument("profiler::start: pc_sampling needs a backend (e.g. backend = \"cupti\")");
+    if (pc.period != 0 && (pc.period < 5 || pc.period > 31))
+      throw InvalidArgument(fmt::format("profiler::start: pc_sampling.period {} is not 0 (default) or 5..31 "
+                                        "(log2 of the sampling interval in cycles)",
+                                        pc.period));
+    if (pc.max_pcs == 0) throw InvalidArgument("profiler::start: pc_sampling.max_pcs must be > 0");
+  }
 
   s->name = std::string(name);
   const std::string suffix = "." + s->ext;
@@ -750,7 +787,7 @@ SessionId start(std::string_view name, const Options& options) {
     try {
       s->backend = factory();
       if (!s->backend) throw DeviceUnavailable("the backend factory returned no backend");
-      s->backend->start(s->sink, {s->name, backend_mode, options.buffer_size});
+      s->backend->start(s->sink, {s->name, backend_mode, options.buffer_size, options.pc_sampling});
       s->kernel_records = true;
     } catch (const std::exception& e) {
       warn("backend '{}' unavailable: {}. Session '{}' records scopes and metrics without kernel "

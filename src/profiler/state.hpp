@@ -140,6 +140,7 @@ class SessionSink final : public Sink {
   explicit SessionSink(Session& s) : s_(s) {}
   void kernel(const KernelRecord& record) noexcept override;
   void device(DeviceType type, std::uint32_t id, const DeviceInfo& info) noexcept override;
+  void pc_samples(const PcSamples& samples) noexcept override;
 
  private:
   Session& s_;

@@ -10,7 +10,9 @@
 #include <tuple>
 #include <unordered_map>
 #include <fcntl.h>
+#include <map>
 #include <mutex>
+#include <cstring>
 #include <set>
 #include <thread>
 #include <unistd.h>
@@ -65,6 +67,20 @@ struct State {
   std::vector<CUpti_ActivityKernel10> queued;  // handed back at the next flush
   std::deque<std::string> names;               // record names point here
   std::uint64_t offset = 5'000'000'000'000;    // CUPTI clock = now_ns() + offset
+  // PC sampling
+  struct Pc {
+    std::string function;
+    std::uint64_t offset, crc;
+    std::vector<std::pair<std::uint32_t, std::uint32_t>> stalls;  // CUPTI index, samples
+  };
+  CUptiResult pc_enable_result = CUPTI_SUCCESS;
+  int pc_enables = 0, pc_disables = 0, pc_starts = 0, pc_stops = 0, pc_reads = 0;
+  bool pc_sampling = false;                    // between start and stop
+  std::map<int, std::uint64_t> pc_config;      // attribute -> value (pointers as integers)
+  std::vector<std::uint32_t> pc_selected;      // STALL_REASON attribute
+  CUpti_PCSamplingData* pc_buffer = nullptr;   // SAMPLING_DATA_BUFFER
+  std::deque<Pc> pc_pending;                   // read by the next cuptiPCSamplingGetData
+  std::deque<std::string> pc_names;            // functionName strings handed out
 };
 State& st() {
   static State s;
@@ -73,6 +89,7 @@ State& st() {
 
 CUptiResult get_result_string(CUptiResult r, const char** s) {
   *s = r == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ? "CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"
+      : r == CUPTI_ERROR_NOT_SUPPORTED                      ? "CUPTI_ERROR_NOT_SUPPORTED"
                                                             : "CUPTI_ERROR_FAKE";
   return CUPTI_SUCCESS;
 }
@@ -161,6 +178,117 @@ CUptiResult graph_exec_id(CUgraphExec exec, uint32_t* id) {
   *id = static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(exec));
   return CUPTI_SUCCESS;
 }
+// ---- PC sampling (one fake context; stall indices 2, 5, 9) ----
+const CUcontext kCtx = reinterpret_cast<CUcontext>(std::uintptr_t{0xC7});
+CUptiResult pc_enable(CUpti_PCSamplingEnableParams* p) {
+  std::lock_guard g(st().mu);
+  REQUIRE(p->size == CUpti_PCSamplingEnableParamsSize);
+  CHECK(p->ctx == kCtx);
+  if (st().pc_enable_result != CUPTI_SUCCESS) return st().pc_enable_result;
+  ++st().pc_enables;
+  return CUPTI_SUCCESS;
+}
+CUptiResult pc_disable(CUpti_PCSamplingDisableParams*) {
+  std::lock_guard g(st().mu);
+  ++st().pc_disables;
+  return CUPTI_SUCCESS;
+}
+CUptiResult pc_start(CUpti_PCSamplingStartParams*) {
+  std::lock_guard g(st().mu);
+  CHECK_FALSE(st().pc_sampling);  // ranges never overlap
+  st().pc_sampling = true;
+  ++st().pc_starts;
+  return CUPTI_SUCCESS;
+}
+CUptiResult pc_stop(CUpti_PCSamplingStopParams*) {
+  std::lock_guard g(st().mu);
+  CHECK(st().pc_sampling);
+  st().pc_sampling = false;
+  ++st().pc_stops;
+  return CUPTI_SUCCESS;
+}
+CUptiResult pc_num_stall_reasons(CUpti_PCSamplingGetNumStallReasonsParams* p) {
+  CHECK(st().pc_enables > 0);  // only after enabling (as CUPTI requires)
+  *p->numStallReasons = 3;
+  return CUPTI_SUCCESS;
+}
+CUptiResult pc_stall_reasons(CUpti_PCSamplingGetStallReasonsParams* p) {
+  REQUIRE(p->numStallReasons == 3);
+  const char* names[] = {"smsp__pcsamp_warps_issue_stalled_long_scoreboard", "smsp__pcsamp_warps_issue_stalled_barrier",
+                         "smsp__pcsamp_warps_issue_stalled_selected"};
+  const std::uint32_t idx[] = {2, 5, 9};
+  for (int i = 0; i < 3; ++i) {
+    p->stallReasonIndex[i] = idx[i];
+    std::snprintf(p->stallReasons[i], CUPTI_STALL_REASON_STRING_SIZE, "%s", names[i]);
+  }
+  return CUPTI_SUCCESS;
+}
+CUptiResult pc_set_config(CUpti_PCSamplingConfigurationInfoParams* p) {
+  std::lock_guard g(st().mu);
+  for (std::size_t i = 0; i < p->numAttributes; ++i) {
+    auto& a = p->pPCSamplingConfigurationInfo[i];
+    const auto& d = a.attributeData;
+    std::uint64_t v = 0;
+    switch (a.attributeType) {
+      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD: v = d.samplingPeriodData.samplingPeriod; break;
+      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON:
+        v = d.stallReasonData.stallReasonCount;
+        st().pc_selected.assign(d.stallReasonData.pStallReasonIndex, d.stallReasonData.pStallReasonIndex + v);
+        break;
+      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE: v = d.scratchBufferSizeData.scratchBufferSize; break;
+      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE: v = d.hardwareBufferSizeData.hardwareBufferSize; break;
+      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE: v = d.collectionModeData.collectionMode; break;
+      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL: v = d.enableStartStopControlData.enableStartStopControl; break;
+      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_OUTPUT_DATA_FORMAT: v = d.outputDataFormatData.outputDataFormat; break;
+      case CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER:
+        st().pc_buffer = static_cast<CUpti_PCSamplingData*>(d.samplingDataBufferData.samplingDataBuffer);
+        v = 1;
+        break;
+      default: FAIL("unexpected attribute " << int(a.attributeType));
+    }
+    st().pc_config[int(a.attributeType)] = v;
+  }
+  return CUPTI_SUCCESS;
+}
+/// Hands out pending PCs, at most collectNumPcs per call (the rest: remainingNumPcs).
+CUptiResult pc_get_data(CUpti_PCSamplingGetDataParams* p) {
+  std::lock_guard g(st().mu);
+  ++st().pc_reads;
+  auto* d = static_cast<CUpti_PCSamplingData*>(p->pcSamplingData);
+  REQUIRE(d == st().pc_buffer);
+  std::size_t n = 0;
+  while (n < d->collectNumPcs && !st().pc_pending.empty()) {
+    const auto pc = st().pc_pending.front();
+    st().pc_pending.pop_front();
+    auto& out = d->pPcData[n++];
+    st().pc_names.push_back(pc.function);
+    out.functionName = st().pc_names.back().data();
+    out.pcOffset = pc.offset;
+    out.cubinCrc = pc.crc;
+    out.stallReasonCount = pc.stalls.size();
+    for (std::size_t k = 0; k < pc.stalls.size(); ++k)
+      out.stallReason[k] = {pc.stalls[k].first, pc.stalls[k].second};
+  }
+  d->totalNumPcs = n;
+  d->remainingNumPcs = st().pc_pending.size();
+  return CUPTI_SUCCESS;
+}
+// The "cubins": a CRC of (size, first byte); vec_kernel at 0x10 and 0x20 is vec.cu:12 in "CUBIN-A".
+CUptiResult cubin_crc(CUpti_GetCubinCrcParams* p) {
+  p->cubinCrc = p->cubinSize * 1000 + static_cast<const unsigned char*>(p->cubin)[0];
+  return CUPTI_SUCCESS;
+}
+CUptiResult sass_to_source(CUpti_GetSassToSourceCorrelationParams* p) {
+  if (std::string(static_cast<const char*>(p->cubin), p->cubinSize) != "CUBIN-A") return CUPTI_ERROR_INVALID_MODULE;
+  if (std::string_view(p->functionName) != "vec_kernel" || (p->pcOffset != 0x10 && p->pcOffset != 0x20))
+    return CUPTI_ERROR_UNKNOWN;
+  p->fileName = ::strdup("vec.cu");
+  p->dirName = ::strdup("/src");
+  p->lineNumber = 12;
+  return CUPTI_SUCCESS;
+}
+constexpr std::uint64_t kCrcA = 7 * 1000 + 'C';
+
 bool driver_ready(std::string* why) {
   if (!st().driver_ok) *why = "fake: no driver";
   return st().driver_ok;
@@ -192,6 +320,25 @@ const cu::Api& api() {
   }();
   return a;
 }
+/// The same layer with the PC Sampling API.
+const cu::Api& pc_api() {
+  static const cu::Api a = [] {
+    cu::Api x = api();
+    x.library = "fake libcupti with PC sampling";
+    x.pc_enable = &pc_enable;
+    x.pc_disable = &pc_disable;
+    x.pc_start = &pc_start;
+    x.pc_stop = &pc_stop;
+    x.pc_get_data = &pc_get_data;
+    x.pc_set_config = &pc_set_config;
+    x.pc_num_stall_reasons = &pc_num_stall_reasons;
+    x.pc_stall_reasons = &pc_stall_reasons;
+    x.cubin_crc = &cubin_crc;
+    x.sass_to_source = &sass_to_source;
+    return x;
+  }();
+  return a;
+}
 
 void reset() {
   std::lock_guard g(st().mu);
@@ -201,6 +348,13 @@ void reset() {
   st().subscribes = st().unsubscribes = st().forced_flushes = 0;
   st().dropped_next = 0;
   st().queued.clear();
+  st().pc_enable_result = CUPTI_SUCCESS;
+  st().pc_enables = st().pc_disables = st().pc_starts = st().pc_stops = st().pc_reads = 0;
+  st().pc_sampling = false;
+  st().pc_config.clear();
+  st().pc_selected.clear();
+  st().pc_buffer = nullptr;
+  st().pc_pending.clear();
 }
 
 /// What CUPTI does around a launch on the calling thread: API_ENTER, the
@@ -212,6 +366,7 @@ void api_call(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, std::uint32_t 
   cb.correlationId = corr;
   cb.functionParams = params;
   cb.functionName = "fake launch";
+  cb.context = kCtx;
   cb.callbackSite = CUPTI_API_ENTER;
   st().callback(st().userdata, domain, cbid, &cb);
   inside();
@@ -296,6 +451,22 @@ void queue(const CUpti_ActivityKernel10& k) {
 
 void register_fake(std::uint32_t wait_ms = 50) {
   tp::register_backend("cupti_fake", [wait_ms] { return cu::make_backend(&api(), {.flush_wait_ms = wait_ms}); });
+  tp::register_backend("cupti_fake_pc", [wait_ms] { return cu::make_backend(&pc_api(), {.flush_wait_ms = wait_ms}); });
+}
+/// CUPTI's MODULE_LOADED / MODULE_UNLOAD_STARTING resource callback for a module holding `cubin`.
+void module_event(CUpti_CallbackId cbid, std::uint32_t id, const std::string& cubin) {
+  CUpti_ModuleResourceData m{};
+  m.moduleId = id;
+  m.cubinSize = cubin.size();
+  m.pCubin = cubin.data();
+  CUpti_ResourceData rd{};
+  rd.context = kCtx;
+  rd.resourceDescriptor = &m;
+  st().callback(st().userdata, CUPTI_CB_DOMAIN_RESOURCE, cbid, &rd);
+}
+void pc(std::string fn, std::uint64_t offset, std::uint64_t crc, std::vector<std::pair<std::uint32_t, std::uint32_t>> stalls) {
+  std::lock_guard g(st().mu);
+  st().pc_pending.push_back({std::move(fn), offset, crc, std::move(stalls)});
 }
 
 }  // namespace fake
@@ -792,6 +963,181 @@ TEST_CASE("profiler cupti: PC samples are grouped by kernel and source line, wit
   }
 }
 
+// ---- PC sampling collection over the CUPTI test double --------------------------------------
+
+TEST_CASE("profiler cupti: kernel-serialized PC sampling gives per-line frames under the launching scope") {
+  fake::reset();
+  fake::register_fake();
+  auto dir = temp_dir("cupti_pc");
+  tp::Options o{.backend = "cupti_fake_pc", .hook = "launch"};
+  o.pc_sampling = {.enabled = true, .period = 10, .stall_reasons = {"long_scoreboard", "barrier"},
+                   .scratch_buffer_size = 1 << 20, .hardware_buffer_size = 16 << 20, .max_pcs = 2};
+  auto s = tp::start((dir / "pc").string(), o);
+  REQUIRE(tp::stats(s).kernel_records);
+  CHECK(fake::st().enabled.count({CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED}) == 1);
+  CHECK(fake::st().enabled.count({CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING}) == 1);
+  fake::module_event(CUPTI_CBID_RESOURCE_MODULE_LOADED, 1, "CUBIN-A");  // the kernel's module, kept for lines
+  CHECK(cu::counters().pc_sampling.cubins == 1);
+  CHECK(fake::st().pc_enables == 0);  // a context is enabled at its first launch
+
+  const std::uint64_t t0 = tp::now_ns();
+  {
+    tp::Scope step("step");
+    tp::LaunchScope op({.kernel = "vec_kernel", .bytes = 64});
+    fake::api_call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 11, 0, [&] {
+      CHECK(fake::st().pc_sampling);  // started at API entry
+      fake::pc("vec_kernel", 0x10, fake::kCrcA, {{2, 5}, {5, 1}});
+      fake::pc("vec_kernel", 0x20, fake::kCrcA, {{2, 2}});
+      fake::pc("vec_kernel", 0x400, fake::kCrcA, {{5, 3}});  // no line info
+    });
+    CHECK_FALSE(fake::st().pc_sampling);  // stopped at API exit
+    fake::queue(fake::kernel_record("vec_kernel", 11, t0 + 100, 1'000));
+  }
+  CHECK(fake::st().pc_enables == 1);
+  CHECK(fake::st().pc_starts == 1);
+  CHECK(fake::st().pc_stops == 1);
+  CHECK(fake::st().pc_reads == 2);  // 3 PCs through a 2-PC buffer: read until none remain
+  using A = std::map<int, std::uint64_t>;
+  CHECK(fake::st().pc_config == A{{CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD, 10},
+                                  {CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON, 2},
+                                  {CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE, 1 << 20},
+                                  {CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE, 16 << 20},
+                                  {CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE,
+                                   CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED},
+                                  {CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL, 1},
+                                  {CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_OUTPUT_DATA_FORMAT,
+                                   CUPTI_PC_SAMPLING_OUTPUT_DATA_FORMAT_PARSED},
+                                  {CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER, 1}});
+  CHECK(fake::st().pc_selected == std::vector<std::uint32_t>{2, 5});
+  REQUIRE(fake::st().pc_buffer != nullptr);
+  CHECK(std::size_t{fake::st().pc_buffer->collectNumPcs} == 2);
+  {
+    tp::Scope step("step");  // a second launch in the same context: no second enable
+    fake::api_call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 12, 0,
+                   [&] { fake::pc("vec_kernel", 0x20, fake::kCrcA, {{2, 4}}); });
+    fake::queue(fake::kernel_record("vec_kernel", 12, t0 + 2'000, 1'000));
+  }
+  CHECK(fake::st().pc_enables == 1);
+  CHECK(fake::st().pc_starts == 2);
+  CHECK(cu::counters().pc_sampling.contexts == 1);
+
+  json root = json::parse(*tp::get(s, 0))[0];
+  CAPTURE(root.dump());
+  const json& k = at(root, {"step", "vec_kernel"});
+  CHECK(k["metrics"]["count"] == 2);
+  CHECK(k["metrics"]["bytes"] == 64);
+  CHECK(k["metrics"]["pc_samples (inc)"] == 15);
+  const json& line = at(root, {"step", "vec_kernel", "vec.cu:12"});
+  CHECK(line["metrics"]["pc_samples"] == 12);
+  CHECK(line["metrics"]["stall:long_scoreboard"] == 11);
+  CHECK(line["metrics"]["stall:barrier"] == 1);
+  const json& raw = at(root, {"step", "vec_kernel", "vec_kernel+0x400"});
+  CHECK(raw["metrics"]["pc_samples"] == 3);
+  CHECK(raw["metrics"]["stall:barrier"] == 3);
+
+  fake::module_event(CUPTI_CBID_RESOURCE_MODULE_UNLOAD_STARTING, 1, "CUBIN-A");
+  CHECK(cu::counters().pc_sampling.cubins == 0);  // bounded: unloaded modules are forgotten
+  tp::finalize(s);
+  CHECK(fake::st().pc_disables == 1);
+  CHECK(cu::counters().pc_sampling.contexts == 0);
+}
+
+TEST_CASE("profiler cupti: continuous PC sampling is read at flush and lands under ROOT/<kernel>") {
+  fake::reset();
+  fake::register_fake();
+  auto dir = temp_dir("cupti_pc_cont");
+  tp::Options o{.backend = "cupti_fake_pc"};
+  o.pc_sampling = {.enabled = true, .collection = tp::PcSamplingOptions::Collection::continuous};
+  auto s = tp::start((dir / "pc").string(), o);
+  fake::module_event(CUPTI_CBID_RESOURCE_MODULE_LOADED, 3, "CUBIN-A");
+  {
+    tp::Scope step("step");
+    fake::driver_launch(21);
+    fake::queue(fake::kernel_record("vec_kernel", 21, tp::now_ns(), 1'000));
+  }
+  CHECK(fake::st().pc_enables == 1);
+  CHECK(fake::st().pc_starts == 0);  // no ranges: sampling runs all the time
+  CHECK(fake::st().pc_config.at(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE) ==
+        CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS);
+  CHECK(fake::st().pc_config.at(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL) == 0);
+  CHECK(fake::st().pc_config.count(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON) == 0);  // all reasons
+  CHECK(fake::st().pc_config.count(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD) == 0);  // CUPTI's default
+  fake::pc("vec_kernel", 0x10, fake::kCrcA, {{9, 4}});
+  json root = json::parse(*tp::get(s, 0))[0];  // flush reads the samples
+  CAPTURE(root.dump());
+  CHECK(at(root, {"step", "vec_kernel"})["metrics"]["count"] == 1);
+  const json& line = at(root, {"vec_kernel", "vec.cu:12"});
+  CHECK(line["metrics"]["pc_samples"] == 4);
+  CHECK(line["metrics"]["stall:selected"] == 4);
+  fake::pc("vec_kernel", 0x20, fake::kCrcA, {{2, 1}});  // read at finalize, before sampling is disabled
+  auto rep = tp::finalize(s);
+  CHECK(fake::st().pc_disables == 1);
+  json fin = read_json(rep.files.at(0))[0];
+  CHECK(at(fin, {"vec_kernel", "vec.cu:12"})["metrics"]["pc_samples"] == 5);
+}
+
+TEST_CASE("profiler cupti: PC sampling unavailable gives a message and a session with kernel records") {
+  fake::reset();
+  fake::register_fake();
+  auto dir = temp_dir("cupti_pc_none");
+  tp::Options o{.backend = "cupti_fake"};  // a libcupti without the PC Sampling API
+  o.pc_sampling.enabled = true;
+  SUBCASE("libcupti lacks the PC Sampling API") {}
+  SUBCASE("the context refuses (CUPTI_ERROR_NOT_SUPPORTED)") {
+    o.backend = "cupti_fake_pc";
+    fake::st().pc_enable_result = CUPTI_ERROR_NOT_SUPPORTED;
+  }
+  StderrCapture err;
+  auto s = tp::start((dir / "pc").string(), o);
+  REQUIRE(tp::stats(s).kernel_records);
+  {
+    tp::Scope step("step");
+    fake::driver_launch(31);
+    fake::queue(fake::kernel_record("vec_kernel", 31, tp::now_ns(), 1'000));
+    fake::driver_launch(32);
+    fake::queue(fake::kernel_record("vec_kernel", 32, tp::now_ns(), 1'000));
+  }
+  json root = json::parse(*tp::get(s, 0))[0];
+  const std::string text = err.text();
+  MESSAGE("the message: " << text);
+  CHECK(contains(text, "PC sampling unavailable"));
+  if (o.backend == "cupti_fake") {
+    CHECK(contains(text, "lacks cuptiPCSamplingEnable"));
+  } else {
+    CHECK(contains(text, "CUPTI_ERROR_NOT_SUPPORTED"));
+    CHECK(contains(text, "compute capability"));
+    CHECK(cu::counters().pc_sampling.failed_contexts >= 1);
+    CHECK(fake::st().pc_config.empty());
+  }
+  CHECK(fake::st().pc_starts == 0);
+  const json& k = at(root, {"step", "vec_kernel"});
+  CHECK(k["metrics"]["count"] == 2);
+  CHECK(k["children"].empty());
+  tp::finalize(s);
+  CHECK(fake::st().pc_disables == 0);
+}
+
+TEST_CASE("profiler cupti: pc_sampling options are checked") {
+  auto dir = temp_dir("cupti_pc_opts");
+  tp::Options o;
+  o.pc_sampling.enabled = true;
+  CHECK_THROWS_AS(tp::start((dir / "a").string(), o), tilejit::InvalidArgument);  // no backend
+  register_mock();
+  o.backend = "mock";
+  o.pc_sampling.period = 4;
+  CHECK_THROWS_AS(tp::start((dir / "b").string(), o), tilejit::InvalidArgument);
+  o.pc_sampling.period = 32;
+  CHECK_THROWS_AS(tp::start((dir / "c").string(), o), tilejit::InvalidArgument);
+  o.pc_sampling.period = 5;
+  o.pc_sampling.max_pcs = 0;
+  CHECK_THROWS_AS(tp::start((dir / "d").string(), o), tilejit::InvalidArgument);
+  o.pc_sampling.max_pcs = 1;
+  auto s = tp::start((dir / "e").string(), o);
+  CHECK(MockBackend::latest()->config().pc_sampling.period == 5);  // handed to the backend
+  CHECK(MockBackend::latest()->config().pc_sampling.enabled);
+  tp::finalize(s);
+}
+
 // ---- fault rules ---------------------------------------------------------------------------
 
 TEST_CASE("profiler cupti: CUPTI held by another profiler gives a message and a session without kernels") {
@@ -1073,4 +1419,61 @@ TEST_CASE("profiler cupti gpu: a captured and replayed CUDA graph is attributed 
   dev.copy_to_host(out.data(), dout, bytes);
   CHECK(out[n - 1] == 3.f);
   dev.free(dx), dev.free(dy), dev.free(dout);
+}
+
+TEST_CASE("profiler cupti gpu: PC sampling of one kernel gives per-location samples with stall reasons") {
+  if (!have_gpu()) return;
+  namespace tj = tilejit;
+  auto dev = tj::Device::best();
+  const int n = 1 << 24;
+  const std::size_t bytes = std::size_t(n) * sizeof(float);
+  std::vector<float> x(n, 1.f), y(n, 2.f), out(n);
+  auto* dx = static_cast<float*>(dev.alloc(bytes));
+  auto* dy = static_cast<float*>(dev.alloc(bytes));
+  auto* dout = static_cast<float*>(dev.alloc(bytes));
+  dev.copy_to_device(dx, x.data(), bytes);
+  dev.copy_to_device(dy, y.data(), bytes);
+  auto dir = temp_dir("cupti_gpu_pc");
+  tp::Options o{.backend = "cupti", .hook = "launch"};
+  o.pc_sampling = {.enabled = true, .period = 10};
+  auto s = tp::start((dir / "pc").string(), o);
+  REQUIRE_MESSAGE(tp::stats(s).kernel_records, "the cupti backend did not start (see the message above)");
+  // A specialisation no other test uses: compiled and loaded inside the
+  // session, so CUPTI's MODULE_LOADED hands over its cubin for the line lookup.
+  auto k = tj::compile<examples::VecAdd<480>>(dev, {.num_warps = 4});
+  const tj::Grid grid{tj::cdiv(n, 480)};
+  {
+    tp::Scope a("sampled");
+    for (int i = 0; i < 3; ++i) k.launch(grid, dx, dy, dout, n);
+  }
+  dev.synchronize();
+  const auto c = cu::counters().pc_sampling;
+  MESSAGE("pc sampling counters: contexts " << c.contexts << ", failed " << c.failed_contexts << ", cubins "
+                                            << c.cubins << ", ranges " << c.ranges << ", samples " << c.samples
+                                            << ", dropped " << c.dropped);
+  auto rep = tp::finalize(s);
+  dev.copy_to_host(out.data(), dout, bytes);
+  CHECK(out[n - 1] == 3.f);
+  dev.free(dx), dev.free(dy), dev.free(dout);
+  CHECK(c.failed_contexts == 0);
+  CHECK(c.contexts >= 1);
+  CHECK(c.ranges >= 3);
+  CHECK(c.cubins >= 1);
+  REQUIRE(rep.files.size() == 1);
+  json root = read_json(rep.files[0])[0];
+  MESSAGE("profile: " << root.dump());
+  const json& sc = at(root, {"sampled"});
+  REQUIRE(sc["children"].size() == 1);
+  const json& kn = sc["children"][0];
+  CHECK(kn["metrics"]["count"] == 3);
+  CHECK(kn["metrics"]["pc_samples (inc)"].get<std::int64_t>() > 0);
+  REQUIRE_FALSE(kn["children"].empty());
+  std::int64_t stalls = 0;
+  for (const auto& line : kn["children"]) {
+    const std::string loc = line["frame"]["name"];
+    CHECK((contains(loc, ":") || contains(loc, "+0x")));  // file:line, or function+offset without line info
+    for (const auto& [name, v] : line["metrics"].items())
+      if (name.rfind("stall:", 0) == 0 && !contains(name, "(inc)")) stalls += v.get<std::int64_t>();
+  }
+  CHECK(stalls > 0);
 }

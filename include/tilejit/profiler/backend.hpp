@@ -64,6 +64,8 @@ struct DeviceInfo {
   std::string arch;                     ///< e.g. "90a", "gfx942"
 };
 
+struct PcSamples;  // below, with record_pc_samples
+
 /// Where a backend delivers. Thread-safe: any thread, any time between
 /// Backend::start() and the return of Backend::stop().
 class Sink {
@@ -73,13 +75,41 @@ class Sink {
   virtual void kernel(const KernelRecord& record) noexcept = 0;
   /// Describe a device for the hatchet device_info element.
   virtual void device(DeviceType type, std::uint32_t id, const DeviceInfo& info) noexcept = 0;
+  /// PC samples not tied to a launch (continuous collection): added under
+  /// ROOT/<kernel>/<location> in the open phase.
+  virtual void pc_samples(const PcSamples& samples) noexcept { (void)samples; }
+};
+
+/// PC sampling (NVIDIA: CUPTI's PC Sampling API; see docs/profiler.md).
+/// A backend that cannot sample says why once and keeps its kernel records.
+struct PcSamplingOptions {
+  bool enabled = false;
+  enum class Collection : std::uint8_t {
+    /// CUPTI serializes kernels; each launch is sampled alone (start at the
+    /// launch's API entry, stop and read at its exit): per-line samples land
+    /// under the scope that launched the kernel, <scope>/<kernel>/<line>.
+    kernel_serialized,
+    /// Kernels run concurrently and are sampled all the time; samples are read
+    /// at each flush and land under ROOT/<kernel>/<line> (CUPTI gives no
+    /// correlation id in this mode, so no launch scope is known).
+    continuous,
+  } collection = Collection::kernel_serialized;
+  /// Sampling period as log2 of cycles, 5..31 (2^period cycles); 0: CUPTI's default.
+  std::uint32_t period = 0;
+  /// Stall reasons to collect, by short name ("long_scoreboard", "barrier", ...);
+  /// empty: all. A name the GPU does not know is reported and skipped.
+  std::vector<std::string> stall_reasons;
+  std::size_t scratch_buffer_size = 0;   ///< bytes; 0: CUPTI's default (1 MiB)
+  std::size_t hardware_buffer_size = 0;  ///< bytes; 0: CUPTI's default (512 MiB)
+  std::size_t max_pcs = 4096;            ///< PCs read per cuptiPCSamplingGetData call (> 0)
 };
 
 /// Settings a session hands to its backend.
 struct BackendConfig {
   std::string session_name;
-  std::string mode;                        ///< Options::mode (e.g. "pcsampling" for a later backend)
+  std::string mode;                        ///< Options::mode text that is not the session's own
   std::size_t buffer_size = 64ull << 20;   ///< activity buffer bytes (Options::buffer_size)
+  PcSamplingOptions pc_sampling;           ///< Options::pc_sampling
 };
 
 /// A source of kernel records for one session.

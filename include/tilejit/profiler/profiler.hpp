@@ -66,6 +66,10 @@ struct Options {
   /// Periodic flushing: advance_phase waits while this many closed phases are
   /// queued for writing (>= 1), which bounds memory if the disk is slow.
   std::size_t max_pending_phases = 4;
+  /// PC sampling through the backend (the "cupti" backend: CUPTI's PC
+  /// Sampling API). Needs a backend; per-line child frames of kernel nodes
+  /// with "pc_samples" and "stall:<reason>" (docs/profiler.md).
+  PcSamplingOptions pc_sampling;
 };
 
 /// Start a session writing to files named from `name` (a path without
