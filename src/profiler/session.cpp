@@ -195,12 +195,15 @@ void add_slots(const MetricSlot* slots, std::size_t n) {
 
 /// Move the open phase out of every Local (state_mu held). Open scopes, an
 /// open launch op and launches waiting for their kernel keep their paths in
-/// the fresh trees.
-std::shared_ptr<PhaseData> collect(Session& s) {
+/// the fresh trees — except, when `late` (periodic flushing), ordinary
+/// launches, whose records will be added to the closed phase itself until it
+/// is sealed (see PhaseData).
+std::shared_ptr<PhaseData> collect(Session& s, bool late = false) {
   auto pd = std::make_shared<PhaseData>();
   pd->phase = s.phase;
   std::lock_guard g(s.locals_mu);
   pd->devices = s.devices;
+  std::vector<Local*> late_locals;  // whose launches now point into pd
   auto take = [&](Local& l) {
     std::lock_guard lg(l.lock);
     ThreadPhase old = std::move(l.data);
@@ -211,17 +214,35 @@ std::shared_ptr<PhaseData> collect(Session& s) {
       l.path[i] = t.child(i == 0 ? 0 : l.path[i - 1], old.tree.nodes[l.path[i]].name);
     if (l.op_node != kNoNode) l.op_node = t.copy_path(old.tree, l.op_node);
     std::unordered_map<std::uint32_t, std::uint32_t> moved;
+    bool stays = false;  // a launch of this phase keeps pointing into `old`
     for (auto it = l.pending.begin(); it != l.pending.end();) {
-      if (++it->second.age > 2) {  // its record never came: stop waiting
+      PendingLaunch& p = it->second;
+      if (++p.age > 2) {  // its record never came: stop waiting
+        if (p.closed) {
+          std::lock_guard lm(p.closed->late_mu);
+          --p.closed->outstanding;
+        }
         it = l.pending.erase(it);
         continue;
       }
-      auto [m, fresh] = moved.try_emplace(it->second.node, 0);
-      if (fresh) m->second = t.copy_path(old.tree, it->second.node);
-      it->second.node = m->second;
+      if (p.closed) {  // launched in an earlier closed phase, still unsealed
+        ++it;
+        continue;
+      }
+      if (late && !p.graph) {
+        p.closed = pd.get();  // part index set below, once parts are sorted
+        ++pd->outstanding;
+        stays = true;
+        ++it;
+        continue;
+      }
+      auto [m, fresh] = moved.try_emplace(p.node, 0);
+      if (fresh) m->second = t.copy_path(old.tree, p.node);
+      p.node = m->second;
       ++it;
     }
-    if (!old.empty()) pd->parts.push_back(std::move(old));
+    if (stays) late_locals.push_back(&l);
+    if (!old.empty() || stays) pd->parts.push_back(std::move(old));
   };
   for (auto& l : s.locals) take(*l);
   take(*s.detached);
@@ -231,7 +252,36 @@ std::shared_ptr<PhaseData> collect(Session& s) {
   });
   std::sort(pd->parts.begin(), pd->parts.end(),
             [](const ThreadPhase& a, const ThreadPhase& b) { return a.thread < b.thread; });
+  for (Local* l : late_locals) {  // threads are unique per session: find each one's part
+    auto part = std::lower_bound(pd->parts.begin(), pd->parts.end(), l->data.thread,
+                                 [](const ThreadPhase& p, std::uint32_t th) { return p.thread < th; });
+    std::lock_guard lg(l->lock);
+    for (auto& [id, p] : l->pending)
+      if (p.closed == pd.get()) p.part = static_cast<std::uint32_t>(part - pd->parts.begin());
+  }
+  pd->sealed = pd->outstanding == 0;
   return pd;
+}
+
+/// No more records into `pd` (idempotent; any thread; not under locals_mu):
+/// launches of it still pending move to the open phase, under the same path.
+void seal(Session& s, PhaseData& pd) {
+  std::lock_guard g(s.locals_mu);
+  {
+    std::lock_guard lm(pd.late_mu);
+    if (pd.sealed) return;
+    pd.sealed = true;
+    pd.outstanding = 0;
+  }
+  for (auto& lp : s.locals) {
+    Local& l = *lp;
+    std::lock_guard lg(l.lock);
+    for (auto& [id, p] : l.pending)
+      if (p.closed == &pd) {
+        p.node = l.data.tree.copy_path(pd.parts[p.part].tree, p.node);
+        p.closed = nullptr;
+      }
+  }
 }
 
 /// A copy of the open phase (state_mu held).
@@ -318,7 +368,23 @@ void worker_main(Session* s) {
     std::shared_ptr<PhaseData> pd = it->second;
     s->writing = n;
     const std::string path = part_file(*s, n);
+    bool waiting;
+    {
+      std::lock_guard lm(pd->late_mu);
+      waiting = !pd->sealed;
+    }
+    // One backend flush serves every phase closed before it began.
+    const bool flush = waiting && s->kernel_records && n >= s->flushed_below;
+    const std::size_t open_at_flush = s->phase;
     lk.unlock();
+    if (flush) {
+      try {
+        s->backend->flush();  // on this thread: the caller of advance_phase does not wait for it
+      } catch (...) {
+      }
+      s->flushed_below = open_at_flush;
+    }
+    if (waiting) seal(*s, *pd);
     PhaseWrite w = write_phase(*s, *pd, path);
     lk.lock();
     if (w.result.error == 0) {
@@ -392,9 +458,9 @@ NameId captured_at_name() {
   return id;
 }
 
-void attribute(Local& l, std::uint32_t node, NameId kernel, const KernelRecord& r,
+void attribute(ThreadPhase& d, bool trace, std::uint32_t node, NameId kernel, const KernelRecord& r,
                std::uint64_t launch_ts, bool has_launch, const CaptureSite* site = nullptr) {
-  Tree& t = l.data.tree;
+  Tree& t = d.tree;
   std::uint32_t target = (node != 0 && t.nodes[node].name == kernel) ? node : t.child(node, kernel);
   auto& m = t.nodes[target].metrics;
   if (site)
@@ -404,10 +470,13 @@ void attribute(Local& l, std::uint32_t node, NameId kernel, const KernelRecord& 
   add_slot(m, MetricSlot::of_int(kCount, MetricKind::inclusive, 1));
   add_slot(m, MetricSlot::of_int(kDeviceId, MetricKind::property, r.device_id));
   add_slot(m, MetricSlot::of_int(kDeviceType, MetricKind::property, static_cast<int>(r.device_type)));
-  if (l.session->trace)
-    l.data.kernels.push_back({target, r.start_ns, r.start_ns + dur, launch_ts, r.correlation_id,
-                              r.device_id, r.stream_id, r.device_type, has_launch && launch_ts != 0,
-                              r.graph_node_id});
+  if (trace)
+    d.kernels.push_back({target, r.start_ns, r.start_ns + dur, launch_ts, r.correlation_id, r.device_id,
+                         r.stream_id, r.device_type, has_launch && launch_ts != 0, r.graph_node_id});
+}
+void attribute(Local& l, std::uint32_t node, NameId kernel, const KernelRecord& r, std::uint64_t launch_ts,
+               bool has_launch, const CaptureSite* site = nullptr) {
+  attribute(l.data, l.session->trace, node, kernel, r, launch_ts, has_launch, site);
 }
 
 /// Below `node`: <captured_at> / the capture site's path. Adds a replay at
@@ -455,6 +524,14 @@ void SessionSink::kernel(const KernelRecord& r) noexcept {
         auto it = l->pending.find(r.correlation_id);
         if (it == l->pending.end()) continue;
         PendingLaunch& p = it->second;
+        if (p.closed) {  // launched in a closed phase the writer has not sealed: it lands there
+          PhaseData& pd = *p.closed;
+          std::lock_guard lm(pd.late_mu);
+          attribute(pd.parts[p.part], s_.trace, p.node, kn, r, p.ts, true);
+          --pd.outstanding;
+          l->pending.erase(it);
+          return;
+        }
         if (graph) attribute_graph(s_, *l, &p, kn, r);
         else attribute(*l, p.node, kn, r, p.ts, true);
         // A graph launch of unknown size keeps its binding until it ages out.
@@ -841,6 +918,14 @@ FinalizeReport finalize(SessionId id) {
     bump_locked();
   }
   std::unique_lock lk(s->state_mu);
+  // The writer first: it may flush the backend for the phases it still has.
+  s->stop_worker = true;
+  s->cv.notify_all();
+  if (s->worker.joinable()) {
+    lk.unlock();
+    s->worker.join();
+    lk.lock();
+  }
   if (s->kernel_records) {
     try {
       s->backend->flush();
@@ -849,6 +934,8 @@ FinalizeReport finalize(SessionId id) {
       warn("finalize: backend of session '{}' failed to stop: {}", s->name, e.what());
     }
   }
+
+  for (auto& [n, pd] : s->closed) seal(*s, *pd);  // failed writes kept in memory: complete
 
   // Scopes still open: end them now, report them.
   const std::uint64_t t = now_ns();
@@ -1033,9 +1120,11 @@ std::size_t advance_phase(SessionId id) {
   std::unique_lock lk(s->state_mu);
   if (s->finalizing.load())
     throw InvalidArgument(fmt::format("profiler::advance_phase: session {} is finalized", id));
-  if (s->kernel_records) s->backend->flush();
+  // Periodic flushing: no backend flush here; the writer flushes and seals
+  // the phase in the background (late records land in it by correlation id).
+  if (s->kernel_records && !s->periodic) s->backend->flush();
   const std::size_t closing = s->phase;
-  s->closed[closing] = collect(*s);
+  s->closed[closing] = collect(*s, /*late=*/s->periodic && s->kernel_records);
   ++s->phase;
   if (s->periodic) {
     for (std::size_t f : s->failed)  // retry earlier failures first
@@ -1087,7 +1176,18 @@ std::shared_ptr<PhaseData> phase_data(detail::Session& s, std::size_t phase) {
     if (s.kernel_records) s.backend->flush();
     return snapshot(s);
   }
-  if (auto it = s.closed.find(phase); it != s.closed.end()) return it->second;
+  if (auto it = s.closed.find(phase); it != s.closed.end()) {
+    bool waiting;
+    {
+      std::lock_guard lm(it->second->late_mu);
+      waiting = !it->second->sealed;
+    }
+    if (waiting) {  // periodic flushing, not written yet: a read completes it first
+      if (s.kernel_records) s.backend->flush();
+      seal(s, *it->second);
+    }
+    return it->second;
+  }
   return nullptr;
 }
 }  // namespace
@@ -1119,6 +1219,7 @@ void clear(SessionId id, std::size_t phase, bool clear_up_to_phase) {
     }
     s->failed.erase(it->first);
     std::erase(s->queue, it->first);
+    seal(*s, *it->second);  // no launch may point into a dropped phase
     dropped.push_back(std::move(it->second));
     it = s->closed.erase(it);
   }
@@ -1142,6 +1243,7 @@ SessionStats stats(SessionId id) {
   st.kernel_records = s->kernel_records;
   st.graph_kernels_flat = s->graph_kernels_flat.load();
   for (auto& [n, pd] : s->closed) {
+    std::lock_guard lm(pd->late_mu);
     st.nodes_in_memory += pd->nodes();
     st.events_in_memory += pd->events();
   }

@@ -84,10 +84,19 @@ struct DeviceKey {
 };
 
 /// A closed phase (or a snapshot of the open one).
+///
+/// Periodic flushing: advance_phase does not wait for the backend. Launches
+/// made in the phase whose kernel records have not come yet keep pointing
+/// into it (PendingLaunch::closed), and their records are added to it, under
+/// `late_mu`, until the writer seals it (after one backend flush on the
+/// writer's thread); launches still pending then move to the open phase.
 struct PhaseData {
   std::size_t phase = 0;
   std::vector<ThreadPhase> parts;
   std::map<DeviceKey, DeviceInfo> devices;
+  std::mutex late_mu;            // parts, while launches may still land here
+  bool sealed = true;            // no record lands here any more (set false while launches are outstanding)
+  std::size_t outstanding = 0;   // launches of this phase whose record has not come
   std::size_t nodes() const {
     std::size_t n = 0;
     for (auto& p : parts) n += p.tree.size();
@@ -109,6 +118,9 @@ struct PendingLaunch {
   bool graph = false;           // a graph launch: several kernel records share the id
   bool replay_counted = false;  // graph_replays added for this launch
   std::uint32_t remaining = 1;  // kernel records still expected; 0 = unknown (graph)
+  // Launched in a closed phase (periodic flushing): `node` is in closed->parts[part].
+  PhaseData* closed = nullptr;
+  std::uint32_t part = 0;
 };
 
 /// Where a graph node was captured (process-wide, see backend.hpp).
@@ -183,6 +195,9 @@ struct Session {
 
   std::atomic<std::size_t> graph_kernels_flat{0};
   std::atomic<bool> reported_flat{false};
+  /// Periodic flushing: phases below this were closed before the writer's
+  /// last backend flush began, so their records are in (writer thread only).
+  std::size_t flushed_below = 0;
 
   std::mutex async_mu;
   std::unordered_map<std::uint64_t, NameId> async_names;

@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 #include <cstdio>
 #include <fcntl.h>
@@ -118,6 +119,7 @@ class MockBackend final : public tp::Backend {
     for (const auto& r : queued_) sink_->kernel(r);
     queued_.clear();
     ++flushes;
+    flush_threads.push_back(std::this_thread::get_id());
   }
   void stop() override {
     stopped = true;
@@ -139,6 +141,7 @@ class MockBackend final : public tp::Backend {
 
   const tp::BackendConfig& config() const { return config_; }
   int flushes = 0;
+  std::vector<std::thread::id> flush_threads;  // where each flush ran
   bool stopped = false;
 
   /// The most recently started MockBackend.

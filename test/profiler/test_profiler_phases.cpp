@@ -302,3 +302,42 @@ TEST_CASE("profiler phase: threads keep recording while phases advance; nothing 
   CHECK(kernels == kThreads * kIters);
   tp::finalize(s);
 }
+
+TEST_CASE("profiler phase: periodic flushing flushes the backend on the writer thread; late records land in their launch's phase") {
+  register_mock();
+  auto dir = temp_dir("phase_late");
+  auto s = tp::start((dir / "late").string(), {.backend = "mock", .mode = "periodic_flushing"});
+  MockBackend* mock = MockBackend::latest();
+  const std::uint64_t t0 = tp::now_ns();
+  {
+    tp::Scope a("a");
+    tp::correlate_launch(1);
+    mock->push(record("k1", 1, t0 + 10, 100));  // completes "late": delivered at the next flush
+    tp::correlate_launch(3);                     // its record comes only after phase 0 is written
+  }
+  const int flushes_before = mock->flushes;
+  CHECK(tp::advance_phase(s) == 1);
+  {
+    tp::Scope b("b");
+    tp::correlate_launch(2);
+    mock->push(record("k2", 2, t0 + 20, 100));
+  }
+  REQUIRE(tp::wait_for_flush(s, 0));
+  CHECK(mock->flushes > flushes_before);
+  for (std::size_t i = static_cast<std::size_t>(flushes_before); i < mock->flush_threads.size(); ++i)
+    CHECK(mock->flush_threads[i] != std::this_thread::get_id());  // never on the caller of advance_phase
+  json p0 = read_json(dir / "late.part_0.hatchet")[0];
+  CAPTURE(p0.dump());
+  CHECK(at(p0, {"a", "k1"})["metrics"]["count"] == 1);  // the phase it was launched in, though it came after
+  CHECK(child_names(p0) == std::vector<std::string>{"a"});
+  mock->deliver(record("k3", 3, t0 + 30, 100));  // phase 0 is written: lands in the open phase, same path
+  tp::advance_phase(s);
+  REQUIRE(tp::wait_for_flush(s, 1));
+  json p1 = read_json(dir / "late.part_1.hatchet")[0];
+  CAPTURE(p1.dump());
+  CHECK(at(p1, {"b", "k2"})["metrics"]["count"] == 1);
+  CHECK(at(p1, {"a", "k3"})["metrics"]["count"] == 1);
+  CHECK(tp::stats(s).pending_launches == 0);
+  auto rep = tp::finalize(s);
+  CHECK(rep.errors.empty());
+}
