@@ -5,11 +5,32 @@
 //   BM_TinyLaunches/*   100,000 launches of a one-program vector add (CPU-bound)
 //   BM_GemmLoop/*/n     n GEMMs 4096³ (examples/gemm rung 4, GPU-bound), n = 50 and 500
 // Targets (issue 6): GPU-bound < 1% overhead, tiny launches < 1.3×, flushing < 2%.
+//
+//   profiler_bench --long-job[=N] [--dir=D]
+// simulates a 1-hour job: N launches (default 10M) under a session with
+// periodic flushing, a phase every 10K launches. On a GPU: tiny tilejit kernels
+// under the CUPTI backend; without one: a simulated GPU backend whose
+// completion thread delivers kernel records asynchronously, as CUPTI's buffer
+// callback does. Prints RSS after the first phase and at the end (flat within
+// 10% is the target), parses every phase file back and checks that every
+// launch's kernel was counted once; one-line verdict, exit code 0 on PASS.
 #include <benchmark/benchmark.h>
 
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "examples/gemm/matmul_v4.hpp"
 #include "examples/vector_add.hpp"
@@ -112,4 +133,191 @@ BENCHMARK(BM_TinyLaunches)->Arg(kPlain)->Arg(kProfiled)->Arg(kFlushing)->Unit(be
 BENCHMARK(BM_GemmLoop)->Args({kPlain, 50})->Args({kProfiled, 50})->Args({kFlushing, 50})->Args({kPlain, 500})->Args({kProfiled, 500})
     ->Args({kFlushing, 500})->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 BENCHMARK(BM_SessionStartStop)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
-BENCHMARK_MAIN();
+// ---- the long-job memory test -------------------------------------------------------------
+
+namespace {
+
+/// A simulated GPU: each launch is correlated on the launching thread and its
+/// record delivered about 1 ms later by a completion thread (as CUPTI's buffer
+/// callback would); flush() delivers every launch made before it.
+class SimGpu final : public tp::Backend {
+ public:
+  static std::atomic<SimGpu*>& current() {
+    static std::atomic<SimGpu*> p{nullptr};
+    return p;
+  }
+  void start(tp::Sink& sink, const tp::BackendConfig&) override {
+    sink_ = &sink;
+    done_ = false;
+    thread_ = std::thread([this] { run(); });
+    current().store(this);
+  }
+  void flush() override {
+    std::lock_guard g(mu_);
+    deliver_locked();
+  }
+  void stop() override {
+    current().store(nullptr);
+    {
+      std::lock_guard g(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+    flush();
+  }
+  void launch(std::uint64_t corr) {
+    tp::correlate_launch(corr);
+    std::lock_guard g(mu_);
+    queued_.push_back(corr);
+  }
+
+ private:
+  void run() {
+    std::unique_lock lk(mu_);
+    while (!done_) {
+      cv_.wait_for(lk, std::chrono::milliseconds(1));
+      deliver_locked();
+    }
+  }
+  void deliver_locked() {
+    tp::KernelRecord r;
+    r.name = "sim_tiny_kernel";
+    for (std::uint64_t c : queued_) {
+      r.correlation_id = c;
+      r.start_ns = tp::now_ns();
+      r.end_ns = r.start_ns + 2000;
+      sink_->kernel(r);
+    }
+    queued_.clear();
+  }
+  tp::Sink* sink_ = nullptr;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<std::uint64_t> queued_;
+  bool done_ = false;
+  std::thread thread_;
+};
+
+double rss_mib() {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+  return 0;
+}
+
+/// Kernel launches counted in a hatchet tree: the "count" metrics of every node.
+std::int64_t count_kernels(const nlohmann::json& node) {
+  std::int64_t n = node.at("metrics").value("count", std::int64_t{0});
+  for (const auto& c : node.at("children")) n += count_kernels(c);
+  return n;
+}
+
+int long_job(std::int64_t launches, const std::filesystem::path& dir) {
+  constexpr std::int64_t kPhase = 10'000;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const bool on_gpu = gpu().backend() == tj::Backend::cuda;
+  tp::register_backend("sim_gpu", [] { return std::make_unique<SimGpu>(); });
+  tp::Options o;
+  o.backend = on_gpu ? "cupti" : "sim_gpu";
+  o.hook = "launch";
+  o.mode = "periodic_flushing";
+  float* p = nullptr;
+  std::optional<tj::Kernel<examples::VecAdd<1024>>> k;
+  if (on_gpu) {
+    p = static_cast<float*>(gpu().alloc(4096));
+    k.emplace(tj::compile<examples::VecAdd<1024>>(gpu(), {.num_warps = 4}));
+    k->launch(tj::Grid{1}, p, p, p, 1024);
+    gpu().synchronize();
+  }
+  const auto s = tp::start((dir / "job").string(), o);
+  if (!tp::stats(s).kernel_records) {
+    std::printf("long-job: FAIL: backend '%s' did not start\n", o.backend.c_str());
+    return 1;
+  }
+  static const tp::Name step_name("step");
+  const auto t0 = std::chrono::steady_clock::now();
+  double rss_first = 0, rss_peak = 0, rss_half = 0;
+  std::uint64_t corr = 1;
+  std::size_t phases = 0;
+  for (std::int64_t i = 0; i < launches; ++i) {
+    {
+      tp::Scope st(step_name);
+      if (on_gpu) {
+        k->launch(tj::Grid{1}, p, p, p, 1024);
+      } else {
+        tp::LaunchScope hook({.kernel = "sim_tiny_kernel", .grid = {1, 1, 1}, .flops = 1024, .bytes = 12288});
+        SimGpu::current().load()->launch(corr++);
+      }
+    }
+    if ((i + 1) % kPhase == 0) {
+      tp::advance_phase(s);
+      ++phases;
+      if (phases == 1) {
+        tp::wait_for_flush(s, 0);
+        rss_first = rss_mib();
+      }
+      if (phases == static_cast<std::size_t>(launches / kPhase / 2)) rss_half = rss_mib();
+      if (phases % 100 == 0) {
+        rss_peak = std::max(rss_peak, rss_mib());
+        if (std::getenv("TILEJIT_LONG_JOB_TRACE")) std::printf("  phase %zu: RSS %.1f MiB\n", phases, rss_mib());
+      }
+    }
+  }
+  if (on_gpu) gpu().synchronize();
+  if (phases > 0) tp::wait_for_flush(s, phases - 1);
+  const double rss_end = rss_mib();
+  rss_peak = std::max(rss_peak, rss_end);
+  const auto st = tp::stats(s);
+  const auto rep = tp::finalize(s);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::int64_t counted = 0;
+  std::size_t parsed = 0;
+  std::string bad;
+  for (const auto& f : rep.files) {
+    try {
+      std::ifstream in(f);
+      const auto j = nlohmann::json::parse(in);
+      counted += count_kernels(j.at(0));
+      ++parsed;
+    } catch (const std::exception& e) {
+      if (bad.empty()) bad = f + ": " + e.what();
+    }
+  }
+  if (on_gpu) gpu().free(p);
+  const double growth = rss_first > 0 ? (rss_end - rss_first) / rss_first : 1.0;
+  const bool ok = rss_first > 0 && growth <= 0.10 && bad.empty() && parsed == rep.files.size() &&
+                  rep.files.size() == phases + 1 && rep.errors.empty() && counted == launches;
+  std::printf("long-job (%s): %lld launches, %zu phases in %.1f s; RSS after phase 0 %.1f MiB, at end %.1f MiB "
+              "(%+.1f%%, peak %.1f; second half of the job %+.1f%%); in memory at end: %zu nodes, %zu phases; %zu/%zu phase files parsed%s%s; "
+              "kernels counted %lld/%lld: %s\n",
+              on_gpu ? "GPU, cupti" : "no GPU, simulated backend", static_cast<long long>(launches), phases, secs,
+              rss_first, rss_end, 100.0 * growth, rss_peak,
+              rss_half > 0 ? 100.0 * (rss_end - rss_half) / rss_half : 0.0, st.nodes_in_memory, st.phases_in_memory, parsed,
+              rep.files.size(), bad.empty() ? "" : ", first error: ", bad.c_str(), static_cast<long long>(counted),
+              static_cast<long long>(launches), ok ? "PASS" : "FAIL");
+  std::filesystem::remove_all(dir);
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a.rfind("--long-job", 0) != 0) continue;
+    std::int64_t n = 10'000'000;
+    if (a.size() > 11 && a[10] == '=') n = std::stoll(a.substr(11));
+    std::filesystem::path dir = std::filesystem::temp_directory_path() / "tj_prof_long_job";
+    for (int j = 1; j < argc; ++j)
+      if (std::string_view(argv[j]).rfind("--dir=", 0) == 0) dir = argv[j] + 6;
+    return long_job(n, dir);
+  }
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
