@@ -50,33 +50,24 @@ class TraceScope {
 
 template <class A>
 A make_param(ir::Kernel& k, int index) {
+  ir::Param p;
+  p.name = "arg" + std::to_string(index);
   if constexpr (is_desc_v<A>) {
-    ir::Param p;
-    p.name = "arg" + std::to_string(index);
     p.type = type_of<typename A::element>();
     p.type.is_desc = true;
     p.block = {A::block0, A::block1};
-    k.params.push_back(p);
-    ir::Node n;
-    n.op = ir::Op::param;
-    n.type = p.type;
-    n.i = index;
-    return A(record(n));
   } else {
-  static_assert(is_tile_v<A> && tile_traits<A>::shape::rank == 0,
-                "kernel parameters are scalars: tj::Ptr<T>, tj::Int, tj::Size or tj::Scalar<T>");
-  using E = typename tile_traits<A>::element;
-  ir::Param p;
-  p.name = "arg" + std::to_string(index);
-  p.type = type_of<E>();
-  p.is_size = std::is_same_v<A, Size>;
+    static_assert(is_tile_v<A> && tile_traits<A>::shape::rank == 0,
+                  "kernel parameters are scalars: tj::Ptr<T>, tj::Int, tj::Size, tj::Scalar<T>, or tj::Desc<T, B0, B1>");
+    p.type = type_of<typename tile_traits<A>::element>();
+    p.is_size = std::is_same_v<A, Size>;
+  }
   k.params.push_back(p);
   ir::Node n;
   n.op = ir::Op::param;
   n.type = p.type;
   n.i = index;
   return A(record(n));
-  }
 }
 
 }  // namespace lang
