@@ -11,17 +11,60 @@
 // log2(e). Rows whose keys are all masked give O = 0 and lse = -1e30.
 // Source of the algorithm: Dao et al., FlashAttention (arXiv 2205.14135) and
 // FlashAttention-2 (arXiv 2307.08691).
+//
+// `attend` is the loop the forward, the variable-length forward
+// (flash_fwd_varlen.hpp) and the decode kernel (flash_decode.hpp) share.
 #pragma once
 #include <tilejit/tilejit.hpp>
 
+#include <tuple>
+
 namespace examples {
 namespace tj = tilejit;
+
+inline constexpr float kAttnNegBig = -1e30f;          // "minus infinity" that keeps exp2 and max finite
+inline constexpr float kAttnLn2 = 0.6931471805599453f;
+
+/// The online-softmax loop over keys [lo, hi) of one sequence, for query rows
+/// `rm` (positions in the same sequence; causal masks key j > row i; keys at or
+/// past hi are masked).
+/// load_kt(n0) gives Kᵀ [HEAD_DIM, BLOCK_N] (keys n0 .. n0 + BLOCK_N; out-of-range
+/// keys may hold anything finite), load_v(n0) gives V [BLOCK_N, HEAD_DIM].
+/// Returns (m, l, acc): the running max in log2 units, the sum of exp2, and
+/// the unnormalised output [BLOCK_M, HEAD_DIM] in f32.
+template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, class LoadKT, class LoadV>
+auto attend(const tj::Tile<T, BLOCK_M, HEAD_DIM>& q_tile, const tj::Tile<std::int32_t, BLOCK_M>& rm, const tj::Int& lo,
+            const tj::Int& hi, const tj::Scalar<float>& scale_log2e, LoadKT load_kt, LoadV load_v) {
+  auto init = std::tuple{tj::full<float, BLOCK_M>(kAttnNegBig), tj::zeros<float, BLOCK_M>(), tj::zeros<float, BLOCK_M, HEAD_DIM>()};
+  return tj::for_range(lo, hi, BLOCK_N, init, [&](tj::Int n0, auto m_i, auto l_i, auto acc) {
+    auto rn = n0 + tj::arange<BLOCK_N>();
+    auto col_ok = tj::expand_dims<0>(rn < hi);
+    auto s = tj::dot(q_tile, load_kt(n0)) * scale_log2e;  // [BLOCK_M, BLOCK_N], log2 units
+    auto mask = CAUSAL ? (col_ok & (tj::expand_dims<1>(rm) >= tj::expand_dims<0>(rn))) : (col_ok & (tj::expand_dims<1>(rm) >= 0));
+    s = tj::where(mask, s, kAttnNegBig);
+    auto m_new = tj::maximum(m_i, tj::max<1>(s));
+    auto p = tj::where(mask, tj::exp2(s - tj::expand_dims<1>(m_new)), 0.0f);
+    auto alpha = tj::exp2(m_i - m_new);
+    auto acc_new = tj::dot(tj::cast<T>(p), load_v(n0), acc * tj::expand_dims<1>(alpha));
+    return std::tuple{m_new, l_i * alpha + tj::sum<1>(p), acc_new};
+  });
+}
+
+/// O = acc / l (0 for rows with no key) and the natural-log LSE (-1e30 for them).
+template <int BLOCK_M, int HEAD_DIM>
+auto attend_finish(const tj::Tile<float, BLOCK_M>& m_i, const tj::Tile<float, BLOCK_M>& l_i,
+                   const tj::Tile<float, BLOCK_M, HEAD_DIM>& acc) {
+  auto has = l_i > 0.0f;
+  auto safe_l = tj::where(has, l_i, 1.0f);
+  auto out = tj::where(tj::expand_dims<1>(has), acc / tj::expand_dims<1>(safe_l), 0.0f);
+  auto lse = tj::where(has, m_i * kAttnLn2 + tj::log(safe_l), kAttnNegBig);
+  return std::tuple{out, lse};
+}
 
 template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T>
 struct FlashAttnFwd {
   void operator()(tj::Ptr<T> q, tj::Ptr<T> k, tj::Ptr<T> v, tj::Ptr<T> o, tj::Ptr<float> lse, tj::Size S, tj::Size group,
                   tj::Scalar<float> scale_log2e) const {
-    constexpr float kNegBig = -1e30f;
     auto start_m = tj::program_id(0) * BLOCK_M;
     auto bh = tj::program_id(1);
     auto q_base = bh * S * HEAD_DIM;
@@ -30,29 +73,19 @@ struct FlashAttnFwd {
     auto rd = tj::arange<HEAD_DIM>();
     auto row_ok = rm < S;
     auto q_tile = tj::load(q + q_base + tj::expand_dims<1>(rm) * HEAD_DIM + tj::expand_dims<0>(rd), tj::expand_dims<1>(row_ok), 0.0f);
-
     auto hi = CAUSAL ? tj::minimum(S, start_m + BLOCK_M) : tj::Int(S);
-    auto init = std::tuple{tj::full<float, BLOCK_M>(kNegBig), tj::zeros<float, BLOCK_M>(), tj::zeros<float, BLOCK_M, HEAD_DIM>()};
-    auto [m_i, l_i, acc] = tj::for_range(0, hi, BLOCK_N, init, [&](tj::Int n0, auto m_i, auto l_i, auto acc) {
-      auto rn = n0 + tj::arange<BLOCK_N>();
-      auto col_ok = tj::expand_dims<0>(rn < S);
-      // K^T tile [D, BLOCK_N] straight from K [S, D] by pointer arithmetic.
-      auto kt = tj::load(k + kv_base + tj::expand_dims<0>(rn) * HEAD_DIM + tj::expand_dims<1>(rd), col_ok, 0.0f);
-      auto s = tj::dot(q_tile, kt) * scale_log2e;  // [BLOCK_M, BLOCK_N], log2 units
-      auto mask = CAUSAL ? (col_ok & (tj::expand_dims<1>(rm) >= tj::expand_dims<0>(rn))) : (col_ok & (tj::expand_dims<1>(rm) >= 0));
-      s = tj::where(mask, s, kNegBig);
-      auto m_new = tj::maximum(m_i, tj::max<1>(s));
-      auto p = tj::where(mask, tj::exp2(s - tj::expand_dims<1>(m_new)), 0.0f);
-      auto alpha = tj::exp2(m_i - m_new);
-      auto vt = tj::load(v + kv_base + tj::expand_dims<1>(rn) * HEAD_DIM + tj::expand_dims<0>(rd), tj::expand_dims<1>(rn < S), 0.0f);
-      auto acc_new = tj::dot(tj::cast<T>(p), vt, acc * tj::expand_dims<1>(alpha));
-      return std::tuple{m_new, l_i * alpha + tj::sum<1>(p), acc_new};
-    });
-    auto has = l_i > 0.0f;
-    auto out = tj::where(tj::expand_dims<1>(has), acc / tj::expand_dims<1>(tj::where(has, l_i, 1.0f)), 0.0f);
+    auto [m_i, l_i, acc] = attend<BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, T>(
+        q_tile, rm, tj::scalar<std::int32_t>(0), hi, scale_log2e,
+        [&](const tj::Int& n0) {  // Kᵀ tile [D, BLOCK_N] straight from K [S, D] by pointer arithmetic
+          auto rn = n0 + tj::arange<BLOCK_N>();
+          return tj::load(k + kv_base + tj::expand_dims<0>(rn) * HEAD_DIM + tj::expand_dims<1>(rd), tj::expand_dims<0>(rn < S), 0.0f);
+        },
+        [&](const tj::Int& n0) {
+          auto rn = n0 + tj::arange<BLOCK_N>();
+          return tj::load(v + kv_base + tj::expand_dims<1>(rn) * HEAD_DIM + tj::expand_dims<0>(rd), tj::expand_dims<1>(rn < S), 0.0f);
+        });
+    auto [out, lse_row] = attend_finish<BLOCK_M, HEAD_DIM>(m_i, l_i, acc);
     tj::store(o + q_base + tj::expand_dims<1>(rm) * HEAD_DIM + tj::expand_dims<0>(rd), tj::cast<T>(out), tj::expand_dims<1>(row_ok));
-    constexpr float kLn2 = 0.6931471805599453f;
-    auto lse_row = tj::where(has, m_i * kLn2 + tj::log(tj::where(has, l_i, 1.0f)), kNegBig);
     tj::store(lse + bh * S + rm, lse_row, row_ok);
   }
 };

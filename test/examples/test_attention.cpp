@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "examples/attention/flash_fwd.hpp"
+#include "test/common/attention_ref.hpp"
 #include "test/common/random.hpp"
 
 namespace tj = tilejit;
@@ -17,33 +18,20 @@ struct Ref {
   std::vector<double> o, lse;
 };
 
+/// testing::attention_ref per head of [BH, S, D] tensors (query head bh reads KV head bh / group).
 template <class T>
 Ref reference(const std::vector<T>& q, const std::vector<T>& k, const std::vector<T>& v, int BH, int group, int S, int D,
               bool causal, double scale) {
+  auto head = [&](const std::vector<T>& x, int h) {
+    std::vector<double> out(static_cast<std::size_t>(S) * D);
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(x[static_cast<std::size_t>(h) * S * D + i]);
+    return out;
+  };
   Ref r;
-  r.o.assign(static_cast<std::size_t>(BH) * S * D, 0.0);
-  r.lse.assign(static_cast<std::size_t>(BH) * S, 0.0);
-  std::vector<double> s(static_cast<std::size_t>(S));
   for (int bh = 0; bh < BH; ++bh) {
-    const std::size_t qb = static_cast<std::size_t>(bh) * S * D, kb = static_cast<std::size_t>(bh / group) * S * D;
-    for (int i = 0; i < S; ++i) {
-      double m = -1e300;
-      const int last = causal ? i : S - 1;
-      for (int j = 0; j <= last; ++j) {
-        double acc = 0;
-        for (int d = 0; d < D; ++d) acc += static_cast<float>(q[qb + static_cast<std::size_t>(i) * D + d]) * static_cast<float>(k[kb + static_cast<std::size_t>(j) * D + d]);
-        s[static_cast<std::size_t>(j)] = acc * scale;
-        m = std::max(m, s[static_cast<std::size_t>(j)]);
-      }
-      double l = 0;
-      for (int j = 0; j <= last; ++j) l += std::exp(s[static_cast<std::size_t>(j)] - m);
-      for (int d = 0; d < D; ++d) {
-        double acc = 0;
-        for (int j = 0; j <= last; ++j) acc += std::exp(s[static_cast<std::size_t>(j)] - m) * static_cast<float>(v[kb + static_cast<std::size_t>(j) * D + d]);
-        r.o[qb + static_cast<std::size_t>(i) * D + d] = acc / l;
-      }
-      r.lse[static_cast<std::size_t>(bh) * S + i] = m + std::log(l);
-    }
+    const auto h = testing::attention_ref(head(q, bh), head(k, bh / group), head(v, bh / group), S, S, D, causal, scale);
+    r.o.insert(r.o.end(), h.o.begin(), h.o.end());
+    r.lse.insert(r.lse.end(), h.lse.begin(), h.lse.end());
   }
   return r;
 }

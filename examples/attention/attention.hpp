@@ -1,0 +1,203 @@
+// examples/attention/attention.hpp — attention as library calls, with the
+// argument checks a user needs before anything reaches the device.
+//
+//   examples::Attention<tj::bf16> attn(dev);
+//   attn.forward(q, k, v, o, lse, {.batch = 4, .heads_q = 32, .heads_kv = 8, .seqlen = 4096, .head_dim = 128, .causal = true});
+//   attn.backward(q, k, v, o, d_o, lse, delta, dq, dk, dv, shape);
+//   attn.forward_varlen(q, k, v, o, lse, cu_seqlens, shape);          // packed sequences
+//   attn.decode(q, k_cache, v_cache, seqlens, o, lse, shape, s_max);   // one token per sequence
+//
+// Head dims 64, 96 (exact, no padding), 128 and 256. Layouts are those of
+// flash_fwd.hpp, flash_fwd_varlen.hpp, flash_decode.hpp and flash_bwd.hpp.
+// Every rule broken is an InvalidArgument naming the value and the rule:
+// extents >= 1; heads_q a multiple of heads_kv (grouped-query attention needs
+// whole groups); a supported head dim; non-null pointers; cu_seqlens starting
+// at 0, non-decreasing, within the token buffer and max_seqlen; decode lengths
+// within [0, s_max]. Rows whose keys are all masked (an empty sequence or
+// cache) give O = 0 and lse = -1e30, never NaN.
+#pragma once
+#include <fmt/format.h>
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <typeindex>
+#include <vector>
+
+#include "examples/attention/flash_bwd.hpp"
+#include "examples/attention/flash_decode.hpp"
+#include "examples/attention/flash_fwd.hpp"
+#include "examples/attention/flash_fwd_varlen.hpp"
+
+namespace examples {
+
+struct AttnShape {
+  long long batch = 1, heads_q = 1, heads_kv = 1;
+  long long seqlen = 1;    ///< S (forward / backward); for varlen: the longest sequence (max_seqlen)
+  long long head_dim = 64;
+  bool causal = false;
+  double scale = 0;        ///< softmax scale; 0 = 1/sqrt(head_dim)
+  double softmax_scale() const { return scale > 0 ? scale : 1.0 / std::sqrt(static_cast<double>(head_dim)); }
+};
+
+template <class T>
+class Attention {
+ public:
+  explicit Attention(tj::Device dev) : dev_(std::move(dev)) {}
+
+  /// The common rules (see the file comment).
+  static void check(const AttnShape& s) {
+    for (auto [v, what] : {std::pair{s.batch, "batch"}, std::pair{s.heads_q, "heads_q"}, std::pair{s.heads_kv, "heads_kv"},
+                           std::pair{s.seqlen, "seqlen"}})
+      if (v < 1) throw tj::InvalidArgument(fmt::format("attention: {} = {}: must be >= 1", what, v));
+    if (s.heads_q % s.heads_kv != 0)
+      throw tj::InvalidArgument(fmt::format("attention: heads_q = {} is not a multiple of heads_kv = {}: grouped-query attention "
+                                            "shares each KV head among a whole group of query heads", s.heads_q, s.heads_kv));
+    if (s.head_dim != 64 && s.head_dim != 96 && s.head_dim != 128 && s.head_dim != 256)
+      throw tj::InvalidArgument(fmt::format("attention: head_dim = {} is not supported: 64, 96, 128 or 256", s.head_dim));
+  }
+  static void not_null(std::initializer_list<std::pair<const void*, const char*>> ps) {
+    for (auto [p, what] : ps)
+      if (!p) throw tj::InvalidArgument(fmt::format("attention: {} is a null pointer", what));
+  }
+  /// cu_seqlens (host copy, batch + 1 entries) against the rules; returns the longest sequence.
+  static long long check_cu_seqlens(const std::vector<std::int32_t>& cu, long long total_tokens, long long max_seqlen) {
+    if (cu.empty() || cu[0] != 0)
+      throw tj::InvalidArgument(fmt::format("attention: cu_seqlens[0] = {}: must be 0", cu.empty() ? -1 : cu[0]));
+    long long longest = 0;
+    for (std::size_t b = 1; b < cu.size(); ++b) {
+      if (cu[b] < cu[b - 1])
+        throw tj::InvalidArgument(fmt::format("attention: cu_seqlens[{}] = {} < cu_seqlens[{}] = {}: offsets must be non-decreasing",
+                                              b, cu[b], b - 1, cu[b - 1]));
+      longest = std::max<long long>(longest, cu[b] - cu[b - 1]);
+    }
+    if (cu.back() > total_tokens)
+      throw tj::InvalidArgument(fmt::format("attention: cu_seqlens[{}] = {} exceeds the buffer of {} tokens", cu.size() - 1,
+                                            cu.back(), total_tokens));
+    if (longest > max_seqlen)
+      throw tj::InvalidArgument(fmt::format("attention: a sequence of {} tokens is longer than max_seqlen = {}", longest, max_seqlen));
+    return longest;
+  }
+
+  /// q, o [B·Hq, S, D]; k, v [B·Hkv, S, D]; lse [B·Hq, S].
+  void forward(const T* q, const T* k, const T* v, T* o, float* lse, const AttnShape& s) {
+    check(s);
+    not_null({{q, "q"}, {k, "k"}, {v, "v"}, {o, "o"}, {lse, "lse"}});
+    with_dim(s, [&]<int D, bool C>() {
+      constexpr int BM = D > 128 ? 64 : 128, BN = D > 128 ? 32 : 64;
+      auto& kern = kernel<FlashAttnFwd<BM, BN, D, C, T>>(D > 128 ? 4 : 8);
+      kern.launch(tj::Grid{tj::cdiv(s.seqlen, BM), s.batch * s.heads_q}, q, k, v, o, lse, s.seqlen, s.heads_q / s.heads_kv,
+                  static_cast<float>(s.softmax_scale() * kLog2e));
+    });
+  }
+
+  /// Packed sequences: q, o [total, Hq, D]; k, v [total, Hkv, D]; lse [total, Hq]; cu_seqlens [batch + 1] (device
+  /// memory, read back once to check it); s.seqlen is max_seqlen.
+  void forward_varlen(const T* q, const T* k, const T* v, T* o, float* lse, const std::int32_t* cu_seqlens, long long total_tokens,
+                      const AttnShape& s) {
+    check(s);
+    not_null({{q, "q"}, {k, "k"}, {v, "v"}, {o, "o"}, {lse, "lse"}, {cu_seqlens, "cu_seqlens"}});
+    std::vector<std::int32_t> cu(static_cast<std::size_t>(s.batch + 1));
+    dev_.copy_to_host(cu.data(), cu_seqlens, cu.size() * 4);
+    check_cu_seqlens(cu, total_tokens, s.seqlen);
+    with_dim(s, [&]<int D, bool C>() {
+      constexpr int BM = D > 128 ? 64 : 128, BN = D > 128 ? 32 : 64;
+      auto& kern = kernel<FlashAttnFwdVarlen<BM, BN, D, C, T>>(D > 128 ? 4 : 8);
+      kern.launch(tj::Grid{tj::cdiv(s.seqlen, BM), s.heads_q, s.batch}, q, k, v, o, lse, cu_seqlens, s.heads_q,
+                  s.heads_q / s.heads_kv, static_cast<float>(s.softmax_scale() * kLog2e));
+    });
+  }
+
+  /// One query token per sequence: q, o [B, Hq, D]; caches k, v [B, Hkv, s_max, D]; seqlens [B] (device memory,
+  /// read back to check); lse [B, Hq]. The cache is split into chunks of `chunk` keys (0: enough splits to give
+  /// every SM a program).
+  void decode(const T* q, const T* k, const T* v, const std::int32_t* seqlens, T* o, float* lse, const AttnShape& s,
+              long long s_max, long long chunk = 0) {
+    check(s);
+    not_null({{q, "q"}, {k, "k"}, {v, "v"}, {o, "o"}, {lse, "lse"}, {seqlens, "seqlens"}});
+    const long long group = s.heads_q / s.heads_kv;
+    if (group > 16)
+      throw tj::InvalidArgument(fmt::format("attention decode: {} query heads per KV head: at most 16 (one tile of rows)", group));
+    std::vector<std::int32_t> len(static_cast<std::size_t>(s.batch));
+    dev_.copy_to_host(len.data(), seqlens, len.size() * 4);
+    for (std::size_t b = 0; b < len.size(); ++b)
+      if (len[b] < 0 || len[b] > s_max)
+        throw tj::InvalidArgument(fmt::format("attention decode: seqlens[{}] = {}: must be in [0, s_max = {}]", b, len[b], s_max));
+    if (chunk <= 0) {
+      const long long programs = s.batch * s.heads_kv;
+      const long long splits = std::max<long long>(1, std::min<long long>(64, tj::cdiv(2LL * dev_.num_sms(), programs)));
+      chunk = std::max<long long>(64, tj::cdiv(tj::cdiv(s_max, splits), 64) * 64);
+    }
+    const long long splits = std::max<long long>(1, tj::cdiv(s_max, chunk));
+    const std::size_t need = static_cast<std::size_t>(splits * s.batch * s.heads_q) * (s.head_dim + 2) * 4;
+    if (ws_bytes_ < need) {
+      if (ws_) dev_.free(ws_);
+      ws_ = static_cast<float*>(dev_.alloc(need));
+      ws_bytes_ = need;
+    }
+    float* o_part = ws_;
+    float* ml_part = ws_ + splits * s.batch * s.heads_q * s.head_dim;
+    with_dim(s, [&]<int D, bool C>() {
+      auto& split = kernel<FlashDecodeSplit<64, D, T>>(4);
+      split.launch(tj::Grid{s.batch * s.heads_kv, splits}, q, k, v, seqlens, o_part, ml_part, s.heads_q, group, s_max, chunk,
+                   static_cast<float>(s.softmax_scale() * kLog2e));
+      auto& reduce = kernel<FlashDecodeReduce<D, T>>(1);
+      reduce.launch(tj::Grid{s.batch * s.heads_q}, o_part, ml_part, o, lse, splits);
+    });
+  }
+
+  /// Gradients from the saved lse: dq like q, dk and dv like k (summed over each KV head's query heads);
+  /// delta [B·Hq, S] f32 is scratch the caller provides.
+  void backward(const T* q, const T* k, const T* v, const T* o, const T* d_o, const float* lse, float* delta, T* dq, T* dk, T* dv,
+                const AttnShape& s) {
+    check(s);
+    not_null({{q, "q"}, {k, "k"}, {v, "v"}, {o, "o"}, {d_o, "d_o"}, {lse, "lse"}, {delta, "delta"}, {dq, "dq"}, {dk, "dk"}, {dv, "dv"}});
+    if (s.head_dim > 128) throw tj::InvalidArgument(fmt::format("attention backward: head_dim = {}: 64, 96 or 128", s.head_dim));
+    const float sc = static_cast<float>(s.softmax_scale()), sl2 = static_cast<float>(s.softmax_scale() * kLog2e);
+    const long long group = s.heads_q / s.heads_kv;
+    with_dim(s, [&]<int D, bool C>() {
+      kernel<FlashBwdPreprocess<64, D, T>>(4).launch(tj::Grid{tj::cdiv(s.seqlen, 64), s.batch * s.heads_q}, o, d_o, delta, s.seqlen);
+      kernel<FlashBwdKV<64, 64, D, C, T>>(4).launch(tj::Grid{tj::cdiv(s.seqlen, 64), s.batch * s.heads_kv}, q, k, v, d_o, lse,
+                                                    delta, dk, dv, s.seqlen, group, sc, sl2);
+      kernel<FlashBwdQ<64, 64, D, C, T>>(4).launch(tj::Grid{tj::cdiv(s.seqlen, 64), s.batch * s.heads_q}, q, k, v, d_o, lse,
+                                                   delta, dq, s.seqlen, group, sc, sl2);
+    });
+  }
+
+  ~Attention() {
+    if (ws_) dev_.free(ws_);
+  }
+  Attention(const Attention&) = delete;
+  Attention& operator=(const Attention&) = delete;
+
+ private:
+  static constexpr double kLog2e = 1.4426950408889634;
+
+  template <class F>
+  static void with_dim(const AttnShape& s, F&& f) {
+    auto go = [&]<int D>() {
+      if (s.causal) f.template operator()<D, true>();
+      else f.template operator()<D, false>();
+    };
+    switch (s.head_dim) {
+      case 64: go.template operator()<64>(); break;
+      case 96: go.template operator()<96>(); break;
+      case 128: go.template operator()<128>(); break;
+      default: go.template operator()<256>(); break;
+    }
+  }
+  /// K compiled once per Attention object (the kernel cache keeps the machine code across objects).
+  template <class K>
+  tj::Kernel<K>& kernel(int warps) {
+    auto& slot = kernels_[std::type_index(typeid(K))];
+    if (!slot) slot = std::make_shared<tj::Kernel<K>>(dev_, K{}, tj::CompileOptions{.num_warps = warps});
+    return *static_cast<tj::Kernel<K>*>(slot.get());
+  }
+
+  tj::Device dev_;
+  std::map<std::type_index, std::shared_ptr<void>> kernels_;
+  float* ws_ = nullptr;
+  std::size_t ws_bytes_ = 0;
+};
+
+}  // namespace examples

@@ -1,0 +1,280 @@
+// Attention beyond the dense forward: variable-length batches, decode
+// (flash-decoding: split + reduce), the backward pass, the library call's
+// argument checks, and compiles for NVIDIA and AMD targets. The interpreter
+// runs every kernel against f64 references on fresh random inputs; on a GPU
+// the same cases run on the device.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "examples/attention/attention.hpp"
+#include "test/common/attention_ref.hpp"
+#include "test/common/random.hpp"
+
+namespace tj = tilejit;
+using examples::AttnShape;
+
+namespace {
+
+template <class T>
+std::vector<T> rand_vec(std::size_t n, unsigned salt) {
+  auto f = testing::random_floats(n, -1, 1, salt);
+  std::vector<T> out(n);
+  for (std::size_t i = 0; i < n; ++i) out[i] = T(f[i]);
+  return out;
+}
+
+/// Rows [row0, row0 + rows) of head `h` (of `heads`) from a [tokens, heads, D] tensor, as doubles.
+template <class T>
+std::vector<double> rows_of(const std::vector<T>& x, int heads, int h, int row0, int rows, int D) {
+  std::vector<double> out(static_cast<std::size_t>(rows) * D);
+  for (int r = 0; r < rows; ++r)
+    for (int d = 0; d < D; ++d)
+      out[static_cast<std::size_t>(r) * D + d] = static_cast<float>(x[(static_cast<std::size_t>(row0 + r) * heads + h) * D + d]);
+  return out;
+}
+
+double max_rel(const std::vector<double>& got, const std::vector<double>& ref) {
+  double worst = 0, scale = 1e-30;
+  for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - ref[i])), scale = std::max(scale, std::fabs(ref[i]));
+  return worst / scale;
+}
+
+/// Device buffers mirroring host vectors (host pointers themselves on the interpreter).
+struct Mirror {
+  const tj::Device& dev;
+  std::vector<std::pair<void*, std::pair<void*, std::size_t>>> bufs;
+  template <class V>
+  auto* up(V& h) {
+    using E = typename V::value_type;
+    if (dev.backend() == tj::Backend::interpreter) return h.data();
+    auto* p = static_cast<E*>(dev.alloc(h.size() * sizeof(E)));
+    dev.copy_to_device(p, h.data(), h.size() * sizeof(E));
+    bufs.push_back({p, {h.data(), h.size() * sizeof(E)}});
+    return p;
+  }
+  void down() {
+    for (auto& [d, h] : bufs) dev.copy_to_host(h.first, d, h.second);
+  }
+  ~Mirror() {
+    for (auto& [d, h] : bufs) dev.free(d);
+  }
+};
+
+template <class T>
+void varlen_case(const tj::Device& dev, std::vector<std::int32_t> lens, int Hq, int Hkv, int D, bool causal) {
+  CAPTURE(D);
+  CAPTURE(causal);
+  CAPTURE(Hq);
+  CAPTURE(Hkv);
+  CAPTURE(testing::fresh_seed());
+  std::vector<std::int32_t> cu{0};
+  for (int l : lens) cu.push_back(cu.back() + l);
+  const int total = cu.back(), B = static_cast<int>(lens.size());
+  const int max_len = *std::max_element(lens.begin(), lens.end());
+  auto q = rand_vec<T>(static_cast<std::size_t>(total) * Hq * D, 11), k = rand_vec<T>(static_cast<std::size_t>(total) * Hkv * D, 12),
+       v = rand_vec<T>(static_cast<std::size_t>(total) * Hkv * D, 13);
+  std::vector<T> o(q.size(), T(7.0f));
+  std::vector<float> lse(static_cast<std::size_t>(total) * Hq, 7.0f);
+  const AttnShape s{.batch = B, .heads_q = Hq, .heads_kv = Hkv, .seqlen = max_len, .head_dim = D, .causal = causal};
+  {
+    Mirror m{dev, {}};
+    auto *dq = m.up(q), *dk = m.up(k), *dv = m.up(v), *dout = m.up(o);
+    auto* dl = m.up(lse);
+    auto* dcu = m.up(cu);
+    examples::Attention<T> attn(dev);
+    attn.forward_varlen(dq, dk, dv, dout, dl, dcu, total, s);
+    m.down();
+  }
+  const double scale = s.softmax_scale();
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < Hq; ++h) {
+      const int n = lens[static_cast<std::size_t>(b)], r0 = cu[static_cast<std::size_t>(b)];
+      if (n == 0) continue;
+      const auto ref = testing::attention_ref(rows_of(q, Hq, h, r0, n, D), rows_of(k, Hkv, h / (Hq / Hkv), r0, n, D),
+                                              rows_of(v, Hkv, h / (Hq / Hkv), r0, n, D), n, n, D, causal, scale);
+      CHECK(max_rel(rows_of(o, Hq, h, r0, n, D), ref.o) < 2e-2);
+      for (int i = 0; i < n; ++i) CHECK(lse[static_cast<std::size_t>(r0 + i) * Hq + h] == doctest::Approx(ref.lse[static_cast<std::size_t>(i)]).epsilon(1e-3));
+    }
+}
+
+template <class T>
+void decode_case(const tj::Device& dev, std::vector<std::int32_t> lens, int Hq, int Hkv, int D, int s_max, long long chunk) {
+  CAPTURE(D);
+  CAPTURE(Hq);
+  CAPTURE(Hkv);
+  CAPTURE(chunk);
+  CAPTURE(testing::fresh_seed());
+  const int B = static_cast<int>(lens.size());
+  auto q = rand_vec<T>(static_cast<std::size_t>(B) * Hq * D, 21);
+  auto k = rand_vec<T>(static_cast<std::size_t>(B) * Hkv * s_max * D, 22), v = rand_vec<T>(static_cast<std::size_t>(B) * Hkv * s_max * D, 23);
+  std::vector<T> o(q.size(), T(7.0f));
+  std::vector<float> lse(static_cast<std::size_t>(B) * Hq, 7.0f);
+  const AttnShape s{.batch = B, .heads_q = Hq, .heads_kv = Hkv, .seqlen = 1, .head_dim = D};
+  {
+    Mirror m{dev, {}};
+    auto *dq = m.up(q), *dk = m.up(k), *dv = m.up(v), *dout = m.up(o);
+    auto* dl = m.up(lse);
+    auto* dlen = m.up(lens);
+    examples::Attention<T> attn(dev);
+    attn.decode(dq, dk, dv, dlen, dout, dl, s, s_max, chunk);
+    m.down();
+  }
+  const int group = Hq / Hkv;
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < Hq; ++h) {
+      const int n = lens[static_cast<std::size_t>(b)], kvh = b * Hkv + h / group;
+      std::vector<double> qd(static_cast<std::size_t>(D)), kd(static_cast<std::size_t>(n) * D), vd(static_cast<std::size_t>(n) * D);
+      for (int d = 0; d < D; ++d) qd[static_cast<std::size_t>(d)] = static_cast<float>(q[(static_cast<std::size_t>(b) * Hq + h) * D + d]);
+      for (std::size_t i = 0; i < kd.size(); ++i) {
+        kd[i] = static_cast<float>(k[static_cast<std::size_t>(kvh) * s_max * D + i]);
+        vd[i] = static_cast<float>(v[static_cast<std::size_t>(kvh) * s_max * D + i]);
+      }
+      const auto ref = testing::attention_ref(qd, kd, vd, 1, n, D, false, s.softmax_scale());
+      std::vector<double> got(static_cast<std::size_t>(D));
+      for (int d = 0; d < D; ++d) got[static_cast<std::size_t>(d)] = static_cast<float>(o[(static_cast<std::size_t>(b) * Hq + h) * D + d]);
+      const float l = lse[static_cast<std::size_t>(b) * Hq + h];
+      if (n == 0) {  // an empty cache: O = 0 and a defined LSE, never NaN
+        for (double g : got) CHECK(g == 0.0);
+        CHECK(l == -1e30f);
+        continue;
+      }
+      CHECK(max_rel(got, ref.o) < 2e-2);
+      CHECK(l == doctest::Approx(ref.lse[0]).epsilon(1e-3));
+    }
+}
+
+template <class T>
+void backward_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int D, bool causal) {
+  CAPTURE(D);
+  CAPTURE(S);
+  CAPTURE(causal);
+  CAPTURE(Hq);
+  CAPTURE(Hkv);
+  CAPTURE(testing::fresh_seed());
+  const std::size_t nq = static_cast<std::size_t>(B) * Hq * S * D, nk = static_cast<std::size_t>(B) * Hkv * S * D;
+  auto q = rand_vec<T>(nq, 31), k = rand_vec<T>(nk, 32), v = rand_vec<T>(nk, 33), d_o = rand_vec<T>(nq, 34);
+  std::vector<T> o(nq), dq(nq, T(7.0f)), dk(nk, T(7.0f)), dv(nk, T(7.0f));
+  std::vector<float> lse(static_cast<std::size_t>(B) * Hq * S), delta(lse.size());
+  const AttnShape s{.batch = B, .heads_q = Hq, .heads_kv = Hkv, .seqlen = S, .head_dim = D, .causal = causal};
+  {
+    Mirror m{dev, {}};
+    auto *pq = m.up(q), *pk = m.up(k), *pv = m.up(v), *po = m.up(o), *pdo = m.up(d_o), *pdq = m.up(dq), *pdk = m.up(dk), *pdv = m.up(dv);
+    auto *pl = m.up(lse), *pdl = m.up(delta);
+    examples::Attention<T> attn(dev);
+    attn.forward(pq, pk, pv, po, pl, s);
+    attn.backward(pq, pk, pv, po, pdo, pl, pdl, pdq, pdk, pdv, s);
+    m.down();
+  }
+  // Per (batch, KV head): sum the references of its query heads.
+  const int group = Hq / Hkv;
+  auto head = [&](const std::vector<T>& x, int bh) {
+    std::vector<double> out(static_cast<std::size_t>(S) * D);
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(x[static_cast<std::size_t>(bh) * S * D + i]);
+    return out;
+  };
+  std::vector<double> ref_dq, ref_dk, ref_dv, got_dq, got_dk, got_dv;
+  for (int bkv = 0; bkv < B * Hkv; ++bkv) {
+    std::vector<double> sum_dk(static_cast<std::size_t>(S) * D, 0.0), sum_dv(sum_dk.size(), 0.0);
+    for (int g = 0; g < group; ++g) {
+      const int bh = bkv * group + g;
+      const auto r = testing::attention_grad_ref(head(q, bh), head(k, bkv), head(v, bkv), head(d_o, bh), S, D, causal, s.softmax_scale());
+      ref_dq.insert(ref_dq.end(), r.dq.begin(), r.dq.end());
+      const auto gq = head(dq, bh);
+      got_dq.insert(got_dq.end(), gq.begin(), gq.end());
+      for (std::size_t i = 0; i < sum_dk.size(); ++i) sum_dk[i] += r.dk[i], sum_dv[i] += r.dv[i];
+    }
+    ref_dk.insert(ref_dk.end(), sum_dk.begin(), sum_dk.end());
+    ref_dv.insert(ref_dv.end(), sum_dv.begin(), sum_dv.end());
+    const auto gk = head(dk, bkv), gv = head(dv, bkv);
+    got_dk.insert(got_dk.end(), gk.begin(), gk.end());
+    got_dv.insert(got_dv.end(), gv.begin(), gv.end());
+  }
+  CHECK(testing::rel_error(got_dq, ref_dq) < 5e-2);
+  CHECK(testing::rel_error(got_dk, ref_dk) < 5e-2);
+  CHECK(testing::rel_error(got_dv, ref_dv) < 5e-2);
+}
+
+}  // namespace
+
+TEST_CASE("attention_varlen_interpreter_matches_f64") {
+  const auto dev = tj::Device::interpreter();
+  varlen_case<tj::bf16>(dev, {37, 0, 64, 5}, 2, 1, 64, true);   // an empty sequence in the batch, ragged lengths
+  varlen_case<tj::bf16>(dev, {70, 33}, 4, 2, 96, false);        // D = 96 exact, GQA
+}
+
+TEST_CASE("attention_decode_interpreter_matches_f64") {
+  const auto dev = tj::Device::interpreter();
+  decode_case<tj::bf16>(dev, {300, 137, 0}, 8, 2, 128, 320, 128);  // Llama-3-8B-like GQA (group 4), 3 splits, an empty cache
+  decode_case<tj::bf16>(dev, {97, 64}, 4, 4, 96, 128, 64);         // Phi-3-mini-like MHA (group 1), D = 96
+  decode_case<tj::f16>(dev, {200}, 4, 1, 64, 256, 0);              // automatic split
+}
+
+TEST_CASE("attention_backward_interpreter_matches_f64") {
+  const auto dev = tj::Device::interpreter();
+  backward_case<tj::bf16>(dev, 1, 2, 1, 80, 64, false);  // ragged S
+  backward_case<tj::bf16>(dev, 1, 2, 2, 70, 96, true);   // D = 96 exact, causal
+  backward_case<tj::f16>(dev, 1, 4, 2, 64, 64, true);    // GQA: dK, dV summed over the group
+}
+
+TEST_CASE("attention_library_checks_its_arguments") {
+  using A = examples::Attention<tj::bf16>;
+  CHECK_THROWS_WITH_AS(A::check({.batch = 1, .heads_q = 32, .heads_kv = 6, .seqlen = 8, .head_dim = 64}),
+                       doctest::Contains("heads_q = 32 is not a multiple of heads_kv = 6"), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(A::check({.batch = 1, .heads_q = 8, .heads_kv = 8, .seqlen = 8, .head_dim = 80}),
+                       doctest::Contains("head_dim = 80 is not supported"), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(A::check({.batch = 0}), doctest::Contains("batch = 0"), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(A::check_cu_seqlens({0, 12, 10}, 100, 64), doctest::Contains("cu_seqlens[2] = 10 < cu_seqlens[1] = 12"),
+                       tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(A::check_cu_seqlens({1, 12}, 100, 64), doctest::Contains("cu_seqlens[0] = 1"), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(A::check_cu_seqlens({0, 12, 120}, 100, 128), doctest::Contains("exceeds the buffer of 100 tokens"),
+                       tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(A::check_cu_seqlens({0, 12, 90}, 100, 64), doctest::Contains("longer than max_seqlen = 64"), tj::InvalidArgument);
+  CHECK(A::check_cu_seqlens({0, 12, 12, 90}, 100, 78) == 78);
+  const auto dev = tj::Device::interpreter();
+  A attn(dev);
+  std::vector<tj::bf16> x(4 * 64);
+  std::vector<float> l(4);
+  std::vector<std::int32_t> lens{5};
+  const AttnShape s{.batch = 1, .heads_q = 1, .heads_kv = 1, .seqlen = 1, .head_dim = 64};
+  CHECK_THROWS_WITH_AS(attn.forward(x.data(), nullptr, x.data(), x.data(), l.data(), s), doctest::Contains("k is a null pointer"),
+                       tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(attn.decode(x.data(), x.data(), x.data(), lens.data(), x.data(), l.data(), s, 4),
+                       doctest::Contains("seqlens[0] = 5: must be in [0, s_max = 4]"), tj::InvalidArgument);
+}
+
+TEST_CASE("attention_variants_compile_for_nvidia_and_amd") {
+  std::string why;
+  if (tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) {
+    CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdVarlen<128, 64, 96, true, tj::bf16>>("sm_90a", {.num_warps = 8}));
+    CHECK_NOTHROW(tj::compile_for_arch<examples::FlashDecodeSplit<64, 128, tj::bf16>>("sm_90a", {.num_warps = 4}));
+    CHECK_NOTHROW(tj::compile_for_arch<examples::FlashDecodeReduce<128, tj::bf16>>("sm_90a", {.num_warps = 1}));
+    CHECK_NOTHROW(tj::compile_for_arch<examples::FlashBwdPreprocess<64, 128, tj::bf16>>("sm_90a", {.num_warps = 4}));
+    CHECK_NOTHROW(tj::compile_for_arch<examples::FlashBwdKV<64, 64, 96, true, tj::bf16>>("sm_90a", {.num_warps = 4}));
+    CHECK_NOTHROW(tj::compile_for_arch<examples::FlashBwdQ<64, 64, 128, false, tj::bf16>>("sm_80", {.num_warps = 4}));
+  } else {
+    MESSAGE("skipping NVRTC: ", why);
+  }
+  if (tj::runtime::compiler_available(tj::runtime::Compiler::hiprtc, &why)) {
+    // MFMA on gfx942 (compiled, never run here).
+    CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwd<64, 64, 128, true, tj::bf16>>("gfx942", {.num_warps = 4}));
+    CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdVarlen<64, 64, 96, false, tj::f16>>("gfx942", {.num_warps = 4}));
+    CHECK_NOTHROW(tj::compile_for_arch<examples::FlashDecodeSplit<64, 128, tj::bf16>>("gfx942", {.num_warps = 1}));
+    CHECK_NOTHROW(tj::compile_for_arch<examples::FlashBwdKV<64, 64, 64, true, tj::bf16>>("gfx942", {.num_warps = 4}));
+  } else {
+    MESSAGE("skipping HIP: ", why);
+  }
+}
+
+TEST_CASE("attention_more_gpu_matches_f64") {
+  auto dev = tj::Device::best();
+  if (dev.backend() != tj::Backend::cuda) {
+    MESSAGE("no GPU: skipping");
+    return;
+  }
+  varlen_case<tj::bf16>(dev, {300, 0, 129, 512}, 4, 2, 128, true);
+  decode_case<tj::bf16>(dev, {4096, 1000, 0}, 32, 8, 128, 4096, 0);
+  backward_case<tj::bf16>(dev, 1, 4, 2, 300, 128, true);
+  backward_case<tj::bf16>(dev, 1, 2, 2, 256, 64, false);
+}
