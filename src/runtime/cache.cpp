@@ -158,7 +158,7 @@ std::string KernelCache::key(const JitRequest& req, std::string_view extra_key) 
   XXH3_state_t* st = XXH3_createState();
   if (!st) throw std::bad_alloc();
   XXH3_128bits_reset(st);
-  hash_field(st, "tilejit kernel cache v1");
+  hash_field(st, "tilejit kernel cache v2");  // v2: NVRTC adds --generate-line-info
   hash_field(st, req.compiler == Compiler::nvrtc ? "nvrtc" : "hiprtc");
   hash_field(st, req.compiler == Compiler::hiprtc ? detail::hip_compiler_for(req.arch) : compiler_version(req.compiler));
   hash_field(st, req.arch);

@@ -172,6 +172,9 @@ JitResult nvrtc_compile(const JitRequest& req) {
 
   std::vector<std::string> opts = {"--gpu-architecture=" + req.arch};
   if (!has_option(req.options, {"--std", "-std"})) opts.push_back("--std=c++17");
+  // Line tables of the generated source (no effect on the machine code): CUPTI's PC sampling maps
+  // samples to lines of the kernel text through them (profiler, docs/profiler.md).
+  if (!has_option(req.options, {"--generate-line-info", "-lineinfo", "--device-debug", "-G"})) opts.push_back("--generate-line-info");
   opts.insert(opts.end(), req.options.begin(), req.options.end());
   std::vector<const char*> argv;
   for (const auto& o : opts) argv.push_back(o.c_str());

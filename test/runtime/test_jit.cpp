@@ -58,6 +58,17 @@ TEST_CASE("jit: nvrtc compiles a kernel to an ELF cubin for sm_80 and sm_90a") {
   }
 }
 
+TEST_CASE("jit: nvrtc cubins carry line tables of the generated source (for PC sampling)") {
+  if (!nvrtc_or_skip()) return;
+  auto has_lines = [](const rt::JitResult& r) {
+    const std::string bytes(r.binary.bytes.begin(), r.binary.bytes.end());
+    return bytes.find(".nv_debug_line_sass") != std::string::npos;
+  };
+  CHECK(has_lines(rt::compile({rt::Compiler::nvrtc, kVecAdd, "vec_add.cu", "sm_90a", {}})));
+  // An explicit -lineinfo is not passed twice; the request's own options win.
+  CHECK(has_lines(rt::compile({rt::Compiler::nvrtc, kVecAdd, "vec_add.cu", "sm_90a", {"-lineinfo"}})));
+}
+
 TEST_CASE("jit: nvrtc compute_XX target gives PTX") {
   if (!nvrtc_or_skip()) return;
   rt::JitResult r = rt::compile({rt::Compiler::nvrtc, kVecAdd, "vec_add.cu", "compute_80", {}});
