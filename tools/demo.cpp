@@ -11,6 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "examples/attention/flash_decode.hpp"
+#include "examples/attention/flash_fwd.hpp"
+#include "examples/gemm/matmul_v5.hpp"
 #include "examples/softmax.hpp"
 #include "examples/vector_add.hpp"
 #include "tilejit/tilejit.hpp"
@@ -153,9 +156,9 @@ Row run_softmax(const Device& dev, long long rows, int nw, int iters, double cop
 }
 
 template <class K>
-void compile_row(const char* label, const char* arch, int nw) {
+void compile_row(const char* label, const char* arch, int nw, int stages = 3) {
   try {
-    auto r = compile_for_arch<K>(arch, {.num_warps = nw});
+    auto r = compile_for_arch<K>(arch, {.num_warps = nw, .num_stages = stages});
     fmt::print("  {:<28} {:<7} {:>8.1f} ms  {:>7} bytes\n", label, arch, r.compile_ms, r.binary.bytes.size());
   } catch (const Error& e) {
     std::string msg = e.what();
@@ -208,6 +211,12 @@ int run_demo(const DemoOptions& o) {
       compile_row<examples::Softmax<4, 768>>("softmax<4,768>", arch, 4);
       compile_row<examples::Softmax<2, 3072>>("softmax<2,3072>", arch, 8);
       compile_row<examples::Softmax<1, 12288>>("softmax<1,12288>", arch, arch[0] == 'g' ? 8 : 16);
+      // sm_90a: TMA ring + wgmma (HGMMA / QGMMA); gfx942: masked loads + MFMA.
+      compile_row<examples::MatmulV5<128, 256, bf16>>("gemm v5 bf16 128x256", arch, 8, 4);
+      compile_row<examples::MatmulV5<64, 96, bf16>>("gemm v5 bf16 64x96 (NPOT)", arch, 4, 6);
+      if (arch[0] == 's') compile_row<examples::MatmulV5<128, 256, f8e4m3>>("gemm v5 f8e4m3 128x256", arch, 8, 4);
+      compile_row<examples::FlashAttnFwd<64, 64, 96, true, bf16>>("attention fwd D=96 causal", arch, 4);
+      compile_row<examples::FlashDecodeSplit<64, 128, bf16>>("decode split D=128", arch, arch[0] == 'g' ? 1 : 4);
     }
   }
   const bool all_ok = std::all_of(rows.begin(), rows.end(), [](const Row& r) { return r.ok; });
