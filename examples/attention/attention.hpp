@@ -11,7 +11,8 @@
 // flash_fwd.hpp, flash_fwd_varlen.hpp, flash_decode.hpp and flash_bwd.hpp.
 // Every rule broken is an InvalidArgument naming the value and the rule:
 // extents >= 1; heads_q a multiple of heads_kv (grouped-query attention needs
-// whole groups); a supported head dim; non-null pointers; cu_seqlens starting
+// whole groups); a supported head dim; a scale > 0 (0: 1/sqrt(D)); tensors
+// below 2^31 elements (32-bit offsets); non-null pointers; cu_seqlens starting
 // at 0, non-decreasing, within the token buffer and max_seqlen; decode lengths
 // within [0, s_max]. Rows whose keys are all masked (an empty sequence or
 // cache) give O = 0 and lse = -1e30, never NaN.
@@ -45,16 +46,24 @@ class Attention {
  public:
   explicit Attention(tj::Device dev) : dev_(std::move(dev)) {}
 
-  /// The common rules (see the file comment).
-  static void check(const AttnShape& s) {
-    for (auto [v, what] : {std::pair{s.batch, "batch"}, std::pair{s.heads_q, "heads_q"}, std::pair{s.heads_kv, "heads_kv"},
-                           std::pair{s.seqlen, "seqlen"}})
+  /// The common rules (see the file comment). `min_seqlen` is 0 for varlen (max_seqlen 0: every sequence empty).
+  static void check(const AttnShape& s, long long min_seqlen = 1) {
+    for (auto [v, what] : {std::pair{s.batch, "batch"}, std::pair{s.heads_q, "heads_q"}, std::pair{s.heads_kv, "heads_kv"}})
       if (v < 1) throw tj::InvalidArgument(fmt::format("attention: {} = {}: must be >= 1", what, v));
+    if (s.seqlen < min_seqlen) throw tj::InvalidArgument(fmt::format("attention: seqlen = {}: must be >= {}", s.seqlen, min_seqlen));
+    if (!(s.scale >= 0))
+      throw tj::InvalidArgument(fmt::format("attention: scale = {}: must be > 0 (or 0 for 1/sqrt(head_dim))", s.scale));
     if (s.heads_q % s.heads_kv != 0)
       throw tj::InvalidArgument(fmt::format("attention: heads_q = {} is not a multiple of heads_kv = {}: grouped-query attention "
                                             "shares each KV head among a whole group of query heads", s.heads_q, s.heads_kv));
     if (s.head_dim != 64 && s.head_dim != 96 && s.head_dim != 128 && s.head_dim != 256)
       throw tj::InvalidArgument(fmt::format("attention: head_dim = {} is not supported: 64, 96, 128 or 256", s.head_dim));
+  }
+  /// The kernels index with 32-bit offsets: a tensor of `elems` elements must stay below 2^31.
+  static void fits_i32(long long elems, const char* what) {
+    if (elems > 2147483647LL)
+      throw tj::InvalidArgument(fmt::format("attention: {} has {} elements: the kernels use 32-bit offsets, at most 2^31 - 1; "
+                                            "split the batch", what, elems));
   }
   static void not_null(std::initializer_list<std::pair<const void*, const char*>> ps) {
     for (auto [p, what] : ps)
@@ -82,6 +91,8 @@ class Attention {
   /// q, o [B·Hq, S, D]; k, v [B·Hkv, S, D]; lse [B·Hq, S].
   void forward(const T* q, const T* k, const T* v, T* o, float* lse, const AttnShape& s) {
     check(s);
+    fits_i32(s.batch * s.heads_q * s.seqlen * s.head_dim, "q [B·Hq, S, D]");
+    fits_i32(s.batch * s.heads_kv * s.seqlen * s.head_dim, "k [B·Hkv, S, D]");
     not_null({{q, "q"}, {k, "k"}, {v, "v"}, {o, "o"}, {lse, "lse"}});
     with_dim(s, [&]<int D, bool C>() {
       constexpr int BM = D > 128 ? 64 : 128, BN = D > 128 ? 32 : 64;
@@ -95,11 +106,14 @@ class Attention {
   /// memory, read back once to check it); s.seqlen is max_seqlen.
   void forward_varlen(const T* q, const T* k, const T* v, T* o, float* lse, const std::int32_t* cu_seqlens, long long total_tokens,
                       const AttnShape& s) {
-    check(s);
+    check(s, 0);
     not_null({{q, "q"}, {k, "k"}, {v, "v"}, {o, "o"}, {lse, "lse"}, {cu_seqlens, "cu_seqlens"}});
+    if (total_tokens < 0) throw tj::InvalidArgument(fmt::format("attention: total_tokens = {}: must be >= 0", total_tokens));
+    fits_i32(total_tokens * s.heads_q * s.head_dim, "q [total, Hq, D]");
     std::vector<std::int32_t> cu(static_cast<std::size_t>(s.batch + 1));
     dev_.copy_to_host(cu.data(), cu_seqlens, cu.size() * 4);
     check_cu_seqlens(cu, total_tokens, s.seqlen);
+    if (s.seqlen == 0) return;  // every sequence is empty: no token to attend from
     with_dim(s, [&]<int D, bool C>() {
       constexpr int BM = D > 128 ? 64 : 128, BN = D > 128 ? 32 : 64;
       auto& kern = kernel<FlashAttnFwdVarlen<BM, BN, D, C, T>>(D > 128 ? 4 : 8);
@@ -113,8 +127,13 @@ class Attention {
   /// every SM a program).
   void decode(const T* q, const T* k, const T* v, const std::int32_t* seqlens, T* o, float* lse, const AttnShape& s,
               long long s_max, long long chunk = 0) {
-    check(s);
+    AttnShape one = s;
+    one.seqlen = 1;  // one query token per sequence; s.seqlen is not used here
+    check(one);
     not_null({{q, "q"}, {k, "k"}, {v, "v"}, {o, "o"}, {lse, "lse"}, {seqlens, "seqlens"}});
+    if (s_max < 1) throw tj::InvalidArgument(fmt::format("attention decode: s_max = {}: must be >= 1", s_max));
+    if (chunk < 0) throw tj::InvalidArgument(fmt::format("attention decode: chunk = {}: must be >= 0 (0 = automatic)", chunk));
+    fits_i32(s.batch * s.heads_kv * s_max * s.head_dim, "the KV cache [B, Hkv, s_max, D]");
     const long long group = s.heads_q / s.heads_kv;
     if (group > 16)
       throw tj::InvalidArgument(fmt::format("attention decode: {} query heads per KV head: at most 16 (one tile of rows)", group));
@@ -129,6 +148,7 @@ class Attention {
       chunk = std::max<long long>(64, tj::cdiv(tj::cdiv(s_max, splits), 64) * 64);
     }
     const long long splits = std::max<long long>(1, tj::cdiv(s_max, chunk));
+    fits_i32(splits * s.batch * s.heads_q * s.head_dim, "the split workspace [splits, B·Hq, D]");
     const std::size_t need = static_cast<std::size_t>(splits * s.batch * s.heads_q) * (s.head_dim + 2) * 4;
     if (ws_bytes_ < need) {
       if (ws_) dev_.free(ws_);
@@ -151,6 +171,8 @@ class Attention {
   void backward(const T* q, const T* k, const T* v, const T* o, const T* d_o, const float* lse, float* delta, T* dq, T* dk, T* dv,
                 const AttnShape& s) {
     check(s);
+    fits_i32(s.batch * s.heads_q * s.seqlen * s.head_dim, "q [B·Hq, S, D]");
+    fits_i32(s.batch * s.heads_kv * s.seqlen * s.head_dim, "k [B·Hkv, S, D]");
     not_null({{q, "q"}, {k, "k"}, {v, "v"}, {o, "o"}, {d_o, "d_o"}, {lse, "lse"}, {delta, "delta"}, {dq, "dq"}, {dk, "dk"}, {dv, "dv"}});
     if (s.head_dim > 128) throw tj::InvalidArgument(fmt::format("attention backward: head_dim = {}: 64, 96 or 128", s.head_dim));
     const float sc = static_cast<float>(s.softmax_scale()), sl2 = static_cast<float>(s.softmax_scale() * kLog2e);

@@ -12,7 +12,8 @@
 // the partial products in a second launch (MatmulV5SplitK + SplitKReduce).
 //
 // Rules checked before anything reaches the device (InvalidArgument naming
-// the value and the rule): M, N, K >= 1; K x element size a multiple of 16
+// the value and the rule): M, N, K >= 1; M x N < 2^31 (32-bit offsets into C; A and
+// B are checked likewise by their descriptors); K x element size a multiple of 16
 // bytes (TMA row strides); A and B 16-byte aligned (TMA base addresses), C
 // 4-byte aligned; no pointer null; C not overlapping A or B (the kernel reads
 // A and B while it writes C).
@@ -98,6 +99,9 @@ class Gemm {
   static void check(const T* a, const T* b, const float* c, long long M, long long N, long long K) {
     if (M < 1 || N < 1 || K < 1)
       throw tj::InvalidArgument(fmt::format("gemm: M = {}, N = {}, K = {}: every extent must be >= 1", M, N, K));
+    if (M * N > 2147483647LL)
+      throw tj::InvalidArgument(fmt::format("gemm: C [{}, {}] has {} elements: the kernels index C with 32-bit offsets, at most "
+                                            "2^31 - 1 elements; split the product along M", M, N, M * N));
     if (K * static_cast<long long>(sizeof(T)) % 16 != 0)
       throw tj::InvalidArgument(fmt::format("gemm: K = {} gives rows of {} bytes: K x element size must be a multiple of 16 bytes "
                                             "(TMA row strides); pad K to a multiple of {}", K, K * sizeof(T), 16 / sizeof(T)));

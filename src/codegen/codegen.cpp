@@ -256,8 +256,11 @@ class Emitter {
     const int L = p.loop;
     const Node& lb = k_[L];
     const std::string hi = v(lb.args[1], 0), step = v(lb.args[2], 0);
+    // With a prefetch the stage refilled next is the previous iteration's: its groups are retired by leaving this
+    // iteration's in flight. Without one (a single stage) the next copy overwrites this very stage: wait for all.
     if (!p.async_dots.empty())
-      line(fmt::format("asm volatile(\"wgmma.wait_group.sync.aligned {};\" ::: \"memory\");", p.async_dots.size()));
+      line(fmt::format("asm volatile(\"wgmma.wait_group.sync.aligned {};\" ::: \"memory\");",
+                       p.prefetch > 0 ? p.async_dots.size() : std::size_t{0}));
     line("__syncthreads();  // every warp group is done with the stage refilled next");
     if (p.prefetch > 0)
       line(fmt::format("if (tj_tid == 0 && s{} + {} * {} < {}) tj_issue{}(s{} + {} * {}, tj_it{} + {}u);", L, p.prefetch, step, hi, L, L,
@@ -555,7 +558,8 @@ class Emitter {
         if (n.i == 0)
           line(fmt::format("{}* const s{} = ({}*){}.base;", storage_type(t.dtype), id, storage_type(t.dtype), d));
         else
-          line(fmt::format("const int s{} = (int){}.{};", id, d, n.i == 1 ? "shape[0]" : n.i == 2 ? "shape[1]" : "strides[0]"));
+          line(fmt::format("const int s{} = (int){}.{};", id, d,
+                           n.i == 1 ? "shape[0]" : n.i == 2 ? "shape[1]" : n.i == 3 ? "strides[0]" : "tail[3]"));  // tail[3]: byte 259, OobFill
         return;
       }
       case Op::desc_load:
@@ -809,8 +813,10 @@ class Emitter {
                                     id, t_.arch));
     if (const DType et = k_[n.args[0]].type.dtype; et == DType::f8e4nv || et == DType::f8e5 || et == DType::f32 || et == DType::i8)
       throw Unsupported(fmt::format("dot %{}: {} operands lower only to wgmma from TMA blocks (sm_90a, descriptor loads inside a "
-                                    "loop feeding dot, 128 bytes of K per step); target {} gets mma.sync, which has no {} "
-                                    "lowering here", id, name(et), t_.arch, name(et)));
+                                    "loop feeding dot, 128 bytes of K per step, BLOCK_M = 16 x num_warps, a wgmma N — for i8 "
+                                    "8, 24 or a multiple of 16); here ({}, [{}, {}] with {} warps) it would need mma.sync, "
+                                    "which has no {} lowering", id, name(et), t_.arch, n.type.shape[0], n.type.shape[1],
+                                    o_.num_warps, name(et)));
     if (t_.arch < std::string("sm_80"))
       throw Unsupported(fmt::format("dot %{}: mma.sync m16n8k16 with f16/bf16 needs sm_80 or newer, target is {}", id, t_.arch));
     const ir::Type& ta = k_[n.args[0]].type;
@@ -1233,8 +1239,11 @@ std::vector<char> tma_loads(const ir::Kernel& k, const Target& t, const Options&
     const Node& n = k.nodes[static_cast<std::size_t>(d)];
     if (n.op != Op::dot || parent[static_cast<std::size_t>(d)] != L) return false;
     const int M = n.type.shape[0], Nn = n.type.shape[1], K = k[n.args[0]].type.shape[1];
-    return M == 16 * o.num_warps && M % 64 == 0 && layout::wgmma_legal_n(Nn) && layout::wgmma_padded_n(Nn) == Nn &&
-           K * size_bytes(k[n.args[0]].type.dtype) == 128;
+    const DType et = k[n.args[0]].type.dtype;
+    // Integer wgmma takes N = 8, 24 or a multiple of 16 only (PTX ISA, wgmma .s8 shapes).
+    const bool n_ok = et != DType::i8 || Nn % 16 == 0 || Nn == 8 || Nn == 24;
+    return M == 16 * o.num_warps && M % 64 == 0 && layout::wgmma_legal_n(Nn) && layout::wgmma_padded_n(Nn) == Nn && n_ok &&
+           K * size_bytes(et) == 128;
   };
   std::function<bool(int, int)> invariant_or_iv = [&](int x, int L) {
     if (x <= L) return true;  // defined before the loop, or its induction variable

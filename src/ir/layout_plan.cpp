@@ -308,7 +308,8 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const s
                              plan.in_smem[static_cast<std::size_t>(k.nodes[id].args[1])];
       const DType et = k.nodes[static_cast<std::size_t>(k.nodes[id].args[0])].type.dtype;
       // K per step: 64 elements staged from registers (16-bit), 128 bytes from TMA blocks (any wgmma type).
-      const bool k_ok = from_smem ? kdim * size_bytes(et) % 128 == 0 : kdim % 64 == 0;
+      const bool k_ok = (from_smem ? kdim * size_bytes(et) % 128 == 0 : kdim % 64 == 0) &&
+                        (et != DType::i8 || e[1] % 16 == 0 || e[1] == 8 || e[1] == 24);  // integer wgmma N
       const bool shape_ok = arch == "sm_90a" && e[0] == 16 * num_warps && e[0] % 64 == 0 && layout::wgmma_legal_n(e[1]) &&
                             layout::wgmma_padded_n(e[1]) == e[1] && k_ok;
       const bool staged_ok = (et == DType::f16 || et == DType::bf16) && smem <= 48 * 1024;  // register staging: 16-bit only
@@ -320,6 +321,11 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const s
       } else if (shape_ok && (from_smem || staged_ok)) {
         plan.dot_wgmma[id] = 1;
         dot_warps[id] = {num_warps, 1};
+      } else if (arch == "sm_90a" && !from_smem && !shape_ok) {
+        dot_warps[id] = mma_warps(e[0], e[1], num_warps, static_cast<int>(id));
+        plan.diagnostics.push_back(fmt::format("dot %{}: [{},{}] x K={} with {} warps is not a wgmma shape (needs M = 16 x num_warps, "
+                                               "a multiple of 64, a legal N and K a multiple of 64): lowered to mma.sync",
+                                               id, e[0], e[1], kdim, num_warps));
       } else if (from_smem && arch == "sm_90a") {
         throw Unsupported(fmt::format("dot %{}: its operands are TMA blocks in shared memory but [{},{}] x K={} with {} warps "
                                       "is not a wgmma shape", id, e[0], e[1], kdim, num_warps));

@@ -1,5 +1,6 @@
 #include "tilejit/ir/lower_descriptors.hpp"
 
+#include <limits>
 #include <vector>
 
 namespace tilejit::ir {
@@ -79,7 +80,21 @@ struct Builder {
     const int mask = binary(Op::bit_and, mr, mc, out_t);
     Type lt = out_t;
     lt.dtype = dt;
-    return add(Op::load, lt, ptrs, mask, -1);
+    int other = -1;  // zero
+    if (is_float(dt)) {
+      // The descriptor's OobFill: NaN where it asks for it (field 4), zero otherwise — as a TMA copy fills.
+      Node nan;
+      nan.op = Op::constant;
+      nan.type = scalar(dt);
+      nan.f = std::numeric_limits<double>::quiet_NaN();
+      const int zero = add(Op::constant, scalar(dt));
+      const int flag = add(Op::desc_field, scalar(DType::i32), d, -1, -1, 0, 4);
+      const int izero = add(Op::constant, scalar(DType::i32));
+      Type bt = scalar(DType::i1);
+      const int is_nan = add(Op::ne, bt, flag, izero);
+      other = add(Op::where, scalar(dt), is_nan, out.add(nan), zero);
+    }
+    return add(Op::load, lt, ptrs, mask, other);
   }
 };
 

@@ -184,6 +184,7 @@ class Program {
           case 0: out.i = {static_cast<std::int64_t>(d.address)}; return;
           case 1: case 2: out.i = {d.shape[static_cast<std::size_t>(n.i - 1)]}; return;
           case 3: out.i = {d.strides[0]}; return;
+          case 4: out.i = {d.oob_nan ? 1 : 0}; return;
           default: fail(id, fmt::format("descriptor field {} does not exist", n.i));
         }
       }

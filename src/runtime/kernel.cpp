@@ -147,7 +147,7 @@ std::uint64_t KernelCore::check_args(std::span<const ArgSlot> args) const {
   return key;
 }
 
-const TensorDescriptor& KernelCore::derived(const TensorDescriptor& d, std::array<int, 2> block) {
+std::shared_ptr<const TensorDescriptor> KernelCore::derived(const TensorDescriptor& d, std::array<int, 2> block) {
   // The same tensor with the kernel's block and the 128B swizzle its wgmma reads; encoded once, kept while
   // the argument is passed again (a small cache: a kernel sees few distinct tensors per launch site).
   const auto key = fmt::format("{}:{}:{}x{}:{}x{}:{}x{}:{}:{}", d.base(), static_cast<int>(d.dtype()), d.shape()[0], d.shape()[1],
@@ -155,14 +155,14 @@ const TensorDescriptor& KernelCore::derived(const TensorDescriptor& d, std::arra
                                static_cast<int>(d.l2_promotion()));
   std::lock_guard lock(derived_mu_);
   for (const auto& [k, v] : derived_)
-    if (k == key) return *v;
+    if (k == key) return v;
   if (derived_.size() >= 64) derived_.erase(derived_.begin());
-  auto v = std::make_unique<TensorDescriptor>(dev_, d.base(), d.dtype(), std::vector<std::int64_t>(d.shape().begin(), d.shape().end()),
+  auto v = std::make_shared<const TensorDescriptor>(dev_, d.base(), d.dtype(), std::vector<std::int64_t>(d.shape().begin(), d.shape().end()),
                                               std::vector<std::int64_t>(d.strides().begin(), d.strides().end()),
                                               std::vector<std::int64_t>{block[0], block[1]},
                                               TensorDescriptor::Options{TensorDescriptor::Swizzle::b128, d.oob_fill(), d.l2_promotion()});
-  derived_.emplace_back(key, std::move(v));
-  return *derived_.back().second;
+  derived_.emplace_back(key, v);
+  return v;
 }
 
 JitInfo KernelCore::prepare(std::span<const ArgSlot> args) {
@@ -200,6 +200,7 @@ void KernelCore::launch(const Grid& g, Stream s, std::span<ArgSlot> args) {
           vals[i].address = reinterpret_cast<std::uintptr_t>(a.v.desc->base());
           vals[i].shape = {a.v.desc->shape()[0], a.v.desc->shape()[1]};
           vals[i].strides = {a.v.desc->strides()[0], a.v.desc->strides()[1]};
+          vals[i].oob_nan = a.v.desc->oob_fill() == TensorDescriptor::OobFill::nan;
           break;
       }
     }
@@ -212,14 +213,17 @@ void KernelCore::launch(const Grid& g, Stream s, std::span<ArgSlot> args) {
   if (args.size() > 64) throw InvalidArgument(fmt::format("kernel {} has {} parameters; at most 64 are supported", ir_.name, args.size()));
   for (std::size_t i = 0; i < args.size(); ++i)
     params[i] = args[i].kind == ArgSlot::Kind::descriptor ? const_cast<TensorDescriptor*>(args[i].v.desc) : static_cast<void*>(&args[i].v);
+  std::array<std::shared_ptr<const TensorDescriptor>, 64> keep;
   for (int i : v.tma_params) {
     const TensorDescriptor& td = *args[static_cast<std::size_t>(i)].v.desc;
     const ir::Param& p = ir_.params[static_cast<std::size_t>(i)];
     if (!td.has_tensor_map())
       throw InvalidArgument(fmt::format("{} is loaded through TMA but has no tensor map ({}): build it on this device",
                                         describe(ir_, static_cast<std::size_t>(i)), to_string(td)));
-    if (td.swizzle() != TensorDescriptor::Swizzle::b128 || td.block_shape()[0] != p.block[0] || td.block_shape()[1] != p.block[1])
-      params[i] = const_cast<TensorDescriptor*>(&derived(td, p.block));
+    if (td.swizzle() != TensorDescriptor::Swizzle::b128 || td.block_shape()[0] != p.block[0] || td.block_shape()[1] != p.block[1]) {
+      keep[i] = derived(td, p.block);  // alive until the launch has copied it, even if another thread evicts it
+      params[i] = const_cast<TensorDescriptor*>(keep[i].get());
+    }
   }
   LaunchDims d;
   d.grid[0] = static_cast<unsigned>(g.x);

@@ -232,6 +232,11 @@ TEST_CASE("attention_library_checks_its_arguments") {
                        tj::InvalidArgument);
   CHECK_THROWS_WITH_AS(A::check_cu_seqlens({0, 12, 90}, 100, 64), doctest::Contains("longer than max_seqlen = 64"), tj::InvalidArgument);
   CHECK(A::check_cu_seqlens({0, 12, 12, 90}, 100, 78) == 78);
+  CHECK_THROWS_WITH_AS(A::check({.batch = 1, .heads_q = 1, .heads_kv = 1, .seqlen = 8, .head_dim = 64, .scale = -1}),
+                       doctest::Contains("scale = -1"), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(A::check({.batch = 1, .heads_q = 1, .heads_kv = 1, .seqlen = 8, .head_dim = 64, .scale = std::nan("")}),
+                       doctest::Contains("must be > 0"), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(A::fits_i32(64LL * 8 * 32768 * 128, "the KV cache"), doctest::Contains("32-bit offsets"), tj::InvalidArgument);
   const auto dev = tj::Device::interpreter();
   A attn(dev);
   std::vector<tj::bf16> x(4 * 64);
@@ -242,6 +247,16 @@ TEST_CASE("attention_library_checks_its_arguments") {
                        tj::InvalidArgument);
   CHECK_THROWS_WITH_AS(attn.decode(x.data(), x.data(), x.data(), lens.data(), x.data(), l.data(), s, 4),
                        doctest::Contains("seqlens[0] = 5: must be in [0, s_max = 4]"), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(attn.decode(x.data(), x.data(), x.data(), lens.data(), x.data(), l.data(), s, -5),
+                       doctest::Contains("s_max = -5: must be >= 1"), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(attn.decode(x.data(), x.data(), x.data(), lens.data(), x.data(), l.data(), s, 8, -1),
+                       doctest::Contains("chunk = -1"), tj::InvalidArgument);
+  // varlen with every sequence empty: nothing to compute, no error, nothing written.
+  std::vector<std::int32_t> cu{0, 0};
+  std::vector<tj::bf16> o(4 * 64, tj::bf16(7.0f));
+  attn.forward_varlen(x.data(), x.data(), x.data(), o.data(), l.data(), cu.data(), 0,
+                      {.batch = 1, .heads_q = 1, .heads_kv = 1, .seqlen = 0, .head_dim = 64});
+  CHECK(float(o[0]) == 7.0f);
 }
 
 TEST_CASE("attention_variants_compile_for_nvidia_and_amd") {

@@ -309,6 +309,69 @@ TEST_CASE("every_gemm_rung_compiles_for_amd_with_mfma") {
                        doctest::Contains("MFMA lowering takes f16 or bf16"), tj::Unsupported);
 }
 
+namespace {
+struct LoadBlock {  // out[0:8, 0:64] = the [8, 64] block of `in` at (i, j)
+  void operator()(tj::Desc<float, 8, 64> in, tj::Ptr<float> out, tj::Int i, tj::Int j) const {
+    auto t = in.load(i, j);
+    tj::store(out + tj::expand_dims<1>(tj::arange<8>()) * 64 + tj::expand_dims<0>(tj::arange<64>()), t);
+  }
+};
+}  // namespace
+
+TEST_CASE("desc_load_fills_out_of_bounds_with_the_descriptors_oob_fill") {
+  const auto dev = tj::Device::interpreter();
+  std::vector<float> in(10 * 64);
+  for (std::size_t x = 0; x < in.size(); ++x) in[x] = static_cast<float>(x);
+  std::vector<float> out(8 * 64);
+  auto k = tj::compile<LoadBlock>(dev, {.num_warps = 4});
+  D zero(dev, in.data(), tj::DType::f32, {10, 64}, {64, 1}, {8, 64});
+  D nan(dev, in.data(), tj::DType::f32, {10, 64}, {64, 1}, {8, 64}, {.oob_fill = D::OobFill::nan});
+  k.launch(tj::Grid{1}, zero, out.data(), 6, -3);  // rows 6..13 (10.. out), columns -3..60
+  CHECK(out[0 * 64 + 3] == in[6 * 64 + 0]);
+  CHECK(out[0 * 64 + 2] == 0.0f);   // column -1
+  CHECK(out[5 * 64 + 10] == 0.0f);  // row 11
+  k.launch(tj::Grid{1}, nan, out.data(), 6, -3);
+  CHECK(out[3 * 64 + 63] == in[9 * 64 + 60]);
+  CHECK(std::isnan(out[0 * 64 + 2]));
+  CHECK(std::isnan(out[4 * 64 + 10]));
+  // The same kernel's sm_80 / HIP text reads the fill from the descriptor (byte 259).
+  const auto g = tj::codegen::generate(tj::trace(LoadBlock{}), {}, tj::codegen::target_for("sm_80"), {.num_warps = 4});
+  CHECK(g.source.find(".tail[3]") != std::string::npos);
+}
+
+TEST_CASE("sm90a_pipeline_with_one_stage_waits_for_its_wgmma_before_refilling") {
+  // One stage: the next copy overwrites the stage this iteration's wgmma reads, so nothing may stay in flight.
+  auto ir = tj::trace(examples::MatmulV5<128, 128, tj::bf16>{});
+  const auto one = tj::codegen::generate(ir, {}, tj::codegen::target_for("sm_90a"), {.num_warps = 8, .num_stages = 1}).source;
+  CHECK(one.find("wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");\n  __syncthreads();  // every warp group") != std::string::npos);
+  CHECK(one.find("wgmma.wait_group.sync.aligned 1;") == std::string::npos);
+  const auto two = tj::codegen::generate(ir, {}, tj::codegen::target_for("sm_90a"), {.num_warps = 8, .num_stages = 2}).source;
+  CHECK(two.find("wgmma.wait_group.sync.aligned 1;") != std::string::npos);
+}
+
+TEST_CASE("i8_wgmma_takes_only_its_legal_widths_and_a_warp_mismatch_is_reported") {
+  // Integer wgmma: N = 8, 24 or a multiple of 16. N = 56 is legal for f16 but not for i8: a clear Unsupported, not ptxas.
+  CHECK_THROWS_WITH_AS(tj::codegen::generate(tj::trace(examples::MatmulV5<64, 56, std::int8_t>{}), {},
+                                             tj::codegen::target_for("sm_90a"), {.num_warps = 4}),
+                       doctest::Contains("for i8 8, 24 or a multiple of 16"), tj::Unsupported);
+  CHECK_NOTHROW(tj::codegen::generate(tj::trace(examples::MatmulV5<64, 48, std::int8_t>{}), {}, tj::codegen::target_for("sm_90a"),
+                                      {.num_warps = 4}));
+  // BLOCK_M = 128 with 4 warps is not a wgmma shape: the diagnostics say why the kernel gets mma.sync.
+  const auto g = tj::codegen::generate(tj::trace(examples::MatmulV5<128, 128, tj::bf16>{}), {}, tj::codegen::target_for("sm_90a"),
+                                       {.num_warps = 4});
+  bool said = false;
+  for (const auto& d : g.diagnostics) said |= d.find("is not a wgmma shape") != std::string::npos;
+  CHECK(said);
+  CHECK(g.dynamic_shared_bytes == 0);
+}
+
+TEST_CASE("gemm_rejects_an_output_past_32_bit_offsets") {
+  alignas(16) static tj::bf16 a[64], b[64];
+  alignas(16) static float c[64];
+  CHECK_THROWS_WITH_AS(examples::Gemm<tj::bf16>::check(a, b, c, 65536, 65536, 8), doctest::Contains("32-bit offsets"),
+                       tj::InvalidArgument);
+}
+
 TEST_CASE("desc_arguments_are_checked_at_launch") {
   const auto dev = tj::Device::interpreter();
   std::vector<tj::bf16> a(64 * 64, tj::bf16(1.0f)), b(64 * 64, tj::bf16(1.0f));

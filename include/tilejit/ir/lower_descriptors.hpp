@@ -7,7 +7,8 @@
 //
 //   rows = c0 + arange<B0>, cols = c1 + arange<B1>
 //   load(base + rows[:, None] * stride0 + cols[None, :],
-//        mask = 0 <= rows < shape0 and 0 <= cols < shape1, other = 0)
+//        mask = 0 <= rows < shape0 and 0 <= cols < shape1,
+//        other = NaN if the descriptor's OobFill is nan (float types), else 0)
 //
 // with base/shape/stride read by `desc_field` nodes. A `trans` of a lowered
 // block is folded into the load (the pointer tile is built transposed, so no

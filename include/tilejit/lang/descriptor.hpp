@@ -18,7 +18,11 @@
 // serves every config an autotuner tries.
 // `load(i, j)` reads the [B0, B1] block whose first element is (i, j) — element
 // offsets, outermost first — with out-of-bounds elements (past the shape, or at
-// negative offsets) read as zero, exactly as a TMA load with zero fill.
+// negative offsets) read as the descriptor's OobFill: zero, or NaN for float
+// types built with OobFill::nan — on every target, as a TMA copy fills. (One
+// difference remains: TMA's NaN fill is NAN_REQUEST_ZERO_FMA, which a wgmma
+// fed straight from the copy multiplies as zero; a NaN-filled block loaded any
+// other way is an ordinary NaN, and a dot over it gives NaN.)
 //
 // Lowering: on sm_90a a block whose rows are 128 bytes and that only feeds
 // `dot` (directly as operand a, or through `trans` as operand b) inside a
@@ -62,7 +66,7 @@ class Desc {
   explicit Desc(int id) : id_(id) {}
   int id() const { return id_; }
 
-  /// The [B0, B1] block at element offsets (i, j); out-of-bounds elements are 0.
+  /// The [B0, B1] block at element offsets (i, j); out-of-bounds elements are the descriptor's OobFill (0 or NaN).
   template <class I, class J>
   Tile<T, B0, B1> load(const I& i, const J& j) const {
     const Int ci = lang::index_of(i), cj = lang::index_of(j);

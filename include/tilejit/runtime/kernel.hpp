@@ -101,13 +101,13 @@ class KernelCore {
   std::uint64_t check_args(std::span<const ArgSlot> args) const;
 
   /// `d` re-encoded with `block` and the 128B swizzle (what a TMA-fed wgmma reads); cached.
-  const TensorDescriptor& derived(const TensorDescriptor& d, std::array<int, 2> block);
+  std::shared_ptr<const TensorDescriptor> derived(const TensorDescriptor& d, std::array<int, 2> block);
 
   Device dev_;
   ir::Kernel ir_;
   CompileOptions opt_;
   std::mutex derived_mu_;
-  std::vector<std::pair<std::string, std::unique_ptr<TensorDescriptor>>> derived_;
+  std::vector<std::pair<std::string, std::shared_ptr<const TensorDescriptor>>> derived_;  // held by launches in flight too
   codegen::Target target_;
   std::mutex mu_;
   std::vector<std::unique_ptr<Variant>> variants_;
