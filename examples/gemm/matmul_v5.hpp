@@ -88,6 +88,42 @@ struct MatmulV5Scaled {
   }
 };
 
+/// Epilogue activations for MatmulV5Fused.
+enum class Act { none, relu, silu, gelu_tanh };
+
+/// y = act(x) on an f32 tile: ReLU max(x, 0); SiLU x·σ(x) = x / (1 + e^-x); GELU's tanh form
+/// 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) with tanh(u) = 1 − 2 / (1 + e^{2u}) (Hendrycks & Gimpel, arXiv 1606.08415).
+template <Act A, class X>
+auto activate(const X& x) {
+  if constexpr (A == Act::relu) {
+    return tj::maximum(x, 0.0f);
+  } else if constexpr (A == Act::silu) {
+    return x / (tj::exp(-x) + 1.0f);
+  } else if constexpr (A == Act::gelu_tanh) {
+    auto u = (x + x * x * x * 0.044715f) * 0.7978845608028654f;
+    return x * 0.5f * (2.0f - 2.0f / (tj::exp(u * 2.0f) + 1.0f));
+  } else {
+    return x;
+  }
+}
+
+/// C = cast<Out>(act(alpha · A·Bᵀ + bias)) — the GEMM with its epilogue fused (bias per output column,
+/// as nn.Linear), written to Out (bf16 / f16 / f32) in the same program: no f32 round trip through memory.
+template <int BLOCK_M, int BLOCK_N, class T, Act ACT, class Out = T, int GROUP_M = 8>
+struct MatmulV5Fused {
+  static_assert(!std::is_same_v<T, std::int8_t>, "MatmulV5Fused: float inputs");
+  static constexpr int BLOCK_K = 128 / static_cast<int>(sizeof(T));
+  void operator()(tj::Desc<T, BLOCK_M, BLOCK_K> a, tj::Desc<T, BLOCK_N, BLOCK_K> b, tj::Ptr<float> bias, tj::Ptr<Out> c,
+                  tj::Scalar<float> alpha, tj::Size M, tj::Size N, tj::Size K) const {
+    V5Mainloop<BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, T> main(a, b, M, N, K);
+    auto rm = main.m0 + tj::arange<BLOCK_M>();
+    auto rn = main.n0 + tj::arange<BLOCK_N>();
+    auto y = activate<ACT>(main.acc * alpha + tj::expand_dims<0>(tj::load(bias + rn, rn < N, 0.0f)));
+    tj::store(c + tj::expand_dims<1>(rm) * N + tj::expand_dims<0>(rn), tj::cast<Out>(y),
+              tj::expand_dims<1>(rm < M) & tj::expand_dims<0>(rn < N));
+  }
+};
+
 /// Split-K for small M (decode): program (tile, split) computes the K range
 /// [split · k_split, min(K, (split + 1) · k_split)) of its tile (k_split a
 /// multiple of BLOCK_K) and stores the partial sum to ws[split, M, N]; a

@@ -365,6 +365,59 @@ TEST_CASE("i8_wgmma_takes_only_its_legal_widths_and_a_warp_mismatch_is_reported"
   CHECK(g.dynamic_shared_bytes == 0);
 }
 
+namespace {
+double act_ref(examples::Act a, double x) {
+  switch (a) {
+    case examples::Act::relu: return std::max(x, 0.0);
+    case examples::Act::silu: return x / (1 + std::exp(-x));
+    case examples::Act::gelu_tanh: return 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+    default: return x;
+  }
+}
+template <examples::Act ACT, class Out>
+void fused_case(const tj::Device& dev, int M, int N, int K) {
+  CAPTURE(static_cast<int>(ACT));
+  CAPTURE(testing::fresh_seed());
+  ProblemTN<tj::bf16> p(M, N, K, 77);
+  auto bias = testing::random_floats(static_cast<std::size_t>(N), -1, 1, 78);
+  const float alpha = 0.5f;
+  std::vector<Out> c(static_cast<std::size_t>(M) * N, Out(std::nanf("")));
+  D a(dev, p.a.data(), tj::DType::bf16, {M, K}, {K, 1}, {64, 64});
+  D b(dev, p.b.data(), tj::DType::bf16, {N, K}, {K, 1}, {96, 64});
+  auto k = tj::compile<examples::MatmulV5Fused<64, 96, tj::bf16, ACT, Out>>(dev, {.num_warps = 4});
+  k.launch(tj::Grid{tj::cdiv(M, 64) * tj::cdiv(N, 96)}, a, b, bias.data(), c.data(), alpha, M, N, K);
+  std::vector<double> got(c.size()), ref(c.size());
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      const std::size_t x = static_cast<std::size_t>(i) * N + j;
+      got[x] = static_cast<float>(c[x]);
+      REQUIRE(!std::isnan(got[x]));
+      ref[x] = act_ref(ACT, alpha * p.ref[x] + bias[static_cast<std::size_t>(j)]);
+    }
+  CHECK(testing::rel_error(got, ref) < (std::is_same_v<Out, float> ? 1e-5 : 1e-2));  // bf16 output: its rounding
+}
+}  // namespace
+
+TEST_CASE("gemm_v5_fused_epilogue_bias_activation_cast") {
+  const auto dev = tj::Device::interpreter();
+  fused_case<examples::Act::relu, tj::bf16>(dev, 70, 100, 72);
+  fused_case<examples::Act::silu, float>(dev, 64, 96, 128);
+  fused_case<examples::Act::gelu_tanh, tj::bf16>(dev, 33, 200, 64);
+  fused_case<examples::Act::none, float>(dev, 64, 96, 64);
+  std::string why;
+  if (tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) {
+    // sm_90a keeps the TMA ring + wgmma main loop; the epilogue runs on the accumulator registers.
+    const auto g = tj::codegen::generate(tj::trace(examples::MatmulV5Fused<128, 256, tj::bf16, examples::Act::gelu_tanh>{}), {},
+                                         tj::codegen::target_for("sm_90a"), {.num_warps = 8, .num_stages = 4});
+    CHECK(g.tma_params == std::vector<int>{0, 1});
+    tj::runtime::JitRequest req;
+    req.source = g.source;
+    req.name = "fused.cu";
+    req.arch = "sm_90a";
+    CHECK(!tj::runtime::compile(req).binary.bytes.empty());
+  }
+}
+
 TEST_CASE("gemm_rejects_an_output_past_32_bit_offsets") {
   alignas(16) static tj::bf16 a[64], b[64];
   alignas(16) static float c[64];
