@@ -16,6 +16,7 @@
 // launch's kernel was counted once; one-line verdict, exit code 0 on PASS.
 #include <benchmark/benchmark.h>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -26,8 +27,10 @@
 #include <iterator>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -39,6 +42,104 @@
 namespace tj = tilejit;
 namespace tp = tilejit::profiler;
 namespace {
+
+/// A simulated GPU: each launch is correlated on the launching thread and its
+/// record delivered about 1 ms later by a completion thread (as CUPTI's buffer
+/// callback would); flush() delivers every launch made before it. Records are
+/// delivered outside the queue's lock, so the launching thread never waits
+/// for a delivery (CUPTI's buffer-completed callback does not block launches).
+class SimGpu final : public tp::Backend {
+ public:
+  static std::atomic<SimGpu*>& current() {
+    static std::atomic<SimGpu*> p{nullptr};
+    return p;
+  }
+  /// The name every record carries (set before the session starts).
+  static std::string& kernel_name() {
+    static std::string n = "sim_tiny_kernel";
+    return n;
+  }
+  /// false: no completion thread; records are delivered only by flush()
+  /// (set before the session starts).
+  static bool& threaded() {
+    static bool t = true;
+    return t;
+  }
+  void start(tp::Sink& sink, const tp::BackendConfig&) override {
+    sink_ = &sink;
+    name_ = kernel_name();
+    done_ = false;
+    if (threaded()) thread_ = std::thread([this] { run(); });
+    current().store(this);
+  }
+  void flush() override { deliver(); }
+  void stop() override {
+    current().store(nullptr);
+    {
+      std::lock_guard g(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    flush();
+  }
+  void launch(std::uint64_t corr) {
+    tp::correlate_launch(corr);
+    std::lock_guard g(mu_);
+    queued_.push_back(corr);
+  }
+  std::uint64_t delivered() const { return delivered_.load(std::memory_order_relaxed); }
+
+ private:
+  void run() {
+    std::unique_lock lk(mu_);
+    while (!done_) {
+      cv_.wait_for(lk, std::chrono::milliseconds(1));
+      lk.unlock();
+      deliver();
+      lk.lock();
+    }
+  }
+  /// Deliver everything queued so far; one delivery at a time, so that a
+  /// flush() returns only once the records queued before it are in.
+  void deliver() {
+    std::lock_guard d(deliver_mu_);
+    {
+      std::lock_guard g(mu_);
+      delivering_.swap(queued_);
+    }
+    // As the CUPTI backend does: reused records, handed over in batches of 64.
+    const std::uint64_t t = tp::now_ns();
+    std::size_t n = 0;
+    for (std::uint64_t c : delivering_) {
+      tp::KernelRecord& r = batch_[n];
+      if (r.name != name_) r.name = name_;
+      r.correlation_id = c;
+      r.start_ns = t;
+      r.end_ns = t + 2000;
+      if (++n == batch_.size()) hand_over(*sink_, {batch_.data(), std::exchange(n, 0)});
+    }
+    if (n > 0) hand_over(*sink_, {batch_.data(), n});
+    delivered_.fetch_add(delivering_.size(), std::memory_order_relaxed);
+    delivering_.clear();
+  }
+  /// Sink::kernels where the profiler has it, else one record at a time.
+  template <class S>
+  static void hand_over(S& sink, std::span<const tp::KernelRecord> records) {
+    if constexpr (requires { sink.kernels(records); }) sink.kernels(records);
+    else
+      for (const tp::KernelRecord& r : records) sink.kernel(r);
+  }
+  tp::Sink* sink_ = nullptr;
+  std::string name_;
+  std::array<tp::KernelRecord, 64> batch_;  // under deliver_mu_
+  std::mutex mu_, deliver_mu_;
+  std::condition_variable cv_;
+  std::vector<std::uint64_t> queued_, delivering_;  // delivering_: under deliver_mu_
+  std::atomic<std::uint64_t> delivered_{0};
+  bool done_ = false;
+  std::thread thread_;
+};
 
 tj::Device& gpu() {
   static tj::Device d = tj::Device::best();
@@ -127,77 +228,88 @@ void BM_GemmLoop(benchmark::State& st) {
   gpu().free(a), gpu().free(b), gpu().free(c);
 }
 
+
+// ---- host cost of the launch path, no GPU needed -------------------------------------------
+//
+//   profiler_bench --benchmark_filter=BM_HostLaunch --benchmark_repetitions=5
+//                  --benchmark_report_aggregates_only=true
+//
+// One benchmark iteration is one launch as src/runtime/kernel.cpp makes it
+// (a profiler::LaunchScope around the driver call), inside two nested scopes
+// ("loop"/"step") held open for the whole loop. The "driver" is SimGpu: it
+// correlates the launch (as CUPTI's runtime-API callback does) and queues it;
+// its completion thread delivers the kernel records about every 1 ms, and they
+// are attributed (sink -> pending launch -> op node) on that thread. Time is
+// wall time of the launching thread; "CPU" is the process's CPU time (both
+// threads, so it includes the attribution of the records), per launch.
+//   /0  no session: the hook is one relaxed atomic load
+//   /1  a session with the launch hook, no backend (no kernel records)
+//   /2  a session with the launch hook and the simulated backend (records)
+//   /3  as /2, but no completion thread: the launching thread delivers the
+//       records itself every 256 launches (SimGpu::flush), so the time is the
+//       whole cost (launch path + attribution) on one core, without the
+//       scheduling noise of two threads on a loaded machine
+enum HostMode { kHostNoSession = 0, kHostHookOnly = 1, kHostRecords = 2, kHostRecordsInline = 3 };
+
+void BM_HostLaunch(benchmark::State& st) {
+  const int mode = static_cast<int>(st.range(0));
+  static const std::string kernel = "examples_VecAdd_1024_f32";  // a tilejit-like name, longer than SSO
+  static const bool registered = [] {
+    tp::register_backend("sim_gpu", [] { return std::make_unique<SimGpu>(); });
+    return true;
+  }();
+  (void)registered;
+  const auto dir = std::filesystem::temp_directory_path() / "tj_prof_host_bench";
+  std::filesystem::create_directories(dir);
+  std::optional<tp::SessionId> s;
+  if (mode != kHostNoSession) {
+    tp::Options o;
+    o.hook = "launch";
+    const bool records = mode == kHostRecords || mode == kHostRecordsInline;
+    if (records) o.backend = "sim_gpu";
+    SimGpu::kernel_name() = kernel;
+    SimGpu::threaded() = mode == kHostRecords;
+    s = tp::start((dir / "host").string(), o);
+    SimGpu::threaded() = true;
+  }
+  SimGpu* sim = s && tp::stats(*s).kernel_records ? SimGpu::current().load() : nullptr;
+  const bool inline_delivery = mode == kHostRecordsInline;
+  std::uint64_t corr = 1;
+  {
+    tp::Scope loop("loop");
+    tp::Scope step("step");
+    for (auto _ : st) {
+      {
+        tp::LaunchScope hook({.kernel = kernel, .grid = {1, 1, 1}});
+        if (sim) sim->launch(corr++);
+      }
+      if (inline_delivery && corr % 256 == 0) sim->flush();
+      benchmark::ClobberMemory();
+    }
+  }
+  if (s) {
+    if (sim) {
+      sim->flush();
+      if (sim->delivered() != corr - 1) st.SkipWithError("records lost");
+    }
+    const auto pending = tp::stats(*s).pending_launches;
+    if (pending != 0) st.SkipWithError("launches still pending after the flush");
+    tp::finalize(*s);
+  }
+  std::filesystem::remove_all(dir);
+  st.SetLabel(mode == kHostNoSession ? "no session" : mode == kHostHookOnly ? "hook, no records"
+                 : mode == kHostRecords ? "hook + records (completion thread)" : "hook + records (inline)");
+}
 }  // namespace
 
 BENCHMARK(BM_TinyLaunches)->Arg(kPlain)->Arg(kProfiled)->Arg(kFlushing)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
 BENCHMARK(BM_GemmLoop)->Args({kPlain, 50})->Args({kProfiled, 50})->Args({kFlushing, 50})->Args({kPlain, 500})->Args({kProfiled, 500})
     ->Args({kFlushing, 500})->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK(BM_HostLaunch)->Arg(kHostNoSession)->Arg(kHostHookOnly)->Arg(kHostRecords)->Arg(kHostRecordsInline)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_SessionStartStop)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
 // ---- the long-job memory test -------------------------------------------------------------
 
 namespace {
-
-/// A simulated GPU: each launch is correlated on the launching thread and its
-/// record delivered about 1 ms later by a completion thread (as CUPTI's buffer
-/// callback would); flush() delivers every launch made before it.
-class SimGpu final : public tp::Backend {
- public:
-  static std::atomic<SimGpu*>& current() {
-    static std::atomic<SimGpu*> p{nullptr};
-    return p;
-  }
-  void start(tp::Sink& sink, const tp::BackendConfig&) override {
-    sink_ = &sink;
-    done_ = false;
-    thread_ = std::thread([this] { run(); });
-    current().store(this);
-  }
-  void flush() override {
-    std::lock_guard g(mu_);
-    deliver_locked();
-  }
-  void stop() override {
-    current().store(nullptr);
-    {
-      std::lock_guard g(mu_);
-      done_ = true;
-    }
-    cv_.notify_all();
-    thread_.join();
-    flush();
-  }
-  void launch(std::uint64_t corr) {
-    tp::correlate_launch(corr);
-    std::lock_guard g(mu_);
-    queued_.push_back(corr);
-  }
-
- private:
-  void run() {
-    std::unique_lock lk(mu_);
-    while (!done_) {
-      cv_.wait_for(lk, std::chrono::milliseconds(1));
-      deliver_locked();
-    }
-  }
-  void deliver_locked() {
-    tp::KernelRecord r;
-    r.name = "sim_tiny_kernel";
-    for (std::uint64_t c : queued_) {
-      r.correlation_id = c;
-      r.start_ns = tp::now_ns();
-      r.end_ns = r.start_ns + 2000;
-      sink_->kernel(r);
-    }
-    queued_.clear();
-  }
-  tp::Sink* sink_ = nullptr;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<std::uint64_t> queued_;
-  bool done_ = false;
-  std::thread thread_;
-};
 
 double rss_mib() {
   std::ifstream in("/proc/self/status");
