@@ -17,11 +17,13 @@
 #include "cupti_backend.hpp"
 
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <mutex>
+#include <span>
 #include <cstddef>
 #include <thread>
 #include <unordered_map>
@@ -783,21 +785,37 @@ class Hub {
     if (!api) return;
     std::lock_guard d(deliver_mu_);
     if (steady_ns() - latest_.mono_ns > kRecalibrateNs) recalibrate_locked(*api);
+    // Records go to the sinks in batches (Sink::kernels: one lock per batch,
+    // not per record), converted into reused KernelRecords (no allocation).
+    std::size_t n = 0;
+    std::uint64_t batch_max = 0;
+    auto hand_over = [&] {
+      const std::span<const KernelRecord> all(batch_.data(), n);
+      for (const Client& c : clients_)
+        for (std::size_t i = 0; i < n;) {  // runs of records that ended after the client started
+          while (i < n && all[i].end_ns < c.start_mono) ++i;
+          std::size_t j = i;
+          while (j < n && all[j].end_ns >= c.start_mono) ++j;
+          if (j > i) c.sink->kernels(all.subspan(i, j - i));
+          i = j;
+        }
+      atomic_max(delivered_max_, batch_max);  // after the sinks have them: flush() waits on this
+      n = 0;
+    };
     CUpti_Activity* rec = nullptr;
     while (api->activity_get_next_record(buffer, valid, &rec) == CUPTI_SUCCESS) {
       if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && rec->kind != CUPTI_ACTIVITY_KIND_KERNEL)
         continue;
       // CUpti_ActivityKernel4..10 agree on every field read (kind .. name).
-      auto r = to_kernel_record(*reinterpret_cast<const CUpti_ActivityKernel10*>(rec), clock_);
-      if (!r) {
+      if (!to_kernel_record(*reinterpret_cast<const CUpti_ActivityKernel10*>(rec), clock_, batch_[n])) {
         incomplete_.fetch_add(1, std::memory_order_relaxed);
         continue;
       }
       records_.fetch_add(1, std::memory_order_relaxed);
-      atomic_max(delivered_max_, r->correlation_id);
-      for (const Client& c : clients_)
-        if (r->end_ns >= c.start_mono) c.sink->kernel(*r);
+      batch_max = std::max(batch_max, batch_[n].correlation_id);
+      if (++n == batch_.size()) hand_over();
     }
+    if (n > 0) hand_over();
   }
 
   void count_dropped(CUcontext ctx, std::uint32_t stream) {
@@ -837,6 +855,7 @@ class Hub {
   std::atomic<int> sessions_{0};
 
   std::mutex deliver_mu_;  // clients_, the clock; held while records go to the sinks
+  std::array<KernelRecord, 64> batch_;  // under deliver_mu_: records on their way to the sinks
   std::vector<Client> clients_;
   ClockSample first_, latest_;
   ClockMap clock_;

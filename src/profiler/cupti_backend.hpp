@@ -68,21 +68,32 @@ ClockSample best_sample(const Bracket* readings, std::size_t n) noexcept;
 /// fields read here, at the same offsets) as a KernelRecord on the profiler
 /// clock. nullopt for a record CUPTI delivered incomplete (a forced flush of a
 /// kernel still running: start or end 0, or end < start).
+///
+/// The second form fills `r` in place and returns false for an incomplete
+/// record: a backend that reuses `r` keeps its name's storage (no allocation
+/// per record once the longest name has been seen).
 template <class K>
-std::optional<KernelRecord> to_kernel_record(const K& k, const ClockMap& clock) {
-  if (k.start == 0 || k.end == 0 || k.end < k.start) return std::nullopt;
-  KernelRecord r;
-  r.name = k.name ? k.name : "<unnamed kernel>";
+bool to_kernel_record(const K& k, const ClockMap& clock, KernelRecord& r) {
+  if (k.start == 0 || k.end == 0 || k.end < k.start) return false;
+  r.name.assign(k.name ? k.name : "<unnamed kernel>");
   r.correlation_id = k.correlationId;
   r.start_ns = clock.to_mono(k.start);
   r.end_ns = std::max(r.start_ns, clock.to_mono(k.end));
   r.device_id = k.deviceId;
   r.device_type = DeviceType::CUDA;
   r.stream_id = k.streamId;
+  r.graph_node_id = 0;
+  r.graph_id = 0;
   if constexpr (requires { k.graphNodeId; k.graphId; }) {
     r.graph_node_id = k.graphNodeId;
     r.graph_id = k.graphId;
   }
+  return true;
+}
+template <class K>
+std::optional<KernelRecord> to_kernel_record(const K& k, const ClockMap& clock) {
+  KernelRecord r;
+  if (!to_kernel_record(k, clock, r)) return std::nullopt;
   return r;
 }
 

@@ -84,10 +84,29 @@ std::string describe(MetricType t, MetricKind k) {
 }  // namespace
 
 NameId intern(std::string_view s) {
+  // First a small direct-mapped cache keyed by where the text lives: the
+  // launch hook passes the same kernel-name string on every launch, a backend
+  // often the same record buffer. A hit is confirmed by comparing the text
+  // with the interned string, so a buffer reused for another name is a miss,
+  // never a wrong id. Then the thread's map (hashes the text), then the table.
+  struct Recent {
+    const char* data = nullptr;
+    std::size_t size = 0;
+    NameId id = 0;
+  };
+  thread_local std::array<Recent, 16> recent{};
+  const auto addr = reinterpret_cast<std::uintptr_t>(s.data());
+  Recent& r = recent[((addr >> 3) ^ (addr >> 9) ^ s.size()) & (recent.size() - 1)];
+  if (r.data == s.data() && r.size == s.size() && s.data() != nullptr && name_of(r.id) == s) return r.id;
   thread_local StringMap<NameId> cache;
-  if (auto it = cache.find(s); it != cache.end()) return it->second;
-  NameId id = intern_slow(s);
-  cache.emplace(std::string(s), id);
+  NameId id;
+  if (auto it = cache.find(s); it != cache.end()) {
+    id = it->second;
+  } else {
+    id = intern_slow(s);
+    cache.emplace(std::string(s), id);
+  }
+  r = {s.data(), s.size(), id};
   return id;
 }
 

@@ -212,35 +212,33 @@ std::shared_ptr<PhaseData> collect(Session& s, bool late = false) {
     Tree& t = l.data.tree;
     for (std::size_t i = 0; i < l.path.size(); ++i)
       l.path[i] = t.child(i == 0 ? 0 : l.path[i - 1], old.tree.nodes[l.path[i]].name);
-    if (l.op_node != kNoNode) l.op_node = t.copy_path(old.tree, l.op_node);
+    if (std::uint32_t op = l.op_node.load(std::memory_order_relaxed); op != kNoNode) {
+      const std::uint32_t moved_op = t.copy_path(old.tree, op);
+      // Fails when the launch has just ended (launch_exit clears it unlocked): it stays closed.
+      l.op_node.compare_exchange_strong(op, moved_op, std::memory_order_relaxed);
+    }
     std::unordered_map<std::uint32_t, std::uint32_t> moved;
     bool stays = false;  // a launch of this phase keeps pointing into `old`
-    for (auto it = l.pending.begin(); it != l.pending.end();) {
-      PendingLaunch& p = it->second;
+    l.pending.erase_if([&](std::uint64_t, PendingLaunch& p) {
       if (++p.age > 2) {  // its record never came: stop waiting
         if (p.closed) {
           std::lock_guard lm(p.closed->late_mu);
           --p.closed->outstanding;
         }
-        it = l.pending.erase(it);
-        continue;
+        return true;
       }
-      if (p.closed) {  // launched in an earlier closed phase, still unsealed
-        ++it;
-        continue;
-      }
+      if (p.closed) return false;  // launched in an earlier closed phase, still unsealed
       if (late && !p.graph) {
         p.closed = pd.get();  // part index set below, once parts are sorted
         ++pd->outstanding;
         stays = true;
-        ++it;
-        continue;
+        return false;
       }
       auto [m, fresh] = moved.try_emplace(p.node, 0);
       if (fresh) m->second = t.copy_path(old.tree, p.node);
       p.node = m->second;
-      ++it;
-    }
+      return false;
+    });
     if (stays) late_locals.push_back(&l);
     if (!old.empty() || stays) pd->parts.push_back(std::move(old));
   };
@@ -248,7 +246,8 @@ std::shared_ptr<PhaseData> collect(Session& s, bool late = false) {
   take(*s.detached);
   std::erase_if(s.locals, [](const std::shared_ptr<Local>& l) {
     std::lock_guard lg(l->lock);
-    return l->thread_gone.load() && l->path.empty() && l->pending.empty() && l->op_node == kNoNode;
+    return l->thread_gone.load() && l->path.empty() && l->pending.empty() &&
+           l->op_node.load(std::memory_order_relaxed) == kNoNode;
   });
   std::sort(pd->parts.begin(), pd->parts.end(),
             [](const ThreadPhase& a, const ThreadPhase& b) { return a.thread < b.thread; });
@@ -256,8 +255,9 @@ std::shared_ptr<PhaseData> collect(Session& s, bool late = false) {
     auto part = std::lower_bound(pd->parts.begin(), pd->parts.end(), l->data.thread,
                                  [](const ThreadPhase& p, std::uint32_t th) { return p.thread < th; });
     std::lock_guard lg(l->lock);
-    for (auto& [id, p] : l->pending)
+    l->pending.for_each([&](std::uint64_t, PendingLaunch& p) {
       if (p.closed == pd.get()) p.part = static_cast<std::uint32_t>(part - pd->parts.begin());
+    });
   }
   pd->sealed = pd->outstanding == 0;
   return pd;
@@ -276,11 +276,12 @@ void seal(Session& s, PhaseData& pd) {
   for (auto& lp : s.locals) {
     Local& l = *lp;
     std::lock_guard lg(l.lock);
-    for (auto& [id, p] : l.pending)
+    l.pending.for_each([&](std::uint64_t, PendingLaunch& p) {
       if (p.closed == &pd) {
         p.node = l.data.tree.copy_path(pd.parts[p.part].tree, p.node);
         p.closed = nullptr;
       }
+    });
   }
 }
 
@@ -458,6 +459,28 @@ NameId captured_at_name() {
   return id;
 }
 
+/// The four metrics of a kernel record at a node, in one pass over its slots:
+/// "time (ns)" and "count" added, "device_id" and "device_type" set.
+void add_kernel_slots(std::vector<MetricSlot>& m, std::int64_t dur, std::int64_t device_id, std::int64_t device_type) {
+  static_assert(kTimeNs == 0 && kCount == 1 && kDeviceId == 2 && kDeviceType == 3);
+  unsigned seen = 0;
+  for (MetricSlot& x : m) {
+    switch (x.id) {
+      case kTimeNs: x.i += dur; break;
+      case kCount: x.i += 1; break;
+      case kDeviceId: x.i = device_id; break;
+      case kDeviceType: x.i = device_type; break;
+      default: continue;
+    }
+    seen |= 1u << x.id;
+  }
+  if (seen == 0xf) return;
+  if (!(seen & 1u)) m.push_back(MetricSlot::of_int(kTimeNs, MetricKind::inclusive, dur));
+  if (!(seen & 2u)) m.push_back(MetricSlot::of_int(kCount, MetricKind::inclusive, 1));
+  if (!(seen & 4u)) m.push_back(MetricSlot::of_int(kDeviceId, MetricKind::property, device_id));
+  if (!(seen & 8u)) m.push_back(MetricSlot::of_int(kDeviceType, MetricKind::property, device_type));
+}
+
 void attribute(ThreadPhase& d, bool trace, std::uint32_t node, NameId kernel, const KernelRecord& r,
                std::uint64_t launch_ts, bool has_launch, const CaptureSite* site = nullptr) {
   Tree& t = d.tree;
@@ -466,10 +489,7 @@ void attribute(ThreadPhase& d, bool trace, std::uint32_t node, NameId kernel, co
   if (site)
     for (const auto& s : site->metrics) add_slot(m, s);
   const std::uint64_t dur = r.end_ns >= r.start_ns ? r.end_ns - r.start_ns : 0;
-  add_slot(m, MetricSlot::of_int(kTimeNs, MetricKind::inclusive, static_cast<std::int64_t>(dur)));
-  add_slot(m, MetricSlot::of_int(kCount, MetricKind::inclusive, 1));
-  add_slot(m, MetricSlot::of_int(kDeviceId, MetricKind::property, r.device_id));
-  add_slot(m, MetricSlot::of_int(kDeviceType, MetricKind::property, static_cast<int>(r.device_type)));
+  add_kernel_slots(m, static_cast<std::int64_t>(dur), r.device_id, static_cast<int>(r.device_type));
   if (trace)
     d.kernels.push_back({target, r.start_ns, r.start_ns + dur, launch_ts, r.correlation_id, r.device_id,
                          r.stream_id, r.device_type, has_launch && launch_ts != 0, r.graph_node_id});
@@ -512,39 +532,83 @@ void attribute_graph(Session& s, Local& l, PendingLaunch* p, NameId kn, const Ke
 }
 }  // namespace
 
-void SessionSink::kernel(const KernelRecord& r) noexcept {
+namespace {
+/// `r` to its launch in `l` (locked), if `l` has one bound to its correlation id.
+bool attribute_pending(Session& s, Local& l, NameId kn, const KernelRecord& r) {
+  PendingLaunch* p = l.pending.find(r.correlation_id);
+  if (!p) return false;
+  if (p->closed) {  // launched in a closed phase the writer has not sealed: it lands there
+    PhaseData& pd = *p->closed;
+    std::lock_guard lm(pd.late_mu);
+    attribute(pd.parts[p->part], s.trace, p->node, kn, r, p->ts, true);
+    --pd.outstanding;
+    l.pending.erase(p);
+    return true;
+  }
+  if (r.graph_node_id != 0) attribute_graph(s, l, p, kn, r);
+  else attribute(l, p->node, kn, r, p->ts, true);
+  // A graph launch of unknown size keeps its binding until it ages out.
+  if (!p->graph || (p->remaining != 0 && --p->remaining == 0)) l.pending.erase(p);
+  return true;
+}
+
+/// Records one thread attributes under one hold of a Local's lock, at most:
+/// the launching thread waits for the lock for no longer than this many.
+constexpr std::size_t kRecordsPerHold = 32;
+}  // namespace
+
+void SessionSink::kernel(const KernelRecord& r) noexcept { kernels({&r, 1}); }
+
+void SessionSink::kernels(std::span<const KernelRecord> records) noexcept {
+  if (records.empty() || s_.finalized.load()) return;
   try {
-    if (s_.finalized.load()) return;
-    NameId kn = intern(r.name);
     std::lock_guard g(s_.locals_mu);
-    const bool graph = r.graph_node_id != 0;
-    if (r.correlation_id != 0) {
-      for (auto& l : s_.locals) {
-        std::lock_guard lg(l->lock);
-        auto it = l->pending.find(r.correlation_id);
-        if (it == l->pending.end()) continue;
-        PendingLaunch& p = it->second;
-        if (p.closed) {  // launched in a closed phase the writer has not sealed: it lands there
-          PhaseData& pd = *p.closed;
-          std::lock_guard lm(pd.late_mu);
-          attribute(pd.parts[p.part], s_.trace, p.node, kn, r, p.ts, true);
-          --pd.outstanding;
-          l->pending.erase(it);
-          return;
+    // The Local whose launch took the last record stays locked for the next
+    // ones (a backend's batch mostly holds one thread's launches, in order).
+    Local* held = nullptr;
+    std::size_t held_for = 0;
+    auto release = [&] {
+      if (held) held->lock.unlock();
+      held = nullptr;
+    };
+    std::string_view last_name;  // a batch mostly repeats one kernel's name
+    NameId last_kn = 0;
+    for (const KernelRecord& r : records) {
+      try {
+        if (last_name.data() == nullptr || r.name != last_name) {
+          last_kn = intern(r.name);
+          last_name = r.name;
         }
-        if (graph) attribute_graph(s_, *l, &p, kn, r);
-        else attribute(*l, p.node, kn, r, p.ts, true);
-        // A graph launch of unknown size keeps its binding until it ages out.
-        if (!p.graph || (p.remaining != 0 && --p.remaining == 0)) l->pending.erase(it);
-        return;
+        const NameId kn = last_kn;
+        bool done = false;
+        if (r.correlation_id != 0) {
+          if (held && ++held_for < kRecordsPerHold) done = attribute_pending(s_, *held, kn, r);
+          if (!done) {
+            Local* skip = held_for < kRecordsPerHold ? held : nullptr;  // just looked there
+            release();
+            for (auto& l : s_.locals) {
+              if (l.get() == skip) continue;
+              l->lock.lock();
+              held = l.get();
+              held_for = 0;
+              if ((done = attribute_pending(s_, *l, kn, r))) break;
+              release();
+            }
+          }
+        }
+        if (done) continue;
+        release();
+        if (!s_.active.load()) continue;  // launched while paused (or unknown): nothing to record
+        std::lock_guard lg(s_.detached->lock);
+        if (r.graph_node_id != 0) attribute_graph(s_, *s_.detached, nullptr, kn, r);
+        else attribute(*s_.detached, 0, kn, r, 0, false);
+      } catch (...) {
+        // out of memory while recording: drop the record rather than take down the backend
+        release();
       }
     }
-    if (!s_.active.load()) return;  // launched while paused (or unknown): nothing to record
-    std::lock_guard lg(s_.detached->lock);
-    if (graph) attribute_graph(s_, *s_.detached, nullptr, kn, r);
-    else attribute(*s_.detached, 0, kn, r, 0, false);
+    release();
   } catch (...) {
-    // out of memory while recording: drop the record rather than take down the backend
   }
 }
 
@@ -588,7 +652,7 @@ void launch_enter(const LaunchInfo& info) noexcept {
       sync_path(*l, ts);
       std::uint32_t node = l->data.tree.child(top(*l), n);
       for (int i = 0; i < count; ++i) add_slot(l->data.tree.nodes[node].metrics, slots[i]);
-      l->op_node = node;
+      l->op_node.store(node, std::memory_order_relaxed);
       if (l->session->trace) {
         l->op_start = std::max(t, l->session->start_mono);
         l->op_grid = info.grid;
@@ -606,14 +670,20 @@ void launch_exit() noexcept {
     std::uint64_t t = 0;
     for (auto& lp : ts.known) {
       Local& l = *lp;
+      if (l.op_node.load(std::memory_order_relaxed) == kNoNode) continue;  // only this thread opens it
+      if (!l.session->trace) {  // nothing to write: no lock (see Local::op_node)
+        l.op_node.store(kNoNode, std::memory_order_relaxed);
+        continue;
+      }
       std::lock_guard g(l.lock);
-      if (l.op_node == kNoNode) continue;
-      if (l.session->trace && l.session->active.load(std::memory_order_relaxed)) {
+      const std::uint32_t op = l.op_node.load(std::memory_order_relaxed);
+      if (op == kNoNode) continue;  // finalized meanwhile
+      if (l.session->active.load(std::memory_order_relaxed)) {
         if (t == 0) t = now_ns();
-        l.data.scopes.push_back({l.op_node, EventCat::launch, l.op_start, t, std::move(l.op_metrics), l.op_grid});
+        l.data.scopes.push_back({op, EventCat::launch, l.op_start, t, std::move(l.op_metrics), l.op_grid});
       }
       l.op_metrics.clear();
-      l.op_node = kNoNode;
+      l.op_node.store(kNoNode, std::memory_order_relaxed);
     }
   } catch (...) {
   }
@@ -648,8 +718,9 @@ void correlate_launch(std::uint64_t correlation_id) noexcept {
       if (!l->session->kernel_records) continue;
       std::lock_guard g(l->lock);
       sync_path(*l, ts);
-      std::uint32_t node = l->op_node != kNoNode ? l->op_node : top(*l);
-      l->pending[correlation_id] = {node, t, 0};
+      const std::uint32_t op = l->op_node.load(std::memory_order_relaxed);
+      std::uint32_t node = op != kNoNode ? op : top(*l);
+      l->pending.put(correlation_id, {.ts = t, .node = node});
     }
   } catch (...) {
   }
@@ -663,8 +734,9 @@ void correlate_graph_launch(std::uint64_t correlation_id, std::uint32_t kernels)
       if (!l->session->kernel_records) continue;
       std::lock_guard g(l->lock);
       sync_path(*l, ts);
-      std::uint32_t node = l->op_node != kNoNode ? l->op_node : top(*l);
-      l->pending[correlation_id] = {node, t, 0, true, false, kernels};
+      const std::uint32_t op = l->op_node.load(std::memory_order_relaxed);
+      std::uint32_t node = op != kNoNode ? op : top(*l);
+      l->pending.put(correlation_id, {.ts = t, .node = node, .remaining = kernels, .graph = true});
     }
   } catch (...) {
   }
@@ -710,7 +782,8 @@ void record_pc_samples(const PcSamples& samples) noexcept {
       if (!l->session->kernel_records) continue;
       std::lock_guard g(l->lock);
       sync_path(*l, ts);
-      add_pc_samples(*l, l->op_node != kNoNode ? l->op_node : top(*l), kn, samples, ids);
+      const std::uint32_t op = l->op_node.load(std::memory_order_relaxed);
+      add_pc_samples(*l, op != kNoNode ? op : top(*l), kn, samples, ids);
     }
   } catch (...) {
   }
@@ -958,9 +1031,9 @@ FinalizeReport finalize(SessionId id) {
         l->path_start.clear();
         l->path_metrics.clear();
       }
-      if (l->op_node != kNoNode && s->trace)
-        l->data.scopes.push_back({l->op_node, EventCat::launch, l->op_start, t, std::move(l->op_metrics), l->op_grid});
-      l->op_node = kNoNode;
+      if (const std::uint32_t op = l->op_node.load(std::memory_order_relaxed); op != kNoNode && s->trace)
+        l->data.scopes.push_back({op, EventCat::launch, l->op_start, t, std::move(l->op_metrics), l->op_grid});
+      l->op_node.store(kNoNode, std::memory_order_relaxed);
       l->pending.clear();
     }
   }

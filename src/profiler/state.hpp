@@ -23,6 +23,7 @@
 
 #include <tilejit/profiler/profiler.hpp>
 
+#include "pending.hpp"
 #include "tree.hpp"
 
 namespace tilejit::profiler::detail {
@@ -30,12 +31,25 @@ namespace tilejit::profiler::detail {
 class SpinLock {
  public:
   void lock() noexcept {
+    // Held for short sections (one scope operation, one kernel record): spin
+    // a little before giving the core away; a yield costs a system call.
     while (flag_.exchange(true, std::memory_order_acquire))
-      while (flag_.load(std::memory_order_relaxed)) std::this_thread::yield();
+      for (int spins = 0; flag_.load(std::memory_order_relaxed); ++spins) {
+        if (spins < kSpins) pause();
+        else std::this_thread::yield();
+      }
   }
   void unlock() noexcept { flag_.store(false, std::memory_order_release); }
 
  private:
+  static constexpr int kSpins = 256;
+  static void pause() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield");
+#endif
+  }
   std::atomic<bool> flag_{false};
 };
 
@@ -111,18 +125,6 @@ struct PhaseData {
 
 struct Session;
 
-struct PendingLaunch {
-  std::uint32_t node;
-  std::uint64_t ts;
-  std::uint8_t age;  // phase boundaries survived
-  bool graph = false;           // a graph launch: several kernel records share the id
-  bool replay_counted = false;  // graph_replays added for this launch
-  std::uint32_t remaining = 1;  // kernel records still expected; 0 = unknown (graph)
-  // Launched in a closed phase (periodic flushing): `node` is in closed->parts[part].
-  PhaseData* closed = nullptr;
-  std::uint32_t part = 0;
-};
-
 /// Where a graph node was captured (process-wide, see backend.hpp).
 struct CaptureSite {
   std::vector<NameId> path;          // scope names, then the launch op's name if one was open
@@ -138,11 +140,14 @@ struct Local {
   std::vector<std::uint32_t> path;
   std::vector<std::uint64_t> path_start;                // trace: start of each frame
   std::vector<std::vector<MetricSlot>> path_metrics;    // trace: metrics of each frame
-  std::uint32_t op_node = kNoNode;                      // open LaunchScope op
+  // The open LaunchScope op. Written under `lock`, except that its owner
+  // thread clears it without the lock at the end of a launch in a session
+  // without trace events; collect() moves it with a compare-exchange.
+  std::atomic<std::uint32_t> op_node{kNoNode};
   std::uint64_t op_start = 0;
   Dim3 op_grid;
   std::vector<MetricSlot> op_metrics;
-  std::unordered_map<std::uint64_t, PendingLaunch> pending;
+  PendingLaunches pending;
   std::atomic<bool> closed{false};      // session finalized: the thread drops it
   std::atomic<bool> thread_gone{false}; // the thread exited
 };
@@ -151,6 +156,7 @@ class SessionSink final : public Sink {
  public:
   explicit SessionSink(Session& s) : s_(s) {}
   void kernel(const KernelRecord& record) noexcept override;
+  void kernels(std::span<const KernelRecord> records) noexcept override;
   void device(DeviceType type, std::uint32_t id, const DeviceInfo& info) noexcept override;
   void pc_samples(const PcSamples& samples) noexcept override;
 

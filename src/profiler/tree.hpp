@@ -63,9 +63,14 @@ class Tree {
 
   /// The child of `parent` named `name`, created if absent.
   std::uint32_t child(std::uint32_t parent, NameId name) {
-    std::uint64_t key = (std::uint64_t{parent} << 32) | name;
+    const std::uint64_t key = (std::uint64_t{parent} << 32) | name;
+    // A loop asks for the same few children again and again (the launch op
+    // under the innermost scope, the kernel under it): remember the last ones.
+    Memo& m = memo[(parent ^ name) & (kMemo - 1)];
+    if (m.key == key) return m.node;
     auto [it, fresh] = index.try_emplace(key, static_cast<std::uint32_t>(nodes.size()));
     if (fresh) nodes.push_back(Node{name, parent, {}});
+    m = {key, it->second};
     return it->second;
   }
 
@@ -79,6 +84,14 @@ class Tree {
 
   std::vector<Node> nodes;
   std::unordered_map<std::uint64_t, std::uint32_t> index;
+
+ private:
+  static constexpr std::size_t kMemo = 4;
+  struct Memo {
+    std::uint64_t key = ~std::uint64_t{0};  // no (parent, name) has this key: ids are < 2^32 - 1
+    std::uint32_t node = 0;
+  };
+  Memo memo[kMemo];  // copied and moved with `nodes` and `index`, so always valid for them
 };
 
 }  // namespace tilejit::profiler::detail

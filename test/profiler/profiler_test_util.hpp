@@ -10,6 +10,7 @@
 #include <iterator>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -138,6 +139,8 @@ class MockBackend final : public tp::Backend {
   }
   /// Deliver right away, as a backend's own buffer-completion thread would.
   void deliver(const tp::KernelRecord& r) { sink_->kernel(r); }
+  /// The same for a batch (Sink::kernels), as the CUPTI backend hands over a buffer.
+  void deliver(std::span<const tp::KernelRecord> records) { sink_->kernels(records); }
 
   const tp::BackendConfig& config() const { return config_; }
   int flushes = 0;

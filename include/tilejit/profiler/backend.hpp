@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -78,6 +79,12 @@ class Sink {
   /// PC samples not tied to a launch (continuous collection): added under
   /// ROOT/<kernel>/<location> in the open phase.
   virtual void pc_samples(const PcSamples& samples) noexcept { (void)samples; }
+  /// Several kernels, in order: the same as kernel() on each of them, but the
+  /// session takes its locks once per batch rather than once per record. A
+  /// backend that drains a buffer of records should hand them over this way.
+  virtual void kernels(std::span<const KernelRecord> records) noexcept {
+    for (const KernelRecord& r : records) kernel(r);
+  }
 };
 
 /// PC sampling (NVIDIA: CUPTI's PC Sampling API; see docs/profiler.md).

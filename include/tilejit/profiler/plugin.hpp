@@ -27,7 +27,7 @@
 // register_plugin() itself with the same registration struct.
 //
 // The registration struct has a profiler part only: the device and runtime
-// parts of DESIGN.md §5 belong to the runtime and are not part of ABI 1.
+// parts of DESIGN.md §5 belong to the runtime and are not part of the ABI.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -38,8 +38,9 @@
 
 namespace tilejit::profiler {
 
-/// Bumped whenever PluginHost, ProfilerPart or PluginRegistration change.
-inline constexpr std::uint32_t kPluginAbiVersion = 1;
+/// Bumped whenever PluginHost, ProfilerPart, PluginRegistration or the
+/// virtual functions of Backend / Sink change. 2: Sink::kernels (a batch).
+inline constexpr std::uint32_t kPluginAbiVersion = 2;
 
 /// tilejit's backend-facing calls, handed to a plugin at load time.
 struct PluginHost {
