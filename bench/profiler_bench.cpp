@@ -2,9 +2,13 @@
 // work with no session, with a CUPTI session (launch hook on, every kernel
 // attributed), and with periodic flushing every 100 steps.
 //
-//   BM_TinyLaunches/*   100,000 launches of a one-program vector add (CPU-bound)
+//   BM_TinyLaunches/*   100,000 launches of a one-program vector add (CPU-bound); /0 no
+//                       session, /1 cupti + hook, /2 with flushing, and the two halves
+//                       of /1: /3 the hook alone (no CUPTI), /4 CUPTI alone (no hook)
 //   BM_GemmLoop/*/n     n GEMMs 4096³ (examples/gemm rung 4, GPU-bound), n = 50 and 500
 // Targets (issue 6): GPU-bound < 1% overhead, tiny launches < 1.3×, flushing < 2%.
+//
+//   BM_HostLaunch/*     the profiler's own host cost per launch, no GPU needed (below)
 //
 //   profiler_bench --long-job[=N] [--dir=D]
 // simulates a 1-hour job: N launches (default 10M) under a session with
@@ -146,7 +150,19 @@ tj::Device& gpu() {
   return d;
 }
 
-enum Mode { kPlain = 0, kProfiled = 1, kFlushing = 2 };
+/// kHookOnly and kCuptiNoHook split the cost of kProfiled: the launch hook
+/// alone (no CUPTI), and CUPTI with its attribution but no launch hook.
+enum Mode { kPlain = 0, kProfiled = 1, kFlushing = 2, kHookOnly = 3, kCuptiNoHook = 4 };
+
+const char* mode_label(int mode) {
+  switch (mode) {
+    case kPlain: return "no session";
+    case kProfiled: return "cupti + launch hook";
+    case kFlushing: return "cupti + hook + flush every 100";
+    case kHookOnly: return "launch hook, no backend";
+    default: return "cupti, no launch hook";
+  }
+}
 
 /// Runs `step(i)` n times under the given profiling mode; returns when the GPU
 /// is idle. Session start (CUPTI subscription) and finalize (the last flush,
@@ -162,8 +178,8 @@ void under(benchmark::State& st, int mode, int n, F&& step) {
   const auto dir = std::filesystem::temp_directory_path() / "tj_prof_bench";
   std::filesystem::create_directories(dir);
   tp::Options o;
-  o.backend = "cupti";
-  o.hook = "launch";
+  o.backend = mode == kHookOnly ? "" : "cupti";
+  o.hook = mode == kCuptiNoHook ? "" : "launch";
   if (mode == kFlushing) o.mode = "periodic_flushing";
   st.PauseTiming();
   const auto s = tp::start((dir / "run").string(), o);
@@ -203,7 +219,7 @@ void BM_TinyLaunches(benchmark::State& st) {
   gpu().synchronize();
   const int mode = static_cast<int>(st.range(0));
   for (auto _ : st) under(st, mode, 100000, [&](int) { k.launch(tj::Grid{1}, p, p, p, 1024); });
-  st.SetLabel(mode == kPlain ? "no session" : mode == kProfiled ? "cupti + launch hook" : "cupti + hook + flush every 100");
+  st.SetLabel(mode_label(mode));
   gpu().free(p);
 }
 
@@ -224,7 +240,7 @@ void BM_GemmLoop(benchmark::State& st) {
   const int n = static_cast<int>(st.range(1));
   for (auto _ : st) under(st, mode, n, [&](int) { k.launch(grid, a, b, c, M, M, M); });
   st.counters["ms/GEMM"] = benchmark::Counter(static_cast<double>(n), benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
-  st.SetLabel(mode == kPlain ? "no session" : mode == kProfiled ? "cupti + launch hook" : "cupti + hook + flush every 100");
+  st.SetLabel(mode_label(mode));
   gpu().free(a), gpu().free(b), gpu().free(c);
 }
 
@@ -302,7 +318,7 @@ void BM_HostLaunch(benchmark::State& st) {
 }
 }  // namespace
 
-BENCHMARK(BM_TinyLaunches)->Arg(kPlain)->Arg(kProfiled)->Arg(kFlushing)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
+BENCHMARK(BM_TinyLaunches)->Arg(kPlain)->Arg(kProfiled)->Arg(kFlushing)->Arg(kHookOnly)->Arg(kCuptiNoHook)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
 BENCHMARK(BM_GemmLoop)->Args({kPlain, 50})->Args({kProfiled, 50})->Args({kFlushing, 50})->Args({kPlain, 500})->Args({kProfiled, 500})
     ->Args({kFlushing, 500})->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 BENCHMARK(BM_HostLaunch)->Arg(kHostNoSession)->Arg(kHostHookOnly)->Arg(kHostRecords)->Arg(kHostRecordsInline)->UseRealTime()->MeasureProcessCPUTime();
