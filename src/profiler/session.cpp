@@ -710,7 +710,10 @@ std::vector<std::string> registered_backends() {
   return out;
 }
 
-void correlate_launch(std::uint64_t correlation_id) noexcept {
+namespace {
+/// Binds `correlation_id` to the calling thread's innermost open node (or op) in every active session that
+/// records kernels; `kernels` > 0 marks a graph launch of that many kernels.
+void correlate(std::uint64_t correlation_id, std::uint32_t kernels, bool graph) noexcept {
   try {
     ThreadState& ts = current();
     const std::uint64_t t = ts.need_time ? now_ns() : 0;
@@ -719,28 +722,20 @@ void correlate_launch(std::uint64_t correlation_id) noexcept {
       std::lock_guard g(l->lock);
       sync_path(*l, ts);
       const std::uint32_t op = l->op_node.load(std::memory_order_relaxed);
-      std::uint32_t node = op != kNoNode ? op : top(*l);
-      l->pending.put(correlation_id, {.ts = t, .node = node});
+      const std::uint32_t node = op != kNoNode ? op : top(*l);
+      if (graph)
+        l->pending.put(correlation_id, {.ts = t, .node = node, .remaining = kernels, .graph = true});
+      else
+        l->pending.put(correlation_id, {.ts = t, .node = node});
     }
   } catch (...) {
   }
 }
+}  // namespace
 
-void correlate_graph_launch(std::uint64_t correlation_id, std::uint32_t kernels) noexcept {
-  try {
-    ThreadState& ts = current();
-    const std::uint64_t t = ts.need_time ? now_ns() : 0;
-    for (Local* l : ts.active) {
-      if (!l->session->kernel_records) continue;
-      std::lock_guard g(l->lock);
-      sync_path(*l, ts);
-      const std::uint32_t op = l->op_node.load(std::memory_order_relaxed);
-      std::uint32_t node = op != kNoNode ? op : top(*l);
-      l->pending.put(correlation_id, {.ts = t, .node = node, .remaining = kernels, .graph = true});
-    }
-  } catch (...) {
-  }
-}
+void correlate_launch(std::uint64_t correlation_id) noexcept { correlate(correlation_id, 0, false); }
+
+void correlate_graph_launch(std::uint64_t correlation_id, std::uint32_t kernels) noexcept { correlate(correlation_id, kernels, true); }
 
 namespace {
 /// Metric ids of one batch of PC samples: "pc_samples", then per line its stalls.

@@ -100,6 +100,18 @@ void run_v5(const tj::Device& dev, int M, int N, int K, int stages, double tol) 
   }
 }
 
+/// NVRTC compiles `src` for `arch` to a non-empty binary; returns the compiler log.
+std::string nvrtc_compiles(const std::string& src, const char* arch, std::vector<std::string> options = {}) {
+  tj::runtime::JitRequest req;
+  req.source = src;
+  req.name = "v5.cu";
+  req.arch = arch;
+  req.options = std::move(options);
+  const auto res = tj::runtime::compile(req);
+  CHECK(!res.binary.bytes.empty());
+  return res.log;
+}
+
 std::string sm90_source(int stages) {
   auto ir = tj::trace(examples::MatmulV5<128, 256, tj::bf16>{});
   return tj::codegen::generate(ir, {}, tj::codegen::target_for("sm_90a"), {.num_warps = 8, .num_stages = stages}).source;
@@ -181,11 +193,7 @@ TEST_CASE("gemm_v5_tf32_and_i8_lower_to_wgmma_on_sm90a") {
     CHECK(g.source.find(instr) != std::string::npos);
     CHECK(g.tma_params == std::vector<int>{0, 1});
     if (!nvrtc) return;
-    tj::runtime::JitRequest req;
-    req.source = g.source;
-    req.name = "v5.cu";
-    req.arch = "sm_90a";
-    CHECK(!tj::runtime::compile(req).binary.bytes.empty());
+    nvrtc_compiles(g.source, "sm_90a");
   };
   check(examples::MatmulV5<128, 128, float>{}, "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32");
   check(examples::MatmulV5<128, 256, std::int8_t>{}, "wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8");
@@ -201,15 +209,11 @@ TEST_CASE("gemm_v5_f8_sm90a_uses_qgmma_and_sm80_says_why_not") {
   CHECK(g.tma_params == std::vector<int>{0, 1});
   std::string why;
   if (tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) {
-    tj::runtime::JitRequest req;
-    req.source = g.source;
-    req.name = "v5_f8.cu";
-    req.arch = "sm_90a";
-    CHECK(!tj::runtime::compile(req).binary.bytes.empty());
+    nvrtc_compiles(g.source, "sm_90a");
     auto irs = tj::trace(examples::MatmulV5Scaled<128, 128, tj::f8e5m2>{});
-    req.source = tj::codegen::generate(irs, {}, tj::codegen::target_for("sm_90a"), {.num_warps = 8, .num_stages = 4}).source;
-    CHECK(req.source.find("m64n128k32.f32.e5m2.e5m2") != std::string::npos);
-    CHECK(!tj::runtime::compile(req).binary.bytes.empty());
+    const auto scaled = tj::codegen::generate(irs, {}, tj::codegen::target_for("sm_90a"), {.num_warps = 8, .num_stages = 4}).source;
+    CHECK(scaled.find("m64n128k32.f32.e5m2.e5m2") != std::string::npos);
+    nvrtc_compiles(scaled, "sm_90a");
   }
   CHECK_THROWS_WITH_AS(tj::codegen::generate(ir, {}, tj::codegen::target_for("sm_80"), {.num_warps = 8}),
                        doctest::Contains("f8e4nv operands lower only to wgmma"), tj::Unsupported);
@@ -248,18 +252,12 @@ TEST_CASE("gemm_v5_compiles_with_nvrtc_without_spills") {
     MESSAGE("skipping: ", why);
     return;
   }
-  auto ptxas = [](const std::string& src, const std::string& arch) {
-    tj::runtime::JitRequest req;
-    req.source = src;
-    req.name = "v5.cu";
-    req.arch = arch;
-    req.options = {"--ptxas-options=-v"};
-    const auto res = tj::runtime::compile(req);
-    CHECK(!res.binary.bytes.empty());
+  auto ptxas = [](const std::string& src, const char* arch) {
+    const std::string log = nvrtc_compiles(src, arch, {"--ptxas-options=-v"});
     std::smatch m;
-    REQUIRE(std::regex_search(res.log, m, std::regex(R"((\d+) bytes spill stores)")));
+    REQUIRE(std::regex_search(log, m, std::regex(R"((\d+) bytes spill stores)")));
     CHECK(std::stoi(m[1]) == 0);
-    CHECK(res.log.find("wgmma.mma_async instructions are serialized") == std::string::npos);
+    CHECK(log.find("wgmma.mma_async instructions are serialized") == std::string::npos);
   };
   ptxas(sm90_source(4), "sm_90a");
   for (auto [bm, bn, nw] : {std::tuple{64, 96, 4}, std::tuple{128, 192, 8}}) {
@@ -274,11 +272,7 @@ TEST_CASE("gemm_v5_compiles_with_nvrtc_without_spills") {
   CHECK(g80.source.find("cp.async.bulk") == std::string::npos);
   CHECK(g80.tma_params.empty());
   CHECK(g80.dynamic_shared_bytes == 0);
-  tj::runtime::JitRequest req;
-  req.source = g80.source;
-  req.name = "v5_sm80.cu";
-  req.arch = "sm_80";
-  CHECK(!tj::runtime::compile(req).binary.bytes.empty());
+  nvrtc_compiles(g80.source, "sm_80");
 }
 
 TEST_CASE("every_gemm_rung_compiles_for_amd_with_mfma") {
@@ -410,11 +404,7 @@ TEST_CASE("gemm_v5_fused_epilogue_bias_activation_cast") {
     const auto g = tj::codegen::generate(tj::trace(examples::MatmulV5Fused<128, 256, tj::bf16, examples::Act::gelu_tanh>{}), {},
                                          tj::codegen::target_for("sm_90a"), {.num_warps = 8, .num_stages = 4});
     CHECK(g.tma_params == std::vector<int>{0, 1});
-    tj::runtime::JitRequest req;
-    req.source = g.source;
-    req.name = "fused.cu";
-    req.arch = "sm_90a";
-    CHECK(!tj::runtime::compile(req).binary.bytes.empty());
+    nvrtc_compiles(g.source, "sm_90a");
   }
 }
 
