@@ -51,7 +51,10 @@ namespace {
 /// record delivered about 1 ms later by a completion thread (as CUPTI's buffer
 /// callback would); flush() delivers every launch made before it. Records are
 /// delivered outside the queue's lock, so the launching thread never waits
-/// for a delivery (CUPTI's buffer-completed callback does not block launches).
+/// for a delivery (CUPTI's buffer-completed callback does not block launches)
+/// — except when kMaxInFlight launches are queued: like a GPU's bounded launch
+/// queue, a launch then blocks until the completion thread has drained it, so
+/// a launcher faster than the simulated device cannot pile up unbounded work.
 class SimGpu final : public tp::Backend {
  public:
   static std::atomic<SimGpu*>& current() {
@@ -84,13 +87,19 @@ class SimGpu final : public tp::Backend {
       done_ = true;
     }
     cv_.notify_all();
+    drained_.notify_all();
     if (thread_.joinable()) thread_.join();
     flush();
   }
+  static constexpr std::size_t kMaxInFlight = 1024;  // CUDA's pending-launch queue is about this deep
   void launch(std::uint64_t corr) {
     tp::correlate_launch(corr);
-    std::lock_guard g(mu_);
+    std::unique_lock g(mu_);
     queued_.push_back(corr);
+    if (queued_.size() >= kMaxInFlight && thread_.joinable()) {
+      cv_.notify_one();
+      drained_.wait(g, [&] { return queued_.size() < kMaxInFlight || done_; });
+    }
   }
   std::uint64_t delivered() const { return delivered_.load(std::memory_order_relaxed); }
 
@@ -101,6 +110,7 @@ class SimGpu final : public tp::Backend {
       cv_.wait_for(lk, std::chrono::milliseconds(1));
       lk.unlock();
       deliver();
+      drained_.notify_all();
       lk.lock();
     }
   }
@@ -138,7 +148,7 @@ class SimGpu final : public tp::Backend {
   std::string name_;
   std::array<tp::KernelRecord, 64> batch_;  // under deliver_mu_
   std::mutex mu_, deliver_mu_;
-  std::condition_variable cv_;
+  std::condition_variable cv_, drained_;
   std::vector<std::uint64_t> queued_, delivering_;  // delivering_: under deliver_mu_
   std::atomic<std::uint64_t> delivered_{0};
   bool done_ = false;
