@@ -1,7 +1,8 @@
 """Baselines for bench/attention_bench.cpp, run on the device machine (python3
 with torch is there): torch scaled_dot_product_attention with the flash and
 cuDNN backends, B=4 H=32 S=4096 bf16, TFLOP/s counting 4*B*H*S^2*D (halved for
-causal). Prints one table."""
+causal), and the backward (dQ, dK, dV from a random dO) counting 2.5x that.
+Prints one table."""
 import torch
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -34,6 +35,21 @@ for D in (64, 96, 128):
             try:
                 with sdpa_kernel(backend):
                     ms = bench(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=causal))
+                print(f"{D:>4} {'causal' if causal else 'full':>7} {name:>8} {ms:8.3f} {flops / ms / 1e9:8.1f}")
+            except RuntimeError as e:
+                print(f"{D:>4} {'causal' if causal else 'full':>7} {name:>8} unavailable: {str(e)[:60]}")
+
+print(f"\nbackward (2.5 x forward FLOPs)\n{'D':>4} {'mask':>7} {'backend':>8} {'ms':>8} {'TFLOP/s':>8}")
+for D in (64, 128):
+    q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=torch.bfloat16, requires_grad=True) for _ in range(3))
+    do = torch.randn(B, H, S, D, device="cuda", dtype=torch.bfloat16)
+    for causal in (False, True):
+        flops = 2.5 * 4 * B * H * S * S * D / (2 if causal else 1)
+        for name, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
+            try:
+                with sdpa_kernel(backend):
+                    out = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+                    ms = bench(lambda: torch.autograd.grad(out, (q, k, v), do, retain_graph=True))
                 print(f"{D:>4} {'causal' if causal else 'full':>7} {name:>8} {ms:8.3f} {flops / ms / 1e9:8.1f}")
             except RuntimeError as e:
                 print(f"{D:>4} {'causal' if causal else 'full':>7} {name:>8} unavailable: {str(e)[:60]}")

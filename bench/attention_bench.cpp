@@ -1,13 +1,22 @@
-// Attention forward (examples/attention/flash_fwd.hpp) on the device,
-// B=4, H=32, S=4096, bf16; TFLOP/s counts 4·B·H·S²·D, halved for causal
-// (the convention of ../shared/ANCHORS.md). Baselines (torch SDPA flash and
-// cuDNN backends) come from bench/attention_baselines.py in the same call.
+// Attention on the device, B=4, H=32, S=4096, bf16; TFLOP/s counts 4·B·H·S²·D
+// for the forward (2.5x that for the backward: FlashAttention-2's convention),
+// halved for causal (the convention of ../shared/ANCHORS.md). Baselines (torch
+// SDPA flash and cuDNN backends, forward and backward) come from
+// bench/attention_baselines.py in the same call.
+//
+//   BM_FlashFwd/D{64,96,128}/{full,causal}   examples/attention/flash_fwd.hpp
+//   BM_FlashFwdPadded/D96                    D = 96 run as the D = 128 kernel on zero-padded heads
+//                                            (TFLOP/s still counts D = 96: the exact tile's gain is the time ratio)
+//   BM_FlashBwd/D{64,128}/{full,causal}      examples::Attention<bf16>::backward (3 launches)
+//   BM_Decode/{llama3_8b,phi3_mini}/32768    one token per sequence against a 32K cache; GB/s of K and V read and
+//                                            its fraction of the copy bandwidth measured in the same run
 #include <benchmark/benchmark.h>
 
 #include <cmath>
 #include <random>
 #include <vector>
 
+#include "examples/attention/attention.hpp"
 #include "examples/attention/flash_fwd.hpp"
 #include "tilejit/tilejit.hpp"
 
@@ -46,8 +55,120 @@ void BM_FlashFwd(benchmark::State& st) {
   gpu().free(q), gpu().free(k), gpu().free(v), gpu().free(o), gpu().free(lse);
 }
 
+/// D = 96 as the padded D = 128 kernel would run it (the last 32 columns of every head zero).
+void BM_FlashFwdPadded96(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  const int B = 4, H = 32, S = 4096, D = 96, DP = 128;
+  const std::size_t n = static_cast<std::size_t>(B) * H * S * DP;
+  std::vector<tj::bf16> h(n, tj::bf16(0.0f));
+  std::mt19937 g(std::random_device{}());
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (std::size_t r = 0; r < n / DP; ++r)
+    for (int d = 0; d < D; ++d) h[r * DP + d] = tj::bf16(u(g));
+  auto up = [&] {
+    auto* p = static_cast<tj::bf16*>(gpu().alloc(n * 2));
+    gpu().copy_to_device(p, h.data(), n * 2);
+    return p;
+  };
+  tj::bf16 *q = up(), *k = up(), *v = up(), *o = up();
+  auto* lse = static_cast<float*>(gpu().alloc(static_cast<std::size_t>(B) * H * S * 4));
+  auto kern = tj::compile<examples::FlashAttnFwd<64, 64, DP, false, tj::bf16>>(gpu(), {.num_warps = 4});
+  const float scale = static_cast<float>(1.4426950408889634 / std::sqrt(double(D)));
+  auto run = [&] { kern.launch(tj::Grid{S / 64, B * H}, q, k, v, o, lse, S, 1, scale); };
+  run();
+  gpu().synchronize();
+  for (auto _ : st) st.SetIterationTime(gpu().time_ms({}, run) / 1e3);
+  st.counters["TFLOP/s"] = benchmark::Counter(4.0 * B * H * double(S) * S * D / 1e12, benchmark::Counter::kIsIterationInvariantRate);
+  gpu().free(q), gpu().free(k), gpu().free(v), gpu().free(o), gpu().free(lse);
+}
+
+template <int D, bool CAUSAL>
+void BM_FlashBwd(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  const int B = 4, H = 32, S = 4096;
+  const std::size_t n = static_cast<std::size_t>(B) * H * S * D, rows = static_cast<std::size_t>(B) * H * S;
+  std::vector<tj::bf16> h(n);
+  std::mt19937 g(std::random_device{}());
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (auto& x : h) x = tj::bf16(u(g));
+  std::vector<tj::bf16*> bufs;
+  auto up = [&] {
+    auto* p = static_cast<tj::bf16*>(gpu().alloc(n * 2));
+    gpu().copy_to_device(p, h.data(), n * 2);
+    bufs.push_back(p);
+    return p;
+  };
+  tj::bf16 *q = up(), *k = up(), *v = up(), *o = up(), *d_o = up(), *dq = up(), *dk = up(), *dv = up();
+  auto* lse = static_cast<float*>(gpu().alloc(rows * 4));
+  auto* delta = static_cast<float*>(gpu().alloc(rows * 4));
+  examples::Attention<tj::bf16> attn(gpu());
+  const examples::AttnShape shape{.batch = B, .heads_q = H, .heads_kv = H, .seqlen = S, .head_dim = D, .causal = CAUSAL};
+  attn.forward(q, k, v, o, lse, shape);
+  auto run = [&] { attn.backward(q, k, v, o, d_o, lse, delta, dq, dk, dv, shape); };
+  run();
+  gpu().synchronize();
+  for (auto _ : st) st.SetIterationTime(gpu().time_ms({}, run) / 1e3);
+  const double flops = 2.5 * 4.0 * B * H * double(S) * S * D / (CAUSAL ? 2 : 1);
+  st.counters["TFLOP/s"] = benchmark::Counter(flops / 1e12, benchmark::Counter::kIsIterationInvariantRate);
+  for (auto* p : bufs) gpu().free(p);
+  gpu().free(lse), gpu().free(delta);
+}
+
+/// Decode: B sequences of `len` cached tokens, one query token each; Hq / Hkv / D of the model.
+void BM_Decode(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  const long long Hq = st.range(0), Hkv = st.range(1), D = st.range(2), len = st.range(3), B = st.range(4);
+  const std::size_t cache = static_cast<std::size_t>(B * Hkv * len * D);
+  std::vector<tj::bf16> h(cache);
+  std::mt19937 g(std::random_device{}());
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (auto& x : h) x = tj::bf16(u(g));
+  auto* k = static_cast<tj::bf16*>(gpu().alloc(cache * 2));
+  auto* v = static_cast<tj::bf16*>(gpu().alloc(cache * 2));
+  gpu().copy_to_device(k, h.data(), cache * 2);
+  gpu().copy_to_device(v, h.data(), cache * 2);
+  auto* q = static_cast<tj::bf16*>(gpu().alloc(static_cast<std::size_t>(B * Hq * D) * 2));
+  auto* o = static_cast<tj::bf16*>(gpu().alloc(static_cast<std::size_t>(B * Hq * D) * 2));
+  gpu().copy_to_device(q, h.data(), static_cast<std::size_t>(B * Hq * D) * 2);
+  auto* lse = static_cast<float*>(gpu().alloc(static_cast<std::size_t>(B * Hq) * 4));
+  std::vector<std::int32_t> lens(static_cast<std::size_t>(B), static_cast<std::int32_t>(len));
+  auto* dlen = static_cast<std::int32_t*>(gpu().alloc(lens.size() * 4));
+  gpu().copy_to_device(dlen, lens.data(), lens.size() * 4);
+  examples::Attention<tj::bf16> attn(gpu());
+  const examples::AttnShape shape{.batch = B, .heads_q = Hq, .heads_kv = Hkv, .seqlen = 1, .head_dim = D};
+  auto run = [&] { attn.decode(q, k, v, dlen, o, lse, shape, len); };
+  run();
+  gpu().synchronize();
+  // The copy ceiling in the same process: 1 GiB device-to-device, bytes read + written.
+  const std::size_t cb = std::size_t(1) << 30;
+  void* a = gpu().alloc(cb);
+  void* b = gpu().alloc(cb);
+  gpu().time_copies(b, a, cb, 2);
+  const double copy_tbs = 2.0 * double(cb) / (gpu().time_copies(b, a, cb, 5) / 5 * 1e-3) / 1e12;
+  gpu().free(a), gpu().free(b);
+  double total_ms = 0;
+  for (auto _ : st) {
+    const double ms = gpu().time_ms({}, run);
+    total_ms += ms;
+    st.SetIterationTime(ms / 1e3);
+  }
+  const double kv_bytes = 2.0 * double(cache) * 2;
+  const double tbs = kv_bytes / (total_ms / double(st.iterations()) * 1e-3) / 1e12;
+  st.counters["KV TB/s"] = tbs;
+  st.counters["of copy"] = tbs / copy_tbs;
+  gpu().free(k), gpu().free(v), gpu().free(q), gpu().free(o), gpu().free(lse), gpu().free(dlen);
+}
+
 }  // namespace
 
+BENCHMARK(BM_FlashFwdPadded96)->Name("BM_FlashFwdPadded/D96")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwd<64, false>)->Name("BM_FlashBwd/D64/full")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwd<64, true>)->Name("BM_FlashBwd/D64/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwd<128, false>)->Name("BM_FlashBwd/D128/full")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwd<128, true>)->Name("BM_FlashBwd/D128/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
+// Llama-3-8B (32 query heads over 8 KV heads, D 128) and Phi-3-mini (32 heads, D 96), 32K cached tokens, 8 sequences.
+BENCHMARK(BM_Decode)->Name("BM_Decode/llama3_8b")->Args({32, 8, 128, 32768, 8})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Decode)->Name("BM_Decode/phi3_mini")->Args({32, 32, 96, 32768, 8})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashFwd<64, false>)->Name("BM_FlashFwd/D64/full")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashFwd<64, true>)->Name("BM_FlashFwd/D64/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashFwd<96, false>)->Name("BM_FlashFwd/D96/full")->UseManualTime()->Unit(benchmark::kMillisecond);

@@ -25,5 +25,7 @@ timeout 90 "$B/tilejit_tests" -tc='profiler cupti gpu*' -s > "$OUT/profiler_gpu.
 grep -E "TEST CASE|ERROR|test cases|assertions" "$OUT/profiler_gpu.txt" | cut -c1-200 | head -20
 echo "== benches: fused epilogue vs cuBLAS TN, profiler tiny launches (0..4), long job"
 timeout 90 "$B/gemm_bench" --benchmark_filter='BM_CublasTN/(4096|8192)/|BM_TilejitV5Fused' --benchmark_min_time=0.1 2>&1 | grep -E "BM_|rror"
+timeout 150 "$B/attention_bench" --benchmark_filter="Padded|FlashFwd/D96|Bwd|Decode" --benchmark_min_time=0.1 2>&1 | grep -E "BM_|rror"
+timeout 120 python3 bench/attention_baselines.py 2>&1 | tail -12
 timeout 60 "$B/profiler_bench" --benchmark_filter='BM_TinyLaunches' 2>&1 | grep -E "^BM_"
 timeout 60 "$B/profiler_bench" --long-job=10000000 2>&1 | tail -2
