@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Everything built in the 2026-11-29 (second) session that has not run on a GPU yet, in one device call
-# (about 5 minutes on an H200). Build here first:
+# (6–10 minutes on an H200; its timeouts add up to 15, so keep the call limit in mind). Build here first:
 #   cmake -S . -B build-rel -DCMAKE_BUILD_TYPE=Release -DCMAKE_BUILD_RPATH='$ORIGIN'
 #   cmake --build build-rel -j2 --target tilejit_tests gemm_bench profiler_bench attention_bench
 #   rm -rf .carry && mkdir -p .carry && cp build-rel/test/tilejit_tests build-rel/bench/{gemm_bench,profiler_bench,attention_bench} .carry/
