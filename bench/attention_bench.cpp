@@ -5,6 +5,8 @@
 // bench/attention_baselines.py in the same call.
 //
 //   BM_FlashFwd/D{64,96,128}/{full,causal}   examples/attention/flash_fwd.hpp
+//   BM_FlashFwdTma/D{64,96,128}/{full,causal}/BN/stages   examples/attention/flash_fwd_tma.hpp (Hopper: TMA + wgmma)
+//   BM_FlashFwdTmaPadded/D96/...             the same on heads zero-padded to 128
 //   BM_FlashFwdPadded/D96                    D = 96 run as the D = 128 kernel on zero-padded heads
 //                                            (TFLOP/s still counts D = 96: the exact tile's gain is the time ratio)
 //   BM_FlashBwd/D{64,128}/{full,causal}      examples::Attention<bf16>::backward (3 launches)
@@ -18,6 +20,7 @@
 
 #include "examples/attention/attention.hpp"
 #include "examples/attention/flash_fwd.hpp"
+#include "examples/attention/flash_fwd_tma.hpp"
 #include "tilejit/tilejit.hpp"
 
 namespace tj = tilejit;
@@ -55,6 +58,43 @@ void BM_FlashFwd(benchmark::State& st) {
   for (auto _ : st) st.SetIterationTime(gpu().time_ms({}, run) / 1e3);
   const double flops = 4.0 * B * H * double(S) * S * D / (CAUSAL ? 2 : 1);
   st.counters["TFLOP/s"] = benchmark::Counter(flops / 1e12, benchmark::Counter::kIsIterationInvariantRate);
+  gpu().free(q), gpu().free(k), gpu().free(v), gpu().free(o), gpu().free(lse);
+}
+
+/// The Hopper forward (flash_fwd_tma.hpp: TMA, wgmma with P in registers): head dim D run by the kernel for
+/// DK >= D on zero-padded heads (DK = D: exact); BLOCK_M = 16 x warps, BLOCK_N = BN, num_stages = STAGES.
+template <int D, bool CAUSAL, int BN, int STAGES, int DK = D>
+void BM_FlashFwdTma(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  constexpr int BM = 128, WARPS = 8;
+  const int B = 4, H = 32, S = 4096;
+  const std::size_t n = static_cast<std::size_t>(B) * H * S * DK;
+  std::vector<tj::bf16> h(n, tj::bf16(0.0f));
+  std::mt19937 g(std::random_device{}());
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (std::size_t r = 0; r < n / DK; ++r)
+    for (int d = 0; d < D; ++d) h[r * DK + d] = tj::bf16(u(g));
+  auto up = [&] {
+    auto* p = static_cast<tj::bf16*>(gpu().alloc(n * 2));
+    gpu().copy_to_device(p, h.data(), n * 2);
+    return p;
+  };
+  tj::bf16 *q = up(), *k = up(), *v = up(), *o = up();
+  auto* lse = static_cast<float*>(gpu().alloc(static_cast<std::size_t>(B) * H * S * 4));
+  using Desc = tj::TensorDescriptor;
+  const long long rows = static_cast<long long>(B) * H * S;
+  Desc dq(gpu(), q, tj::DType::bf16, {rows, DK}, {DK, 1}, {BM, DK});
+  Desc dk(gpu(), k, tj::DType::bf16, {rows, DK}, {DK, 1}, {BN, DK});
+  Desc dv(gpu(), v, tj::DType::bf16, {rows, DK}, {DK, 1}, {BN, DK});
+  auto kern = tj::compile<examples::FlashAttnFwdTma<BM, BN, DK, CAUSAL, tj::bf16>>(gpu(), {.num_warps = WARPS, .num_stages = STAGES});
+  const float scale = static_cast<float>(1.4426950408889634 / std::sqrt(double(D)));
+  auto run = [&] { kern.launch(tj::Grid{S / BM, B * H}, dq, dk, dv, o, lse, S, 1, scale); };
+  run();
+  gpu().synchronize();
+  for (auto _ : st) st.SetIterationTime(gpu().time_ms({}, run) / 1e3);
+  const double flops = 4.0 * B * H * double(S) * S * D / (CAUSAL ? 2 : 1);
+  st.counters["TFLOP/s"] = benchmark::Counter(flops / 1e12, benchmark::Counter::kIsIterationInvariantRate);
+  st.SetLabel(fmt::format("128x{} stages {}{}", BN, STAGES, DK != D ? fmt::format(", padded to {}", DK) : ""));
   gpu().free(q), gpu().free(k), gpu().free(v), gpu().free(o), gpu().free(lse);
 }
 
@@ -151,4 +191,18 @@ BENCHMARK(BM_FlashFwd<96, false>)->Name("BM_FlashFwd/D96/full")->UseManualTime()
 BENCHMARK(BM_FlashFwd<96, true>)->Name("BM_FlashFwd/D96/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashFwd<128, false>)->Name("BM_FlashFwd/D128/full")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashFwd<128, true>)->Name("BM_FlashFwd/D128/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
+#define TJ_TMA(D, C, BN, ST, NAME) \
+  BENCHMARK(BM_FlashFwdTma<D, C, BN, ST>)->Name("BM_FlashFwdTma/D" #D "/" NAME "/" #BN "/" #ST)->UseManualTime()->Unit(benchmark::kMillisecond)
+TJ_TMA(64, false, 128, 2, "full");
+TJ_TMA(64, false, 64, 3, "full");
+TJ_TMA(64, true, 128, 2, "causal");
+TJ_TMA(96, false, 128, 2, "full");
+TJ_TMA(96, false, 64, 3, "full");
+TJ_TMA(96, true, 128, 2, "causal");
+TJ_TMA(128, false, 128, 2, "full");
+TJ_TMA(128, false, 64, 3, "full");
+TJ_TMA(128, true, 128, 2, "causal");
+TJ_TMA(128, true, 64, 3, "causal");
+BENCHMARK(BM_FlashFwdTma<96, false, 128, 2, 128>)->Name("BM_FlashFwdTmaPadded/D96/full/128/2")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdTma<96, false, 64, 3, 128>)->Name("BM_FlashFwdTmaPadded/D96/full/64/3")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

@@ -14,6 +14,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <optional>
 
 #include "prelude.hpp"
 #include "tilejit/core/error.hpp"
@@ -56,7 +57,10 @@ class Emitter {
                                       "sm_90 allows 227 KiB per program; lower num_stages or the block sizes",
                                       k_.name, g.dynamic_shared_bytes, ring_bytes_, o_.num_stages, smem_bytes_));
       for (std::size_t i = 0; i < k_.params.size(); ++i)
-        if (k_.params[i].type.is_desc && tma_param_[i]) g.tma_params.push_back(static_cast<int>(i));
+        if (k_.params[i].type.is_desc && tma_param_[i]) {
+          g.tma_params.push_back(static_cast<int>(i));
+          g.tma_boxes.push_back({tma_param_[i], 128 / size_bytes(k_.params[i].type.dtype)});
+        }
     } else {
       g.shared_bytes = smem_bytes_;
     }
@@ -106,6 +110,27 @@ class Emitter {
     int tx_bytes = 0;              // bytes one stage's copies complete on its mbarrier
     std::vector<int> async_dots;   // wgmma dots left in flight across the iteration boundary
   };
+  /// A block copied once, outside any loop (e.g. attention's Q tile): its own
+  /// region and mbarrier; issued where the desc_load stands, waited for (parity
+  /// 0, so later waits return at once) by each dot that reads it.
+  struct Resident {
+    int node = -1, off = 0, bar_off = 0, bytes = 0;
+  };
+  /// 128-byte slabs a block [rows, cols] is held in (one TMA box each; the last may be partly used).
+  int slabs_of(int id) const {
+    const ir::Type& t = k_[id].type;
+    return (t.shape[1] * size_bytes(t.dtype) + 127) / 128;
+  }
+  int block_bytes(int id) const { return slabs_of(id) * k_[id].type.shape[0] * 128; }
+  /// Thread 0's copies of block `x` into shared address `dst` at coordinates (row, col), completing on `bar`.
+  std::string tma_copies(int x, const std::string& dst, const std::string& row, const std::string& col, const std::string& bar) const {
+    const ir::Type& t = k_[x].type;
+    std::string out;
+    for (int s = 0; s < slabs_of(x); ++s)
+      out += fmt::format("tj_tma_load_2d({} + {}u, &s{}.map, (int)({}) + {}, (int)({}), {}); ", dst, s * t.shape[0] * 128, k_[x].args[0], col,
+                         s * (128 / size_bytes(t.dtype)), row, bar);
+    return out;
+  }
   // ---- the TMA pipeline -----------------------------------------------------------
   /// The desc_loads left in the IR are the ones generate() gave to TMA (each
   /// inside a loop, feeding wgmma only). Per loop: a ring of num_stages
@@ -129,11 +154,22 @@ class Emitter {
       parent[id] = stack.empty() ? -1 : stack.back();
       if (n.op == Op::loop_begin) stack.push_back(static_cast<int>(id));
     }
+    auto note_param = [&](const Node& n) {
+      int& rows = tma_param_[static_cast<std::size_t>(k_[n.args[0]].i)];
+      if (rows && rows != n.type.shape[0])
+        throw Unsupported(fmt::format("descriptor parameter {} is copied by TMA in blocks of {} and of {} rows: one box per "
+                                      "descriptor", k_[n.args[0]].i, rows, n.type.shape[0]));
+      rows = n.type.shape[0];
+    };
     for (std::size_t id = 0; id < N; ++id) {
       const Node& n = k_.nodes[id];
       if (n.op != Op::desc_load) continue;
       const int L = parent[id];
-      if (L < 0) throw Unsupported(fmt::format("desc_load %{}: a TMA block must be loaded inside a loop", id));
+      note_param(n);
+      if (L < 0) {
+        resident_.push_back(Resident{static_cast<int>(id), 0, 0, block_bytes(static_cast<int>(id))});
+        continue;
+      }
       if (pipe_of_loop_[static_cast<std::size_t>(L)] < 0) {
         pipe_of_loop_[static_cast<std::size_t>(L)] = static_cast<int>(pipes_.size());
         pipes_.push_back(Pipe{});
@@ -142,10 +178,9 @@ class Emitter {
       Pipe& p = pipes_[static_cast<std::size_t>(pipe_of_loop_[static_cast<std::size_t>(L)])];
       p.loads.push_back(static_cast<int>(id));
       p.offset.push_back(p.stage_bytes);
-      const int bytes = n.type.shape[0] * n.type.shape[1] * size_bytes(n.type.dtype);
+      const int bytes = block_bytes(static_cast<int>(id));
       p.tx_bytes += bytes;
       p.stage_bytes += (bytes + 1023) / 1024 * 1024;
-      tma_param_[static_cast<std::size_t>(k_[n.args[0]].i)] = 1;
     }
     // Async dots: a wgmma whose accumulator is a carry of the pipe's loop, used
     // by nothing else in the body, and whose result only goes back into it.
@@ -160,7 +195,10 @@ class Emitter {
       ring_bytes_ += p.stage_bytes * p.stages;
       for (std::size_t d = static_cast<std::size_t>(p.loop) + 1; d < static_cast<std::size_t>(ends[static_cast<std::size_t>(p.loop)]); ++d) {
         const Node& n = k_.nodes[d];
-        if (n.op != Op::dot || parent[d] != p.loop || !plan_.in_smem[static_cast<std::size_t>(n.args[0])]) continue;
+        // (register-A wgmma reads its A registers asynchronously too: never left in flight)
+        if (n.op != Op::dot || parent[d] != p.loop || !plan_.in_smem[static_cast<std::size_t>(n.args[0])] ||
+            !plan_.in_smem[static_cast<std::size_t>(n.args[1])])
+          continue;
         const int c = n.args[2];
         if (k_[c].op != Op::loop_carry || k_[c].args[1] != p.loop) continue;
         bool ok = true;
@@ -173,10 +211,18 @@ class Emitter {
         alias_[d] = c;
       }
     }
+    for (Resident& r : resident_) {
+      r.off = ring_bytes_;
+      ring_bytes_ += (r.bytes + 1023) / 1024 * 1024;
+    }
     // Barriers after all rings (8 bytes each).
     for (Pipe& p : pipes_) {
       p.bar_off = ring_bytes_;
       ring_bytes_ += 8 * p.stages;
+    }
+    for (Resident& r : resident_) {
+      r.bar_off = ring_bytes_;
+      ring_bytes_ += 8;
     }
     ring_bytes_ = (ring_bytes_ + 1023) / 1024 * 1024;
     for (const Pipe& p : pipes_) {
@@ -189,7 +235,19 @@ class Emitter {
       plan_diag_.push_back(fmt::format("loop %{}: TMA pipeline of {} stage(s) x {} bytes ({} block(s)), {} wgmma left in flight "
                                        "across iterations", L, p.stages, p.stage_bytes, p.loads.size(), p.async_dots.size()));
     }
-    if (!pipes_.empty()) pipe_preamble_ += "  __syncthreads();\n";
+    for (const Resident& r : resident_) {
+      pipe_preamble_ += fmt::format("  const unsigned tj_res{0} = tj_smem_addr(tj_smem_raw) + {1}, tj_rbar{0} = tj_smem_addr(tj_smem_raw) + {2};\n",
+                                    r.node, r.off, r.bar_off);
+      pipe_preamble_ += fmt::format("  if (tj_tid == 0) {{ tj_mbar_init(tj_rbar{}, 1); tj_mbar_fence_init(); }}\n", r.node);
+      plan_diag_.push_back(fmt::format("desc_load %{}: copied once by TMA into {} bytes of shared memory ({} slab(s) of 128 bytes)",
+                                       r.node, r.bytes, slabs_of(r.node)));
+    }
+    if (!pipes_.empty() || !resident_.empty()) pipe_preamble_ += "  __syncthreads();\n";
+  }
+  const Resident* resident_of(int id) const {
+    for (const Resident& r : resident_)
+      if (r.node == id) return &r;
+    return nullptr;
   }
   const Pipe* pipe_of_load(int id) const {
     for (const Pipe& p : pipes_)
@@ -236,8 +294,8 @@ class Emitter {
     line(fmt::format("  tj_mbar_expect_tx(bar, {}u);", p.tx_bytes));
     for (std::size_t i = 0; i < p.loads.size(); ++i) {
       const int x = p.loads[i];
-      line(fmt::format("  {{ const tj_v8 c = tj_at{}(iv); tj_tma_load_2d(tj_ring{} + st * {}u + {}u, &s{}.map, (int)c.w[0], (int)c.w[1], bar); }}",
-                       x, L, p.stage_bytes, p.offset[i], k_[x].args[0]));
+      line(fmt::format("  {{ const tj_v8 c = tj_at{}(iv); {}}}", x,
+                       tma_copies(x, fmt::format("tj_ring{} + st * {}u + {}u", L, p.stage_bytes, p.offset[i]), "c.w[1]", "c.w[0]", "bar")));
     }
     line("};");
     if (p.prefetch > 0)
@@ -397,6 +455,16 @@ class Emitter {
       const std::string name = fmt::format("x{}_{}", a, conversions_.size());
       conversions_[key] = name;
       const ir::Type& t = k_[a].type;
+      if (const auto perm = thread_local_permutation(TL(a), want, t.rank)) {
+        // Every thread already holds the elements it needs (e.g. the row statistics of two wgmma accumulators
+        // of different N): a register copy, no shared memory.
+        line(fmt::format("// %{}: L{} to L{} is a permutation of each thread's registers", a, TL(a).layout, want.layout));
+        line(fmt::format("{} {}[{}];", reg_type(t), name, regs(want)));
+        for (int r = 0; r < regs(want); ++r) line(fmt::format("{}[{}] = {};", name, r, v(a, (*perm)[static_cast<std::size_t>(r)])));
+        plan_diag_.push_back(fmt::format("converted %{} from L{} to L{} for %{} ({}) in registers (same lanes and warps)", a,
+                                         TL(a).layout, want.layout, id, ir::name(k_[id].op)));
+        continue;
+      }
       const bool half = t.dtype == DType::f16 || t.dtype == DType::bf16;
       const std::string st = t.is_ptr ? storage_type(t.dtype) + "*" : storage_type(t.dtype);
       const int esize = t.is_ptr ? 8 : size_bytes(t.dtype);
@@ -427,6 +495,44 @@ class Emitter {
       plan_diag_.push_back(fmt::format("converted %{} from L{} to L{} for %{} ({}) through {} bytes of shared memory", a,
                                        TL(a).layout, want.layout, id, ir::name(k_[id].op), rows * stride * esize));
     }
+  }
+
+  /// When layouts `from` and `to` of a rank-`rank` tile give every lane and
+  /// warp the same coordinates (equal lane / warp digit images on the tile's
+  /// dims, both additive), the target register r holds what source register
+  /// perm[r] holds. nullopt otherwise.
+  std::optional<std::vector<int>> thread_local_permutation(const ir::TileLayout& from, const ir::TileLayout& to, int rank) const {
+    if (from.scalar || to.scalar || rank < 1) return std::nullopt;
+    const ir::Distributed& a = D(from);
+    const ir::Distributed& b = D(to);
+    if (!a.additive || !b.additive || a.lane.size() != b.lane.size() || a.warp.size() != b.warp.size()) return std::nullopt;
+    auto same = [&](const std::vector<ir::InputDigit>& x, const std::vector<ir::InputDigit>& y) {
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        if (x[i].radix != y[i].radix || x[i].stride != y[i].stride) return false;
+        for (int d = 0; d < rank; ++d) {
+          const int pa = from.dim_of[static_cast<std::size_t>(d)], pb = to.dim_of[static_cast<std::size_t>(d)];
+          const int ia = pa < 0 ? 0 : x[i].image[static_cast<std::size_t>(pa)], ib = pb < 0 ? 0 : y[i].image[static_cast<std::size_t>(pb)];
+          if (ia != ib) return false;
+        }
+      }
+      return true;
+    };
+    if (!same(a.lane, b.lane) || !same(a.warp, b.warp)) return std::nullopt;
+    auto key = [&](const ir::TileLayout& t, const ir::Distributed& dd, int r) {
+      std::array<int, 2> c{0, 0};
+      for (int d = 0; d < rank; ++d)
+        if (const int p = t.dim_of[static_cast<std::size_t>(d)]; p >= 0) c[static_cast<std::size_t>(d)] = dd.register_coord(r, p);
+      return c;
+    };
+    std::map<std::array<int, 2>, int> have;
+    for (int r = 0; r < regs(from); ++r) have.emplace(key(from, a, r), r);
+    std::vector<int> perm(static_cast<std::size_t>(regs(to)));
+    for (int r = 0; r < regs(to); ++r) {
+      auto it = have.find(key(to, b, r));
+      if (it == have.end()) return std::nullopt;
+      perm[static_cast<std::size_t>(r)] = it->second;
+    }
+    return perm;
   }
 
   static std::string literal(const ir::Type& t, double f, std::int64_t i, Dialect dl) {
@@ -563,7 +669,13 @@ class Emitter {
         return;
       }
       case Op::desc_load:
-        line(fmt::format("// %{}: block of descriptor %{} copied by TMA (loop %{}'s pipeline)", id, arg(0), pipe_of_load(id)->loop));
+        if (const Resident* r = resident_of(id)) {
+          line(fmt::format("// %{}: block of descriptor %{} copied once by TMA", id, arg(0)));
+          line(fmt::format("if (tj_tid == 0) {{ tj_mbar_expect_tx(tj_rbar{}, {}u); {}}}", id, r->bytes,
+                           tma_copies(id, fmt::format("tj_res{}", id), v(arg(1), 0), v(arg(2), 0), fmt::format("tj_rbar{}", id))));
+        } else {
+          line(fmt::format("// %{}: block of descriptor %{} copied by TMA (loop %{}'s pipeline)", id, arg(0), pipe_of_load(id)->loop));
+        }
         return;
       case Op::trans:
         if (plan_.in_smem[static_cast<std::size_t>(id)]) return;  // a view: wgmma reads the K-major block as B
@@ -627,7 +739,7 @@ class Emitter {
       case Op::dot:
         if (plan_.dot_mfma[static_cast<std::size_t>(id)])
           emit_mfma(id);
-        else if (plan_.in_smem[static_cast<std::size_t>(arg(0))])
+        else if (plan_.in_smem[static_cast<std::size_t>(arg(1))])
           emit_wgmma_smem(id);
         else if (plan_.dot_wgmma[static_cast<std::size_t>(id)])
           emit_wgmma(id);
@@ -960,16 +1072,33 @@ class Emitter {
     for (int r = 0; r < R(id); ++r) line(fmt::format("v{}[{}] = {};", id, r, opnd(id, 2, r)));
     line(fmt::format("const unsigned tj_sa{} = tj_smem_addr(tj_smem) + (unsigned)(tj_warp / 4) * {};", id, 64 * 128));
     line(fmt::format("const unsigned tj_sb{} = tj_smem_addr(tj_smem) + {};", id, b_off));
-    emit_wgmma_instructions(id, id, fmt::format("tj_sa{}", id), fmt::format("tj_sb{}", id), M, N, K, ta.dtype);
+    WgmmaOperand A{fmt::format("tj_sa{}", id), M}, B{fmt::format("tj_sb{}", id), N};
+    emit_wgmma_instructions(id, id, A, B, M, N, K, ta.dtype);
     line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");");
     line("__syncthreads();  // the staging buffer may be written again (a later iteration)");
   }
 
-  /// fence; one wgmma m64nNk16 per 16-deep k step of K-major, 128B-swizzled
-  /// operands at shared addresses `sa` (this warp group's 64 rows of A) and
-  /// `sb` (B as [N, K]); commit. The accumulator registers are those of node
-  /// `acc` (the instruction's d_i are found by coordinate in the layout of `id`).
-  void emit_wgmma_instructions(int id, int acc, const std::string& sa, const std::string& sb, int M, int N, int K, DType et) {
+  /// Where a wgmma operand comes from. K-major blocks (A as [M, K], B as the
+  /// trans of an [N, K] block) are held in 128-byte slabs of `rows` rows each
+  /// (slab s: K bytes 128·s .. 128·s + 127); a 32-byte k step inside a slab
+  /// advances the start address. An MN-major B block [K, N] (no trans, 16-bit
+  /// only: the transpose immediate) holds N in 64-element slabs of K rows:
+  /// descriptor LBO = the slab stride (K·128 bytes, between 64-wide N blocks),
+  /// SBO = 1024 (between 8-row K groups) — CUTLASS's canonical MN-major SW128
+  /// layout ((T,8,m),(8,k)):((1,T,LBO),(8T,SBO)). Register A (`regs`): the
+  /// A fragment registers of each k16 step, found by coordinate in `layout_of`.
+  struct WgmmaOperand {
+    std::string addr;  // shared address (this warp group's rows for A)
+    int rows = 0;      // rows of the block (slab stride = rows · 128 bytes)
+    bool mn_major = false;
+    int regs_of = -1;  // register A: the dot whose operand 0 supplies it
+  };
+
+  /// fence; one wgmma per 32-byte k step; commit. The accumulator registers
+  /// are those of node `acc` (the instruction's d_i are found by coordinate
+  /// in the layout of `id`).
+  void emit_wgmma_instructions(int id, int acc, const WgmmaOperand& A, const WgmmaOperand& B, int M, int N, int K, DType et) {
+    (void)M;
     const ir::TileLayout& lc = TL(id);
     std::map<std::pair<int, int>, int> table;
     for (int r = 0; r < R(id); ++r) table.emplace(std::pair{D(lc).register_coord(r, 0), D(lc).register_coord(r, 1)}, r);
@@ -980,49 +1109,109 @@ class Emitter {
       regs += fmt::format("{}%{}", i ? ", " : "", i);
       cons += fmt::format("{}\"+{}\"(v{}[{}])", i ? ", " : "", et == DType::i8 ? 'r' : 'f', acc, it->second);
     }
+    // Register A: per k16 step four .b32 registers, {(g, 2t..2t+1), (g+8, ..), (g, 2t+8..), (g+8, 2t+8..)} of
+    // the warp's 16 rows (g = lane / 4, t = lane % 4) — found by register coordinate in the operand's layout.
+    std::map<std::pair<int, int>, int> atab;
+    if (A.regs_of >= 0) {
+      const ir::TileLayout la = plan_.operand_layout(k_, A.regs_of, 0);
+      for (int r = 0; r < this->regs(la); ++r) atab.emplace(std::pair{D(la).register_coord(r, 0), D(la).register_coord(r, 1)}, r);
+    }
+    auto a_reg = [&](int row, int col) {
+      auto it = atab.find({row, col});
+      if (it == atab.end()) throw Unsupported(fmt::format("dot %{}: no A register for ({}, {}) in the wgmma operand layout", id, row, col));
+      return opnd(A.regs_of, 0, it->second);
+    };
+    auto pack = [&](const std::string& lo, const std::string& hi) {
+      if (et == DType::bf16) return fmt::format("((__float_as_uint({}) & 0xffff0000u) | (__float_as_uint({}) >> 16))", hi, lo);
+      return fmt::format("tj_pack_f16x2({}, {})", lo, hi);
+    };
+    // Register A is packed for every k step before the fence: registers an in-flight wgmma reads must not be
+    // written between wgmma.fence and the instruction (ptxas would inject a warpgroup.arrive per step).
+    if (A.regs_of >= 0) {
+      line(fmt::format("unsigned tj_pa{}[{}][4];", id, K / 16));
+      for (int k0 = 0; k0 < K; k0 += 16) {
+        const int s = k0 / 16;
+        line(fmt::format("tj_pa{0}[{1}][0] = {2}; tj_pa{0}[{1}][1] = {3}; tj_pa{0}[{1}][2] = {4}; tj_pa{0}[{1}][3] = {5};", id, s,
+                         pack(a_reg(0, k0), a_reg(0, k0 + 1)), pack(a_reg(8, k0), a_reg(8, k0 + 1)),
+                         pack(a_reg(0, k0 + 8), a_reg(0, k0 + 9)), pack(a_reg(8, k0 + 8), a_reg(8, k0 + 9))));
+      }
+    }
     line("asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");");
     // One instruction covers 32 bytes of K: k16 for 16-bit types, k32 for f8 (whose wgmma has no transpose immediates).
     const int es = size_bytes(et), kstep = 32 / es;
     const char* ty = et == DType::bf16 ? "bf16" : et == DType::f16 ? "f16" : et == DType::f8e4nv ? "e4m3"
                    : et == DType::f8e5 ? "e5m2" : et == DType::f32 ? "tf32" : "s8";
-    // Transpose immediates exist for 16-bit types only; integer wgmma has no scale immediates either.
-    const char* imm = es == 2 ? "1, 1, 1, 0, 0" : et == DType::i8 ? "1" : "1, 1, 1";
     const char* dty = et == DType::i8 ? "s32" : "f32";
+    if (B.mn_major && es != 2) throw Unsupported(fmt::format("dot %{}: an MN-major B block needs a 16-bit type (wgmma transposes only those)", id));
+    const std::string bdesc = B.mn_major ? fmt::format("tj_wgmma_desc_mn({{}}, {}u)", B.rows * 128) : "tj_wgmma_desc({})";
     for (int k0 = 0; k0 < K; k0 += kstep) {
       const int slab = k0 * es / 128, kin = (k0 * es) % 128;
-      line(fmt::format("asm volatile(\"{{ wgmma.mma_async.sync.aligned.m64n{}k{}.{}.{}.{} {{{}}}, %{}, %{}, {}; }}\" : {} : \"l\"(tj_wgmma_desc({} + {})), \"l\"(tj_wgmma_desc({} + {})));",
-                       N, kstep, dty, ty, ty, regs, N / 2, N / 2 + 1, imm, cons, sa, slab * M * 128 + kin, sb, slab * N * 128 + kin));
+      const std::string boff = B.mn_major ? fmt::format("{} + {}", B.addr, k0 * 128) : fmt::format("{} + {}", B.addr, slab * B.rows * 128 + kin);
+      const std::string bd = fmt::format(fmt::runtime(bdesc), boff);
+      if (A.regs_of >= 0) {
+        // scale-d, imm-scale-a, imm-scale-b, imm-trans-b
+        const std::string pa = fmt::format("tj_pa{}[{}]", id, k0 / 16);
+        line(fmt::format("asm volatile(\"{{ wgmma.mma_async.sync.aligned.m64n{}k{}.{}.{}.{} {{{}}}, {{%{}, %{}, %{}, %{}}}, %{}, 1, 1, 1, {}; }}\" : {} : "
+                         "\"r\"({}[0]), \"r\"({}[1]), \"r\"({}[2]), \"r\"({}[3]), \"l\"({}));",
+                         N, kstep, dty, ty, ty, regs, N / 2, N / 2 + 1, N / 2 + 2, N / 2 + 3, N / 2 + 4, B.mn_major ? 1 : 0, cons, pa, pa, pa, pa, bd));
+        continue;
+      }
+      // Transpose immediates exist for 16-bit types only; integer wgmma has no scale immediates either.
+      const std::string imm = es == 2 ? fmt::format("1, 1, 1, 0, {}", B.mn_major ? 1 : 0) : et == DType::i8 ? "1" : "1, 1, 1";
+      line(fmt::format("asm volatile(\"{{ wgmma.mma_async.sync.aligned.m64n{}k{}.{}.{}.{} {{{}}}, %{}, %{}, {}; }}\" : {} : \"l\"(tj_wgmma_desc({} + {})), \"l\"({}));",
+                       N, kstep, dty, ty, ty, regs, N / 2, N / 2 + 1, imm, cons, A.addr, slab * A.rows * 128 + kin, bd));
     }
     line("asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");");
   }
 
-  /// acc + a·b with both operands TMA blocks in the current stage of their
-  /// loop's ring: a [M, 64] K-major block, b the trans of an [N, 64] one. No
-  /// staging, no barrier. An async dot (plan_pipes) accumulates in place into
-  /// its loop-carried accumulator and is retired by the loop's tail; any other
-  /// waits for itself.
+  /// The shared address of TMA block `x` now: its resident region, or the
+  /// current stage of its loop's ring (the dot must sit in that loop).
+  std::string block_addr(int x, int dot) {
+    if (const Resident* r = resident_of(x)) {
+      line(fmt::format("tj_mbar_wait(tj_rbar{}, 0u);  // block %{} has landed (returns at once after the first time)", x, x));
+      (void)r;
+      return fmt::format("tj_res{}", x);
+    }
+    const Pipe* p = pipe_of_load(x);
+    if (!p) throw Unsupported(fmt::format("dot %{}: operand %{} is not a TMA block", dot, x));
+    return fmt::format("(tj_ring{} + tj_st{} * {}u + {}u)", p->loop, p->loop, p->stage_bytes, load_offset(*p, x));
+  }
+
+  /// acc + a·b with wgmma reading TMA blocks in place: b is the trans of a
+  /// block (K-major) or a block (MN-major, 16-bit); a is a block (K-major) or
+  /// registers (register-A form). No staging. An async dot (plan_pipes)
+  /// accumulates in place into its loop-carried accumulator and is retired by
+  /// the loop's tail; any other waits for itself.
   void emit_wgmma_smem(int id) {
     const Node& n = k_[id];
     const int a = n.args[0], b = n.args[1];
-    const int bl = k_[b].op == Op::trans ? k_[b].args[0] : b;
-    if (k_[a].op != Op::desc_load || k_[b].op != Op::trans || k_[bl].op != Op::desc_load)
-      throw Unsupported(fmt::format("dot %{}: shared-memory operands must be a descriptor block (a) and the trans of one (b)", id));
-    const Pipe* pa = pipe_of_load(a);
-    const Pipe* pb = pipe_of_load(bl);
-    if (!pa || pa != pb) throw Unsupported(fmt::format("dot %{}: both TMA blocks must belong to the same loop's pipeline", id));
+    const bool b_trans = k_[b].op == Op::trans;
+    const int bl = b_trans ? k_[b].args[0] : b;
+    const bool a_smem = plan_.in_smem[static_cast<std::size_t>(a)];
+    if (k_[bl].op != Op::desc_load || (a_smem && k_[a].op != Op::desc_load))
+      throw Unsupported(fmt::format("dot %{}: shared-memory operands must be descriptor blocks (a: a block or registers; b: a block "
+                                    "or the trans of one)", id));
     const ir::Type& ta = k_[a].type;
     const int M = ta.shape[0], K = ta.shape[1], N = n.type.shape[1];
-    const int L = pa->loop;
     const bool async = alias_[static_cast<std::size_t>(id)] >= 0;
     const int acc = async ? alias_[static_cast<std::size_t>(id)] : id;
-    line(fmt::format("// dot %{}: wgmma m64n{}k16 straight from the TMA stage ({})", id, N, async ? "left in flight" : "waited for"));
+    line(fmt::format("// dot %{}: wgmma m64n{} straight from TMA blocks (a {}, b {}; {})", id, N, a_smem ? "K-major block" : "registers",
+                     b_trans ? "K-major" : "MN-major", async ? "left in flight" : "waited for"));
+    WgmmaOperand A, B;
+    if (a_smem) {
+      A.addr = fmt::format("({} + (unsigned)(tj_warp / 4) * {}u)", block_addr(a, id), 64 * 128);
+      A.rows = M;
+    } else {
+      A.regs_of = id;
+    }
+    B.addr = block_addr(bl, id);
+    B.rows = k_[bl].type.shape[0];
+    B.mn_major = !b_trans;
     if (!async) {
       line(fmt::format("{} v{}[{}];", reg_type(n.type), id, R(id)));
       for (int r = 0; r < R(id); ++r) line(fmt::format("v{}[{}] = {};", id, r, opnd(id, 2, r)));
     }
-    const std::string stage = fmt::format("tj_ring{} + tj_st{} * {}u", L, L, pa->stage_bytes);
-    emit_wgmma_instructions(id, acc, fmt::format("({} + {}u + (unsigned)(tj_warp / 4) * {}u)", stage, load_offset(*pa, a), 64 * 128),
-                            fmt::format("({} + {}u)", stage, load_offset(*pa, bl)), M, N, K, ta.dtype);
+    emit_wgmma_instructions(id, acc, A, B, M, N, K, ta.dtype);
     if (!async) line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");");
   }
 
@@ -1205,8 +1394,9 @@ class Emitter {
   // ---- the TMA pipeline (sm_90a) ----
   std::vector<Pipe> pipes_;
   std::vector<int> pipe_of_loop_, alias_;  // per node: index into pipes_ (-1), register alias (-1)
-  std::vector<char> tma_param_;
+  std::vector<int> tma_param_;  // per parameter: rows of its TMA box (0: not TMA-fed)
   int ring_bytes_ = 0;
+  std::vector<Resident> resident_;
   std::string pipe_preamble_;
   std::string body_;
   std::map<std::string, std::string> conversions_;  // (value, target layout) -> converted register array
@@ -1214,13 +1404,19 @@ class Emitter {
   std::vector<ir::AxisInfo> axes_;
 };
 
-/// The desc_loads the TMA pipeline takes (1) on this target: sm_90a; f16/bf16
-/// blocks with 128-byte rows (64 elements: one 128B swizzle span) and a
-/// multiple of 8 rows; inside a loop, at coordinates computed from the
-/// induction variable and loop-invariant values only (so a later iteration's
-/// copy can be issued early); used only by wgmma dots of the same loop —
-/// directly as operand a, through `trans` as operand b — whose two operands
-/// both qualify. Everything else is lowered to masked loads.
+/// The desc_loads TMA takes (1) on this target: sm_90a only. A block [rows,
+/// cols] (rows a multiple of 8, a wgmma type, cols · size a multiple of 16
+/// bytes; held in 128-byte swizzled slabs) qualifies when it is either
+///  - inside a loop, at coordinates computed from the induction variable and
+///    loop-invariant values only (so a later iteration's copy can be issued
+///    early): it joins that loop's pipeline; or
+///  - outside every loop: copied once (a resident block, e.g. attention's Q);
+/// and every use of it is a wgmma dot that reads it in place — as operand a
+/// (K-major), through `trans` as operand b (K-major), or directly as operand b
+/// (MN-major, 16-bit types) — sitting in the block's own loop when it is
+/// pipelined. Such a dot needs b from TMA and a from TMA or, for 16-bit types,
+/// from registers (wgmma's register-A form). Everything else is lowered to
+/// masked loads.
 std::vector<char> tma_loads(const ir::Kernel& k, const Target& t, const Options& o) {
   const std::size_t N = k.nodes.size();
   std::vector<char> keep(N, 0);
@@ -1235,15 +1431,13 @@ std::vector<char> tma_loads(const ir::Kernel& k, const Target& t, const Options&
     for (int j = 0; j < 3; ++j)
       if (n.args[static_cast<std::size_t>(j)] >= 0) uses[static_cast<std::size_t>(n.args[static_cast<std::size_t>(j)])].push_back({static_cast<int>(id), j});
   }
-  auto wgmma_dot = [&](int d, int L) {
+  auto wgmma_shape = [&](int d) {
     const Node& n = k.nodes[static_cast<std::size_t>(d)];
-    if (n.op != Op::dot || parent[static_cast<std::size_t>(d)] != L) return false;
-    const int M = n.type.shape[0], Nn = n.type.shape[1], K = k[n.args[0]].type.shape[1];
+    const int M = n.type.shape[0], Nn = n.type.shape[1];
     const DType et = k[n.args[0]].type.dtype;
     // Integer wgmma takes N = 8, 24 or a multiple of 16 only (PTX ISA, wgmma .s8 shapes).
     const bool n_ok = et != DType::i8 || Nn % 16 == 0 || Nn == 8 || Nn == 24;
-    return M == 16 * o.num_warps && M % 64 == 0 && layout::wgmma_legal_n(Nn) && layout::wgmma_padded_n(Nn) == Nn && n_ok &&
-           K * size_bytes(et) == 128;
+    return M == 16 * o.num_warps && M % 64 == 0 && layout::wgmma_legal_n(Nn) && layout::wgmma_padded_n(Nn) == Nn && n_ok;
   };
   std::function<bool(int, int)> invariant_or_iv = [&](int x, int L) {
     if (x <= L) return true;  // defined before the loop, or its induction variable
@@ -1263,34 +1457,45 @@ std::vector<char> tma_loads(const ir::Kernel& k, const Target& t, const Options&
     const DType dt = n.type.dtype;
     const bool shape_ok = (dt == DType::bf16 || dt == DType::f16 || dt == DType::f8e4nv || dt == DType::f8e5 || dt == DType::f32 ||
                            dt == DType::i8) &&
-                          n.type.shape[1] * size_bytes(dt) == 128 && n.type.shape[0] % 8 == 0;
-    if (!shape_ok || L < 0 || !invariant_or_iv(n.args[1], L) || !invariant_or_iv(n.args[2], L) || uses[id].empty()) continue;
-    bool ok = true;
-    for (auto [u, j] : uses[id]) {
-      const Node& un = k.nodes[static_cast<std::size_t>(u)];
-      if (un.op == Op::dot && j == 0 && wgmma_dot(u, L)) continue;
-      if (un.op == Op::trans && !uses[static_cast<std::size_t>(u)].empty()) {
-        for (auto [v, jv] : uses[static_cast<std::size_t>(u)])
-          if (!(jv == 1 && wgmma_dot(v, L))) ok = false;
-        continue;
-      }
-      ok = false;
-    }
-    if (ok) keep[id] = 1;
+                          n.type.shape[1] * size_bytes(dt) % 16 == 0 && n.type.shape[0] % 8 == 0;
+    const bool where_ok = L < 0 || (invariant_or_iv(n.args[1], L) && invariant_or_iv(n.args[2], L));
+    if (shape_ok && where_ok && !uses[id].empty()) keep[id] = 1;
   }
-  // A dot takes its operands from shared memory only if both are TMA blocks.
+  auto kept = [&](int x) { return k[x].op == Op::desc_load && keep[static_cast<std::size_t>(x)]; };
+  auto in_reach = [&](int block, int dot) {  // a pipelined block is read in its own loop
+    return parent[static_cast<std::size_t>(block)] < 0 || parent[static_cast<std::size_t>(block)] == parent[static_cast<std::size_t>(dot)];
+  };
+  // Whether dot d reads its operands in place, given the blocks kept so far.
+  auto fed = [&](int d) {
+    const Node& n = k.nodes[static_cast<std::size_t>(d)];
+    if (!wgmma_shape(d)) return false;
+    const int a = n.args[0], b = n.args[1];
+    const DType et = k[a].type.dtype;
+    const int K = k[a].type.shape[1];
+    const bool b_trans = k[b].op == Op::trans;
+    const int bl = b_trans ? k[b].args[0] : b;
+    if (!kept(bl) || !in_reach(bl, d)) return false;
+    if (b_trans ? K * size_bytes(et) % 32 != 0 : (size_bytes(et) != 2 || K % 16 != 0)) return false;
+    if (kept(a)) return in_reach(a, d) && K * size_bytes(et) % 32 == 0;
+    return (et == DType::f16 || et == DType::bf16) && K % 16 == 0 && layout::wgmma_legal_n(K) && layout::wgmma_padded_n(K) == K;
+  };
   for (bool changed = true; changed;) {
     changed = false;
-    for (std::size_t d = 0; d < N; ++d) {
-      const Node& n = k.nodes[d];
-      if (n.op != Op::dot) continue;
-      const int a = n.args[0], b = n.args[1];
-      const int bl = k[b].op == Op::trans ? k[b].args[0] : -1;
-      const bool ka = k[a].op == Op::desc_load && keep[static_cast<std::size_t>(a)];
-      const bool kb = bl >= 0 && k[bl].op == Op::desc_load && keep[static_cast<std::size_t>(bl)];
-      if (ka != kb) {
-        if (ka) keep[static_cast<std::size_t>(a)] = 0;
-        if (kb) keep[static_cast<std::size_t>(bl)] = 0;
+    for (std::size_t x = 0; x < N; ++x) {
+      if (!keep[x]) continue;
+      bool ok = true;
+      for (auto [u, j] : uses[x]) {
+        const Node& un = k.nodes[static_cast<std::size_t>(u)];
+        if (un.op == Op::dot && j < 2 && fed(u)) continue;
+        if (un.op == Op::trans && !uses[static_cast<std::size_t>(u)].empty()) {
+          for (auto [w, jw] : uses[static_cast<std::size_t>(u)])
+            if (!(k.nodes[static_cast<std::size_t>(w)].op == Op::dot && jw == 1 && fed(w))) ok = false;
+          continue;
+        }
+        ok = false;
+      }
+      if (!ok) {
+        keep[x] = 0;
         changed = true;
       }
     }

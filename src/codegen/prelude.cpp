@@ -44,6 +44,11 @@ static __device__ __forceinline__ unsigned tj_smem_addr(const void* p) {
 static __device__ __forceinline__ unsigned long long tj_wgmma_desc(unsigned addr) {
   return (unsigned long long)((addr & 0x3FFFF) >> 4) | (1ull << 16) | ((unsigned long long)(1024 >> 4) << 32) | (1ull << 62);
 }
+// MN-major operand (16-bit, 128B swizzle): LBO = bytes between 64-element MN blocks, SBO = 1024 between 8-row K groups.
+static __device__ __forceinline__ unsigned long long tj_wgmma_desc_mn(unsigned addr, unsigned lbo) {
+  return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)((lbo >> 4) & 0x3FFF) << 16) |
+         ((unsigned long long)(1024 >> 4) << 32) | (1ull << 62);
+}
 static __device__ __forceinline__ void tj_mma_f16(float& d0, float& d1, float& d2, float& d3, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));

@@ -201,6 +201,7 @@ TileLayout LayoutPlan::operand_layout(const Kernel& k, int node, int which) cons
   const TileLayout& mine = values[static_cast<std::size_t>(node)];
   switch (n.op) {
     case Op::dot:
+      if (which == 0 && dot_rs[static_cast<std::size_t>(node)]) return dot_operands[static_cast<std::size_t>(node)][0];
       if (which < 2 && (dot_wgmma[static_cast<std::size_t>(node)] || dot_mfma[static_cast<std::size_t>(node)]))
         return values[static_cast<std::size_t>(a)];
       return which < 2 ? dot_operands[static_cast<std::size_t>(node)][static_cast<std::size_t>(which)] : mine;
@@ -232,6 +233,7 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const s
   plan.values.resize(N);
   plan.dot_operands.resize(N);
   plan.dot_wgmma.assign(N, 0);
+  plan.dot_rs.assign(N, 0);
   plan.in_smem.assign(N, 0);
   plan.dot_mfma.assign(N, 0);
   plan.dot_split.assign(N, {0, 0});
@@ -304,11 +306,16 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const s
       const auto e = extent[static_cast<std::size_t>(fam.find(static_cast<int>(id)))];
       const int kdim = k.nodes[static_cast<std::size_t>(k.nodes[id].args[0])].type.shape[1];
       const long smem = 2L * (static_cast<long>(e[0]) + e[1]) * kdim + 1024;
-      const bool from_smem = plan.in_smem[static_cast<std::size_t>(k.nodes[id].args[0])] &&
-                             plan.in_smem[static_cast<std::size_t>(k.nodes[id].args[1])];
+      const bool a_smem = plan.in_smem[static_cast<std::size_t>(k.nodes[id].args[0])];
+      const bool b_smem = plan.in_smem[static_cast<std::size_t>(k.nodes[id].args[1])];
+      const bool from_smem = a_smem && b_smem;
       const DType et = k.nodes[static_cast<std::size_t>(k.nodes[id].args[0])].type.dtype;
-      // K per step: 64 elements staged from registers (16-bit), 128 bytes from TMA blocks (any wgmma type).
-      const bool k_ok = (from_smem ? kdim * size_bytes(et) % 128 == 0 : kdim % 64 == 0) &&
+      // Register A, TMA block B: 16-bit types, A in the accumulator-shaped fragment layout (K a legal wgmma N).
+      const bool rs = !a_smem && b_smem && (et == DType::f16 || et == DType::bf16) && kdim % 16 == 0 &&
+                      layout::wgmma_legal_n(kdim) && layout::wgmma_padded_n(kdim) == kdim;
+      // K per step: 64 elements staged from registers (16-bit); from TMA blocks whole 32-byte k steps
+      // (one instruction each; blocks are held in 128-byte swizzled slabs).
+      const bool k_ok = (from_smem ? kdim * size_bytes(et) % 32 == 0 : rs ? true : kdim % 64 == 0) &&
                         (et != DType::i8 || e[1] % 16 == 0 || e[1] == 8 || e[1] == 24);  // integer wgmma N
       const bool shape_ok = arch == "sm_90a" && e[0] == 16 * num_warps && e[0] % 64 == 0 && layout::wgmma_legal_n(e[1]) &&
                             layout::wgmma_padded_n(e[1]) == e[1] && k_ok;
@@ -318,15 +325,16 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const s
         plan.dot_mfma[id] = r;
         plan.dot_split[id] = w;
         dot_warps[id] = w;
-      } else if (shape_ok && (from_smem || staged_ok)) {
+      } else if (shape_ok && (from_smem || rs || staged_ok)) {
         plan.dot_wgmma[id] = 1;
+        plan.dot_rs[id] = rs ? 1 : 0;
         dot_warps[id] = {num_warps, 1};
       } else if (arch == "sm_90a" && !from_smem && !shape_ok) {
         dot_warps[id] = mma_warps(e[0], e[1], num_warps, static_cast<int>(id));
         plan.diagnostics.push_back(fmt::format("dot %{}: [{},{}] x K={} with {} warps is not a wgmma shape (needs M = 16 x num_warps, "
                                                "a multiple of 64, a legal N and K a multiple of 64): lowered to mma.sync",
                                                id, e[0], e[1], kdim, num_warps));
-      } else if (from_smem && arch == "sm_90a") {
+      } else if ((from_smem || b_smem) && arch == "sm_90a") {
         throw Unsupported(fmt::format("dot %{}: its operands are TMA blocks in shared memory but [{},{}] x K={} with {} warps "
                                       "is not a wgmma shape", id, e[0], e[1], kdim, num_warps));
       } else {
@@ -415,7 +423,13 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const s
     for (int d = 0; d < 2; ++d)
       tl.dim_of[static_cast<std::size_t>(d)] =
           n.type.shape[static_cast<std::size_t>(d)] == 1 && extent[root][static_cast<std::size_t>(d)] != 1 ? -1 : d;
-    if (n.op == Op::dot && (plan.dot_wgmma[id] || plan.dot_mfma[id])) {
+    if (n.op == Op::dot && plan.dot_rs[id]) {
+      const Type& ta = k.nodes[static_cast<std::size_t>(n.args[0])].type;
+      const int la = add_layout(layout::wgmma_accumulator({ta.shape[0], ta.shape[1]}, ta.shape[1], {num_warps, 1}),
+                                fmt::format("wgmma register operand A [{},{}] (the m64n{}k16 accumulator layout; per warp the "
+                                            "m16n8k16 A fragment)", ta.shape[0], ta.shape[1], ta.shape[1]));
+      plan.dot_operands[id] = {TileLayout{la, {0, 1}, false}, plan.values[static_cast<std::size_t>(n.args[1])]};
+    } else if (n.op == Op::dot && (plan.dot_wgmma[id] || plan.dot_mfma[id])) {
       plan.dot_operands[id] = {plan.values[static_cast<std::size_t>(n.args[0])], plan.values[static_cast<std::size_t>(n.args[1])]};
     } else if (n.op == Op::dot) {
       const int la = add_layout(operand_layout_of(static_cast<int>(id), 0), operand_what(static_cast<int>(id), 0));

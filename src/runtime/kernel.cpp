@@ -92,6 +92,7 @@ const KernelCore::Variant& KernelCore::variant_for(std::uint64_t key, const ir::
   v->threads = static_cast<unsigned>(gen.threads);
   v->dynamic_shared = static_cast<unsigned>(gen.dynamic_shared_bytes);
   v->tma_params = gen.tma_params;
+  v->tma_boxes = gen.tma_boxes;
   if (gen.dynamic_shared_bytes > 48 * 1024) dev_.set_max_dynamic_shared(v->fn, v->dynamic_shared);
   info.load_ms = ms_since(t2);
   info.total_ms = ms_since(t0);
@@ -214,14 +215,15 @@ void KernelCore::launch(const Grid& g, Stream s, std::span<ArgSlot> args) {
   for (std::size_t i = 0; i < args.size(); ++i)
     params[i] = args[i].kind == ArgSlot::Kind::descriptor ? const_cast<TensorDescriptor*>(args[i].v.desc) : static_cast<void*>(&args[i].v);
   std::array<std::shared_ptr<const TensorDescriptor>, 64> keep;
-  for (int i : v.tma_params) {
+  for (std::size_t t = 0; t < v.tma_params.size(); ++t) {
+    const int i = v.tma_params[t];
     const TensorDescriptor& td = *args[static_cast<std::size_t>(i)].v.desc;
-    const ir::Param& p = ir_.params[static_cast<std::size_t>(i)];
+    const std::array<int, 2> box = v.tma_boxes[t];
     if (!td.has_tensor_map())
       throw InvalidArgument(fmt::format("{} is loaded through TMA but has no tensor map ({}): build it on this device",
                                         describe(ir_, static_cast<std::size_t>(i)), to_string(td)));
-    if (td.swizzle() != TensorDescriptor::Swizzle::b128 || td.block_shape()[0] != p.block[0] || td.block_shape()[1] != p.block[1]) {
-      keep[i] = derived(td, p.block);  // alive until the launch has copied it, even if another thread evicts it
+    if (td.swizzle() != TensorDescriptor::Swizzle::b128 || td.block_shape()[0] != box[0] || td.block_shape()[1] != box[1]) {
+      keep[i] = derived(td, box);  // alive until the launch has copied it, even if another thread evicts it
       params[i] = const_cast<TensorDescriptor*>(keep[i].get());
     }
   }

@@ -6,6 +6,7 @@
 // in program order, so the same kernel and options give the same bytes (the
 // kernel cache keys on them).
 #pragma once
+#include <array>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,10 @@ struct Generated {
   /// Descriptor parameters whose loads go through TMA: the launch argument must
   /// carry an encoded map with the 128-byte swizzle.
   std::vector<int> tma_params;
+  /// The TMA box each of tma_params is copied with, {rows, elements per row}:
+  /// the block's rows by one 128-byte swizzle span (128 / element size); a
+  /// block wider than that is copied as several boxes (128-byte slabs).
+  std::vector<std::array<int, 2>> tma_boxes;
   std::vector<std::string> diagnostics;  // layout choices and fallbacks
 };
 

@@ -66,6 +66,13 @@ struct LayoutPlan {
   /// For a dot node: 1 when it lowers to wgmma (sm_90a, operands staged in
   /// shared memory from their own layouts), 0 for mma.sync.
   std::vector<char> dot_wgmma;
+  /// For a wgmma dot: 1 when operand a comes from registers and b is a TMA
+  /// block (wgmma's register-A form, e.g. P·V in attention). Its a operand is
+  /// converted to dot_operands[id][0]: the wgmma accumulator layout of an
+  /// [M, K] tile, which per warp is the A fragment of m16n8k16 (PTX ISA,
+  /// "Register fragment for matrix A" of wgmma .m64nNk16) — so an operand
+  /// computed from another wgmma's accumulator needs no data movement.
+  std::vector<char> dot_rs;
   /// For a dot node on AMD CDNA (gfx90a, gfx94x): the MFMA size it lowers to
   /// (32: v_mfma_f32_32x32x8, 16: v_mfma_f32_16x16x16; 0 = not MFMA), and the
   /// wavefront split {wM, wN} of its accumulator (layout/encodings/mfma.hpp).

@@ -95,6 +95,7 @@ class KernelCore {
     unsigned threads;
     unsigned dynamic_shared = 0;  // bytes passed at launch
     std::vector<int> tma_params;  // descriptor parameters loaded through TMA
+    std::vector<std::array<int, 2>> tma_boxes;  // the box each is copied with
   };
   const Variant& variant_for(std::uint64_t key, const ir::Specialization& spec, JitInfo* info = nullptr);
   /// Argument checks shared by launch() and prepare(); returns the specialisation key.

@@ -1,0 +1,57 @@
+// examples/attention/flash_fwd_tma.hpp — the attention forward of
+// flash_fwd.hpp with Q, K and V read through tensor descriptors: the Hopper
+// path. The body is the same `attend` loop; only where the tiles come from
+// differs, and that is what lets the sm_90a code generator keep everything
+// in shared memory and tensor cores:
+//
+//   - the Q block, loaded once before the loop, is copied by TMA into shared
+//     memory once and stays there (a "resident" block);
+//   - K and V blocks, loaded at the loop's induction variable, join the TMA
+//     pipeline of the K loop (num_stages stages, one mbarrier each);
+//   - S = Q·Kᵀ is a wgmma with both operands in shared memory (Kᵀ as the
+//     trans of the K block: K-major B); O += P·V is a wgmma whose A operand
+//     P comes from registers — the S accumulator layout is the wgmma A
+//     fragment layout, so P never leaves registers — and whose B operand V is
+//     read MN-major (the transpose immediate), so V is never transposed.
+//
+// Off sm_90a (the interpreter, sm_80, HIP) the descriptor loads become masked
+// loads and the same kernel runs as flash_fwd.hpp does.
+//
+// Shapes: q, o [B·Hq, S, D]; k, v [B·Hkv, S, D] (row-major, contiguous);
+// lse [B·Hq, S] (natural log). The descriptors see q as a 2-D [B·Hq·S, D]
+// tensor with block [BLOCK_M, HEAD_DIM], k and v as [B·Hkv·S, D] with block
+// [BLOCK_N, HEAD_DIM]. A block that runs past its head's S rows reads the
+// next head's rows (or TMA's zero fill past the tensor): those query rows are
+// not stored and those keys are masked (their probabilities are exactly 0),
+// so the result is that of flash_fwd.hpp. HEAD_DIM 96 is exact: the 96-wide
+// tiles are held in two 128-byte slabs (the second half used), and every
+// product runs over 96, not 128.
+#pragma once
+#include "examples/attention/flash_fwd.hpp"
+
+namespace examples {
+
+template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T>
+struct FlashAttnFwdTma {
+  void operator()(tj::Desc<T, BLOCK_M, HEAD_DIM> q, tj::Desc<T, BLOCK_N, HEAD_DIM> k, tj::Desc<T, BLOCK_N, HEAD_DIM> v, tj::Ptr<T> o,
+                  tj::Ptr<float> lse, tj::Size S, tj::Size group, tj::Scalar<float> scale_log2e) const {
+    auto start_m = tj::program_id(0) * BLOCK_M;
+    auto bh = tj::program_id(1);
+    auto kv_row = (bh / group) * S;  // first row of this head's K and V in the 2-D view
+    auto rm = start_m + tj::arange<BLOCK_M>();
+    auto rd = tj::arange<HEAD_DIM>();
+    auto row_ok = rm < S;
+    auto q_tile = q.load(bh * S + start_m, 0);
+    auto hi = CAUSAL ? tj::minimum(S, start_m + BLOCK_M) : tj::Int(S);
+    auto [m_i, l_i, acc] = attend<BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, T>(
+        q_tile, rm, tj::scalar<std::int32_t>(0), hi, scale_log2e,
+        [&](const tj::Int& n0) { return tj::trans(k.load(kv_row + n0, 0)); },
+        [&](const tj::Int& n0) { return v.load(kv_row + n0, 0); });
+    auto [out, lse_row] = attend_finish<BLOCK_M, HEAD_DIM>(m_i, l_i, acc);
+    auto q_base = bh * S * HEAD_DIM;
+    tj::store(o + q_base + tj::expand_dims<1>(rm) * HEAD_DIM + tj::expand_dims<0>(rd), tj::cast<T>(out), tj::expand_dims<1>(row_ok));
+    tj::store(lse + bh * S + rm, lse_row, row_ok);
+  }
+};
+
+}  // namespace examples

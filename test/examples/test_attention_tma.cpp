@@ -1,0 +1,168 @@
+// The Hopper attention forward (examples/attention/flash_fwd_tma.hpp): the
+// interpreter (descriptor loads lowered to masked loads) and, on a GPU, the
+// sm_90a TMA + wgmma path against an f64 reference on fresh random inputs;
+// and the shape of the generated sm_90a code — Q copied once, K and V in the
+// TMA pipeline, S = Q·Kᵀ from shared memory, P·V with P in registers and V
+// read MN-major, no layout conversion through shared memory.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "examples/attention/attention.hpp"
+#include "examples/attention/flash_fwd_tma.hpp"
+#include "test/common/attention_ref.hpp"
+#include "test/common/random.hpp"
+
+namespace tj = tilejit;
+using D = tj::TensorDescriptor;
+
+namespace {
+
+template <int BM, int BN, int HD, bool CAUSAL, class T>
+void check_tma(const tj::Device& dev, int B, int Hq, int group, int S, int warps, int stages, double tol) {
+  CAPTURE(HD);
+  CAPTURE(CAUSAL);
+  CAPTURE(S);
+  CAPTURE(group);
+  CAPTURE(BM);
+  CAPTURE(BN);
+  CAPTURE(testing::fresh_seed());
+  const int BH = B * Hq, BHkv = B * (Hq / group);
+  auto gen = [&](int n, unsigned salt) {
+    auto f = testing::random_floats(static_cast<std::size_t>(n), -2, 2, salt);
+    std::vector<T> out(f.size());
+    for (std::size_t i = 0; i < f.size(); ++i) out[i] = T(f[i]);
+    return out;
+  };
+  auto q = gen(BH * S * HD, 11), k = gen(BHkv * S * HD, 12), v = gen(BHkv * S * HD, 13);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(HD));
+  // Reference per query head.
+  std::vector<double> ref_o, ref_lse;
+  auto head = [&](const std::vector<T>& x, int h) {
+    std::vector<double> out(static_cast<std::size_t>(S) * HD);
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(x[static_cast<std::size_t>(h) * S * HD + i]);
+    return out;
+  };
+  for (int bh = 0; bh < BH; ++bh) {
+    const auto r = testing::attention_ref(head(q, bh), head(k, bh / group), head(v, bh / group), S, S, HD, CAUSAL, scale);
+    ref_o.insert(ref_o.end(), r.o.begin(), r.o.end());
+    ref_lse.insert(ref_lse.end(), r.lse.begin(), r.lse.end());
+  }
+  std::vector<T> o(q.size());
+  std::vector<float> lse(static_cast<std::size_t>(BH) * S);
+  const bool gpu = dev.backend() != tj::Backend::interpreter;
+  T *dq = q.data(), *dk = k.data(), *dv = v.data(), *dout = o.data();
+  float* dl = lse.data();
+  std::memset(o.data(), 0xff, o.size() * sizeof(T));  // poison: NaN in bf16 / f16
+  if (gpu) {
+    auto up = [&](std::vector<T>& h) {
+      auto* p = static_cast<T*>(dev.alloc(h.size() * sizeof(T)));
+      dev.copy_to_device(p, h.data(), h.size() * sizeof(T));
+      return p;
+    };
+    dq = up(q), dk = up(k), dv = up(v), dout = up(o);
+    dl = static_cast<float*>(dev.alloc(lse.size() * 4));
+  }
+  const tj::DType dt = tj::dtype_v<T>;
+  const long long rows_q = static_cast<long long>(BH) * S, rows_kv = static_cast<long long>(BHkv) * S;
+  D dqd(dev, dq, dt, {rows_q, HD}, {HD, 1}, {BM, HD});
+  D dkd(dev, dk, dt, {rows_kv, HD}, {HD, 1}, {BN, HD});
+  D dvd(dev, dv, dt, {rows_kv, HD}, {HD, 1}, {BN, HD});
+  auto kern = tj::compile<examples::FlashAttnFwdTma<BM, BN, HD, CAUSAL, T>>(dev, {.num_warps = warps, .num_stages = stages});
+  kern.launch(tj::Grid{tj::cdiv(S, BM), BH}, dqd, dkd, dvd, dout, dl, S, group, static_cast<float>(scale * 1.4426950408889634));
+  if (gpu) {
+    dev.copy_to_host(o.data(), dout, o.size() * sizeof(T));
+    dev.copy_to_host(lse.data(), dl, lse.size() * 4);
+    dev.free(dq), dev.free(dk), dev.free(dv), dev.free(dout), dev.free(dl);
+  }
+  std::vector<double> got(o.size());
+  double worst = 0, scale_ref = 0;
+  for (std::size_t i = 0; i < o.size(); ++i) {
+    got[i] = static_cast<float>(o[i]);
+    REQUIRE(std::isfinite(got[i]));  // every element written (the poison is NaN)
+    worst = std::max(worst, std::fabs(got[i] - ref_o[i]));
+    scale_ref = std::max(scale_ref, std::fabs(ref_o[i]));
+  }
+  CHECK(worst / scale_ref < tol);
+  CHECK(testing::rel_error(got, ref_o) < tol / 2);
+  CHECK(testing::rel_error(lse, ref_lse) < 1e-3);
+}
+
+tj::codegen::Generated sm90(int warps, int stages, auto kernel) {
+  return tj::codegen::generate(tj::trace(decltype(kernel){}), {}, tj::codegen::target_for("sm_90a"),
+                               {.num_warps = warps, .num_stages = stages});
+}
+
+std::size_t count(const std::string& s, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("attention_tma_interpreter_matches_f64") {
+  auto dev = tj::Device::interpreter();
+  check_tma<64, 64, 64, false, tj::bf16>(dev, 1, 2, 1, 100, 4, 2, 2e-2);  // ragged S: blocks run into the next head
+  check_tma<64, 32, 96, true, tj::bf16>(dev, 1, 2, 2, 70, 4, 2, 2e-2);    // D = 96 exact, causal, GQA
+  check_tma<64, 64, 128, true, tj::f16>(dev, 2, 2, 1, 64, 4, 3, 1e-2);
+}
+
+TEST_CASE("attention_tma_sm90a_code_keeps_q_resident_p_in_registers_and_reads_v_mn_major") {
+  for (int hd : {64, 96, 128}) {
+    CAPTURE(hd);
+    const auto g = hd == 64 ? sm90(8, 2, examples::FlashAttnFwdTma<128, 128, 64, true, tj::bf16>{})
+                 : hd == 96 ? sm90(8, 2, examples::FlashAttnFwdTma<128, 128, 96, false, tj::bf16>{})
+                            : sm90(8, 2, examples::FlashAttnFwdTma<128, 128, 128, true, tj::f16>{});
+    const std::string& src = g.source;
+    CHECK(g.tma_params == std::vector<int>{0, 1, 2});
+    CHECK(g.tma_boxes == std::vector<std::array<int, 2>>{{128, 64}, {128, 64}, {128, 64}});  // 128-byte slabs
+    CHECK(count(src, "copied once by TMA") == 1);                                             // Q
+    CHECK(src.find("TMA pipeline") == std::string::npos);                                    // (a diagnostic, not in the source)
+    const std::string ty = hd == 128 ? "f16" : "bf16";
+    // S = Q·Kᵀ: descriptors for both; P·V: four A registers and the transpose immediate on B.
+    const int ksteps_s = hd / 16, ksteps_pv = 128 / 16;
+    CHECK(count(src, fmt::format("m64n128k16.f32.{0}.{0} {{", ty)) == static_cast<std::size_t>(ksteps_s + (hd == 128 ? ksteps_pv : 0)));
+    CHECK(count(src, fmt::format("m64n{1}k16.f32.{0}.{0} {{", ty, hd)) == static_cast<std::size_t>(ksteps_pv + (hd == 128 ? ksteps_s : 0)));
+    CHECK(count(src, "tj_wgmma_desc_mn((tj_ring") == static_cast<std::size_t>(ksteps_pv));  // V, MN-major
+    CHECK(count(src, "\"r\"(tj_pa") == static_cast<std::size_t>(4 * ksteps_pv));           // P: register A
+    CHECK(src.find("from L") == std::string::npos);  // no layout conversion through shared memory
+    bool piped = false;
+    for (const auto& d : g.diagnostics) piped |= d.find("TMA pipeline of 2 stage(s)") != std::string::npos;
+    CHECK(piped);
+    std::string why;
+    if (tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) {
+      tj::runtime::JitRequest req;
+      req.source = src;
+      req.name = "attn_tma.cu";
+      req.arch = "sm_90a";
+      CHECK(!tj::runtime::compile(req).binary.bytes.empty());
+    }
+  }
+}
+
+TEST_CASE("attention_tma_compiles_off_hopper_as_masked_loads") {
+  std::string why;
+  if (!tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) {
+    MESSAGE("skipping: ", why);
+    return;
+  }
+  const auto g = tj::codegen::generate(tj::trace(examples::FlashAttnFwdTma<64, 64, 96, true, tj::bf16>{}), {},
+                                       tj::codegen::target_for("sm_80"), {.num_warps = 4});
+  CHECK(g.tma_params.empty());
+  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTma<64, 64, 96, true, tj::bf16>>("sm_80", {.num_warps = 4}));
+}
+
+TEST_CASE("attention_tma_gpu_matches_f64") {
+  auto dev = tj::Device::best();
+  if (dev.backend() != tj::Backend::cuda) {
+    MESSAGE("no GPU: skipping");
+    return;
+  }
+  check_tma<128, 128, 64, false, tj::bf16>(dev, 1, 4, 1, 300, 8, 2, 2e-2);
+  check_tma<128, 128, 96, true, tj::bf16>(dev, 1, 4, 2, 257, 8, 2, 2e-2);
+  check_tma<128, 128, 128, true, tj::bf16>(dev, 2, 4, 4, 256, 8, 2, 2e-2);
+  check_tma<128, 64, 128, false, tj::f16>(dev, 1, 2, 1, 200, 8, 3, 1e-2);
+}
