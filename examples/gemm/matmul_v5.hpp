@@ -22,6 +22,8 @@
 //   kernel.launch(Grid{cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N)}, a, b, C, M, N, K);
 // with num_warps = BLOCK_M / 16 (one warp group per 64 rows).
 #pragma once
+#include <optional>
+
 #include <tilejit/tilejit.hpp>
 
 namespace examples {
@@ -34,6 +36,13 @@ struct V5Mainloop {
   tj::Tile<tj::lang::dot_acc_t<T>, BLOCK_M, BLOCK_N> acc;
   V5Mainloop(const tj::Desc<T, BLOCK_M, BLOCK_K>& a, const tj::Desc<T, BLOCK_N, BLOCK_K>& b, const tj::Int& M, const tj::Int& N,
              const tj::Int& K)
+      : V5Mainloop(a, b, M, N, K, [](const tj::Int&, const tj::Int&) {}) {}
+  /// `before_loop(m0, n0)` runs once the program's block is known and before the K loop. Epilogue operands loaded
+  /// there (a bias, per-column scales) are in flight during the main loop and in registers when it ends; loaded after
+  /// the loop, the epilogue waits a memory round trip for them and holds them beside the whole accumulator.
+  template <class BeforeLoop>
+  V5Mainloop(const tj::Desc<T, BLOCK_M, BLOCK_K>& a, const tj::Desc<T, BLOCK_N, BLOCK_K>& b, const tj::Int& M, const tj::Int& N,
+             const tj::Int& K, BeforeLoop&& before_loop)
       : m0(tj::program_id(0)), n0(m0), acc(tj::zeros<tj::lang::dot_acc_t<T>, BLOCK_M, BLOCK_N>()) {
     // Grouped ordering: program pid -> (pid_m, pid_n).
     const tj::Int pid = tj::program_id(0);
@@ -46,6 +55,7 @@ struct V5Mainloop {
     const tj::Int pid_n = pid % per_group / group_rows;
     m0 = pid_m * BLOCK_M;
     n0 = pid_n * BLOCK_N;
+    before_loop(m0, n0);
     acc = tj::for_range(0, K, BLOCK_K, acc, [&](tj::Int k0, auto acc) {
       return tj::dot(a.load(m0, k0), tj::trans(b.load(n0, k0)), acc);
     });
@@ -91,17 +101,32 @@ struct MatmulV5Scaled {
 /// Epilogue activations for MatmulV5Fused.
 enum class Act { none, relu, silu, gelu_tanh };
 
-/// y = act(x) on an f32 tile: ReLU max(x, 0); SiLU x·σ(x) = x / (1 + e^-x); GELU's tanh form
-/// 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) with tanh(u) = 1 − 2 / (1 + e^{2u}) (Hendrycks & Gimpel, arXiv 1606.08415).
+/// σ(z) = 1 / (1 + e^-z), given e^-z = 2^t: rsqrt(1 + 2^t)². No division: on CUDA an f32 `/` is the IEEE div.rn,
+/// whose fast path gives up when the divisor is huge or infinite — 1 + e^{2u} is +inf for GELU inputs past ~10, which a
+/// K = 4096 GEMM of unit-range operands gives for about a third of its outputs — and calls a slow-path subroutine; 128 such
+/// call sites per thread (one per accumulator register of a 128x256 tile) also force ptxas to spill around them
+/// (255 registers, 344 bytes of spills). exp2 and rsqrt are one MUFU instruction each; 1 + 2^t = +inf gives rsqrt 0,
+/// σ = 0, the exact limit.
+template <class X>
+auto sigmoid_of_exp2(const X& t) {
+  auto r = tj::rsqrt(tj::exp2(t) + 1.0f);
+  return r * r;
+}
+
+/// y = act(x) on an f32 tile: ReLU max(x, 0); SiLU x·σ(x); GELU's tanh form
+/// 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))) = x·σ(2√(2/π)·(x + 0.044715·x³)) (Hendrycks & Gimpel, arXiv 1606.08415),
+/// σ through sigmoid_of_exp2 with log2(e) folded into the polynomial's constants.
 template <Act A, class X>
 auto activate(const X& x) {
+  constexpr float log2e = 1.4426950408889634f;
   if constexpr (A == Act::relu) {
     return tj::maximum(x, 0.0f);
   } else if constexpr (A == Act::silu) {
-    return x / (tj::exp(-x) + 1.0f);
+    return x * sigmoid_of_exp2(x * -log2e);
   } else if constexpr (A == Act::gelu_tanh) {
-    auto u = (x + x * x * x * 0.044715f) * 0.7978845608028654f;
-    return x * 0.5f * (2.0f - 2.0f / (tj::exp(u * 2.0f) + 1.0f));
+    constexpr float c1 = -2.0f * 0.7978845608028654f * log2e;  // -2·√(2/π)·log2(e)
+    constexpr float c3 = c1 * 0.044715f;
+    return x * sigmoid_of_exp2(x * (x * x * c3 + c1));
   } else {
     return x;
   }
@@ -109,16 +134,21 @@ auto activate(const X& x) {
 
 /// C = cast<Out>(act(alpha · A·Bᵀ + bias)) — the GEMM with its epilogue fused (bias per output column,
 /// as nn.Linear), written to Out (bf16 / f16 / f32) in the same program: no f32 round trip through memory.
+/// The bias is loaded before the K loop (see V5Mainloop): its loads overlap the main loop.
 template <int BLOCK_M, int BLOCK_N, class T, Act ACT, class Out = T, int GROUP_M = 8>
 struct MatmulV5Fused {
   static_assert(!std::is_same_v<T, std::int8_t>, "MatmulV5Fused: float inputs");
   static constexpr int BLOCK_K = 128 / static_cast<int>(sizeof(T));
   void operator()(tj::Desc<T, BLOCK_M, BLOCK_K> a, tj::Desc<T, BLOCK_N, BLOCK_K> b, tj::Ptr<float> bias, tj::Ptr<Out> c,
                   tj::Scalar<float> alpha, tj::Size M, tj::Size N, tj::Size K) const {
-    V5Mainloop<BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, T> main(a, b, M, N, K);
+    std::optional<tj::Tile<float, BLOCK_N>> bias_n;
+    V5Mainloop<BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, T> main(a, b, M, N, K, [&](const tj::Int&, const tj::Int& n0) {
+      auto rn = n0 + tj::arange<BLOCK_N>();
+      bias_n.emplace(tj::load(bias + rn, rn < N, 0.0f));
+    });
     auto rm = main.m0 + tj::arange<BLOCK_M>();
     auto rn = main.n0 + tj::arange<BLOCK_N>();
-    auto y = activate<ACT>(main.acc * alpha + tj::expand_dims<0>(tj::load(bias + rn, rn < N, 0.0f)));
+    auto y = activate<ACT>(main.acc * alpha + tj::expand_dims<0>(*bias_n));
     tj::store(c + tj::expand_dims<1>(rm) * N + tj::expand_dims<0>(rn), tj::cast<Out>(y),
               tj::expand_dims<1>(rm < M) & tj::expand_dims<0>(rn < N));
   }
