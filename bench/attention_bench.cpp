@@ -63,10 +63,10 @@ void BM_FlashFwd(benchmark::State& st) {
 
 /// The Hopper forward (flash_fwd_tma.hpp: TMA, wgmma with P in registers): head dim D run by the kernel for
 /// DK >= D on zero-padded heads (DK = D: exact); BLOCK_M = 16 x warps, BLOCK_N = BN, num_stages = STAGES.
-template <int D, bool CAUSAL, int BN, int STAGES, int DK = D>
+template <int D, bool CAUSAL, int BM, int BN, int STAGES, int DK = D>
 void BM_FlashFwdTma(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
-  constexpr int BM = 128, WARPS = 8;
+  constexpr int WARPS = BM / 16;  // one warp group per 64 query rows
   const int B = 4, H = 32, S = 4096;
   const std::size_t n = static_cast<std::size_t>(B) * H * S * DK;
   std::vector<tj::bf16> h(n, tj::bf16(0.0f));
@@ -94,7 +94,7 @@ void BM_FlashFwdTma(benchmark::State& st) {
   for (auto _ : st) st.SetIterationTime(gpu().time_ms({}, run) / 1e3);
   const double flops = 4.0 * B * H * double(S) * S * D / (CAUSAL ? 2 : 1);
   st.counters["TFLOP/s"] = benchmark::Counter(flops / 1e12, benchmark::Counter::kIsIterationInvariantRate);
-  st.SetLabel(fmt::format("128x{} stages {}{}", BN, STAGES, DK != D ? fmt::format(", padded to {}", DK) : ""));
+  st.SetLabel(fmt::format("{}x{} stages {}{}", BM, BN, STAGES, DK != D ? fmt::format(", padded to {}", DK) : ""));
   gpu().free(q), gpu().free(k), gpu().free(v), gpu().free(o), gpu().free(lse);
 }
 
@@ -191,18 +191,24 @@ BENCHMARK(BM_FlashFwd<96, false>)->Name("BM_FlashFwd/D96/full")->UseManualTime()
 BENCHMARK(BM_FlashFwd<96, true>)->Name("BM_FlashFwd/D96/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashFwd<128, false>)->Name("BM_FlashFwd/D128/full")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashFwd<128, true>)->Name("BM_FlashFwd/D128/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
-#define TJ_TMA(D, C, BN, ST, NAME) \
-  BENCHMARK(BM_FlashFwdTma<D, C, BN, ST>)->Name("BM_FlashFwdTma/D" #D "/" NAME "/" #BN "/" #ST)->UseManualTime()->Unit(benchmark::kMillisecond)
-TJ_TMA(64, false, 128, 2, "full");
-TJ_TMA(64, false, 64, 3, "full");
-TJ_TMA(64, true, 128, 2, "causal");
-TJ_TMA(96, false, 128, 2, "full");
-TJ_TMA(96, false, 64, 3, "full");
-TJ_TMA(96, true, 128, 2, "causal");
-TJ_TMA(128, false, 128, 2, "full");
-TJ_TMA(128, false, 64, 3, "full");
-TJ_TMA(128, true, 128, 2, "causal");
-TJ_TMA(128, true, 64, 3, "causal");
-BENCHMARK(BM_FlashFwdTma<96, false, 128, 2, 128>)->Name("BM_FlashFwdTmaPadded/D96/full/128/2")->UseManualTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_FlashFwdTma<96, false, 64, 3, 128>)->Name("BM_FlashFwdTmaPadded/D96/full/64/3")->UseManualTime()->Unit(benchmark::kMillisecond);
+#define TJ_TMA(D, C, BM, BN, ST, NAME)                                                                          \
+  BENCHMARK(BM_FlashFwdTma<D, C, BM, BN, ST>)                                                                     \
+      ->Name("BM_FlashFwdTma/D" #D "/" NAME "/" #BM "x" #BN "/" #ST)                                              \
+      ->UseManualTime()                                                                                           \
+      ->Unit(benchmark::kMillisecond)
+TJ_TMA(64, false, 128, 64, 3, "full");
+TJ_TMA(64, false, 64, 64, 3, "full");
+TJ_TMA(64, false, 64, 128, 2, "full");
+TJ_TMA(64, true, 64, 64, 3, "causal");
+TJ_TMA(96, false, 128, 64, 3, "full");
+TJ_TMA(96, false, 64, 64, 3, "full");
+TJ_TMA(96, false, 64, 128, 2, "full");
+TJ_TMA(96, true, 64, 64, 3, "causal");
+TJ_TMA(128, false, 128, 64, 3, "full");
+TJ_TMA(128, false, 64, 64, 3, "full");
+TJ_TMA(128, false, 64, 64, 2, "full");
+TJ_TMA(128, false, 64, 128, 2, "full");
+TJ_TMA(128, true, 64, 64, 3, "causal");
+BENCHMARK(BM_FlashFwdTma<96, false, 128, 64, 3, 128>)->Name("BM_FlashFwdTmaPadded/D96/full/128x64/3")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdTma<96, false, 64, 64, 3, 128>)->Name("BM_FlashFwdTmaPadded/D96/full/64x64/3")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

@@ -261,21 +261,22 @@ void BM_TilejitV5F8(benchmark::State& st) {
 }
 
 /// Rung 5 with its epilogue fused: bf16 out = GELU(A·Bᵀ + bias) (compare with BM_CublasTN: the epilogue's cost).
+template <int BM = 128, int BN = 256, int STAGES = 4>
 void BM_TilejitV5Fused(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
   const long M = st.range(0), N = st.range(1), K = st.range(2);
   Operands o(M, N, K);
   using D = tj::TensorDescriptor;
-  D a(gpu(), o.a, tj::DType::bf16, {M, K}, {K, 1}, {128, 64}, {.swizzle = D::Swizzle::b128});
-  D b(gpu(), o.b, tj::DType::bf16, {N, K}, {K, 1}, {256, 64}, {.swizzle = D::Swizzle::b128});
+  D a(gpu(), o.a, tj::DType::bf16, {M, K}, {K, 1}, {BM, 64}, {.swizzle = D::Swizzle::b128});
+  D b(gpu(), o.b, tj::DType::bf16, {N, K}, {K, 1}, {BN, 64}, {.swizzle = D::Swizzle::b128});
   void* bias = gpu().alloc(N * 4);
   gpu().memset(bias, 0, N * 4);
-  auto k = tj::compile<examples::MatmulV5Fused<128, 256, tj::bf16, examples::Act::gelu_tanh>>(gpu(), {.num_warps = 8, .num_stages = 4});
+  auto k = tj::compile<examples::MatmulV5Fused<BM, BN, tj::bf16, examples::Act::gelu_tanh>>(gpu(), {.num_warps = BM / 16, .num_stages = STAGES});
   timed(st, 2.0 * M * N * K, [&] {
-    k.launch(tj::Grid{tj::cdiv(M, 128) * tj::cdiv(N, 256)}, a, b, static_cast<float*>(bias), static_cast<tj::bf16*>(o.c), 1.0f, M, N, K);
+    k.launch(tj::Grid{tj::cdiv(M, BM) * tj::cdiv(N, BN)}, a, b, static_cast<float*>(bias), static_cast<tj::bf16*>(o.c), 1.0f, M, N, K);
   });
   gpu().free(bias);
-  st.SetLabel("bf16 out, bias + GELU fused, 128x256 stages 4");
+  st.SetLabel("bf16 out, bias + GELU fused, " + std::to_string(BM) + "x" + std::to_string(BN) + " stages " + std::to_string(STAGES));
 }
 
 /// The library call (examples/gemm/gemm.hpp): the tuned winner per shape, or split-K for small M.
@@ -366,7 +367,9 @@ void shapes_tn(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_CublasTN)->Apply(shapes_tn);
 BENCHMARK(BM_TilejitV5<128, 256, 3>)->Name("BM_TilejitV5/128x256/3")->Apply(shapes_tn);
-BENCHMARK(BM_TilejitV5Fused)->Apply(shapes_tn);
+BENCHMARK(BM_TilejitV5Fused<>)->Name("BM_TilejitV5Fused")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitV5Fused<64, 96, 6>)->Name("BM_TilejitV5Fused/64x96/6")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TilejitV5Fused<64, 192, 6>)->Name("BM_TilejitV5Fused/64x192/6")->Args({8192, 192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TilejitV5<128, 256, 4>)->Name("BM_TilejitV5/128x256/4")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitV5<128, 128, 4>)->Name("BM_TilejitV5/128x128/4")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitV5<128, 192, 4>)->Name("BM_TilejitV5/128x192/4")->Apply(shapes_tn);

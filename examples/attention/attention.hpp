@@ -7,8 +7,10 @@
 //   attn.forward_varlen(q, k, v, o, lse, cu_seqlens, shape);          // packed sequences
 //   attn.decode(q, k_cache, v_cache, seqlens, o, lse, shape, s_max);   // one token per sequence
 //
-// Head dims 64, 96 (exact, no padding), 128 and 256. Layouts are those of
-// flash_fwd.hpp, flash_fwd_varlen.hpp, flash_decode.hpp and flash_bwd.hpp.
+// Head dims 64, 96 (exact, no padding), 128 and 256. The forward runs
+// flash_fwd_tma.hpp (TMA + wgmma) on Hopper for D <= 128 with 16-byte aligned
+// q, k, v, and flash_fwd.hpp otherwise. Layouts are those of flash_fwd.hpp,
+// flash_fwd_varlen.hpp, flash_decode.hpp and flash_bwd.hpp.
 // Every rule broken is an InvalidArgument naming the value and the rule:
 // extents >= 1; heads_q a multiple of heads_kv (grouped-query attention needs
 // whole groups); a supported head dim; a scale > 0 (0: 1/sqrt(D)); tensors
@@ -28,6 +30,7 @@
 #include "examples/attention/flash_bwd.hpp"
 #include "examples/attention/flash_decode.hpp"
 #include "examples/attention/flash_fwd.hpp"
+#include "examples/attention/flash_fwd_tma.hpp"
 #include "examples/attention/flash_fwd_varlen.hpp"
 
 namespace examples {
@@ -95,10 +98,24 @@ class Attention {
     fits_i32(s.batch * s.heads_kv * s.seqlen * s.head_dim, "k [B·Hkv, S, D]");
     not_null({{q, "q"}, {k, "k"}, {v, "v"}, {o, "o"}, {lse, "lse"}});
     with_dim(s, [&]<int D, bool C>() {
+      const float scale_log2e = static_cast<float>(s.softmax_scale() * kLog2e);
+      if constexpr (D <= 128) {
+        auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };  // TMA's rule
+        if (dev_.compute_capability() == 90 && aligned(q) && aligned(k) && aligned(v)) {  // Hopper: flash_fwd_tma.hpp
+          constexpr int BM = 128, BN = 64;
+          using Desc = tj::TensorDescriptor;
+          const long long rq = s.batch * s.heads_q * s.seqlen, rkv = s.batch * s.heads_kv * s.seqlen;
+          const Desc dq(dev_, const_cast<T*>(q), tj::dtype_v<T>, {rq, D}, {D, 1}, {BM, D});
+          const Desc dk(dev_, const_cast<T*>(k), tj::dtype_v<T>, {rkv, D}, {D, 1}, {BN, D});
+          const Desc dv(dev_, const_cast<T*>(v), tj::dtype_v<T>, {rkv, D}, {D, 1}, {BN, D});
+          kernel<FlashAttnFwdTma<BM, BN, D, C, T>>(8, 3).launch(tj::Grid{tj::cdiv(s.seqlen, BM), s.batch * s.heads_q}, dq, dk, dv, o,
+                                                               lse, s.seqlen, s.heads_q / s.heads_kv, scale_log2e);
+          return;
+        }
+      }
       constexpr int BM = D > 128 ? 64 : 128, BN = D > 128 ? 32 : 64;
       auto& kern = kernel<FlashAttnFwd<BM, BN, D, C, T>>(D > 128 ? 4 : 8);
-      kern.launch(tj::Grid{tj::cdiv(s.seqlen, BM), s.batch * s.heads_q}, q, k, v, o, lse, s.seqlen, s.heads_q / s.heads_kv,
-                  static_cast<float>(s.softmax_scale() * kLog2e));
+      kern.launch(tj::Grid{tj::cdiv(s.seqlen, BM), s.batch * s.heads_q}, q, k, v, o, lse, s.seqlen, s.heads_q / s.heads_kv, scale_log2e);
     });
   }
 
@@ -210,9 +227,9 @@ class Attention {
   }
   /// K compiled once per Attention object (the kernel cache keeps the machine code across objects).
   template <class K>
-  tj::Kernel<K>& kernel(int warps) {
+  tj::Kernel<K>& kernel(int warps, int stages = 3) {
     auto& slot = kernels_[std::type_index(typeid(K))];
-    if (!slot) slot = std::make_shared<tj::Kernel<K>>(dev_, K{}, tj::CompileOptions{.num_warps = warps});
+    if (!slot) slot = std::make_shared<tj::Kernel<K>>(dev_, K{}, tj::CompileOptions{.num_warps = warps, .num_stages = stages});
     return *static_cast<tj::Kernel<K>*>(slot.get());
   }
 
