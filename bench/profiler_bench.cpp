@@ -4,7 +4,12 @@
 //
 //   BM_TinyLaunches/*   100,000 launches of a one-program vector add (CPU-bound); /0 no
 //                       session, /1 cupti + hook, /2 with flushing, and the two halves
-//                       of /1: /3 the hook alone (no CUPTI), /4 CUPTI alone (no hook)
+//                       of /1: /3 the hook alone (no CUPTI), /4 CUPTI alone (no hook);
+//                       /5 no session again, after them (nothing of CUPTI left behind).
+//                       /2 also reports how often advance_phase waited for the writer.
+//   BM_CuptiParts/*     the same loop, CUPTI only, split further (diagnostic): /0 no
+//                       session, /1 launch callbacks without kernel records, /2 kernel
+//                       records without callbacks (unattributed), /3 both (= TinyLaunches/4)
 //   BM_GemmLoop/*/n     n GEMMs 4096³ (examples/gemm rung 4, GPU-bound), n = 50 and 500
 // Targets (issue 6): GPU-bound < 1% overhead, tiny launches < 1.3×, flushing < 2%.
 //
@@ -162,7 +167,9 @@ tj::Device& gpu() {
 
 /// kHookOnly and kCuptiNoHook split the cost of kProfiled: the launch hook
 /// alone (no CUPTI), and CUPTI with its attribution but no launch hook.
-enum Mode { kPlain = 0, kProfiled = 1, kFlushing = 2, kHookOnly = 3, kCuptiNoHook = 4 };
+/// kPlainAfter is kPlain again, run after the CUPTI sessions: CUPTI detached
+/// (cuptiFinalize) leaves no cost behind.
+enum Mode { kPlain = 0, kProfiled = 1, kFlushing = 2, kHookOnly = 3, kCuptiNoHook = 4, kPlainAfter = 5 };
 
 const char* mode_label(int mode) {
   switch (mode) {
@@ -170,42 +177,74 @@ const char* mode_label(int mode) {
     case kProfiled: return "cupti + launch hook";
     case kFlushing: return "cupti + hook + flush every 100";
     case kHookOnly: return "launch hook, no backend";
-    default: return "cupti, no launch hook";
+    case kCuptiNoHook: return "cupti, no launch hook";
+    default: return "no session, after the CUPTI sessions";
   }
 }
 
-/// Runs `step(i)` n times under the given profiling mode; returns when the GPU
-/// is idle. Session start (CUPTI subscription) and finalize (the last flush,
-/// the file write) are excluded from the timing: this measures the steady
-/// state of a long job. They are reported on their own by BM_SessionStartStop.
+tp::Options options_for(int mode) {
+  tp::Options o;
+  o.backend = mode == kHookOnly ? "" : "cupti";
+  o.hook = mode == kCuptiNoHook ? "" : "launch";
+  if (mode == kFlushing) o.mode = "periodic_flushing";
+  return o;
+}
+
+/// What a session did besides the loop, summed over a benchmark's iterations.
+struct SessionCost {
+  double advance_waits = 0, advance_wait_ms = 0, writer_batches = 0;
+  void report(benchmark::State& st) const {
+    using C = benchmark::Counter;
+    st.counters["adv_waits"] = C(advance_waits, C::kAvgIterations);
+    st.counters["adv_wait_ms"] = C(advance_wait_ms, C::kAvgIterations);
+    st.counters["batches"] = C(writer_batches, C::kAvgIterations);
+  }
+};
+
+/// Runs `step(i)` n times under `o` (no session when `o` is null); with
+/// `flush_every`, advance_phase after every that many steps.
 template <class F>
-void under(benchmark::State& st, int mode, int n, F&& step) {
-  if (mode == kPlain) {
+void under(benchmark::State& st, const tp::Options* o, int n, int flush_every, F&& step, SessionCost* cost = nullptr) {
+  if (!o) {
     for (int i = 0; i < n; ++i) step(i);
     gpu().synchronize();
     return;
   }
   const auto dir = std::filesystem::temp_directory_path() / "tj_prof_bench";
   std::filesystem::create_directories(dir);
-  tp::Options o;
-  o.backend = mode == kHookOnly ? "" : "cupti";
-  o.hook = mode == kCuptiNoHook ? "" : "launch";
-  if (mode == kFlushing) o.mode = "periodic_flushing";
   st.PauseTiming();
-  const auto s = tp::start((dir / "run").string(), o);
+  const auto s = tp::start((dir / "run").string(), *o);
   st.ResumeTiming();
   {
     tp::Scope top("loop");
     for (int i = 0; i < n; ++i) {
       step(i);
-      if (mode == kFlushing && i % 100 == 99) tp::advance_phase(s);
+      if (flush_every > 0 && i % flush_every == flush_every - 1) tp::advance_phase(s);
     }
     gpu().synchronize();
   }
   st.PauseTiming();
+  if (cost) {
+    const auto ss = tp::stats(s);
+    cost->advance_waits += static_cast<double>(ss.advance_waits);
+    cost->advance_wait_ms += static_cast<double>(ss.advance_wait_ns) / 1e6;
+    cost->writer_batches += static_cast<double>(ss.writer_batches);
+  }
   tp::finalize(s);
   std::filesystem::remove_all(dir);
   st.ResumeTiming();
+}
+
+/// Runs `step(i)` n times under the given profiling mode; returns when the GPU
+/// is idle. Session start (CUPTI subscription, activity buffers mapped) and
+/// finalize (the last flush, the file write) are excluded from the timing:
+/// this measures the steady state of a long job. They are reported on their
+/// own by BM_SessionStartStop.
+template <class F>
+void under(benchmark::State& st, int mode, int n, F&& step, SessionCost* cost = nullptr) {
+  if (mode == kPlain || mode == kPlainAfter) return under(st, nullptr, n, 0, step);
+  const tp::Options o = options_for(mode);
+  under(st, &o, n, mode == kFlushing ? 100 : 0, step, cost);
 }
 
 void BM_SessionStartStop(benchmark::State& st) {
@@ -228,8 +267,30 @@ void BM_TinyLaunches(benchmark::State& st) {
   k.launch(tj::Grid{1}, p, p, p, 1024);
   gpu().synchronize();
   const int mode = static_cast<int>(st.range(0));
-  for (auto _ : st) under(st, mode, 100000, [&](int) { k.launch(tj::Grid{1}, p, p, p, 1024); });
+  SessionCost cost;
+  for (auto _ : st) under(st, mode, 100000, [&](int) { k.launch(tj::Grid{1}, p, p, p, 1024); }, &cost);
+  if (mode == kFlushing) cost.report(st);
   st.SetLabel(mode_label(mode));
+  gpu().free(p);
+}
+
+/// Where CUPTI's cost per launch goes (diagnostic; "cupti:" backend modes, docs/profiler.md).
+void BM_CuptiParts(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  auto* p = static_cast<float*>(gpu().alloc(4096));
+  auto k = tj::compile<examples::VecAdd<1024>>(gpu(), {.num_warps = 4});
+  k.launch(tj::Grid{1}, p, p, p, 1024);
+  gpu().synchronize();
+  const int part = static_cast<int>(st.range(0));
+  static const char* const kModes[] = {"", "cupti:activity=off", "cupti:callbacks=off", ""};
+  static const char* const kLabels[] = {"no session", "launch callbacks only", "kernel records only (unattributed)",
+                                        "callbacks + kernel records"};
+  tp::Options o;
+  o.backend = "cupti";
+  o.mode = kModes[part];
+  for (auto _ : st)
+    under(st, part == 0 ? nullptr : &o, 100000, 0, [&](int) { k.launch(tj::Grid{1}, p, p, p, 1024); });
+  st.SetLabel(kLabels[part]);
   gpu().free(p);
 }
 
@@ -328,7 +389,8 @@ void BM_HostLaunch(benchmark::State& st) {
 }
 }  // namespace
 
-BENCHMARK(BM_TinyLaunches)->Arg(kPlain)->Arg(kProfiled)->Arg(kFlushing)->Arg(kHookOnly)->Arg(kCuptiNoHook)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
+BENCHMARK(BM_TinyLaunches)->Arg(kPlain)->Arg(kProfiled)->Arg(kFlushing)->Arg(kHookOnly)->Arg(kCuptiNoHook)->Arg(kPlainAfter)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
+BENCHMARK(BM_CuptiParts)->DenseRange(0, 3)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
 BENCHMARK(BM_GemmLoop)->Args({kPlain, 50})->Args({kProfiled, 50})->Args({kFlushing, 50})->Args({kPlain, 500})->Args({kProfiled, 500})
     ->Args({kFlushing, 500})->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 BENCHMARK(BM_HostLaunch)->Arg(kHostNoSession)->Arg(kHostHookOnly)->Arg(kHostRecords)->Arg(kHostRecordsInline)->UseRealTime()->MeasureProcessCPUTime();
@@ -409,6 +471,7 @@ int long_job(std::int64_t launches, const std::filesystem::path& dir) {
   const double rss_end = rss_mib();
   rss_peak = std::max(rss_peak, rss_end);
   const auto st = tp::stats(s);
+  const std::string cupti = on_gpu ? tp::cupti_report() : std::string();  // while the session holds CUPTI
   const auto rep = tp::finalize(s);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::int64_t counted = 0;
@@ -428,6 +491,10 @@ int long_job(std::int64_t launches, const std::filesystem::path& dir) {
   const double growth = rss_first > 0 ? (rss_end - rss_first) / rss_first : 1.0;
   const bool ok = rss_first > 0 && growth <= 0.10 && bad.empty() && parsed == rep.files.size() &&
                   rep.files.size() == phases + 1 && rep.errors.empty() && counted == launches;
+  if (on_gpu) std::printf("%s\n", cupti.c_str());
+  std::printf("writer: %llu batches, %llu backend flushes; advance_phase waited %llu times, %.1f ms in all\n",
+              static_cast<unsigned long long>(st.writer_batches), static_cast<unsigned long long>(st.writer_flushes),
+              static_cast<unsigned long long>(st.advance_waits), static_cast<double>(st.advance_wait_ns) / 1e6);
   std::printf("long-job (%s): %lld launches, %zu phases in %.1f s; RSS after phase 0 %.1f MiB, at end %.1f MiB "
               "(%+.1f%%, peak %.1f; second half of the job %+.1f%%); in memory at end: %zu nodes, %zu phases; %zu/%zu phase files parsed%s%s; "
               "kernels counted %lld/%lld: %s\n",

@@ -232,6 +232,10 @@ Loaded load() {
   get(a.activity_get_next_record, "cuptiActivityGetNextRecord");
   get(a.activity_get_num_dropped_records, "cuptiActivityGetNumDroppedRecords");
   get(a.get_timestamp, "cuptiGetTimestamp");
+  get(a.activity_set_attribute, "cuptiActivitySetAttribute", /*required=*/false);
+  get(a.activity_get_attribute, "cuptiActivityGetAttribute", /*required=*/false);
+  get(a.get_version, "cuptiGetVersion", /*required=*/false);
+  get(a.finalize, "cuptiFinalize", /*required=*/false);
   get(a.get_graph_node_id, "cuptiGetGraphNodeId", /*required=*/false);
   get(a.get_graph_exec_id, "cuptiGetGraphExecId", /*required=*/false);
   get(a.pc_enable, "cuptiPCSamplingEnable", false);
@@ -269,6 +273,34 @@ const Api* real_api(std::string* why) {
 
 namespace {
 
+// What the hub asks of CUPTI, what each costs, and why it is needed
+// (docs/profiler.md, "Overhead", has the measurements):
+//
+//  * Activity kind CONCURRENT_KERNEL — one record per kernel, with GPU start
+//    and end times. The cost every launch pays: CUPTI adds timestamp writes
+//    around the kernel and writes the record into the launching thread's
+//    activity buffer. It is the data itself; nothing cheaper gives kernel
+//    times. (KERNEL instead, while PC sampling runs: see set_kernel_kind_locked.)
+//    Not enabled: RUNTIME and DRIVER activity (one more record per API call,
+//    on the launching thread — the callbacks below already give the launch's
+//    correlation id and scope), MEMCPY/MEMSET/SYNCHRONIZATION, latency
+//    timestamps (cuptiActivityEnableLatencyTimestamps, off by default: queued/
+//    submitted times, a further cost per launch), launch attributes.
+//  * Callbacks on the launch entry points only (kDriverLaunches,
+//    kRuntimeLaunches, graph launches) — not the whole API domains. A callback
+//    fires twice per launch (API_ENTER: correlate_launch, a thread-local lock
+//    and a push into a ring; API_EXIT: the launch's return code), only for the
+//    entry point the application used: a driver launch (tilejit's) does not
+//    fire the runtime ones. They give the scope a kernel lands in; the
+//    activity record alone has no CPU-side context.
+//  * Resource callbacks for CUDA-graph objects (kGraphResources) fire when
+//    graphs are built, instantiated and destroyed, never per ordinary launch;
+//    the module/context ones (kPcResources) only while PC sampling.
+//  * Activity buffers come from a BufferPool, pre-faulted at session start,
+//    and CUPTI is told (ZEROED_OUT_ACTIVITY_BUFFER) that they arrive zeroed:
+//    otherwise it memsets each 64 MiB buffer on the launching thread, at the
+//    first launch after every flush that took a buffer back.
+//
 // Launch entry points whose API_ENTER callback binds the correlation id.
 // Graph launches are separate (kDriverGraphLaunches ...): one id covers every
 // kernel of the graph.
@@ -346,7 +378,6 @@ thread_local ThreadLaunch t_launch;
 
 constexpr std::uint64_t kRecalibrateNs = 1'000'000'000;  // from the buffer callback, at most 1/s
 constexpr std::size_t kMinBufferBytes = 4096;
-constexpr std::size_t kPooledBuffers = 2;
 
 std::uint64_t steady_ns() { return now_ns(); }
 
@@ -363,16 +394,24 @@ class Hub {
     return *h;
   }
 
-  std::uint64_t attach(const Api& api, Sink& sink, const BackendConfig& cfg) {
+  std::uint64_t attach(const Api& api, Sink& sink, const BackendConfig& cfg, const Tuning& tuning) {
     std::lock_guard lk(mu_);
     if (refs_ > 0 && &api != api_.load())
       throw DeviceUnavailable("CUPTI backend: CUPTI is already driven through another CUPTI layer in this process");
     const std::size_t want = (std::max(cfg.buffer_size, kMinBufferBytes) + 7) / 8 * 8;
     if (refs_ == 0) {
-      buffer_size_.store(want);  // before setup: CUPTI may ask for a buffer as soon as activity is on
-      setup_locked(api);
-    } else if (want > buffer_size_.load()) {
-      buffer_size_.store(want);
+      const HubMode mode = parse_hub_mode(cfg.mode);  // throws before CUPTI is touched
+      // Before setup: CUPTI may ask for a buffer as soon as activity is on.
+      // The pool's buffers are mapped and touched now, not on the launching thread.
+      pool_.reserve(want, tuning.resident_buffers);
+      try {
+        setup_locked(api, mode);
+      } catch (...) {
+        pool_.clear();
+        throw;
+      }
+    } else if (want > pool_.size()) {
+      pool_.reserve(want, tuning.resident_buffers);
     }
     if (api.describe_devices) api.describe_devices(sink);
     const std::uint64_t id = ++next_id_;
@@ -408,6 +447,7 @@ class Hub {
       if (final_flush) flush_locked(wait_ms);
       pc_on_.store(false);
       pcs_.shutdown([&](const PcSamples& s) { deliver_pc(s); });
+      set_kernel_kind_locked(*api_.load(), CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     }
     if (refs_ == 1) {
       const Api& api = *api_.load();
@@ -415,7 +455,7 @@ class Hub {
         if (api.synchronize_current) api.synchronize_current();  // opportunistic, as Proton does
         flush_locked(wait_ms);
       }
-      teardown_locked();
+      teardown_locked(/*detach_cupti=*/final_flush);
     }
     {
       std::lock_guard d(deliver_mu_);
@@ -429,9 +469,16 @@ class Hub {
     Counters c{records_.load(), incomplete_.load(), dropped_.load(), sessions_.load()};
     c.graph_launches = graph_launches_.load();
     c.captured_launches = captured_launches_.load();
+    c.pc_sampling = pcs_.stats();
+    c.buffers = pool_.stats();
+    c.client_zeroes_buffers = client_zeroes_.load();
+    c.kernel_kind = kernel_kind_.load();
+    c.flush_calls = flush_calls_.load();
+    c.finalizes = finalizes_.load();
+    c.per_thread_buffers = per_thread_.load();
+    c.buffers_completed = buffers_completed_.load();
     std::lock_guard g(graph_mu_);
     c.graph_execs = exec_kernels_.size();
-    c.pc_sampling = pcs_.stats();
     return c;
   }
 
@@ -474,31 +521,25 @@ class Hub {
 
   static void CUPTIAPI on_buffer_requested(std::uint8_t** buffer, std::size_t* size,
                                            std::size_t* max_records) {
+    // On the thread that needs room for a record: usually the launching
+    // thread. A pooled buffer, already zero and resident: nothing to do here.
     Hub& h = instance();
-    const std::size_t want = h.buffer_size_.load();
-    std::uint8_t* p = nullptr;
-    {
-      std::lock_guard g(h.pool_mu_);
-      if (!h.pool_.empty() && h.pool_size_ == want) {
-        p = h.pool_.back();
-        h.pool_.pop_back();
-      }
-    }
-    if (!p) p = static_cast<std::uint8_t*>(std::aligned_alloc(8, want));
-    *buffer = p;
-    *size = p ? want : 0;  // 0: CUPTI drops records (counted, reported)
+    std::size_t n = 0;
+    *buffer = h.pool_.take(&n);
+    *size = n;  // 0: CUPTI drops records (counted, reported)
     *max_records = 0;
   }
 
   static void CUPTIAPI on_buffer_completed(CUcontext ctx, std::uint32_t stream, std::uint8_t* buffer,
                                            std::size_t size, std::size_t valid) {
     Hub& h = instance();
+    h.buffers_completed_.fetch_add(1, std::memory_order_relaxed);
     try {
       if (buffer && valid > 0) h.deliver(buffer, valid);
       h.count_dropped(ctx, stream);
     } catch (...) {
     }
-    h.release(buffer, size);
+    h.pool_.give(buffer, size, valid);  // zeroed for its next use, off the launching thread
   }
 
  private:
@@ -518,6 +559,15 @@ class Hub {
            api.library, missing, cfg.session_name);
       return false;
     }
+    // CUpti_PCSamplingPCData gained correlationId in CUPTI 12.4 (API version
+    // 22): an older libcupti lays the PC records out differently from the
+    // header compiled here, and they would be misread.
+    if (std::uint32_t v = 0; api.get_version && api.get_version(&v) == CUPTI_SUCCESS && v < 22) {
+      warn("PC sampling unavailable: {} has CUPTI API version {}, older than CUPTI 12.4 (22), whose PC record "
+           "layout tilejit is built against. Session '{}' records kernels without PC samples",
+           api.library, v, cfg.session_name);
+      return false;
+    }
     if (pc_clients_ > 0) {
       warn("PC sampling: session '{}' shares the PC sampling another session configured (one per process); "
            "its own pc_sampling settings are not applied",
@@ -525,10 +575,30 @@ class Hub {
     } else {
       pcs_.configure(api, cfg.pc_sampling);
       for (CUpti_CallbackId cb : kPcResources) api.enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, cb);
+      // As Proton does: PC sampling with concurrent-kernel records is not
+      // supported, so kernel records come from the KERNEL kind while sampling.
+      // (Kernel-serialized sampling serializes launches anyway.)
+      set_kernel_kind_locked(api, CUPTI_ACTIVITY_KIND_KERNEL);
       pc_on_.store(true);
     }
     ++pc_clients_;
     return true;
+  }
+
+  /// Kernel records from `kind` (CONCURRENT_KERNEL or KERNEL; mu_ held). The
+  /// two cannot be on together: the other is disabled first. If `kind` cannot
+  /// be enabled, the other is turned back on.
+  void set_kernel_kind_locked(const Api& api, CUpti_ActivityKind kind) {
+    const int now = kernel_kind_.load();
+    if (now == 0 || now == static_cast<int>(kind)) return;  // kernel records off (diagnostic mode), or already so
+    api.activity_disable(static_cast<CUpti_ActivityKind>(now));
+    if (CUptiResult r = api.activity_enable(kind); r != CUPTI_SUCCESS) {
+      warn("cuptiActivityEnable({}) failed: {}; kernel records keep coming from activity kind {}",
+           static_cast<int>(kind), describe(api, r), now);
+      api.activity_enable(static_cast<CUpti_ActivityKind>(now));
+      return;
+    }
+    kernel_kind_.store(static_cast<int>(kind));
   }
 
   void deliver_pc(const PcSamples& s) {
@@ -545,7 +615,7 @@ class Hub {
     else if (cbid == CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING) pcs_.context_destroying(rd->context, deliver);
   }
 
-  void setup_locked(const Api& api) {
+  void setup_locked(const Api& api, const HubMode& mode) {
     std::string why;
     if (!api.driver_ready || !api.driver_ready(&why))
       throw DeviceUnavailable("CUPTI backend: no usable CUDA device (" + why + ")");
@@ -576,6 +646,8 @@ class Hub {
     subscriber_ = sub;
     auto fail = [&](const std::string& what, CUptiResult res, bool activity_on) {
       if (activity_on) api.activity_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+      kernel_kind_.store(0);
+      restore_attributes_locked(api);
       api.unsubscribe(subscriber_);
       subscriber_ = nullptr;
       std::string hint;
@@ -583,6 +655,17 @@ class Hub {
         hint = " (profiling needs NVreg_RestrictProfilingToAdminUsers=0 or root)";
       throw DeviceUnavailable("CUPTI backend: " + what + " failed: " + describe(api, res) + hint);
     };
+    // Attributes, before the buffer callbacks are registered and any kind is
+    // enabled (CUPTI requires it for the second); the values found are put
+    // back at teardown for whoever uses CUPTI next.
+    //  * ZEROED_OUT_ACTIVITY_BUFFER = 1: our buffers arrive zeroed
+    //    (BufferPool), so CUPTI does not memset each one on the thread that
+    //    asks for it — the launching thread.
+    //  * PER_THREAD_ACTIVITY_BUFFER = 1: each launching thread writes its
+    //    records into its own buffer, without a lock shared with other
+    //    threads (CUPTI 12.3+; the default in CUDA 13, set for older ones).
+    client_zeroes_.store(set_attribute_locked(api, CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, zeroed_out_));
+    per_thread_.store(set_attribute_locked(api, CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, per_thread_attr_));
     // Activity first, then the launch callbacks: a launch bound before its
     // kernel can be recorded would wait for a record that never comes.
     // Registered at every subscription (another tool may have registered its
@@ -590,28 +673,36 @@ class Hub {
     r = api.activity_register_callbacks(&Hub::on_buffer_requested, &Hub::on_buffer_completed);
     if (r != CUPTI_SUCCESS && registered_with_ != &api) fail("cuptiActivityRegisterCallbacks", r, false);
     registered_with_ = &api;
-    r = api.activity_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-    if (r != CUPTI_SUCCESS) fail("cuptiActivityEnable(CONCURRENT_KERNEL)", r, false);
-    int enabled = 0;
-    CUptiResult last = CUPTI_SUCCESS;
-    for (CUpti_CallbackId id : kDriverLaunches) {  // an id an older CUPTI lacks is skipped
-      CUptiResult e = api.enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
-      if (e == CUPTI_SUCCESS) ++enabled;
-      else last = e;
+    kernel_kind_.store(0);
+    if (mode.kernel_activity) {
+      r = api.activity_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+      if (r != CUPTI_SUCCESS) fail("cuptiActivityEnable(CONCURRENT_KERNEL)", r, false);
+      kernel_kind_.store(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
     }
-    for (CUpti_CallbackId id : kRuntimeLaunches) {
-      CUptiResult e = api.enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, id);
-      if (e == CUPTI_SUCCESS) ++enabled;
-      else last = e;
+    if (mode.launch_callbacks) {
+      int enabled = 0;
+      CUptiResult last = CUPTI_SUCCESS;
+      for (CUpti_CallbackId id : kDriverLaunches) {  // an id an older CUPTI lacks is skipped
+        CUptiResult e = api.enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
+        if (e == CUPTI_SUCCESS) ++enabled;
+        else last = e;
+      }
+      for (CUpti_CallbackId id : kRuntimeLaunches) {
+        CUptiResult e = api.enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, id);
+        if (e == CUPTI_SUCCESS) ++enabled;
+        else last = e;
+      }
+      if (enabled == 0) fail("cuptiEnableCallback (launch callbacks)", last, mode.kernel_activity);
+      // CUDA graphs: graph launches and the resource events that give capture
+      // sites. Without cuptiGetGraphNodeId graph kernels are attributed flat.
+      graphs_ = api.get_graph_node_id != nullptr;
+      for (CUpti_CallbackId id : kDriverGraphLaunches) api.enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
+      for (CUpti_CallbackId id : kRuntimeGraphLaunches) api.enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, id);
+      if (graphs_)
+        for (CUpti_CallbackId id : kGraphResources) api.enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, id);
+    } else {
+      graphs_ = false;
     }
-    if (enabled == 0) fail("cuptiEnableCallback (launch callbacks)", last, true);
-    // CUDA graphs: graph launches and the resource events that give capture
-    // sites. Without cuptiGetGraphNodeId graph kernels are attributed flat.
-    graphs_ = api.get_graph_node_id != nullptr;
-    for (CUpti_CallbackId id : kDriverGraphLaunches) api.enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id);
-    for (CUpti_CallbackId id : kRuntimeGraphLaunches) api.enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_RUNTIME_API, id);
-    if (graphs_)
-      for (CUpti_CallbackId id : kGraphResources) api.enable_callback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, id);
     launched_max_.store(0);
     delivered_max_.store(0);
     epoch_.fetch_add(1);
@@ -621,28 +712,71 @@ class Hub {
     clock_ = fit_clock(first_, latest_);
   }
 
-  void teardown_locked() {
+  /// A uint8_t activity attribute that setup sets to 1 and teardown puts back.
+  struct Attribute {
+    bool set = false;      // we set it
+    bool known = false;    // `before` was read
+    std::uint8_t before = 0;
+  };
+  /// Set `a` to 1 (mu_ held); true if CUPTI took it.
+  bool set_attribute_locked(const Api& api, CUpti_ActivityAttribute a, Attribute& keep) {
+    keep = Attribute{};
+    if (!api.activity_set_attribute) return false;
+    std::uint8_t old = 0, on = 1;
+    std::size_t n = sizeof old;
+    keep.known = api.activity_get_attribute && api.activity_get_attribute(a, &n, &old) == CUPTI_SUCCESS;
+    keep.before = old;
+    n = sizeof on;
+    keep.set = api.activity_set_attribute(a, &n, &on) == CUPTI_SUCCESS;
+    return keep.set;
+  }
+  void restore_attribute_locked(const Api& api, CUpti_ActivityAttribute a, Attribute& keep) {
+    if (!std::exchange(keep.set, false) || !api.activity_set_attribute) return;
+    std::uint8_t v = keep.known ? keep.before : 0;
+    std::size_t n = sizeof v;
+    api.activity_set_attribute(a, &n, &v);
+  }
+  /// Put the attributes back as setup found them.
+  void restore_attributes_locked(const Api& api) {
+    restore_attribute_locked(api, CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, zeroed_out_);
+    restore_attribute_locked(api, CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, per_thread_attr_);
+    client_zeroes_.store(false);
+    per_thread_.store(false);
+  }
+
+  /// `detach_cupti`: the calling thread's context was synchronized and every
+  /// buffer flushed — what cuptiFinalize needs (not so from a destructor).
+  void teardown_locked(bool detach_cupti) {
     const Api& api = *api_.load();
     if (pc_on_.load()) {
       pc_clients_ = 0;
       pc_on_.store(false);
       pcs_.shutdown([&](const PcSamples& s) { deliver_pc(s); });
     }
-    api.activity_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    if (const int k = kernel_kind_.exchange(0); k != 0) api.activity_disable(static_cast<CUpti_ActivityKind>(k));
     // Every buffer back, records of kernels still running included (they are
     // incomplete: counted and dropped); the sinks are still attached here.
     api.activity_flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+    restore_attributes_locked(api);
     if (subscriber_) api.unsubscribe(subscriber_);  // frees CUPTI for another profiler
     subscriber_ = nullptr;
+    // Unsubscribing leaves CUPTI attached to the process, its hooks in the
+    // driver: every launch after the session would still pay for them (on
+    // the H200, BM_TinyLaunches/3 — no CUPTI session — ran 1.11x slower after
+    // the CUPTI sessions before it). Detach it, as Proton does; the next
+    // session attaches it again (and registers its buffer callbacks again).
+    if (detach_cupti && api.finalize) {
+      api.finalize();
+      finalizes_.fetch_add(1, std::memory_order_relaxed);
+      registered_with_ = nullptr;
+    }
     // Graph events are no longer seen: nodes destroyed from now on would stay.
     clear_graph_nodes();
     {
       std::lock_guard g(graph_mu_);
       exec_kernels_.clear();
     }
-    std::lock_guard g(pool_mu_);
-    for (auto* p : pool_) std::free(p);
-    pool_.clear();
+    pool_.clear();  // every buffer came back with the forced flush; a straggler is unmapped when it does
   }
 
   void flush_locked(std::uint32_t wait_ms) {
@@ -655,13 +789,18 @@ class Hub {
     // completed records can sit behind a kernel still running: retry until the
     // record of the last launch made before this flush has come, or wait_ms.
     if (pc_on_.load()) pcs_.drain_all([&](const PcSamples& s) { deliver_pc(s); });  // continuous mode
+    // Each try takes CUPTI's buffers from the launching threads: the wait
+    // between tries grows (0.1 ms to 2 ms) rather than polling a busy GPU.
     const std::uint64_t target = launched_max_.load();
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(wait_ms);
+    auto pause = std::chrono::microseconds(100);
     for (;;) {
       api.activity_flush_all(0);
+      flush_calls_.fetch_add(1, std::memory_order_relaxed);
       if (delivered_max_.load() >= target) break;
       if (std::chrono::steady_clock::now() >= deadline) break;
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
+      std::this_thread::sleep_for(pause);
+      pause = std::min(pause * 2, std::chrono::microseconds(2000));
     }
   }
 
@@ -827,21 +966,7 @@ class Hub {
     if (!warned_dropped_.exchange(true))
       warn("CUPTI dropped {} kernel record(s): its activity buffers were full. Raise "
            "Options::buffer_size (now {} bytes)",
-           n, buffer_size_.load());
-  }
-
-  void release(std::uint8_t* buffer, std::size_t size) {
-    if (!buffer) return;
-    {
-      std::lock_guard g(pool_mu_);
-      if (size == buffer_size_.load() && pool_.size() < kPooledBuffers &&
-          (pool_.empty() || pool_size_ == size)) {
-        pool_size_ = size;
-        pool_.push_back(buffer);
-        return;
-      }
-    }
-    std::free(buffer);
+           n, pool_.size());
   }
 
   std::mutex mu_;  // attach, detach, flush: CUPTI setup and teardown. Before deliver_mu_.
@@ -851,7 +976,6 @@ class Hub {
   const Api* registered_with_ = nullptr;  // the layer our buffer callbacks were last registered with
   std::atomic<const Api*> api_{nullptr};
   std::atomic<std::uint64_t> epoch_{0};  // bumped at each subscription
-  std::atomic<std::size_t> buffer_size_{64ull << 20};
   std::atomic<int> sessions_{0};
 
   std::mutex deliver_mu_;  // clients_, the clock; held while records go to the sinks
@@ -860,9 +984,13 @@ class Hub {
   ClockSample first_, latest_;
   ClockMap clock_;
 
-  std::mutex pool_mu_;
-  std::vector<std::uint8_t*> pool_;
-  std::size_t pool_size_ = 0;
+  BufferPool pool_;                        // activity buffers (its own lock)
+  std::atomic<bool> client_zeroes_{false};  // CUPTI told ZEROED_OUT_ACTIVITY_BUFFER = 1 (mu_ to change)
+  std::atomic<bool> per_thread_{false};     // CUPTI told PER_THREAD_ACTIVITY_BUFFER = 1
+  Attribute zeroed_out_, per_thread_attr_;  // what setup found (under mu_)
+  std::atomic<std::uint64_t> finalizes_{0};
+  std::atomic<int> kernel_kind_{0};         // activity kind of kernel records now; 0: none
+  std::atomic<std::uint64_t> flush_calls_{0}, buffers_completed_{0};
 
   std::atomic<std::uint64_t> launched_max_{0}, delivered_max_{0};
   std::atomic<std::uint64_t> records_{0}, incomplete_{0}, dropped_{0};
@@ -892,7 +1020,7 @@ class CuptiBackend final : public Backend {
       api = real_api(&why);
       if (!api) throw DeviceUnavailable("CUPTI backend: " + why);
     }
-    id_ = Hub::instance().attach(*api, sink, config);
+    id_ = Hub::instance().attach(*api, sink, config, tuning_);
   }
   void flush() override {
     if (id_) Hub::instance().flush(tuning_.flush_wait_ms);
@@ -915,7 +1043,54 @@ std::unique_ptr<Backend> make_backend(const Api* api, Tuning tuning) {
 
 Counters counters() { return Hub::instance().counters(); }
 
+HubMode parse_hub_mode(std::string_view mode) {
+  HubMode m;
+  constexpr std::string_view kPrefix = "cupti:";
+  if (mode.substr(0, kPrefix.size()) != kPrefix) return m;
+  std::string_view rest = mode.substr(kPrefix.size());
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(',');
+    const std::string_view tok = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 1);
+    const std::size_t eq = tok.find('=');
+    const std::string_view key = tok.substr(0, eq);
+    const std::string_view val = eq == std::string_view::npos ? std::string_view{} : tok.substr(eq + 1);
+    if ((key != "activity" && key != "callbacks") || (val != "on" && val != "off"))
+      throw InvalidArgument(fmt::format("cupti backend: mode token '{}' in '{}' is not activity=on|off or "
+                                        "callbacks=on|off",
+                                        tok, mode));
+    (key == "activity" ? m.kernel_activity : m.launch_callbacks) = val == "on";
+  }
+  return m;
+}
+
+std::string report(const Counters& c) {
+  const auto& b = c.buffers;
+  const auto& p = c.pc_sampling;
+  const char* kind = c.kernel_kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL ? "CONCURRENT_KERNEL"
+                     : c.kernel_kind == CUPTI_ACTIVITY_KIND_KERNEL         ? "KERNEL"
+                                                                            : "none";
+  std::string out = fmt::format(
+      "cupti: {} records ({} incomplete, {} dropped); kernel kind {}; buffers of {} MiB: {} mapped ({} resident), "
+      "{} out, {} handed out ({} mapped on demand), {} completed; CUPTI zeroes buffers: {}; per-thread buffers: {}; "
+      "{} flush calls; CUPTI detached {} time(s)",
+      c.records, c.incomplete, c.dropped, kind, b.size >> 20, b.mapped, b.resident, b.out, b.takes, b.extra,
+      c.buffers_completed, c.client_zeroes_buffers ? "no (tilejit does)" : "yes",
+      c.per_thread_buffers ? "yes" : "not set", c.flush_calls, c.finalizes);
+  if (p.ranges > 0 || p.contexts > 0 || p.failed_contexts > 0 || !p.problem.empty())
+    out += fmt::format(
+        "; PC sampling: {} context(s) ({} failed), {} range(s) ({} empty), {} reads ({} failed), {} samples in PC "
+        "records, CUPTI counted {} ({} in non-user kernels, {} dropped), {} PCs from the configuration buffer{}{}",
+        p.contexts, p.failed_contexts, p.ranges, p.empty_ranges, p.reads, p.read_errors, p.samples, p.cupti_samples,
+        p.nonuser_samples, p.dropped, p.config_buffer_pcs, p.problem.empty() ? "" : "; problem: ", p.problem);
+  return out;
+}
+
 }  // namespace tilejit::profiler::cupti
+
+namespace tilejit::profiler {
+std::string cupti_report() { return cupti::report(cupti::counters()); }
+}  // namespace tilejit::profiler
 
 namespace tilejit::profiler::detail {
 BackendFactory cupti_backend_factory() {

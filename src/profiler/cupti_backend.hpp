@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <functional>
 #include <optional>
 #include <string>
@@ -138,6 +139,16 @@ struct Api {
   decltype(&::cuptiActivityGetNextRecord) activity_get_next_record = nullptr;
   decltype(&::cuptiActivityGetNumDroppedRecords) activity_get_num_dropped_records = nullptr;
   decltype(&::cuptiGetTimestamp) get_timestamp = nullptr;
+  /// Activity attributes (optional: without them CUPTI zeroes every activity
+  /// buffer itself, on the thread that needs the buffer; see BufferPool).
+  decltype(&::cuptiActivitySetAttribute) activity_set_attribute = nullptr;
+  decltype(&::cuptiActivityGetAttribute) activity_get_attribute = nullptr;
+  /// The loaded CUPTI's API version (optional; PC sampling checks it).
+  decltype(&::cuptiGetVersion) get_version = nullptr;
+  /// Detach CUPTI from the process when the last session stops (optional):
+  /// unsubscribing alone leaves CUPTI's hooks in the driver, and every later
+  /// launch pays for them.
+  decltype(&::cuptiFinalize) finalize = nullptr;
   /// CUDA graphs (optional: without them graph kernels are attributed flat).
   decltype(&::cuptiGetGraphNodeId) get_graph_node_id = nullptr;
   decltype(&::cuptiGetGraphExecId) get_graph_exec_id = nullptr;
@@ -174,7 +185,92 @@ struct Tuning {
   /// flush() waits this long at most for the records of launches made before
   /// it (CUPTI returns a buffer only once every record in it is complete).
   std::uint32_t flush_wait_ms = 1000;
+  /// Activity buffers mapped and touched when the first session starts (the
+  /// steady state of a job with one launching thread: one buffer being filled
+  /// by CUPTI, one being delivered). See BufferPool.
+  std::size_t resident_buffers = 2;
 };
+
+/// What the first session's BackendConfig::mode asks of CUPTI. The default is
+/// what attribution needs; the "cupti:" mode tokens switch parts off to measure
+/// what each costs (profiler_bench BM_CuptiParts), e.g. "cupti:activity=off".
+struct HubMode {
+  bool kernel_activity = true;   ///< CONCURRENT_KERNEL records
+  bool launch_callbacks = true;  ///< launch API_ENTER/EXIT callbacks (correlation)
+};
+/// Parses "cupti:activity=off,callbacks=off" (other text: the defaults).
+/// Throws InvalidArgument for an unknown "cupti:" token.
+HubMode parse_hub_mode(std::string_view mode);
+
+// ---- activity buffers ------------------------------------------------------------------
+
+/// The activity buffers handed to CUPTI, recycled (never malloc/free per buffer).
+///
+/// Why a pool, and why the buffers are zero-filled by us: CUPTI wants a zeroed
+/// buffer. Unless told (CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER = 1) that
+/// the client zeroes them, it memsets every buffer it receives, in full, on the
+/// thread that needs it — the launching thread: 64 MiB, several ms, at the first
+/// launch after every flush that handed a buffer back, and every page of the
+/// buffer resident from then on. With the attribute set, the pool keeps the
+/// invariant instead, cheaply: a returned buffer has only its first `used`
+/// bytes (the records CUPTI wrote) cleared.
+///
+/// Resident memory is flat from the start: `reserve(size, n)` maps n buffers
+/// and faults their pages in (MAP_POPULATE) when the session starts, so no
+/// page is first touched later, on the launching thread or anywhere else. A
+/// buffer CUPTI asks for while all those are out is mapped then; when it comes
+/// back its pages are returned to the system (MADV_DONTNEED, which also zeroes
+/// them) and it is kept, unbacked, for the next time (at most kMaxPooled
+/// buffers are kept; more are unmapped).
+class BufferPool {
+ public:
+  static constexpr std::size_t kMaxPooled = 16;
+  BufferPool() = default;
+  ~BufferPool();
+  BufferPool(const BufferPool&) = delete;
+  BufferPool& operator=(const BufferPool&) = delete;
+
+  /// Buffers of `size` bytes from now on (buffers of another size are unmapped
+  /// as they come back), at least `resident` of them mapped and touched now.
+  /// False if mapping failed (take() still maps on demand).
+  bool reserve(std::size_t size, std::size_t resident);
+  /// A zero-filled buffer of size() bytes (that size in *size): a pooled one
+  /// (resident first), else a new mapping. nullptr (and 0) if none can be mapped.
+  std::uint8_t* take(std::size_t* size = nullptr);
+  /// `buffer` (of `size` bytes) is back; CUPTI wrote within its first `used` bytes.
+  void give(std::uint8_t* buffer, std::size_t size, std::size_t used);
+  /// Unmap every pooled buffer; buffers still out are unmapped when they come back.
+  void clear();
+  std::size_t size() const;
+
+  struct Stats {
+    std::size_t size = 0;       ///< bytes per buffer
+    std::size_t mapped = 0;     ///< buffers mapped now (pooled + out)
+    std::size_t resident = 0;   ///< of them, kept touched (the reserve()d ones)
+    std::size_t out = 0;        ///< handed to CUPTI now
+    std::uint64_t takes = 0;    ///< buffers handed out so far
+    std::uint64_t extra = 0;    ///< of them, mapped on demand (none pooled)
+  };
+  Stats stats() const;
+
+ private:
+  struct Entry {
+    std::size_t bytes = 0;   // mapped length
+    bool resident = false;
+    bool out = false;
+  };
+  void unmap(std::uint8_t* p, std::size_t bytes);
+  mutable std::mutex mu_;
+  std::size_t size_ = 0;
+  std::unordered_map<std::uint8_t*, Entry> known_;  // every buffer mapped by this pool and not unmapped
+  std::vector<std::uint8_t*> free_;                 // pooled, zero-filled; resident ones at the back
+  std::uint64_t takes_ = 0, extra_ = 0;
+};
+
+/// Zero what CUPTI wrote into a returned buffer: its first `used` bytes, and
+/// any non-zero bytes that follow (a record cut by a forced flush), page by
+/// page until a page that is all zero.
+void zero_used(std::uint8_t* buffer, std::size_t size, std::size_t used) noexcept;
 
 /// A backend over `api` (nullptr: real_api(), loaded at start()).
 std::unique_ptr<Backend> make_backend(const Api* api = nullptr, Tuning tuning = {});
@@ -184,11 +280,26 @@ std::unique_ptr<Backend> make_backend(const Api* api = nullptr, Tuning tuning = 
 /// The PC-sampling entry points `api` lacks ("" when it has them all).
 std::string missing_pc_sampling(const Api& api);
 
-/// CUPTI PC sampling for every context the process launches in: enabled and
-/// configured per context at its first launch, kernel-serialized (start at a
-/// launch's API entry, stop and read at its exit, on the launching thread) or
-/// continuous (read at flush). Module cubins are kept from the resource
-/// callback for the source-line lookup. Thread-safe; one per process (the hub).
+/// CUPTI PC sampling for every context the process launches in, enabled and
+/// configured per context at its first launch.
+///
+/// kernel_serialized (PcSamplingOptions): each launch is one range, on the
+/// launching thread — API_ENTER: synchronize the context (earlier work is not
+/// sampled into this range), cuptiPCSamplingStart; API_EXIT: synchronize (the
+/// kernel has run), cuptiPCSamplingStop, read. CUPTI runs in its CONTINUOUS
+/// collection mode with start/stop control, as NVIDIA's pc_sampling_start_stop
+/// sample and Proton do; tilejit serializes the sampled launches itself.
+/// continuous: no ranges; read at every flush.
+///
+/// Reading follows NVIDIA's samples: the buffer given to CUPTI at configuration
+/// (SAMPLING_DATA_BUFFER) is CUPTI's from then on — it collects a range's PC
+/// records there — and cuptiPCSamplingGetData is called with a second buffer
+/// until CUPTI has no PC left (neither buffer reports any remaining). PC
+/// records left in the configuration buffer after that (and those CUPTI puts
+/// there at cuptiPCSamplingDisable) are read from it directly.
+///
+/// Module cubins are kept from the resource callback for the source-line
+/// lookup. Thread-safe; one per process (the hub).
 class PcSampler {
  public:
   PcSampler();
@@ -199,13 +310,13 @@ class PcSampler {
   /// Begin sampling with `options` (the first session asking wins).
   void configure(const Api& api, const PcSamplingOptions& options);
   /// Read what is left (to `deliver`), disable sampling in every context,
-  /// drop buffers and cubins.
+  /// drop buffers and cubins. Reports, once, ranges that gave no sample.
   void shutdown(const std::function<void(const PcSamples&)>& deliver);
   bool on() const;
   bool serialized() const;
 
   /// A launch's API entry on the launching thread: enable the context if new;
-  /// kernel-serialized: start sampling. Returns a token for launch_exit (null: nothing to do).
+  /// kernel-serialized: start a range. Returns a token for launch_exit (null: nothing to do).
   void* launch_enter(CUcontext ctx);
   /// Its API exit: stop, read, record_pc_samples() on this thread.
   void launch_exit(void* token);
@@ -217,13 +328,21 @@ class PcSampler {
                         const std::function<void(const PcSamples&)>& deliver);
   void context_destroying(CUcontext ctx, const std::function<void(const PcSamples&)>& deliver);
 
+  /// Counts of the current (or last) sampling run: reset when sampling is configured.
   struct Stats {
     std::size_t contexts = 0;         ///< contexts sampling now
     std::size_t failed_contexts = 0;  ///< contexts where enabling failed (reported)
     std::size_t cubins = 0;           ///< module cubins held for line lookup
-    std::uint64_t samples = 0;        ///< samples read so far (this process)
+    std::uint64_t samples = 0;        ///< samples in the PC records read so far
     std::uint64_t dropped = 0;        ///< samples the hardware dropped
     std::uint64_t ranges = 0;         ///< kernel-serialized launches sampled
+    std::uint64_t empty_ranges = 0;   ///< of them, ranges that gave no PC record
+    std::uint64_t reads = 0;          ///< cuptiPCSamplingGetData calls
+    std::uint64_t read_errors = 0;    ///< of them, failed (reported once)
+    std::uint64_t cupti_samples = 0;  ///< CUpti_PCSamplingData::totalSamples summed (what CUPTI counted)
+    std::uint64_t nonuser_samples = 0;  ///< of them, in kernels CUPTI gives no PC records for
+    std::uint64_t config_buffer_pcs = 0;  ///< PC records read from the configuration buffer directly
+    std::string problem;              ///< the first failure, why sampling gave nothing ("" none)
   };
   Stats stats() const;
 
@@ -242,7 +361,21 @@ struct Counters {
   std::uint64_t captured_launches = 0;  ///< launches captured into a graph (no kernel then)
   std::size_t graph_execs = 0;   ///< executable graphs whose kernel count is known now
   PcSampler::Stats pc_sampling;  ///< PC sampling
+  BufferPool::Stats buffers;     ///< activity buffers
+  /// CUPTI was told that tilejit zeroes activity buffers (ZEROED_OUT_ACTIVITY_BUFFER = 1),
+  /// so it does not memset each one on the launching thread.
+  bool client_zeroes_buffers = false;
+  /// The activity kind kernel records come from now: CONCURRENT_KERNEL, or KERNEL
+  /// while PC sampling runs (as Proton does); 0 when no session is attached.
+  int kernel_kind = 0;
+  std::uint64_t flush_calls = 0;   ///< cuptiActivityFlushAll calls made by flush()
+  std::uint64_t finalizes = 0;     ///< cuptiFinalize calls (CUPTI detached when the last session stopped)
+  bool per_thread_buffers = false; ///< CUPTI keeps an activity buffer per thread (set at setup)
+  std::uint64_t buffers_completed = 0;  ///< buffers CUPTI handed back
 };
+
+/// counters() as one line of text (also tilejit::profiler::cupti_report()).
+std::string report(const Counters& c);
 Counters counters();
 
 }  // namespace tilejit::profiler::cupti

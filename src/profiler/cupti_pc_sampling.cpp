@@ -3,20 +3,45 @@
 //
 //   first launch in a context:  cuptiPCSamplingEnable(ctx)
 //                               cuptiPCSamplingGetNumStallReasons / GetStallReasons
+//                                 (valid only once enabled)
 //                               cuptiPCSamplingSetConfigurationAttribute: period,
-//                                 stall reasons, scratch / hardware buffer sizes,
-//                                 collection mode, start/stop control, the data buffer
-//   kernel-serialized launch:   API_ENTER: cuptiPCSamplingStart(ctx)
-//                               API_EXIT:  cuptiPCSamplingStop(ctx), cuptiPCSamplingGetData
-//                                 until no PC remains -> aggregate_pc_samples ->
-//                                 record_pc_samples on the launching thread
-//   continuous:                 cuptiPCSamplingGetData at every flush -> Sink::pc_samples
+//                                 stall reasons (always: all, or the ones asked
+//                                 for), scratch / hardware buffer sizes,
+//                                 collection mode CONTINUOUS, start/stop control
+//                                 (on for kernel-serialized ranges), parsed
+//                                 output, the configuration data buffer
+//   kernel-serialized launch:   API_ENTER: synchronize the context, cuptiPCSamplingStart
+//                               API_EXIT:  synchronize (the kernel has run),
+//                                 cuptiPCSamplingStop, read -> aggregate_pc_samples
+//                                 -> record_pc_samples on the launching thread
+//   continuous:                 read at every flush -> Sink::pc_samples
 //   module loaded:              keep the cubin (by cuptiGetCubinCrc) for
 //                               cuptiGetSassToSourceCorrelation
-//   context destroyed, stop:    read what is left, cuptiPCSamplingDisable(ctx)
+//   context destroyed, stop:    read what is left, cuptiPCSamplingDisable(ctx),
+//                               read what Disable put in the configuration buffer
+//
+// Reading ("read" below), as NVIDIA's pc_sampling_continuous sample does: the
+// configuration buffer (SAMPLING_DATA_BUFFER) belongs to CUPTI once
+// configured — CUPTI puts a range's PC records there and keeps its counters —
+// and cuptiPCSamplingGetData is called with a second, separate buffer, until
+// neither reports PCs remaining. (The first version of this file passed the
+// configuration buffer itself to GetData after zeroing its totalNumPcs: on the
+// H200 every range then read nothing — CUPTI took the records it had put there
+// as consumed.) PC records CUPTI still leaves in the configuration buffer after
+// a range's reads, or puts there at cuptiPCSamplingDisable, are read from it
+// directly.
+//
+// Why CONTINUOUS with start/stop for kernel-serialized ranges, not CUPTI's
+// KERNEL_SERIALIZED mode: it is what NVIDIA's pc_sampling_start_stop sample and
+// Proton run; the synchronizations around the range make it per-kernel.
 //
 // Launches in one context are sampled one at a time (a per-context mutex held
-// from API entry to exit): kernel-serialized ranges cannot overlap.
+// from API entry to exit): ranges cannot overlap.
+//
+// Nothing fails silently: a failed CUPTI call is reported once with its error
+// (Stats::problem keeps the first), and at shutdown, if ranges were sampled
+// but no sample came back, one message says what CUPTI counted and why that
+// may be (TILEJIT_PC_SAMPLING_TRACE=1 prints every read).
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -54,16 +79,44 @@ void warn(fmt::format_string<A...> f, A&&... a) {
 constexpr int kMaxReadsPerDrain = 1 << 16;  // a guard against a CUPTI that never says "no PC remains"
 constexpr std::size_t kMaxLineCache = 1u << 20;
 
-/// One context's sampling state and its data buffer.
+bool trace_reads() {
+  static const bool on = [] {
+    const char* v = std::getenv("TILEJIT_PC_SAMPLING_TRACE");
+    return v && *v && std::string_view(v) != "0";
+  }();
+  return on;
+}
+
+/// A CUpti_PCSamplingData with room for `max_pcs` PC records of `reasons`
+/// stall reasons each. Its storage never moves once allocated (CUPTI keeps a
+/// pointer to the configuration buffer).
+struct PcBuffer {
+  CUpti_PCSamplingData data{};
+  std::vector<CUpti_PCSamplingPCData> pcs;
+  std::vector<CUpti_PCSamplingStallReason> stalls;
+  void allocate(std::size_t max_pcs, std::size_t reasons) {
+    pcs.assign(max_pcs, CUpti_PCSamplingPCData{});
+    stalls.assign(max_pcs * reasons, CUpti_PCSamplingStallReason{});
+    for (std::size_t i = 0; i < max_pcs; ++i) {
+      pcs[i].size = sizeof(CUpti_PCSamplingPCData);
+      pcs[i].stallReason = &stalls[i * reasons];
+      pcs[i].stallReasonCount = reasons;
+    }
+    data = CUpti_PCSamplingData{};
+    data.size = sizeof(CUpti_PCSamplingData);
+    data.collectNumPcs = max_pcs;
+    data.pPcData = pcs.data();
+  }
+};
+
+/// One context's sampling state and its data buffers.
 struct Context {
   std::mutex range;  // held from a launch's API entry to its exit (kernel-serialized)
   bool ok = false;
   std::unordered_map<std::uint32_t, std::string> stall_names;  // CUPTI index -> short name
-  std::vector<std::uint32_t> selected;                         // stall indices configured (empty: all)
-  std::size_t reasons_per_pc = 0;
-  CUpti_PCSamplingData data{};
-  std::vector<CUpti_PCSamplingPCData> pcs;
-  std::vector<CUpti_PCSamplingStallReason> stall_storage;
+  std::vector<std::uint32_t> selected;                         // stall indices configured
+  PcBuffer config;  // SAMPLING_DATA_BUFFER: CUPTI's from configuration on; we only read it
+  PcBuffer out;     // where cuptiPCSamplingGetData writes
 };
 
 }  // namespace
@@ -79,8 +132,17 @@ struct PcSampler::Impl {
   std::unordered_map<std::string, std::optional<std::string>> lines;  // "crc/function/offset" -> "file:line"
   Stats stats;
   bool warned_overflow = false;
+  bool warned_problem = false;
 
   std::string why(CUptiResult r) const { return describe(*api, r); }
+  bool serialized() const { return options.collection == PcSamplingOptions::Collection::kernel_serialized; }
+
+  /// A failure that leaves sampling without data: kept (the first) and reported once.
+  void problem(std::string what) {
+    if (stats.problem.empty()) stats.problem = what;
+    if (!std::exchange(warned_problem, true))
+      warn("PC sampling: {}. Kernels are still recorded; their PC samples may be missing", what);
+  }
 
   bool set(CUcontext ctx, CUpti_PCSamplingConfigurationInfo* info, std::size_t n, std::string* err) {
     CUpti_PCSamplingConfigurationInfoParams p{};
@@ -113,8 +175,9 @@ struct PcSampler::Impl {
         hint = " (the GPU, driver or CUPTI does not support the PC Sampling API: it needs compute capability >= 7.0)";
       else if (err.find("INSUFFICIENT_PRIVILEGES") != std::string::npos)
         hint = " (profiling needs NVreg_RestrictProfilingToAdminUsers=0 or root)";
-      warn("PC sampling unavailable in CUDA context {}: {}{}. Kernels there are recorded without PC samples",
-           static_cast<const void*>(ctx), err, hint);
+      const std::string text = fmt::format("unavailable in CUDA context {}: {}{}", static_cast<const void*>(ctx), err, hint);
+      if (stats.problem.empty()) stats.problem = text;
+      warn("PC sampling {}. Kernels there are recorded without PC samples", text);
     };
     CUpti_PCSamplingEnableParams e{};
     e.size = CUpti_PCSamplingEnableParamsSize;
@@ -156,31 +219,25 @@ struct PcSampler::Impl {
       std::string unknown;
       for (const auto& want : options.stall_reasons) {
         bool found = false;
-        for (const auto& [i, name] : c.stall_names)
-          if (name == want) c.selected.push_back(i), found = true;
+        for (std::size_t i = 0; i < n; ++i)
+          if (c.stall_names[index[i]] == want) c.selected.push_back(index[i]), found = true;
         if (!found) unknown += (unknown.empty() ? "" : ", ") + want;
       }
       if (!unknown.empty()) {
         std::string known;
-        for (const auto& [i, name] : c.stall_names) known += (known.empty() ? "" : ", ") + name;
+        for (std::size_t i = 0; i < n; ++i) known += (known.empty() ? "" : ", ") + c.stall_names[index[i]];
         warn("PC sampling: stall reason(s) {} not known to this GPU; skipped. Known: {}", unknown, known);
       }
       if (c.selected.empty()) {
         err = "none of the requested stall reasons is known to this GPU";
         return fail(true);
       }
+    } else {
+      c.selected = index;  // every reason, named explicitly (as NVIDIA's samples configure it)
     }
-    c.reasons_per_pc = c.selected.empty() ? n : c.selected.size();
-    c.pcs.assign(options.max_pcs, CUpti_PCSamplingPCData{});
-    c.stall_storage.assign(options.max_pcs * c.reasons_per_pc, CUpti_PCSamplingStallReason{});
-    for (std::size_t i = 0; i < options.max_pcs; ++i) {
-      c.pcs[i].size = sizeof(CUpti_PCSamplingPCData);
-      c.pcs[i].stallReason = &c.stall_storage[i * c.reasons_per_pc];
-    }
-    c.data = CUpti_PCSamplingData{};
-    c.data.size = sizeof(CUpti_PCSamplingData);
-    c.data.collectNumPcs = options.max_pcs;
-    c.data.pPcData = c.pcs.data();
+    // Both buffers hold max_pcs PC records with room for every configured stall reason each.
+    c.config.allocate(options.max_pcs, c.selected.size());
+    c.out.allocate(options.max_pcs, c.selected.size());
 
     std::vector<CUpti_PCSamplingConfigurationInfo> info;
     auto attr = [&](CUpti_PCSamplingConfigurationAttributeType t) -> CUpti_PCSamplingConfigurationInfo& {
@@ -188,9 +245,8 @@ struct PcSampler::Impl {
       info.back().attributeType = t;
       return info.back();
     };
-    const bool serialized = options.collection == PcSamplingOptions::Collection::kernel_serialized;
     if (options.period != 0) attr(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD).attributeData.samplingPeriodData.samplingPeriod = options.period;
-    if (!c.selected.empty()) {
+    {
       auto& a = attr(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON);
       a.attributeData.stallReasonData.stallReasonCount = c.selected.size();
       a.attributeData.stallReasonData.pStallReasonIndex = c.selected.data();
@@ -200,10 +256,10 @@ struct PcSampler::Impl {
     if (options.hardware_buffer_size != 0)
       attr(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE).attributeData.hardwareBufferSizeData.hardwareBufferSize = options.hardware_buffer_size;
     attr(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE).attributeData.collectionModeData.collectionMode =
-        serialized ? CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED : CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
-    attr(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL).attributeData.enableStartStopControlData.enableStartStopControl = serialized ? 1 : 0;
+        CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
+    attr(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL).attributeData.enableStartStopControlData.enableStartStopControl = serialized() ? 1 : 0;
     attr(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_OUTPUT_DATA_FORMAT).attributeData.outputDataFormatData.outputDataFormat = CUPTI_PC_SAMPLING_OUTPUT_DATA_FORMAT_PARSED;
-    attr(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER).attributeData.samplingDataBufferData.samplingDataBuffer = &c.data;
+    attr(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER).attributeData.samplingDataBufferData.samplingDataBuffer = &c.config.data;
     if (!set(ctx, info.data(), info.size(), &err)) return fail(true);
     c.ok = true;
     ++stats.contexts;
@@ -232,46 +288,124 @@ struct PcSampler::Impl {
     return where;
   }
 
-  /// Read every PC CUPTI holds for `ctx` and hand each kernel's samples to `deliver` (mu held).
-  void read(CUcontext ctx, Context& c, const std::function<void(const PcSamples&)>& deliver) {
-    if (!c.ok) return;
+  /// The PC records of `d` to `deliver`; returns how many (mu held).
+  std::size_t take(Context& c, const CUpti_PCSamplingData& d, const std::function<void(const PcSamples&)>& deliver) {
+    stats.cupti_samples += d.totalSamples;
+    stats.nonuser_samples += d.nonUsrKernelsTotalSamples;
+    stats.dropped += d.droppedSamples;
+    const std::size_t n = std::min<std::size_t>(d.totalNumPcs, d.collectNumPcs);
+    for (std::size_t k = 0; k < n; ++k)
+      for (std::size_t j = 0; j < d.pPcData[k].stallReasonCount && d.pPcData[k].stallReason; ++j)
+        stats.samples += d.pPcData[k].stallReason[j].samples;
+    if (n > 0 && deliver) {
+      CUpti_PCSamplingData view = d;
+      view.totalNumPcs = n;
+      auto out = aggregate_pc_samples(view, c.stall_names, [&](std::uint64_t crc, const char* fn, std::uint64_t off) {
+        return line_of(crc, fn, off);
+      });
+      for (const auto& s : out) deliver(s);
+    }
+    return n;
+  }
+
+  void trace(CUcontext ctx, const char* what, CUptiResult r, const Context& c) const {
+    if (!trace_reads()) return;
+    const auto& o = c.out.data;
+    const auto& g = c.config.data;
+    fmt::print(stderr,
+               "[tilejit.profiler] pc read ctx {} {}: rc {} | out: pcs {} remaining {} totalSamples {} nonUser {} "
+               "dropped {} range {} full {} | config buffer: pcs {} remaining {} totalSamples {} range {}\n",
+               static_cast<const void*>(ctx), what, static_cast<int>(r), o.totalNumPcs, o.remainingNumPcs,
+               o.totalSamples, o.nonUsrKernelsTotalSamples, o.droppedSamples, o.rangeId,
+               static_cast<int>(o.hardwareBufferFull), g.totalNumPcs, g.remainingNumPcs, g.totalSamples, g.rangeId);
+  }
+
+  /// Read every PC CUPTI holds for `ctx` and hand each kernel's samples to
+  /// `deliver` (mu held); returns the PC records read. `stable`: no range is
+  /// running (after a stop, or after disable), so the configuration buffer is
+  /// not being written and PC records left in it can be read from it.
+  std::size_t read(CUcontext ctx, Context& c, const std::function<void(const PcSamples&)>& deliver, bool stable) {
+    if (!c.ok) return 0;
+    std::size_t got = 0;
     for (int i = 0; i < kMaxReadsPerDrain; ++i) {
-      c.data.totalNumPcs = 0;
-      c.data.remainingNumPcs = 0;
-      c.data.hardwareBufferFull = 0;
+      CUpti_PCSamplingData& o = c.out.data;  // ours: reset what CUPTI fills in
+      o.totalNumPcs = 0;
+      o.remainingNumPcs = 0;
+      o.totalSamples = 0;
+      o.droppedSamples = 0;
+      o.nonUsrKernelsTotalSamples = 0;
+      o.hardwareBufferFull = 0;
       CUpti_PCSamplingGetDataParams g{};
       g.size = CUpti_PCSamplingGetDataParamsSize;
       g.ctx = ctx;
-      g.pcSamplingData = &c.data;
+      g.pcSamplingData = &o;
       const CUptiResult r = api->pc_get_data(&g);
-      if (r == CUPTI_ERROR_OUT_OF_MEMORY || c.data.hardwareBufferFull) {
+      ++stats.reads;
+      trace(ctx, "GetData", r, c);
+      if (r == CUPTI_ERROR_OUT_OF_MEMORY || o.hardwareBufferFull) {
         if (!std::exchange(warned_overflow, true))
           warn("PC sampling: CUPTI's hardware buffer filled up and samples were lost; raise "
                "pc_sampling.hardware_buffer_size or the period");
       }
-      if (r != CUPTI_SUCCESS && r != CUPTI_ERROR_OUT_OF_MEMORY) return;
-      stats.dropped += c.data.droppedSamples;
-      for (std::size_t k = 0; k < c.data.totalNumPcs && k < c.pcs.size(); ++k)
-        for (std::size_t j = 0; j < c.pcs[k].stallReasonCount; ++j) stats.samples += c.pcs[k].stallReason[j].samples;
-      if (c.data.totalNumPcs > 0 && deliver) {
-        auto out = aggregate_pc_samples(c.data, c.stall_names, [&](std::uint64_t crc, const char* fn, std::uint64_t off) {
-          return line_of(crc, fn, off);
-        });
-        for (const auto& s : out) deliver(s);
+      if (r != CUPTI_SUCCESS && r != CUPTI_ERROR_OUT_OF_MEMORY) {
+        ++stats.read_errors;
+        problem(fmt::format("cuptiPCSamplingGetData in CUDA context {} failed: {}", static_cast<const void*>(ctx),
+                            why(r)));
+        break;
       }
-      if (c.data.remainingNumPcs == 0) return;
+      const std::size_t n = take(c, o, deliver);
+      got += n;
+      const bool more = o.remainingNumPcs > 0 || c.config.data.totalNumPcs > 0 || c.config.data.remainingNumPcs > 0;
+      if (!more || n == 0) break;
     }
+    if (stable && c.config.data.totalNumPcs > 0) {
+      // PC records CUPTI left in the configuration buffer (GetData did not
+      // move them): read them there, and mark them read.
+      trace(ctx, "configuration buffer", CUPTI_SUCCESS, c);
+      const std::size_t n = take(c, c.config.data, deliver);
+      stats.config_buffer_pcs += n;
+      got += n;
+      c.config.data.totalNumPcs = 0;
+    }
+    return got;
   }
 
   void disable(CUcontext ctx, Context& c, const std::function<void(const PcSamples&)>& deliver) {
     if (!c.ok) return;
-    read(ctx, c, deliver);
+    read(ctx, c, deliver, /*stable=*/serialized());
     CUpti_PCSamplingDisableParams d{};
     d.size = CUpti_PCSamplingDisableParamsSize;
     d.ctx = ctx;
-    api->pc_disable(&d);
+    if (CUptiResult r = api->pc_disable(&d); r != CUPTI_SUCCESS)
+      problem(fmt::format("cuptiPCSamplingDisable in CUDA context {} failed: {}", static_cast<const void*>(ctx), why(r)));
+    // Disable hands what CUPTI still held to the configuration buffer.
+    if (c.config.data.totalNumPcs > 0) {
+      trace(ctx, "after disable", CUPTI_SUCCESS, c);
+      stats.config_buffer_pcs += take(c, c.config.data, deliver);
+      c.config.data.totalNumPcs = 0;
+    }
     c.ok = false;
     --stats.contexts;
+  }
+
+  /// At shutdown: ranges sampled, nothing came back — say what CUPTI counted.
+  void report_empty() {
+    if (stats.ranges == 0 || stats.samples != 0) return;
+    std::string hint;
+    if (!stats.problem.empty())
+      hint = "the first failure: " + stats.problem;
+    else if (stats.cupti_samples == 0)
+      hint = fmt::format(
+          "CUPTI counted no sample at all: the sampled kernels ran shorter than the sampling interval ({}), or "
+          "outside the ranges",
+          options.period ? fmt::format("2^{} cycles", options.period) : std::string("CUPTI's default"));
+    else if (stats.cupti_samples == stats.nonuser_samples)
+      hint = "every sample was in kernels CUPTI gives no PC records for (non-user kernels)";
+    else
+      hint = "CUPTI counted samples but returned no PC record for them (stall reasons not selected?)";
+    warn("PC sampling: {} kernel launch(es) were sampled but no PC sample came back ({} reads, {} failed; CUPTI "
+         "counted {} samples, {} in non-user kernels, {} dropped): {}. TILEJIT_PC_SAMPLING_TRACE=1 prints every read",
+         stats.ranges, stats.reads, stats.read_errors, stats.cupti_samples, stats.nonuser_samples, stats.dropped, hint);
   }
 };
 
@@ -283,6 +417,9 @@ void PcSampler::configure(const Api& api, const PcSamplingOptions& options) {
   impl_->api = &api;
   impl_->options = options;
   impl_->on = true;
+  impl_->stats = Stats{};  // counts are per sampling run
+  impl_->warned_overflow = false;
+  impl_->warned_problem = false;
 }
 
 bool PcSampler::on() const {
@@ -291,7 +428,7 @@ bool PcSampler::on() const {
 }
 bool PcSampler::serialized() const {
   std::lock_guard g(impl_->mu);
-  return impl_->on && impl_->options.collection == PcSamplingOptions::Collection::kernel_serialized;
+  return impl_->on && impl_->serialized();
 }
 
 void PcSampler::shutdown(const std::function<void(const PcSamples&)>& deliver) {
@@ -308,6 +445,7 @@ void PcSampler::shutdown(const std::function<void(const PcSamples&)>& deliver) {
     impl_->disable(ctx, *c, deliver);
   }
   std::lock_guard g(impl_->mu);
+  impl_->report_empty();
   impl_->cubins.clear();
   impl_->module_crc.clear();
   impl_->lines.clear();
@@ -317,7 +455,6 @@ void PcSampler::shutdown(const std::function<void(const PcSamples&)>& deliver) {
 void* PcSampler::launch_enter(CUcontext ctx) {
   if (!ctx) return nullptr;
   Context* c = nullptr;
-  bool serialized = false;
   {
     std::lock_guard g(impl_->mu);
     if (!impl_->on) return nullptr;
@@ -327,16 +464,21 @@ void* PcSampler::launch_enter(CUcontext ctx) {
       impl_->enable(ctx, *slot);
     }
     c = slot.get();
-    serialized = impl_->options.collection == PcSamplingOptions::Collection::kernel_serialized;
-    if (!c->ok || !serialized) return nullptr;
+    if (!c->ok || !impl_->serialized()) return nullptr;
   }
   c->range.lock();  // released in launch_exit, on this thread
+  // Work launched before this range must not be sampled into it.
+  if (impl_->api->synchronize_current) impl_->api->synchronize_current();
   {
     std::lock_guard g(impl_->mu);
     CUpti_PCSamplingStartParams p{};
     p.size = CUpti_PCSamplingStartParamsSize;
     p.ctx = ctx;
-    if (!impl_->on || !c->ok || impl_->api->pc_start(&p) != CUPTI_SUCCESS) {
+    CUptiResult r = CUPTI_SUCCESS;
+    if (!impl_->on || !c->ok || (r = impl_->api->pc_start(&p)) != CUPTI_SUCCESS) {
+      if (r != CUPTI_SUCCESS)
+        impl_->problem(fmt::format("cuptiPCSamplingStart in CUDA context {} failed: {}", static_cast<const void*>(ctx),
+                                   impl_->why(r)));
       c->range.unlock();
       return nullptr;
     }
@@ -348,6 +490,9 @@ void* PcSampler::launch_enter(CUcontext ctx) {
 void PcSampler::launch_exit(void* token) {
   if (!token) return;
   auto ctx = static_cast<CUcontext>(token);
+  // The kernel of this range has run (and nothing else was launched into it:
+  // the range lock keeps other launches of the context out).
+  if (impl_->api->synchronize_current) impl_->api->synchronize_current();
   std::vector<PcSamples> got;
   Context* c = nullptr;
   {
@@ -358,9 +503,12 @@ void PcSampler::launch_exit(void* token) {
     CUpti_PCSamplingStopParams p{};
     p.size = CUpti_PCSamplingStopParamsSize;
     p.ctx = ctx;
-    impl_->api->pc_stop(&p);
+    if (CUptiResult r = impl_->api->pc_stop(&p); r != CUPTI_SUCCESS)
+      impl_->problem(fmt::format("cuptiPCSamplingStop in CUDA context {} failed: {}", static_cast<const void*>(ctx),
+                                 impl_->why(r)));
     ++impl_->stats.ranges;
-    impl_->read(ctx, *c, [&](const PcSamples& s) { got.push_back(s); });
+    if (impl_->read(ctx, *c, [&](const PcSamples& s) { got.push_back(s); }, /*stable=*/true) == 0)
+      ++impl_->stats.empty_ranges;
   }
   c->range.unlock();
   for (const auto& s : got) record_pc_samples(s);  // the launching thread: its scope
@@ -368,9 +516,8 @@ void PcSampler::launch_exit(void* token) {
 
 void PcSampler::drain_all(const std::function<void(const PcSamples&)>& deliver) {
   std::lock_guard g(impl_->mu);
-  if (!impl_->on) return;
-  for (auto& [ctx, c] : impl_->contexts)
-    if (impl_->options.collection == PcSamplingOptions::Collection::continuous) impl_->read(ctx, *c, deliver);
+  if (!impl_->on || impl_->serialized()) return;
+  for (auto& [ctx, c] : impl_->contexts) impl_->read(ctx, *c, deliver, /*stable=*/false);
 }
 
 void PcSampler::module_loaded(const CUpti_ModuleResourceData& m) {
@@ -392,9 +539,8 @@ void PcSampler::module_unloading(CUcontext ctx, const CUpti_ModuleResourceData& 
   if (!impl_->on) return;
   // Continuous mode: the module's PCs are read while its cubin is still here
   // (CUPTI also needs a read after an unload to keep PCs unique).
-  if (auto it = impl_->contexts.find(ctx);
-      it != impl_->contexts.end() && impl_->options.collection == PcSamplingOptions::Collection::continuous)
-    impl_->read(ctx, *it->second, deliver);
+  if (auto it = impl_->contexts.find(ctx); it != impl_->contexts.end() && !impl_->serialized())
+    impl_->read(ctx, *it->second, deliver, /*stable=*/false);
   if (auto it = impl_->module_crc.find(m.moduleId); it != impl_->module_crc.end()) {
     impl_->cubins.erase(it->second);
     std::erase_if(impl_->lines, [&](const auto& kv) { return kv.first.starts_with(fmt::format("{:x}/", it->second)); });

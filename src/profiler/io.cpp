@@ -1,6 +1,9 @@
 #include "io.hpp"
 
 #include <atomic>
+#include <algorithm>
+#include <chrono>
+#include <set>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -30,18 +33,24 @@ void inject_write_fault(int error, std::size_t after_bytes) noexcept {
   g_fault_error.store(error);
 }
 
-WriteResult write_atomic(const std::string& path, std::string_view bytes, bool do_fsync) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
-                          std::to_string(g_tmp_counter.fetch_add(1));
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return fail(errno, "cannot create", tmp);
+namespace {
 
+/// A temporary file being written for `path`.
+struct Pending {
+  std::string tmp;
+  int fd = -1;
+};
+
+/// Create the temporary for `path` and write `bytes` into it (no fsync).
+WriteResult write_tmp(const std::string& path, std::string_view bytes, Pending& out) {
+  out.tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(g_tmp_counter.fetch_add(1));
+  int fd = ::open(out.tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return fail(errno, "cannot create", out.tmp);
   auto abandon = [&](int err, const char* what) {
     ::close(fd);
-    ::unlink(tmp.c_str());
-    return fail(err, what, tmp);
+    ::unlink(out.tmp.c_str());
+    return fail(err, what, out.tmp);
   };
-
   const int fault = g_fault_error.load();
   const std::size_t fault_after = g_fault_after.load();
   std::size_t done = 0;
@@ -59,25 +68,71 @@ WriteResult write_atomic(const std::string& path, std::string_view bytes, bool d
     done += static_cast<std::size_t>(n);
   }
   if (fault != 0) return abandon(fault, "cannot write");  // fault_after >= size: fail at the end
-  if (do_fsync && ::fsync(fd) != 0) return abandon(errno, "cannot fsync");
-  if (::close(fd) != 0) {
+  out.fd = fd;
+  return {};
+}
+
+/// fsync (optionally), close and rename the temporary into place.
+WriteResult finish_tmp(const std::string& path, Pending& p, bool do_fsync) {
+  if (do_fsync && ::fsync(p.fd) != 0) {
     int err = errno;
-    ::unlink(tmp.c_str());
-    return fail(err, "cannot close", tmp);
+    ::close(p.fd);
+    ::unlink(p.tmp.c_str());
+    return fail(err, "cannot fsync", p.tmp);
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (::close(p.fd) != 0) {
     int err = errno;
-    ::unlink(tmp.c_str());
+    ::unlink(p.tmp.c_str());
+    return fail(err, "cannot close", p.tmp);
+  }
+  p.fd = -1;
+  if (::rename(p.tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    ::unlink(p.tmp.c_str());
     return fail(err, "cannot rename to", path);
   }
-  if (do_fsync) {  // make the rename itself durable
-    int dfd = ::open(dir_of(path).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd >= 0) {
-      ::fsync(dfd);
-      ::close(dfd);
-    }
-  }
   return {};
+}
+
+void fsync_dir(const std::string& dir) {  // make renames durable
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+WriteResult write_atomic(const std::string& path, std::string_view bytes, bool do_fsync) {
+  Pending p;
+  if (WriteResult r = write_tmp(path, bytes, p); r.error != 0) return r;
+  if (WriteResult r = finish_tmp(path, p, do_fsync); r.error != 0) return r;
+  if (do_fsync) fsync_dir(dir_of(path));
+  return {};
+}
+
+void write_atomic_batch(std::vector<BatchFile>& files, bool do_fsync) {
+  std::vector<Pending> tmp(files.size());
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    files[i].result = write_tmp(files[i].path, files[i].bytes, tmp[i]);
+    files[i].write_ms = ms_since(t0);
+  }
+  std::set<std::string> dirs;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    if (files[i].result.error != 0) continue;
+    const auto t0 = std::chrono::steady_clock::now();
+    files[i].result = finish_tmp(files[i].path, tmp[i], do_fsync);
+    files[i].write_ms += ms_since(t0);
+    if (files[i].result.error == 0) dirs.insert(dir_of(files[i].path));
+  }
+  if (do_fsync)
+    for (const auto& d : dirs) fsync_dir(d);
 }
 
 }  // namespace tilejit::profiler::detail

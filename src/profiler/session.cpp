@@ -20,8 +20,6 @@ void load_env_plugins();                 // plugin.cpp: TILEJIT_PROFILER_PLUGINS
 
 namespace {
 
-constexpr std::size_t kNone = static_cast<std::size_t>(-1);
-
 std::atomic<std::uint64_t> g_epoch{1};
 std::atomic<std::uint32_t> g_thread_counter{0};
 
@@ -220,14 +218,12 @@ std::shared_ptr<PhaseData> collect(Session& s, bool late = false) {
     std::unordered_map<std::uint32_t, std::uint32_t> moved;
     bool stays = false;  // a launch of this phase keeps pointing into `old`
     l.pending.erase_if([&](std::uint64_t, PendingLaunch& p) {
-      if (++p.age > 2) {  // its record never came: stop waiting
-        if (p.closed) {
-          std::lock_guard lm(p.closed->late_mu);
-          --p.closed->outstanding;
-        }
-        return true;
-      }
-      if (p.closed) return false;  // launched in an earlier closed phase, still unsealed
+      // Launched in an earlier closed phase the writer has not sealed: it waits
+      // for the writer's backend flush, however many phases close meanwhile
+      // (phases of 100 tiny launches close every 0.5 ms, faster than a GPU's
+      // records come back). It ages once the seal has moved it on.
+      if (p.closed) return false;
+      if (++p.age > 2) return true;  // its record never came: stop waiting
       if (late && !p.graph) {
         p.closed = pd.get();  // part index set below, once parts are sorted
         ++pd->outstanding;
@@ -280,6 +276,7 @@ void seal(Session& s, PhaseData& pd) {
       if (p.closed == &pd) {
         p.node = l.data.tree.copy_path(pd.parts[p.part].tree, p.node);
         p.closed = nullptr;
+        p.age = 0;  // from now on it ages with the phases, as any launch
       }
     });
   }
@@ -354,28 +351,44 @@ void print_timing(const Session& s, std::size_t phase, const PhaseWrite& w, doub
              w.result.error ? ", FAILED" : "", clear_ms);
 }
 
+/// The writer: takes every phase queued so far as one batch — one backend
+/// flush (the records of all of them), one round of fsyncs — so that its
+/// cost per phase falls as phases come faster, and advance_phase only waits
+/// for it when max_pending_phases are queued behind a batch.
 void worker_main(Session* s) {
   std::unique_lock lk(s->state_mu);
   for (;;) {
     s->cv.wait(lk, [&] { return !s->queue.empty() || s->stop_worker; });
     if (s->queue.empty()) return;  // asked to stop, nothing left
-    std::size_t n = s->queue.front();
-    s->queue.pop_front();
-    auto it = s->closed.find(n);
-    if (it == s->closed.end()) {  // cleared meanwhile
-      s->cv.notify_all();
-      continue;
+    struct Item {
+      std::size_t phase;
+      std::shared_ptr<PhaseData> pd;
+      bool waiting;  // launches of it still wait for their records: flush, then seal
+      double serialise_ms = 0;
+      std::string bytes;
+      bool encoded = false;
+      WriteResult error;
+    };
+    std::vector<Item> batch;
+    bool flush = false;
+    while (!s->queue.empty()) {
+      const std::size_t n = s->queue.front();
+      s->queue.pop_front();
+      auto it = s->closed.find(n);
+      if (it == s->closed.end()) continue;  // cleared meanwhile
+      bool waiting;
+      {
+        std::lock_guard lm(it->second->late_mu);
+        waiting = !it->second->sealed;
+      }
+      // One backend flush serves every phase closed before it began.
+      flush |= waiting && s->kernel_records && n >= s->flushed_below;
+      batch.push_back({n, it->second, waiting});
+      s->writing.push_back(n);
     }
-    std::shared_ptr<PhaseData> pd = it->second;
-    s->writing = n;
-    const std::string path = part_file(*s, n);
-    bool waiting;
-    {
-      std::lock_guard lm(pd->late_mu);
-      waiting = !pd->sealed;
-    }
-    // One backend flush serves every phase closed before it began.
-    const bool flush = waiting && s->kernel_records && n >= s->flushed_below;
+    s->cv.notify_all();  // the queue is empty: advance_phase need not wait for this batch
+    if (batch.empty()) continue;
+    ++s->writer_batches;
     const std::size_t open_at_flush = s->phase;
     lk.unlock();
     if (flush) {
@@ -383,29 +396,64 @@ void worker_main(Session* s) {
         s->backend->flush();  // on this thread: the caller of advance_phase does not wait for it
       } catch (...) {
       }
-      s->flushed_below = open_at_flush;
     }
-    if (waiting) seal(*s, *pd);
-    PhaseWrite w = write_phase(*s, *pd, path);
+    using clock = std::chrono::steady_clock;
+    std::vector<BatchFile> files;
+    files.reserve(batch.size());
+    for (Item& b : batch) {
+      if (b.waiting) seal(*s, *b.pd);
+      const auto t0 = clock::now();
+      try {
+        b.bytes = encode(to_json(*b.pd, *s), s->format);
+        b.encoded = true;
+      } catch (const std::exception& e) {
+        b.error = {EINVAL, std::string("cannot serialise: ") + e.what()};
+      }
+      b.serialise_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+      if (b.encoded) files.push_back({part_file(*s, b.phase), b.bytes, {}, 0});
+    }
+    write_atomic_batch(files, s->options.fsync);
     lk.lock();
-    if (w.result.error == 0) {
-      s->written.insert(n);
-      s->failed.erase(n);
-      s->files.push_back(path);
-      auto jt = s->closed.find(n);
-      if (jt != s->closed.end() && jt->second == pd) s->closed.erase(jt);
-    } else {
-      s->failed.insert(n);
-      record_error(*s, n, path, w.result);
+    if (flush) {
+      s->flushed_below = open_at_flush;
+      ++s->writer_flushes;
+    }
+    std::vector<PhaseWrite> results;
+    std::size_t f = 0;
+    for (Item& b : batch) {
+      PhaseWrite w;
+      w.serialise_ms = b.serialise_ms;
+      if (b.encoded) {
+        const BatchFile& bf = files[f++];
+        w.result = bf.result;
+        w.write_ms = bf.write_ms;
+        w.bytes = b.bytes.size();
+      } else {
+        w.result = b.error;
+      }
+      const std::string path = part_file(*s, b.phase);
+      if (w.result.error == 0) {
+        s->written.insert(b.phase);
+        s->failed.erase(b.phase);
+        s->files.push_back(path);
+        auto jt = s->closed.find(b.phase);
+        if (jt != s->closed.end() && jt->second == b.pd) s->closed.erase(jt);
+      } else {
+        s->failed.insert(b.phase);
+        record_error(*s, b.phase, path, w.result);
+      }
+      results.push_back(std::move(w));
     }
     lk.unlock();
-    auto t0 = std::chrono::steady_clock::now();
-    pd.reset();  // frees the phase unless a get() holds it (or the write failed)
-    double clear_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    if (s->timing) print_timing(*s, n, w, clear_ms);
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      auto t0 = clock::now();
+      batch[i].pd.reset();  // frees the phase unless a get() holds it (or the write failed)
+      batch[i].bytes = std::string();
+      const double clear_ms = std::chrono::duration<double, std::milli>(clock::now() - t0).count();
+      if (s->timing) print_timing(*s, batch[i].phase, results[i], clear_ms);
+    }
     lk.lock();
-    s->writing = kNone;  // only now: wait_for_flush() returns after the phase is freed
+    s->writing.clear();  // only now: wait_for_flush() returns after the phases are freed
     s->cv.notify_all();
   }
 }
@@ -1196,12 +1244,18 @@ std::size_t advance_phase(SessionId id) {
   ++s->phase;
   if (s->periodic) {
     for (std::size_t f : s->failed)  // retry earlier failures first
-      if (f != s->writing && std::find(s->queue.begin(), s->queue.end(), f) == s->queue.end())
+      if (std::find(s->writing.begin(), s->writing.end(), f) == s->writing.end() &&
+          std::find(s->queue.begin(), s->queue.end(), f) == s->queue.end())
         s->queue.push_back(f);
     s->queue.push_back(closing);
     if (!s->worker.joinable()) s->worker = std::thread(worker_main, s.get());
     s->cv.notify_all();
-    s->cv.wait(lk, [&] { return s->queue.size() < s->options.max_pending_phases; });
+    if (s->queue.size() >= s->options.max_pending_phases) {  // the writer is that far behind: wait for it
+      const std::uint64_t t0 = now_ns();
+      s->cv.wait(lk, [&] { return s->queue.size() < s->options.max_pending_phases; });
+      ++s->advance_waits;
+      s->advance_wait_ns += now_ns() - t0;
+    }
   }
   return s->phase;
 }
@@ -1228,7 +1282,7 @@ bool wait_for_flush(SessionId id, std::size_t phase) {
   auto s = find(id, "wait_for_flush");
   std::unique_lock lk(s->state_mu);
   s->cv.wait(lk, [&] {
-    if (s->writing != kNone && s->writing <= phase) return false;
+    if (std::any_of(s->writing.begin(), s->writing.end(), [&](std::size_t w) { return w <= phase; })) return false;
     return std::none_of(s->queue.begin(), s->queue.end(), [&](std::size_t q) { return q <= phase; });
   });
   return s->written.count(phase) != 0;
@@ -1310,6 +1364,10 @@ SessionStats stats(SessionId id) {
   st.phases_written = s->written.size();
   st.kernel_records = s->kernel_records;
   st.graph_kernels_flat = s->graph_kernels_flat.load();
+  st.writer_batches = s->writer_batches;
+  st.writer_flushes = s->writer_flushes;
+  st.advance_waits = s->advance_waits;
+  st.advance_wait_ns = s->advance_wait_ns;
   for (auto& [n, pd] : s->closed) {
     std::lock_guard lm(pd->late_mu);
     st.nodes_in_memory += pd->nodes();

@@ -186,7 +186,10 @@ struct Session {
   std::size_t phase = 0;
   std::map<std::size_t, std::shared_ptr<PhaseData>> closed;  // closed phases in memory
   std::deque<std::size_t> queue;                              // phases to write
-  std::size_t writing = static_cast<std::size_t>(-1);         // phase the worker is writing
+  std::vector<std::size_t> writing;                            // phases the worker is writing (one batch)
+  // Counters for stats(): writer batches, and advance_phase waits for the writer.
+  std::uint64_t writer_batches = 0, writer_flushes = 0;
+  std::uint64_t advance_waits = 0, advance_wait_ns = 0;
   std::set<std::size_t> written, failed;
   std::vector<FlushError> errors;
   std::vector<std::string> files;  // written so far

@@ -16,6 +16,8 @@
 #include <set>
 #include <thread>
 #include <unistd.h>
+#include <sys/mman.h>
+#include <algorithm>
 
 #include "examples/vector_add.hpp"
 #include "profiler_test_util.hpp"
@@ -60,9 +62,22 @@ struct State {
   std::set<std::pair<int, unsigned>> enabled;
   CUpti_BuffersCallbackRequestFunc request = nullptr;
   CUpti_BuffersCallbackCompleteFunc complete = nullptr;
-  bool activity_on = false;
+  bool activity_on = false;                    // CONCURRENT_KERNEL
+  bool kernel_kind_on = false;                 // KERNEL (serialized kernel records)
   int forced_flushes = 0;
   std::size_t last_buffer_size = 0;
+  // Activity attributes and buffers. As CUPTI: unless ZEROED_OUT_ACTIVITY_BUFFER
+  // is 1, every buffer requested is memset in full on the requesting thread.
+  bool attributes = true;                      // the layer has cuptiActivitySet/GetAttribute
+  std::uint8_t zeroed_out = 0;                 // CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER
+  std::uint8_t per_thread = 0;                 // CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER
+  int finalizes = 0;                           // cuptiFinalize calls
+  bool finalized_clean = true;                 // every finalize came after the forced flush and unsubscribe
+  bool attached = false;                       // CUPTI attached to the process (subscribe .. finalize)
+  int zeroed_out_at_register = -1;             // its value when the buffer callbacks were registered
+  std::uint64_t cupti_memset_bytes = 0;        // what "CUPTI" zeroed itself
+  int dirty_buffers = 0;                       // buffers handed over not zero though promised
+  std::vector<std::uint8_t*> buffers_seen;     // every buffer requested, in order
   std::size_t dropped_next = 0;
   std::vector<CUpti_ActivityKernel10> queued;  // handed back at the next flush
   std::deque<std::string> names;               // record names point here
@@ -74,12 +89,31 @@ struct State {
     std::vector<std::pair<std::uint32_t, std::uint32_t>> stalls;  // CUPTI index, samples
   };
   CUptiResult pc_enable_result = CUPTI_SUCCESS;
+  CUptiResult pc_get_data_result = CUPTI_SUCCESS;
+  std::uint32_t version = 130001;              // cuptiGetVersion
   int pc_enables = 0, pc_disables = 0, pc_starts = 0, pc_stops = 0, pc_reads = 0;
   bool pc_sampling = false;                    // between start and stop
   std::map<int, std::uint64_t> pc_config;      // attribute -> value (pointers as integers)
   std::vector<std::uint32_t> pc_selected;      // STALL_REASON attribute
-  CUpti_PCSamplingData* pc_buffer = nullptr;   // SAMPLING_DATA_BUFFER
-  std::deque<Pc> pc_pending;                   // read by the next cuptiPCSamplingGetData
+  CUpti_PCSamplingData* pc_buffer = nullptr;   // SAMPLING_DATA_BUFFER (the configuration buffer)
+  // What the "GPU" sampled and CUPTI has not handed over yet. In a range
+  // (start/stop control) the samples of the range; else (continuous) all.
+  std::deque<Pc> pc_pending;
+  std::uint64_t pc_pending_samples = 0;        // totalSamples of what is pending, with non-user ones
+  std::uint64_t pc_nonuser_next = 0;           // samples in non-user kernels of the next range
+  std::uint64_t pc_range = 0;
+  // The configuration buffer holds PC records the client has not consumed.
+  // As NVIDIA's samples use CUPTI: at a range's end (cuptiPCSamplingStop) and
+  // at cuptiPCSamplingDisable CUPTI puts the PC records there; GetData into
+  // another buffer moves them over (and clears the configuration buffer's
+  // totalNumPcs), GetData into the configuration buffer itself counts them as
+  // read by the client and hands over only what did not fit.
+  bool pc_config_unread = false;
+  // The other conceivable CUPTI: GetData never moves what it put in the
+  // configuration buffer; the client reads it there.
+  bool pc_records_stay_in_config = false;
+  int pc_reads_into_config = 0;                // GetData calls given the configuration buffer itself
+  std::vector<std::string> pc_log;             // sync / start / stop / read, in order
   std::deque<std::string> pc_names;            // functionName strings handed out
 };
 State& st() {
@@ -99,6 +133,7 @@ CUptiResult subscribe(CUpti_SubscriberHandle* h, CUpti_CallbackFunc cb, void* ud
   if (st().subscribed) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;  // as CUPTI: one at a time
   ++st().subscribes;
   st().subscribed = true;
+  st().attached = true;
   st().callback = cb;
   st().userdata = ud;
   *h = reinterpret_cast<CUpti_SubscriberHandle>(&st());
@@ -122,15 +157,73 @@ CUptiResult register_callbacks(CUpti_BuffersCallbackRequestFunc rq, CUpti_Buffer
   std::lock_guard g(st().mu);
   st().request = rq;
   st().complete = cp;
+  st().zeroed_out_at_register = st().zeroed_out;
   return CUPTI_SUCCESS;
 }
 CUptiResult activity_enable(CUpti_ActivityKind k) {
-  if (k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) st().activity_on = true;
+  std::lock_guard g(st().mu);
+  // As CUPTI: the two kernel kinds exclude each other.
+  if (k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+    if (st().kernel_kind_on) return CUPTI_ERROR_NOT_COMPATIBLE;
+    st().activity_on = true;
+  }
+  if (k == CUPTI_ACTIVITY_KIND_KERNEL) {
+    if (st().activity_on) return CUPTI_ERROR_NOT_COMPATIBLE;
+    st().kernel_kind_on = true;
+  }
   return CUPTI_SUCCESS;
 }
 CUptiResult activity_disable(CUpti_ActivityKind k) {
+  std::lock_guard g(st().mu);
   if (k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) st().activity_on = false;
+  if (k == CUPTI_ACTIVITY_KIND_KERNEL) st().kernel_kind_on = false;
   return CUPTI_SUCCESS;
+}
+std::uint8_t* attribute(CUpti_ActivityAttribute a) {
+  if (a == CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER) return &st().zeroed_out;
+  if (a == CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER) return &st().per_thread;
+  return nullptr;
+}
+CUptiResult set_attribute(CUpti_ActivityAttribute a, size_t* n, void* v) {
+  std::lock_guard g(st().mu);
+  if (!attribute(a) || *n != sizeof(std::uint8_t)) return CUPTI_ERROR_INVALID_PARAMETER;
+  if (a == CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER && (st().activity_on || st().kernel_kind_on))
+    FAIL("PER_THREAD_ACTIVITY_BUFFER changed while an activity kind is on (undefined in CUPTI)");
+  *attribute(a) = *static_cast<std::uint8_t*>(v);
+  return CUPTI_SUCCESS;
+}
+CUptiResult get_attribute(CUpti_ActivityAttribute a, size_t* n, void* v) {
+  std::lock_guard g(st().mu);
+  if (!attribute(a) || *n < sizeof(std::uint8_t)) return CUPTI_ERROR_INVALID_PARAMETER;
+  *static_cast<std::uint8_t*>(v) = *attribute(a);
+  *n = sizeof(std::uint8_t);
+  return CUPTI_SUCCESS;
+}
+CUptiResult finalize() {
+  std::lock_guard g(st().mu);
+  ++st().finalizes;
+  if (st().subscribed || st().activity_on || st().kernel_kind_on || st().forced_flushes == 0) st().finalized_clean = false;
+  st().attached = false;
+  st().request = nullptr;  // CUPTI forgets the buffer callbacks: the next client registers its own
+  st().complete = nullptr;
+  return CUPTI_SUCCESS;
+}
+CUptiResult get_version(uint32_t* v) {
+  *v = st().version;
+  return CUPTI_SUCCESS;
+}
+/// What CUPTI does with a buffer it is given: zero it in full unless the
+/// client promised zeroed buffers (then check the promise, over the first 8 MiB).
+void take_buffer(std::uint8_t* buf, std::size_t size) {
+  std::lock_guard g(st().mu);
+  st().buffers_seen.push_back(buf);
+  if (st().zeroed_out == 0) {
+    std::memset(buf, 0, size);
+    st().cupti_memset_bytes += size;
+    return;
+  }
+  const std::size_t n = std::min<std::size_t>(size, 8u << 20);
+  if (std::any_of(buf, buf + n, [](std::uint8_t b) { return b != 0; })) ++st().dirty_buffers;
 }
 CUptiResult flush_all(uint32_t flag) {
   std::vector<CUpti_ActivityKernel10> recs;
@@ -144,6 +237,7 @@ CUptiResult flush_all(uint32_t flag) {
   std::size_t size = 0, max_records = 0;
   st().request(&buf, &size, &max_records);
   REQUIRE(buf != nullptr);
+  take_buffer(buf, size);
   st().last_buffer_size = size;
   std::size_t used = 0;
   for (const auto& r : recs) {  // a buffer of at least 4 KiB: the tests queue a few records
@@ -188,9 +282,41 @@ CUptiResult pc_enable(CUpti_PCSamplingEnableParams* p) {
   ++st().pc_enables;
   return CUPTI_SUCCESS;
 }
+/// The configuration buffer gets up to collectNumPcs of the pending PC records (st().mu held).
+void pc_fill(CUpti_PCSamplingData* d) {
+  std::size_t n = 0;
+  while (n < d->collectNumPcs && !st().pc_pending.empty()) {
+    const auto pc = st().pc_pending.front();
+    st().pc_pending.pop_front();
+    auto& out = d->pPcData[n++];
+    st().pc_names.push_back(pc.function);
+    out.functionName = st().pc_names.back().data();
+    out.pcOffset = pc.offset;
+    out.cubinCrc = pc.crc;
+    REQUIRE(static_cast<const void*>(out.stallReason) != nullptr);
+    out.stallReasonCount = pc.stalls.size();
+    for (std::size_t k = 0; k < pc.stalls.size(); ++k)
+      out.stallReason[k] = {pc.stalls[k].first, pc.stalls[k].second};
+  }
+  d->totalNumPcs = n;
+  d->remainingNumPcs = st().pc_pending.size();
+}
+/// A range ends (stop, disable): CUPTI puts its PC records in the configuration buffer (st().mu held).
+void pc_range_end() {
+  REQUIRE(st().pc_buffer != nullptr);
+  pc_fill(st().pc_buffer);
+  st().pc_buffer->totalSamples = st().pc_pending_samples + st().pc_nonuser_next;
+  st().pc_buffer->nonUsrKernelsTotalSamples = st().pc_nonuser_next;
+  st().pc_buffer->rangeId = ++st().pc_range;
+  st().pc_pending_samples = 0;
+  st().pc_nonuser_next = 0;
+  st().pc_config_unread = true;
+}
 CUptiResult pc_disable(CUpti_PCSamplingDisableParams*) {
   std::lock_guard g(st().mu);
   ++st().pc_disables;
+  if (st().pc_buffer && !st().pc_pending.empty()) pc_range_end();  // what is left goes to the configuration buffer
+  st().pc_buffer = nullptr;
   return CUPTI_SUCCESS;
 }
 CUptiResult pc_start(CUpti_PCSamplingStartParams*) {
@@ -198,6 +324,7 @@ CUptiResult pc_start(CUpti_PCSamplingStartParams*) {
   CHECK_FALSE(st().pc_sampling);  // ranges never overlap
   st().pc_sampling = true;
   ++st().pc_starts;
+  st().pc_log.push_back("start");
   return CUPTI_SUCCESS;
 }
 CUptiResult pc_stop(CUpti_PCSamplingStopParams*) {
@@ -205,6 +332,8 @@ CUptiResult pc_stop(CUpti_PCSamplingStopParams*) {
   CHECK(st().pc_sampling);
   st().pc_sampling = false;
   ++st().pc_stops;
+  st().pc_log.push_back("stop");
+  pc_range_end();
   return CUPTI_SUCCESS;
 }
 CUptiResult pc_num_stall_reasons(CUpti_PCSamplingGetNumStallReasonsParams* p) {
@@ -250,14 +379,47 @@ CUptiResult pc_set_config(CUpti_PCSamplingConfigurationInfoParams* p) {
   }
   return CUPTI_SUCCESS;
 }
-/// Hands out pending PCs, at most collectNumPcs per call (the rest: remainingNumPcs).
+/// cuptiPCSamplingGetData, as described at State::pc_config_unread.
 CUptiResult pc_get_data(CUpti_PCSamplingGetDataParams* p) {
   std::lock_guard g(st().mu);
   ++st().pc_reads;
+  st().pc_log.push_back("read");
+  if (st().pc_get_data_result != CUPTI_SUCCESS) return st().pc_get_data_result;
   auto* d = static_cast<CUpti_PCSamplingData*>(p->pcSamplingData);
-  REQUIRE(d == st().pc_buffer);
+  CUpti_PCSamplingData* cfg = st().pc_buffer;
+  REQUIRE(cfg != nullptr);
+  REQUIRE(std::size_t{d->collectNumPcs} > 0);
+  const bool continuous = st().pc_config[CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL] == 0;
+  if (d == cfg) {  // the client read the configuration buffer itself
+    ++st().pc_reads_into_config;
+    st().pc_config_unread = false;
+    pc_fill(d);
+    return CUPTI_SUCCESS;
+  }
   std::size_t n = 0;
-  while (n < d->collectNumPcs && !st().pc_pending.empty()) {
+  d->totalSamples = 0;
+  d->nonUsrKernelsTotalSamples = 0;
+  if (st().pc_config_unread && !st().pc_records_stay_in_config) {  // move the configuration buffer's records over
+    d->totalSamples = cfg->totalSamples;
+    d->nonUsrKernelsTotalSamples = cfg->nonUsrKernelsTotalSamples;
+    d->rangeId = cfg->rangeId;
+    for (; n < cfg->totalNumPcs && n < d->collectNumPcs; ++n) {
+      const auto& from = cfg->pPcData[n];
+      auto& to = d->pPcData[n];
+      to.functionName = from.functionName;
+      to.pcOffset = from.pcOffset;
+      to.cubinCrc = from.cubinCrc;
+      to.stallReasonCount = from.stallReasonCount;
+      for (std::size_t k = 0; k < from.stallReasonCount; ++k) to.stallReason[k] = from.stallReason[k];
+    }
+    cfg->totalNumPcs = 0;
+    st().pc_config_unread = false;
+  }
+  if (continuous) {
+    d->totalSamples += st().pc_pending_samples;
+    st().pc_pending_samples = 0;
+  }
+  while (n < d->collectNumPcs && !st().pc_pending.empty()) {  // then what did not fit there
     const auto pc = st().pc_pending.front();
     st().pc_pending.pop_front();
     auto& out = d->pPcData[n++];
@@ -271,6 +433,7 @@ CUptiResult pc_get_data(CUpti_PCSamplingGetDataParams* p) {
   }
   d->totalNumPcs = n;
   d->remainingNumPcs = st().pc_pending.size();
+  cfg->remainingNumPcs = st().pc_pending.size();
   return CUPTI_SUCCESS;
 }
 // The "cubins": a CRC of (size, first byte); vec_kernel at 0x10 and 0x20 is vec.cu:12 in "CUBIN-A".
@@ -294,7 +457,10 @@ bool driver_ready(std::string* why) {
   return st().driver_ok;
 }
 void describe_devices(tp::Sink& sink) { sink.device(tp::DeviceType::CUDA, 0, {1980000, 2619000, 6144, 132, "90a"}); }
-void synchronize_current() {}
+void synchronize_current() {
+  std::lock_guard g(st().mu);
+  st().pc_log.push_back("sync");
+}
 
 const cu::Api& api() {
   static const cu::Api a = [] {
@@ -311,6 +477,9 @@ const cu::Api& api() {
     x.activity_get_next_record = &get_next_record;
     x.activity_get_num_dropped_records = &num_dropped;
     x.get_timestamp = &timestamp;
+    x.activity_set_attribute = &set_attribute;
+    x.activity_get_attribute = &get_attribute;
+    x.finalize = &finalize;
     x.get_graph_node_id = &graph_node_id;
     x.get_graph_exec_id = &graph_exec_id;
     x.driver_ready = &driver_ready;
@@ -335,6 +504,18 @@ const cu::Api& pc_api() {
     x.pc_stall_reasons = &pc_stall_reasons;
     x.cubin_crc = &cubin_crc;
     x.sass_to_source = &sass_to_source;
+    x.get_version = &get_version;
+    return x;
+  }();
+  return a;
+}
+/// A layer without cuptiActivitySetAttribute (CUPTI then zeroes every buffer itself).
+const cu::Api& api_without_attributes() {
+  static const cu::Api a = [] {
+    cu::Api x = api();
+    x.library = "fake libcupti without activity attributes";
+    x.activity_set_attribute = nullptr;
+    x.activity_get_attribute = nullptr;
     return x;
   }();
   return a;
@@ -348,13 +529,30 @@ void reset() {
   st().subscribes = st().unsubscribes = st().forced_flushes = 0;
   st().dropped_next = 0;
   st().queued.clear();
+  REQUIRE_FALSE(st().activity_on);
+  REQUIRE_FALSE(st().kernel_kind_on);
+  st().zeroed_out = 0;
+  st().per_thread = 0;
+  st().finalizes = 0;
+  st().finalized_clean = true;
+  st().zeroed_out_at_register = -1;
+  st().cupti_memset_bytes = 0;
+  st().dirty_buffers = 0;
+  st().buffers_seen.clear();
   st().pc_enable_result = CUPTI_SUCCESS;
+  st().pc_get_data_result = CUPTI_SUCCESS;
+  st().version = 130001;
   st().pc_enables = st().pc_disables = st().pc_starts = st().pc_stops = st().pc_reads = 0;
   st().pc_sampling = false;
   st().pc_config.clear();
   st().pc_selected.clear();
   st().pc_buffer = nullptr;
   st().pc_pending.clear();
+  st().pc_pending_samples = st().pc_nonuser_next = 0;
+  st().pc_config_unread = false;
+  st().pc_records_stay_in_config = false;
+  st().pc_reads_into_config = 0;
+  st().pc_log.clear();
 }
 
 /// What CUPTI does around a launch on the calling thread: API_ENTER, the
@@ -464,8 +662,10 @@ void module_event(CUpti_CallbackId cbid, std::uint32_t id, const std::string& cu
   rd.resourceDescriptor = &m;
   st().callback(st().userdata, CUPTI_CB_DOMAIN_RESOURCE, cbid, &rd);
 }
+/// The "GPU" samples a PC (inside a range, or any time in continuous mode).
 void pc(std::string fn, std::uint64_t offset, std::uint64_t crc, std::vector<std::pair<std::uint32_t, std::uint32_t>> stalls) {
   std::lock_guard g(st().mu);
+  for (const auto& x : stalls) st().pc_pending_samples += x.second;
   st().pc_pending.push_back({std::move(fn), offset, crc, std::move(stalls)});
 }
 
@@ -996,14 +1196,19 @@ TEST_CASE("profiler cupti: kernel-serialized PC sampling gives per-line frames u
   CHECK(fake::st().pc_enables == 1);
   CHECK(fake::st().pc_starts == 1);
   CHECK(fake::st().pc_stops == 1);
-  CHECK(fake::st().pc_reads == 2);  // 3 PCs through a 2-PC buffer: read until none remain
+  CHECK(fake::st().pc_reads == 2);  // 3 PCs through 2-PC buffers: read until none remain
+  CHECK(fake::st().pc_reads_into_config == 0);  // a second buffer, never the configuration buffer
+  // The range is one kernel: earlier work done before it starts, the kernel done before it stops.
+  CHECK(fake::st().pc_log == std::vector<std::string>{"sync", "start", "sync", "stop", "read", "read"});
+  CHECK(fake::st().kernel_kind_on);  // kernel records from the KERNEL kind while sampling (as Proton)
+  CHECK_FALSE(fake::st().activity_on);
   using A = std::map<int, std::uint64_t>;
   CHECK(fake::st().pc_config == A{{CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD, 10},
                                   {CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON, 2},
                                   {CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SCRATCH_BUFFER_SIZE, 1 << 20},
                                   {CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE, 16 << 20},
                                   {CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE,
-                                   CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED},
+                                   CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS},
                                   {CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL, 1},
                                   {CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_OUTPUT_DATA_FORMAT,
                                    CUPTI_PC_SAMPLING_OUTPUT_DATA_FORMAT_PARSED},
@@ -1040,6 +1245,8 @@ TEST_CASE("profiler cupti: kernel-serialized PC sampling gives per-line frames u
   tp::finalize(s);
   CHECK(fake::st().pc_disables == 1);
   CHECK(cu::counters().pc_sampling.contexts == 0);
+  CHECK_FALSE(fake::st().kernel_kind_on);  // all kernel activity off with the last session
+  CHECK_FALSE(fake::st().activity_on);
 }
 
 TEST_CASE("profiler cupti: continuous PC sampling is read at flush and lands under ROOT/<kernel>") {
@@ -1060,7 +1267,8 @@ TEST_CASE("profiler cupti: continuous PC sampling is read at flush and lands und
   CHECK(fake::st().pc_config.at(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE) ==
         CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS);
   CHECK(fake::st().pc_config.at(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL) == 0);
-  CHECK(fake::st().pc_config.count(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON) == 0);  // all reasons
+  CHECK(fake::st().pc_config.at(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON) == 3);  // all, by name
+  CHECK(fake::st().pc_selected == std::vector<std::uint32_t>{2, 5, 9});
   CHECK(fake::st().pc_config.count(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD) == 0);  // CUPTI's default
   fake::pc("vec_kernel", 0x10, fake::kCrcA, {{9, 4}});
   json root = json::parse(*tp::get(s, 0))[0];  // flush reads the samples
@@ -1136,6 +1344,345 @@ TEST_CASE("profiler cupti: pc_sampling options are checked") {
   CHECK(MockBackend::latest()->config().pc_sampling.period == 5);  // handed to the backend
   CHECK(MockBackend::latest()->config().pc_sampling.enabled);
   tp::finalize(s);
+}
+
+TEST_CASE("profiler cupti: PC records are read through a second buffer; the configuration buffer stays CUPTI's") {
+  // The H200 run of 2026-11-29 sampled 3 launches and read no sample: the
+  // reader zeroed the configuration buffer's totalNumPcs and passed that very
+  // buffer to cuptiPCSamplingGetData, so the records CUPTI had put there at
+  // the range's end counted as read. This double behaves as NVIDIA's samples
+  // use CUPTI (records moved to the reader's buffer); the second subcase as a
+  // CUPTI that leaves them where it put them. Every sample is counted once.
+  fake::reset();
+  fake::register_fake();
+  bool stay = false;
+  SUBCASE("CUPTI moves the configuration buffer's records to the reader") {}
+  SUBCASE("CUPTI leaves them in the configuration buffer") { stay = true; }
+  fake::st().pc_records_stay_in_config = stay;
+  auto dir = temp_dir("cupti_pc_buffers");
+  tp::Options o{.backend = "cupti_fake_pc"};
+  o.pc_sampling = {.enabled = true, .period = 8, .max_pcs = 4};
+  auto s = tp::start((dir / "pc").string(), o);
+  fake::module_event(CUPTI_CBID_RESOURCE_MODULE_LOADED, 1, "CUBIN-A");
+  {
+    tp::Scope step("step");
+    fake::api_call(CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, 51, 0, [&] {
+      for (std::uint64_t off = 0x100; off < 0x160; off += 0x10) fake::pc("vec_kernel", off, fake::kCrcA, {{2, 1}, {9, 2}});
+    });  // 6 PCs, 18 samples: 4 fit in the configuration buffer, 2 remain
+    fake::queue(fake::kernel_record("vec_kernel", 51, tp::now_ns(), 1'000));
+  }
+  const auto c = cu::counters().pc_sampling;
+  CHECK(fake::st().pc_reads_into_config == 0);
+  CHECK(c.samples == 18);
+  CHECK(c.ranges == 1);
+  CHECK(c.empty_ranges == 0);
+  CHECK(c.cupti_samples == 18);
+  CHECK(c.config_buffer_pcs == (stay ? 4u : 0u));  // read there only when CUPTI left them there
+  CHECK(c.problem.empty());
+  REQUIRE(fake::st().pc_buffer != nullptr);
+  CHECK(std::size_t{fake::st().pc_buffer->collectNumPcs} == 4);
+  json root = json::parse(*tp::get(s, 0))[0];
+  CAPTURE(root.dump());
+  const json& k = at(root, {"step", "vec_kernel"});
+  CHECK(k["metrics"]["pc_samples (inc)"] == 18);
+  CHECK(k["metrics"]["stall:selected (inc)"] == 12);
+  CHECK(k["children"].size() == 6);  // no line info at these offsets: one frame per PC
+  tp::finalize(s);
+  CHECK(cu::counters().pc_sampling.samples == 18);  // nothing read twice at disable
+}
+
+TEST_CASE("profiler cupti: PC sampling failures say why instead of giving nothing") {
+  fake::reset();
+  fake::register_fake();
+  auto dir = temp_dir("cupti_pc_why");
+  tp::Options o{.backend = "cupti_fake_pc"};
+  o.pc_sampling = {.enabled = true, .period = 10};
+  std::string expect_live, expect_end;
+  SUBCASE("cuptiPCSamplingGetData fails") {
+    fake::st().pc_get_data_result = CUPTI_ERROR_NOT_SUPPORTED;
+    expect_live = "cuptiPCSamplingGetData";
+    expect_end = "the first failure: cuptiPCSamplingGetData";
+  }
+  SUBCASE("the kernels are shorter than the sampling interval") { expect_end = "2^10 cycles"; }
+  SUBCASE("every sample is in kernels CUPTI gives no PC record for") {
+    fake::st().pc_nonuser_next = 40;
+    expect_end = "non-user kernels";
+  }
+  StderrCapture err;
+  auto s = tp::start((dir / "pc").string(), o);
+  {
+    tp::Scope step("step");
+    fake::driver_launch(61);  // no PC sampled in the range
+    fake::queue(fake::kernel_record("vec_kernel", 61, tp::now_ns(), 1'000));
+  }
+  const auto live = cu::counters().pc_sampling;
+  CHECK(live.ranges == 1);
+  CHECK(live.empty_ranges == 1);
+  tp::finalize(s);
+  const std::string text = err.text();
+  MESSAGE("the messages: " << text);
+  if (!expect_live.empty()) {
+    CHECK(contains(text, expect_live));
+    CHECK(contains(text, "CUPTI_ERROR_NOT_SUPPORTED"));
+    CHECK(live.read_errors >= 1);
+    CHECK(contains(live.problem, "cuptiPCSamplingGetData"));
+  }
+  CHECK(contains(text, "1 kernel launch(es) were sampled but no PC sample came back"));
+  CHECK(contains(text, expect_end));
+  CHECK(contains(tp::cupti_report(), "PC sampling: "));
+}
+
+TEST_CASE("profiler cupti: a libcupti older than 12.4 is refused for PC sampling (another PC record layout)") {
+  fake::reset();
+  fake::register_fake();
+  fake::st().version = 21;
+  auto dir = temp_dir("cupti_pc_old");
+  tp::Options o{.backend = "cupti_fake_pc"};
+  o.pc_sampling.enabled = true;
+  StderrCapture err;
+  auto s = tp::start((dir / "pc").string(), o);
+  const std::string text = err.text();
+  CHECK(tp::stats(s).kernel_records);
+  CHECK(contains(text, "PC sampling unavailable"));
+  CHECK(contains(text, "API version 21"));
+  fake::driver_launch(71);
+  CHECK(fake::st().pc_enables == 0);
+  CHECK(fake::st().activity_on);  // an ordinary session: concurrent kernel records
+  tp::finalize(s);
+}
+
+TEST_CASE("profiler cupti: kernel records come from KERNEL while a session samples PCs, CONCURRENT_KERNEL otherwise") {
+  fake::reset();
+  fake::register_fake();
+  auto dir = temp_dir("cupti_kinds");
+  auto plain = tp::start((dir / "plain").string(), {.backend = "cupti_fake_pc"});
+  CHECK(fake::st().activity_on);
+  CHECK_FALSE(fake::st().kernel_kind_on);
+  CHECK(cu::counters().kernel_kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  tp::Options o{.backend = "cupti_fake_pc"};
+  o.pc_sampling.enabled = true;
+  auto sampled = tp::start((dir / "sampled").string(), o);
+  CHECK_FALSE(fake::st().activity_on);  // the two kinds exclude each other: switched
+  CHECK(fake::st().kernel_kind_on);
+  CHECK(cu::counters().kernel_kind == CUPTI_ACTIVITY_KIND_KERNEL);
+  const std::uint64_t t0 = tp::now_ns();
+  {
+    tp::Scope a("a");
+    fake::driver_launch(81);
+    auto k = fake::kernel_record("k", 81, t0, 1'000);
+    k.kind = CUPTI_ACTIVITY_KIND_KERNEL;  // a record of the KERNEL kind
+    fake::queue(k);
+  }
+  tp::finalize(sampled);
+  CHECK(fake::st().activity_on);  // back, for the session still running
+  CHECK_FALSE(fake::st().kernel_kind_on);
+  json root = json::parse(*tp::get(plain, 0))[0];
+  CHECK(at(root, {"a", "k"})["metrics"]["count"] == 1);
+  tp::finalize(plain);
+  CHECK_FALSE(fake::st().activity_on);
+  CHECK(cu::counters().kernel_kind == 0);
+}
+
+// ---- activity buffers ------------------------------------------------------------------------
+
+namespace {
+/// Pages of [p, p + n) resident in memory (mincore).
+std::size_t resident_pages(const void* p, std::size_t n) {
+  const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  std::vector<unsigned char> v((n + page - 1) / page);
+  if (::mincore(const_cast<void*>(p), n, v.data()) != 0) return 0;
+  return static_cast<std::size_t>(std::count_if(v.begin(), v.end(), [](unsigned char c) { return c & 1; }));
+}
+bool all_zero(const std::uint8_t* p, std::size_t n) {
+  return std::all_of(p, p + n, [](std::uint8_t b) { return b == 0; });
+}
+}  // namespace
+
+TEST_CASE("profiler cupti: BufferPool hands out zeroed buffers, touched up front; extra ones give their pages back") {
+  constexpr std::size_t kSize = 64 << 10;
+  const std::size_t pages = kSize / static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  cu::BufferPool pool;
+  REQUIRE(pool.reserve(kSize, 2));
+  auto st = pool.stats();
+  CHECK(st.mapped == 2);
+  CHECK(st.resident == 2);
+  CHECK(st.size == kSize);
+  std::uint8_t* a = pool.take();
+  std::uint8_t* b = pool.take();
+  REQUIRE(a);
+  REQUIRE(b);
+  CHECK(resident_pages(a, kSize) == pages);  // faulted in at reserve(), not when CUPTI writes
+  CHECK(all_zero(a, kSize));
+  std::uint8_t* c = pool.take();  // both reserved buffers are out: a new mapping
+  REQUIRE(c);
+  CHECK(pool.stats().extra == 1);
+  CHECK(pool.stats().out == 3);
+  CHECK(resident_pages(c, kSize) == 0);
+
+  // CUPTI wrote 1000 bytes of records and, past them, part of one more.
+  std::memset(a, 0xAB, 1000);
+  std::memset(a + 1000, 0xCD, 4000);  // beyond `used`, into the next page: a record cut short
+  pool.give(a, kSize, 1000);
+  CHECK(all_zero(a, kSize));
+  CHECK(resident_pages(a, kSize) == pages);  // stays touched
+  std::memset(c, 0xEF, kSize);
+  CHECK(resident_pages(c, kSize) == pages);
+  pool.give(c, kSize, kSize);
+  CHECK(resident_pages(c, kSize) == 0);  // its pages are given back...
+  CHECK(all_zero(c, kSize));              // ...and read as zero
+  CHECK(pool.stats().mapped == 3);        // the address range is kept for the next time
+  CHECK(pool.take() == a);                // a resident buffer first
+  CHECK(pool.take() == c);
+  pool.give(a, kSize, 0);
+  pool.give(b, kSize, 0);
+  pool.give(c, kSize, 0);
+
+  // At most kMaxPooled are kept.
+  std::vector<std::uint8_t*> many;
+  for (std::size_t i = 0; i < cu::BufferPool::kMaxPooled + 4; ++i) many.push_back(pool.take());
+  for (auto* p : many) pool.give(p, kSize, 0);
+  CHECK(pool.stats().mapped == cu::BufferPool::kMaxPooled);
+
+  // Another size: pooled buffers go at once, one still out when it comes back.
+  std::uint8_t* old = pool.take();
+  REQUIRE(pool.reserve(2 * kSize, 1));
+  CHECK(pool.stats().mapped == 2);  // `old` and the new resident one
+  pool.give(old, kSize, 0);
+  CHECK(pool.stats().mapped == 1);
+  std::uint8_t* fresh = pool.take();
+  CHECK(pool.stats().size == 2 * kSize);
+  pool.clear();
+  CHECK(pool.stats().mapped == 1);  // out: unmapped when it comes back
+  pool.give(fresh, 2 * kSize, 0);
+  CHECK(pool.stats().mapped == 0);
+  CHECK(pool.take() == nullptr);  // cleared: no size until reserve()
+}
+
+TEST_CASE("profiler cupti: CUPTI gets pooled, zeroed, resident buffers and does not zero them itself") {
+  fake::reset();
+  CaptureSink sink;
+  SUBCASE("the layer has cuptiActivitySetAttribute") {}
+  SUBCASE("an older layer without it: CUPTI zeroes each buffer itself") {
+    auto b = cu::make_backend(&fake::api_without_attributes(), {.flush_wait_ms = 50});
+    b->start(sink, {"noattr", "", 1 << 20});
+    for (std::uint32_t i = 0; i < 5; ++i) {
+      fake::driver_launch(100 + i);
+      fake::queue(fake::kernel_record("k", 100 + i, tp::now_ns(), 1'000));
+      b->flush();
+    }
+    CHECK_FALSE(cu::counters().client_zeroes_buffers);
+    CHECK(fake::st().cupti_memset_bytes == 5u << 20);  // what the attribute saves the launching thread
+    CHECK(sink.kernels.size() == 5);
+    CHECK(contains(tp::cupti_report(), "CUPTI zeroes buffers: yes"));
+    b->stop();
+    return;
+  }
+  constexpr std::size_t kSize = 1 << 20;
+  auto b = cu::make_backend(&fake::api(), {.flush_wait_ms = 50});
+  b->start(sink, {"pool", "", kSize});
+  CHECK(fake::st().zeroed_out_at_register == 1);  // told before CUPTI could ask for a buffer
+  auto c0 = cu::counters();
+  CHECK(c0.client_zeroes_buffers);
+  CHECK(c0.buffers.mapped == 2);
+  CHECK(c0.buffers.resident == 2);
+  CHECK(c0.buffers.size == kSize);
+  for (std::uint32_t i = 0; i < 20; ++i) {  // 20 flushes, each taking a buffer and giving it back
+    fake::driver_launch(200 + i);
+    fake::queue(fake::kernel_record("k", 200 + i, tp::now_ns(), 1'000));
+    b->flush();
+  }
+  CHECK(sink.kernels.size() == 20);
+  CHECK(fake::st().dirty_buffers == 0);        // every buffer arrived zeroed, as promised
+  CHECK(fake::st().cupti_memset_bytes == 0);   // CUPTI zeroed nothing
+  std::set<std::uint8_t*> distinct(fake::st().buffers_seen.begin(), fake::st().buffers_seen.end());
+  CHECK(fake::st().buffers_seen.size() == 20);
+  CHECK(distinct.size() <= 2);  // recycled
+  const std::size_t pages = kSize / static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+  for (auto* p : distinct) CHECK(resident_pages(p, kSize) == pages);
+  const auto c1 = cu::counters();
+  CHECK(c1.buffers.extra == 0);
+  CHECK(c1.buffers.takes == c0.buffers.takes + 20);
+  CHECK(c1.buffers_completed == c0.buffers_completed + 20);
+  CHECK(contains(tp::cupti_report(), "CUPTI zeroes buffers: no"));
+  CHECK(fake::st().per_thread == 1);  // records of each launching thread in its own buffer
+  CHECK(cu::counters().per_thread_buffers);
+  b->stop();
+  CHECK(fake::st().zeroed_out == 0);  // CUPTI's settings put back for the next client
+  CHECK(fake::st().per_thread == 0);
+  CHECK(cu::counters().buffers.mapped == 0);
+}
+
+TEST_CASE("profiler cupti: the last session to stop detaches CUPTI from the process (cuptiFinalize), after its last flush") {
+  // Unsubscribing alone leaves CUPTI's hooks in the driver: on the H200, 100K
+  // tiny launches with no CUPTI session ran 1.11x slower after CUPTI sessions.
+  fake::reset();
+  fake::register_fake();
+  auto dir = temp_dir("cupti_detach");
+  const auto before = cu::counters().finalizes;
+  for (int round = 0; round < 2; ++round) {  // and the next session attaches it again
+    auto s1 = tp::start((dir / "one").string(), {.backend = "cupti_fake"});
+    auto s2 = tp::start((dir / "two").string(), {.backend = "cupti_fake"});
+    CHECK(fake::st().attached);
+    REQUIRE(static_cast<bool>(fake::st().request));  // buffer callbacks registered again with this attachment
+    const std::uint64_t t0 = tp::now_ns();
+    {
+      tp::Scope x("x");
+      fake::driver_launch(300 + round);
+      fake::queue(fake::kernel_record("k", 300 + round, t0, 100));
+    }
+    tp::finalize(s1);
+    CHECK(fake::st().attached);  // s2 still uses it
+    tp::finalize(s2);
+    CHECK_FALSE(fake::st().attached);
+    CHECK(fake::st().finalized_clean);  // after the forced flush, unsubscribed, activity off
+    CHECK(at(read_json(dir / "two.hatchet")[0], {"x", "k"})["metrics"]["count"] == 1);
+  }
+  CHECK(cu::counters().finalizes == before + 2);
+  CHECK(fake::st().finalizes == 2);
+}
+
+TEST_CASE("profiler cupti: \"cupti:\" modes switch the launch callbacks or the kernel records off (cost diagnostics)") {
+  CHECK(cu::parse_hub_mode("").kernel_activity);
+  CHECK(cu::parse_hub_mode("anything else").launch_callbacks);
+  CHECK_FALSE(cu::parse_hub_mode("cupti:activity=off").kernel_activity);
+  CHECK(cu::parse_hub_mode("cupti:activity=off").launch_callbacks);
+  const auto both = cu::parse_hub_mode("cupti:callbacks=off,activity=off");
+  CHECK_FALSE(both.launch_callbacks);
+  CHECK_FALSE(both.kernel_activity);
+  CHECK_THROWS_AS(cu::parse_hub_mode("cupti:activity=maybe"), tilejit::InvalidArgument);
+  CHECK_THROWS_AS(cu::parse_hub_mode("cupti:buffers=off"), tilejit::InvalidArgument);
+
+  fake::reset();
+  fake::register_fake();
+  auto dir = temp_dir("cupti_modes");
+  {
+    auto s = tp::start((dir / "a").string(), {.backend = "cupti_fake", .mode = "cupti:activity=off"});
+    CHECK(tp::stats(s).kernel_records);
+    CHECK_FALSE(fake::st().activity_on);
+    CHECK(fake::st().enabled.count({CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel}) == 1);
+    tp::finalize(s);
+  }
+  {
+    auto s = tp::start((dir / "b").string(), {.backend = "cupti_fake", .mode = "cupti:callbacks=off"});
+    CHECK(fake::st().activity_on);
+    CHECK(fake::st().enabled.empty());  // no callback at all
+    const std::uint64_t t0 = tp::now_ns();
+    {
+      tp::Scope a("a");
+      fake::queue(fake::kernel_record("k", 91, t0, 1'000));  // no launch callback bound it
+    }
+    json root = json::parse(*tp::get(s, 0))[0];
+    CHECK(at(root, {"k"})["metrics"]["count"] == 1);  // unattributed: under ROOT
+    tp::finalize(s);
+  }
+  {
+    StderrCapture err;
+    auto s = tp::start((dir / "c").string(), {.backend = "cupti_fake", .mode = "cupti:nonsense"});
+    CHECK_FALSE(tp::stats(s).kernel_records);
+    CHECK(contains(err.text(), "mode token 'nonsense'"));
+    CHECK_FALSE(fake::st().subscribed);
+    tp::finalize(s);
+  }
 }
 
 // ---- fault rules ---------------------------------------------------------------------------
@@ -1425,6 +1972,10 @@ TEST_CASE("profiler cupti gpu: PC sampling of one kernel gives per-location samp
   if (!have_gpu()) return;
   namespace tj = tilejit;
   auto dev = tj::Device::best();
+  // 2^24 floats: each launch reads 128 MiB and writes 64 MiB, about 60 us on an
+  // H200 (184 us for 3 on 2026-11-29) = 120K cycles at 1.98 GHz, so at a period
+  // of 2^10 cycles some 100 sampling intervals per SM per launch: thousands of
+  // samples, far from "too short to be sampled".
   const int n = 1 << 24;
   const std::size_t bytes = std::size_t(n) * sizeof(float);
   std::vector<float> x(n, 1.f), y(n, 2.f), out(n);
@@ -1434,10 +1985,18 @@ TEST_CASE("profiler cupti gpu: PC sampling of one kernel gives per-location samp
   dev.copy_to_device(dx, x.data(), bytes);
   dev.copy_to_device(dy, y.data(), bytes);
   auto dir = temp_dir("cupti_gpu_pc");
+  constexpr std::uint32_t kPeriod = 10;
   tp::Options o{.backend = "cupti", .hook = "launch"};
-  o.pc_sampling = {.enabled = true, .period = 10};
+  o.pc_sampling = {.enabled = true, .period = kPeriod};
   auto s = tp::start((dir / "pc").string(), o);
   REQUIRE_MESSAGE(tp::stats(s).kernel_records, "the cupti backend did not start (see the message above)");
+  {
+    std::string why;
+    const cu::Api* api = cu::real_api(&why);
+    std::uint32_t v = 0;
+    if (api && api->get_version) api->get_version(&v);
+    MESSAGE("libcupti: " << (api ? api->library : why) << ", CUPTI API version " << v);
+  }
   // A specialisation no other test uses: compiled and loaded inside the
   // session, so CUPTI's MODULE_LOADED hands over its cubin for the line lookup.
   auto k = tj::compile<examples::VecAdd<480>>(dev, {.num_warps = 4});
@@ -1449,8 +2008,13 @@ TEST_CASE("profiler cupti gpu: PC sampling of one kernel gives per-location samp
   dev.synchronize();
   const auto c = cu::counters().pc_sampling;
   MESSAGE("pc sampling counters: contexts " << c.contexts << ", failed " << c.failed_contexts << ", cubins "
-                                            << c.cubins << ", ranges " << c.ranges << ", samples " << c.samples
-                                            << ", dropped " << c.dropped);
+                                            << c.cubins << ", ranges " << c.ranges << " (" << c.empty_ranges
+                                            << " empty), reads " << c.reads << " (" << c.read_errors
+                                            << " failed), samples " << c.samples << ", CUPTI counted "
+                                            << c.cupti_samples << " (" << c.nonuser_samples << " non-user, "
+                                            << c.dropped << " dropped), from the configuration buffer "
+                                            << c.config_buffer_pcs << " PCs, problem '" << c.problem << "'");
+  MESSAGE(tp::cupti_report());
   auto rep = tp::finalize(s);
   dev.copy_to_host(out.data(), dout, bytes);
   CHECK(out[n - 1] == 3.f);
@@ -1459,21 +2023,34 @@ TEST_CASE("profiler cupti gpu: PC sampling of one kernel gives per-location samp
   CHECK(c.contexts >= 1);
   CHECK(c.ranges >= 3);
   CHECK(c.cubins >= 1);
+  CHECK(c.read_errors == 0);
+  CHECK(c.problem.empty());
   REQUIRE(rep.files.size() == 1);
-  json root = read_json(rep.files[0])[0];
+  json j = read_json(rep.files[0]);
+  json root = j[0];
   MESSAGE("profile: " << root.dump());
   const json& sc = at(root, {"sampled"});
   REQUIRE(sc["children"].size() == 1);
   const json& kn = sc["children"][0];
   CHECK(kn["metrics"]["count"] == 3);
+  // What the period leaves room for: kernel cycles / 2^period per SM.
+  const double ghz = j[1]["CUDA"][std::to_string(dev.ordinal())].value("clock_rate", 0) / 1e6;
+  const double sms = j[1]["CUDA"][std::to_string(dev.ordinal())].value("num_sms", 0);
+  const double intervals = kn["metrics"]["time (ns)"].get<double>() * ghz / double(1u << kPeriod);
+  MESSAGE("3 launches, " << kn["metrics"]["time (ns)"] << " ns: " << intervals << " sampling intervals per SM, x "
+                         << sms << " SMs");
+  CHECK(intervals > 10);  // long enough to be sampled at this period
+  REQUIRE_MESSAGE(kn["metrics"].contains("pc_samples (inc)"), "no PC samples: " << tp::cupti_report());
   CHECK(kn["metrics"]["pc_samples (inc)"].get<std::int64_t>() > 0);
   REQUIRE_FALSE(kn["children"].empty());
-  std::int64_t stalls = 0;
+  std::int64_t stalls = 0, with_line = 0;
   for (const auto& line : kn["children"]) {
     const std::string loc = line["frame"]["name"];
     CHECK((contains(loc, ":") || contains(loc, "+0x")));  // file:line, or function+offset without line info
+    with_line += contains(loc, ".cu:") ? 1 : 0;
     for (const auto& [name, v] : line["metrics"].items())
       if (name.rfind("stall:", 0) == 0 && !contains(name, "(inc)")) stalls += v.get<std::int64_t>();
   }
+  MESSAGE(kn["children"].size() << " locations, " << with_line << " with a source line");
   CHECK(stalls > 0);
 }

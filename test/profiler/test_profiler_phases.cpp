@@ -2,6 +2,9 @@
 // writing or finalizing.
 #include <atomic>
 #include <cerrno>
+#include <chrono>
+#include <mutex>
+#include <vector>
 #include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>
@@ -225,8 +228,9 @@ TEST_CASE("profiler phase: 200 phases of 10K scopes keep the in-memory node coun
     tp::advance_phase(s);
     max_nodes = std::max(max_nodes, tp::stats(s).nodes_in_memory);
   }
-  // At most max_pending_phases queued + one being written + the open phase.
-  CHECK(max_nodes <= 6 * kPerPhase);
+  // At most max_pending_phases queued + one batch being written (the writer
+  // takes what is queued: at most max_pending_phases) + the open phase.
+  CHECK(max_nodes <= (2 * 4 + 1) * kPerPhase);
   CHECK(tp::wait_for_flush(s, 199));
   auto st = tp::stats(s);
   CHECK(st.phases_in_memory == 0);
@@ -340,4 +344,114 @@ TEST_CASE("profiler phase: periodic flushing flushes the backend on the writer t
   CHECK(tp::stats(s).pending_launches == 0);
   auto rep = tp::finalize(s);
   CHECK(rep.errors.empty());
+}
+
+namespace {
+/// A backend whose flush takes `delay` (as a CUPTI flush waits for the GPU's
+/// last records): it delivers what was queued before the flush began.
+class SlowFlushBackend final : public tp::Backend {
+ public:
+  static inline std::chrono::milliseconds delay{20};
+  static inline SlowFlushBackend* latest = nullptr;
+  void start(tp::Sink& sink, const tp::BackendConfig&) override {
+    sink_ = &sink;
+    latest = this;
+  }
+  void flush() override {
+    std::vector<tp::KernelRecord> now;
+    {
+      std::lock_guard g(mu_);
+      now.swap(queued_);
+    }
+    std::this_thread::sleep_for(delay);
+    for (const auto& r : now) sink_->kernel(r);
+    flushes.fetch_add(1);
+  }
+  void stop() override {}
+  void push(tp::KernelRecord r) {
+    std::lock_guard g(mu_);
+    queued_.push_back(std::move(r));
+  }
+  std::atomic<int> flushes{0};
+
+ private:
+  tp::Sink* sink_ = nullptr;
+  std::mutex mu_;
+  std::vector<tp::KernelRecord> queued_;
+};
+}  // namespace
+
+TEST_CASE("profiler phase: the writer takes every queued phase at once; a slow backend flush does not hold up advance_phase") {
+  static const bool registered = [] {
+    tp::register_backend("slow_flush", [] { return std::make_unique<SlowFlushBackend>(); });
+    return true;
+  }();
+  (void)registered;
+  auto dir = temp_dir("phase_batches");
+  constexpr int kPhases = 40;
+  std::size_t bound = 64;  // the default: room for the writer's flush latency
+  SUBCASE("default max_pending_phases") {}
+  SUBCASE("max_pending_phases = 2: advance_phase waits, nothing is lost") { bound = 2; }
+  auto s = tp::start((dir / "b").string(),
+                     {.backend = "slow_flush", .mode = "periodic_flushing", .max_pending_phases = bound});
+  SlowFlushBackend* be = SlowFlushBackend::latest;
+  const std::uint64_t t0 = tp::now_ns();
+  std::uint64_t advancing_ns = 0;
+  for (int p = 0; p < kPhases; ++p) {
+    {
+      tp::Scope a("step");
+      tp::correlate_launch(1000 + p);
+      be->push(record("k" + std::to_string(p), 1000 + p, t0 + p, 10));  // arrives with the writer's flush
+    }
+    const std::uint64_t a0 = tp::now_ns();
+    tp::advance_phase(s);
+    advancing_ns += tp::now_ns() - a0;
+  }
+  REQUIRE(tp::wait_for_flush(s, kPhases - 1));
+  const auto st = tp::stats(s);
+  MESSAGE("bound " << bound << ": " << st.writer_batches << " batches, " << st.writer_flushes << " backend flushes, "
+                   << st.advance_waits << " waits (" << st.advance_wait_ns / 1e6 << " ms), advance_phase "
+                   << advancing_ns / 1e6 << " ms in all");
+  CHECK(st.writer_batches >= 1);
+  CHECK(st.writer_flushes <= st.writer_batches);
+  if (bound == 64) {
+    CHECK(st.advance_waits == 0);               // never more than 64 queued
+    CHECK(st.writer_batches < kPhases);         // phases that queued during a flush went in one batch
+    CHECK(advancing_ns < kPhases * 20'000'000ull / 2);  // far less than one 20 ms flush per phase
+  } else {
+    CHECK(st.advance_waits >= 1);  // the bound holds memory: the caller waited for the writer
+  }
+  CHECK(st.pending_launches == 0);
+  auto rep = tp::finalize(s);
+  CHECK(rep.errors.empty());
+  for (int p = 0; p < kPhases; ++p) {  // each kernel in the phase it was launched in, once
+    CAPTURE(p);
+    json root = read_json(dir / ("b.part_" + std::to_string(p) + ".hatchet"))[0];
+    REQUIRE(child_names(root) == std::vector<std::string>{"step"});
+    CHECK(child_names(at(root, {"step"})) == std::vector<std::string>{"k" + std::to_string(p)});
+    CHECK(at(root, {"step", "k" + std::to_string(p)})["metrics"]["count"] == 1);
+  }
+}
+
+TEST_CASE("profiler phase: a batch of part files is written atomically, file by file; a failure spares the others") {
+  auto dir = temp_dir("phase_batch_io");
+  const std::string a = (dir / "a.txt").string(), b = (dir / "b.txt").string();
+  std::vector<tp::detail::BatchFile> files{{a, "alpha", {}, 0}, {b, "beta", {}, 0}};
+  tp::detail::write_atomic_batch(files, /*do_fsync=*/true);
+  CHECK(files[0].result.error == 0);
+  CHECK(files[1].result.error == 0);
+  CHECK(read_file(a) == "alpha");
+  CHECK(read_file(b) == "beta");
+  std::vector<tp::detail::BatchFile> bad{{(dir / "c.txt").string(), "gamma", {}, 0},
+                                         {(dir / "no_such_dir" / "d.txt").string(), "delta", {}, 0}};
+  tp::detail::write_atomic_batch(bad, true);
+  CHECK(bad[0].result.error == 0);
+  CHECK(bad[1].result.error == ENOENT);
+  CHECK(read_file(dir / "c.txt") == "gamma");
+  tp::detail::inject_write_fault(ENOSPC, 2);
+  std::vector<tp::detail::BatchFile> full{{(dir / "e.txt").string(), "epsilon", {}, 0}};
+  tp::detail::write_atomic_batch(full, true);
+  tp::detail::inject_write_fault(0, 0);
+  CHECK(full[0].result.error == ENOSPC);
+  CHECK(files_in(dir) == std::vector<std::string>{"a.txt", "b.txt", "c.txt"});  // no partial file, no temporary
 }

@@ -92,9 +92,11 @@ class Sink {
 struct PcSamplingOptions {
   bool enabled = false;
   enum class Collection : std::uint8_t {
-    /// CUPTI serializes kernels; each launch is sampled alone (start at the
-    /// launch's API entry, stop and read at its exit): per-line samples land
-    /// under the scope that launched the kernel, <scope>/<kernel>/<line>.
+    /// Each launch is sampled alone: at the launch's API entry the context is
+    /// synchronized and a range starts; at its exit the context is synchronized
+    /// again (the kernel has run), the range stops and its samples are read.
+    /// Per-line samples land under the scope that launched the kernel,
+    /// <scope>/<kernel>/<line>. Sampled launches are therefore synchronous.
     kernel_serialized,
     /// Kernels run concurrently and are sampled all the time; samples are read
     /// at each flush and land under ROOT/<kernel>/<line> (CUPTI gives no
@@ -217,5 +219,12 @@ void record_pc_samples(const PcSamples& samples) noexcept;
 
 /// The profiler clock: CLOCK_MONOTONIC in nanoseconds.
 std::uint64_t now_ns() noexcept;
+
+/// The built-in CUPTI backend's process-wide counters as one line of text:
+/// kernel records delivered / incomplete / dropped, activity buffers (mapped,
+/// resident, handed out, mapped on demand), whether CUPTI zeroes buffers
+/// itself, the kernel activity kind, and PC sampling (ranges, samples, reads,
+/// the first problem). For logs and benchmarks; the format may change.
+std::string cupti_report();
 
 }  // namespace tilejit::profiler

@@ -64,8 +64,12 @@ struct Options {
   /// fsync files before renaming them into place.
   bool fsync = true;
   /// Periodic flushing: advance_phase waits while this many closed phases are
-  /// queued for writing (>= 1), which bounds memory if the disk is slow.
-  std::size_t max_pending_phases = 4;
+  /// queued for writing (>= 1), which bounds memory if the disk is slow. The
+  /// writer takes every queued phase at once (one backend flush, one round of
+  /// fsyncs), so at most this many wait plus one batch being written. The
+  /// default leaves room for the GPU's record latency (a few ms) when phases
+  /// are short: 100 tiny launches are about 0.5 ms.
+  std::size_t max_pending_phases = 64;
   /// PC sampling through the backend (the "cupti" backend: CUPTI's PC
   /// Sampling API). Needs a backend; per-line child frames of kernel nodes
   /// with "pc_samples" and "stall:<reason>" (docs/profiler.md).
@@ -213,6 +217,13 @@ struct SessionStats {
   /// Kernels replayed from CUDA graphs whose capture was not seen (captured
   /// before profiling began): attributed flat, under the replay site.
   std::size_t graph_kernels_flat = 0;
+  /// Periodic flushing: batches the writer has written, backend flushes it
+  /// made for them, and how often (and for how long in total) advance_phase
+  /// waited because max_pending_phases phases were queued.
+  std::uint64_t writer_batches = 0;
+  std::uint64_t writer_flushes = 0;
+  std::uint64_t advance_waits = 0;
+  std::uint64_t advance_wait_ns = 0;
 };
 SessionStats stats(SessionId session);
 
