@@ -181,9 +181,6 @@ static __device__ __forceinline__ void tj_mbar_fence_init() { asm volatile("fenc
 static __device__ __forceinline__ void tj_mbar_expect_tx(unsigned bar, unsigned bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
 }
-static __device__ __forceinline__ void tj_mbar_arrive(unsigned bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
-}
 static __device__ __forceinline__ void tj_mbar_wait(unsigned bar, unsigned parity) {
   asm volatile("{\n .reg .pred p;\n WAIT:\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra WAIT;\n}" :: "r"(bar), "r"(parity) : "memory");
 }
