@@ -1119,12 +1119,24 @@ class Emitter {
       const ir::TileLayout la = plan_.operand_layout(k_, A.regs_of, 0);
       for (int r = 0; r < this->regs(la); ++r) atab.emplace(std::pair{D(la).register_coord(r, 0), D(la).register_coord(r, 1)}, r);
     }
+    // A register operand that is a cast of f32 values in the same registers (P = cast<bf16>(p) in attention)
+    // is packed from the f32 values by one cvt.rn.{bf16,f16}x2 per pair: the same round-to-nearest-even,
+    // without first rounding each element in an f32 register.
+    int precast = -1;
+    if (A.regs_of >= 0) {
+      const int a = k_[A.regs_of].args[0];
+      const int src = k_[a].op == Op::cast ? k_[a].args[0] : -1;
+      if (src >= 0 && k_[src].type.dtype == DType::f32 && !k_[src].type.is_ptr && TL(src) == TL(a) &&
+          TL(a) == plan_.operand_layout(k_, A.regs_of, 0))
+        precast = src;
+    }
     auto a_reg = [&](int row, int col) {
       auto it = atab.find({row, col});
       if (it == atab.end()) throw Unsupported(fmt::format("dot %{}: no A register for ({}, {}) in the wgmma operand layout", id, row, col));
-      return opnd(A.regs_of, 0, it->second);
+      return precast >= 0 ? v(precast, it->second) : opnd(A.regs_of, 0, it->second);
     };
     auto pack = [&](const std::string& lo, const std::string& hi) {
+      if (precast >= 0) return fmt::format("{}({}, {})", et == DType::bf16 ? "tj_pack_bf16x2" : "tj_pack_f16x2", lo, hi);
       if (et == DType::bf16) return fmt::format("((__float_as_uint({}) & 0xffff0000u) | (__float_as_uint({}) >> 16))", hi, lo);
       return fmt::format("tj_pack_f16x2({}, {})", lo, hi);
     };

@@ -34,6 +34,9 @@ static __device__ __forceinline__ float tj_min(float a, float b) { return (a != 
 // Two f32 -> one .b32 of two 16-bit values, `lo` in the low half (PTX cvt packs its first source high).
 static __device__ __forceinline__ unsigned tj_pack_f16x2(float lo, float hi) { unsigned r; asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r; }
 static __device__ __forceinline__ unsigned tj_pack_bf16x2(float lo, float hi) { unsigned r; asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r; }
+// exp2: the SFU approximation (2 ulp) with subnormal results flushed to zero — one MUFU.EX2, not the
+// four-instruction sequence exp2f needs to keep results below 2^-126 (softmax probabilities never need them).
+static __device__ __forceinline__ float tj_exp2(float x) { float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
 // wgmma (sm_90a): the 32-bit shared-memory address of a pointer, and a matrix
 // descriptor for a K-major operand with the 128-byte swizzle: start address,
 // leading byte offset 16 (unused when swizzled), stride 1024 bytes between
@@ -119,6 +122,7 @@ static __device__ __forceinline__ int tj_shfl_xor(int v, int m) { return __shfl_
 static __device__ __forceinline__ float tj_fmod(float a, float b) { return __builtin_fmodf(a, b); }
 static __device__ __forceinline__ float tj_max(float a, float b) { return (a != a || b != b) ? __builtin_nanf("") : fmaxf(a, b); }
 static __device__ __forceinline__ float tj_min(float a, float b) { return (a != a || b != b) ? __builtin_nanf("") : fminf(a, b); }
+static __device__ __forceinline__ float tj_exp2(float x) { return exp2f(x); }
 )";
 }
 
@@ -159,7 +163,6 @@ static __device__ __forceinline__ unsigned char tj_f32_to_e5m2(float f) { return
 static __device__ __forceinline__ float tj_round_f16(float f) { return tj_f16_to_f32(tj_f32_to_f16(f)); }
 static __device__ __forceinline__ float tj_round_bf16(float f) { return tj_bf16_to_f32(tj_f32_to_bf16(f)); }
 static __device__ __forceinline__ float tj_exp(float x) { return __expf(x); }
-static __device__ __forceinline__ float tj_exp2(float x) { return exp2f(x); }
 static __device__ __forceinline__ float tj_log(float x) { return logf(x); }
 static __device__ __forceinline__ float tj_sqrt(float x) { return sqrtf(x); }
 static __device__ __forceinline__ float tj_rsqrt(float x) { return rsqrtf(x); }

@@ -129,6 +129,9 @@ TEST_CASE("attention_tma_sm90a_code_keeps_q_resident_p_in_registers_and_reads_v_
     CHECK(count(src, "tj_wgmma_desc_mn((tj_ring") == static_cast<std::size_t>(ksteps_pv));  // V, MN-major
     CHECK(count(src, "\"r\"(tj_pa") == static_cast<std::size_t>(4 * ksteps_pv));           // P: register A
     CHECK(src.find("from L") == std::string::npos);  // no layout conversion through shared memory
+    // P is packed for the register-A wgmma straight from its f32 values (one cvt per pair), and exp2 is one SFU op.
+    CHECK(count(src, hd == 128 ? "tj_pack_f16x2(v" : "tj_pack_bf16x2(v") == static_cast<std::size_t>(4 * ksteps_pv));
+    CHECK(src.find("ex2.approx.ftz.f32") != std::string::npos);
     bool piped = false;
     for (const auto& d : g.diagnostics) piped |= d.find("TMA pipeline of 2 stage(s)") != std::string::npos;
     CHECK(piped);
