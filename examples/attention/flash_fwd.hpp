@@ -39,11 +39,16 @@ auto attend(const tj::Tile<T, BLOCK_M, HEAD_DIM>& q_tile, const tj::Tile<std::in
   return tj::for_range(lo, hi, BLOCK_N, init, [&](tj::Int n0, auto m_i, auto l_i, auto acc) {
     auto rn = n0 + tj::arange<BLOCK_N>();
     auto col_ok = tj::expand_dims<0>(rn < hi);
-    auto s = tj::dot(q_tile, load_kt(n0)) * scale_log2e;  // [BLOCK_M, BLOCK_N], log2 units
     auto mask = CAUSAL ? (col_ok & (tj::expand_dims<1>(rm) >= tj::expand_dims<0>(rn))) : (col_ok & (tj::expand_dims<1>(rm) >= 0));
-    s = tj::where(mask, s, kAttnNegBig);
-    auto m_new = tj::maximum(m_i, tj::max<1>(s));
-    auto p = tj::where(mask, tj::exp2(s - tj::expand_dims<1>(m_new)), 0.0f);
+    // Raw scores, masked ones exactly -1e30; the scale is applied per row to the max and fused into exp2's
+    // argument (one FMA per score: s·scale − m), as FlashAttention does. scale_log2e > 0.
+    auto s = tj::where(mask, tj::dot(q_tile, load_kt(n0)), kAttnNegBig);  // [BLOCK_M, BLOCK_N]
+    auto s_max = tj::max<1>(s);
+    auto m_new = tj::where(s_max > kAttnNegBig, tj::maximum(m_i, s_max * scale_log2e), m_i);  // log2 units
+    // A row with no visible key yet keeps m = -1e30 and subtracts 0: exp2(-1e30·scale) = 0 for each of its
+    // scores, so masked scores need no second select.
+    auto m_use = tj::where(m_new > kAttnNegBig, m_new, 0.0f);
+    auto p = tj::exp2(s * scale_log2e - tj::expand_dims<1>(m_use));
     auto alpha = tj::exp2(m_i - m_new);
     auto acc_new = tj::dot(tj::cast<T>(p), load_v(n0), acc * tj::expand_dims<1>(alpha));
     return std::tuple{m_new, l_i * alpha + tj::sum<1>(p), acc_new};
