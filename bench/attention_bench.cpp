@@ -10,6 +10,7 @@
 //   BM_FlashFwdPadded/D96                    D = 96 run as the D = 128 kernel on zero-padded heads
 //                                            (TFLOP/s still counts D = 96: the exact tile's gain is the time ratio)
 //   BM_FlashBwd/D{64,128}/{full,causal}      examples::Attention<bf16>::backward (3 launches)
+//   BM_FlashBwdTma/D{64,128}/{full,causal}   flash_bwd_tma.hpp (Hopper: TMA + wgmma; not yet in the library call)
 //   BM_Decode/{llama3_8b,phi3_mini}/32768    one token per sequence against a 32K cache; GB/s of K and V read and
 //                                            its fraction of the copy bandwidth measured in the same run
 #include <benchmark/benchmark.h>
@@ -20,6 +21,7 @@
 
 #include "examples/attention/attention.hpp"
 #include "examples/attention/flash_fwd.hpp"
+#include "examples/attention/flash_bwd_tma.hpp"
 #include "examples/attention/flash_fwd_tma.hpp"
 #include "tilejit/tilejit.hpp"
 
@@ -130,6 +132,54 @@ void BM_FlashBwd(benchmark::State& st) {
   gpu().free(lse), gpu().free(delta);
 }
 
+/// The Hopper backward (flash_bwd_tma.hpp): delta, then dK/dV (BLOCK_N 128 keys, 8 warps) and dQ (128 queries,
+/// 8 warps), 64-row blocks of the other operand, num_stages 2. TFLOP/s as BM_FlashBwd.
+template <int D, bool CAUSAL>
+void BM_FlashBwdTma(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  const int B = 4, H = 32, S = 4096;
+  const std::size_t n = static_cast<std::size_t>(B) * H * S * D, rows = static_cast<std::size_t>(B) * H * S;
+  std::vector<tj::bf16> h(n);
+  std::mt19937 g(std::random_device{}());
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (auto& x : h) x = tj::bf16(u(g));
+  std::vector<tj::bf16*> bufs;
+  auto up = [&] {
+    auto* p = static_cast<tj::bf16*>(gpu().alloc(n * 2));
+    gpu().copy_to_device(p, h.data(), n * 2);
+    bufs.push_back(p);
+    return p;
+  };
+  tj::bf16 *q = up(), *k = up(), *v = up(), *o = up(), *d_o = up(), *dq = up(), *dk = up(), *dv = up();
+  auto* lse = static_cast<float*>(gpu().alloc(rows * 4));
+  auto* delta = static_cast<float*>(gpu().alloc(rows * 4));
+  examples::Attention<tj::bf16> attn(gpu());
+  const examples::AttnShape shape{.batch = B, .heads_q = H, .heads_kv = H, .seqlen = S, .head_dim = D, .causal = CAUSAL};
+  attn.forward(q, k, v, o, lse, shape);
+  using Desc = tj::TensorDescriptor;
+  const long long r = static_cast<long long>(rows);
+  const Desc k128(gpu(), k, tj::DType::bf16, {r, D}, {D, 1}, {128, D}), v128(gpu(), v, tj::DType::bf16, {r, D}, {D, 1}, {128, D});
+  const Desc q64(gpu(), q, tj::DType::bf16, {r, D}, {D, 1}, {64, D}), do64(gpu(), d_o, tj::DType::bf16, {r, D}, {D, 1}, {64, D});
+  const Desc q128(gpu(), q, tj::DType::bf16, {r, D}, {D, 1}, {128, D}), do128(gpu(), d_o, tj::DType::bf16, {r, D}, {D, 1}, {128, D});
+  const Desc k64(gpu(), k, tj::DType::bf16, {r, D}, {D, 1}, {64, D}), v64(gpu(), v, tj::DType::bf16, {r, D}, {D, 1}, {64, D});
+  auto pre = tj::compile<examples::FlashBwdPreprocess<64, D, tj::bf16>>(gpu(), {.num_warps = 4});
+  auto kv = tj::compile<examples::FlashBwdKVTma<64, 128, D, CAUSAL, tj::bf16>>(gpu(), {.num_warps = 8, .num_stages = 2});
+  auto qk = tj::compile<examples::FlashBwdQTma<128, 64, D, CAUSAL, tj::bf16>>(gpu(), {.num_warps = 8, .num_stages = 2});
+  const float sc = static_cast<float>(1.0 / std::sqrt(double(D))), sc2 = static_cast<float>(1.4426950408889634 / std::sqrt(double(D)));
+  auto run = [&] {
+    pre.launch(tj::Grid{S / 64, B * H}, o, d_o, delta, S);
+    kv.launch(tj::Grid{S / 128, B * H}, k128, v128, q64, do64, lse, delta, dk, dv, S, 1, sc, sc2);
+    qk.launch(tj::Grid{S / 128, B * H}, q128, do128, k64, v64, lse, delta, dq, S, 1, sc, sc2);
+  };
+  run();
+  gpu().synchronize();
+  for (auto _ : st) st.SetIterationTime(gpu().time_ms({}, run) / 1e3);
+  const double flops = 2.5 * 4.0 * B * H * double(S) * S * D / (CAUSAL ? 2 : 1);
+  st.counters["TFLOP/s"] = benchmark::Counter(flops / 1e12, benchmark::Counter::kIsIterationInvariantRate);
+  for (auto* p : bufs) gpu().free(p);
+  gpu().free(lse), gpu().free(delta);
+}
+
 /// Decode: B sequences of `len` cached tokens, one query token each; Hq / Hkv / D of the model.
 void BM_Decode(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
@@ -182,6 +232,10 @@ BENCHMARK(BM_FlashBwd<64, false>)->Name("BM_FlashBwd/D64/full")->UseManualTime()
 BENCHMARK(BM_FlashBwd<64, true>)->Name("BM_FlashBwd/D64/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashBwd<128, false>)->Name("BM_FlashBwd/D128/full")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashBwd<128, true>)->Name("BM_FlashBwd/D128/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwdTma<64, false>)->Name("BM_FlashBwdTma/D64/full")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwdTma<64, true>)->Name("BM_FlashBwdTma/D64/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwdTma<128, false>)->Name("BM_FlashBwdTma/D128/full")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwdTma<128, true>)->Name("BM_FlashBwdTma/D128/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
 // Llama-3-8B (32 query heads over 8 KV heads, D 128) and Phi-3-mini (32 heads, D 96), 32K cached tokens, 8 sequences.
 BENCHMARK(BM_Decode)->Name("BM_Decode/llama3_8b")->Args({32, 8, 128, 32768, 8})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Decode)->Name("BM_Decode/phi3_mini")->Args({32, 32, 96, 32768, 8})->UseManualTime()->Unit(benchmark::kMillisecond);

@@ -55,7 +55,7 @@ void check_tma(const tj::Device& dev, int B, int Hq, int group, int S, int warps
   const bool gpu = dev.backend() != tj::Backend::interpreter;
   T *dq = q.data(), *dk = k.data(), *dv = v.data(), *dout = o.data();
   float* dl = lse.data();
-  std::memset(o.data(), 0xff, o.size() * sizeof(T));  // poison: NaN in bf16 / f16
+  std::memset(static_cast<void*>(o.data()), 0xff, o.size() * sizeof(T));  // poison: NaN in bf16 / f16
   if (gpu) {
     auto up = [&](std::vector<T>& h) {
       auto* p = static_cast<T*>(dev.alloc(h.size() * sizeof(T)));

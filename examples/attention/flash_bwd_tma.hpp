@@ -1,0 +1,109 @@
+// examples/attention/flash_bwd_tma.hpp — the backward pass of flash_bwd.hpp
+// with Q, K, V and dO read through tensor descriptors: the Hopper path, on the
+// machinery of flash_fwd_tma.hpp. Launch 1 (delta = rowsum(dO ∘ O)) is
+// FlashBwdPreprocess of flash_bwd.hpp, unchanged.
+//
+//   FlashBwdKVTma, grid (cdiv(S, BLOCK_N), B·Hkv), BLOCK_N / 16 warps:
+//     K and V blocks resident (copied once); per query head of the group and
+//     query block, Q and dO blocks through the TMA pipeline, and four wgmma:
+//       Sᵀ  = K·Qᵀ        (both from shared memory; Qᵀ as the trans of the Q block)
+//       dV += Pᵀ·dO       (Pᵀ from registers; dO read MN-major)
+//       dPᵀ = V·dOᵀ       (both from shared memory)
+//       dK += dSᵀ·Q       (dSᵀ from registers; Q read MN-major)
+//   FlashBwdQTma, grid (cdiv(S, BLOCK_M), B·Hq), BLOCK_M / 16 warps:
+//     Q and dO resident; per key block, K and V through the pipeline:
+//       S = Q·Kᵀ, dP = dO·Vᵀ (shared memory), dQ += dS·K (dS from registers, K MN-major).
+//
+// Each Q / dO (resp. K) block is read twice by the tensor cores, once K-major
+// through `trans` and once MN-major, from the same shared-memory copy.
+// Descriptors: q, d_o over [B·Hq·S, D]; k, v over [B·Hkv·S, D]; blocks
+// [BLOCK_M, D] for q and d_o, [BLOCK_N, D] for k and v. Blocks that run past
+// a head's S rows read the next head's rows (or TMA's zero fill): their lse
+// and delta are loaded masked and their probabilities are masked to 0, so
+// they contribute nothing, and rows past S are not stored. Off sm_90a the
+// descriptor loads become masked loads. Source: Dao, FlashAttention-2 (arXiv
+// 2307.08691), Algorithm 2; the Hopper mapping as in FlashAttention-3 (arXiv
+// 2407.08608) without its warp specialisation.
+#pragma once
+#include "examples/attention/flash_bwd.hpp"
+
+namespace examples {
+
+template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T>
+struct FlashBwdKVTma {
+  void operator()(tj::Desc<T, BLOCK_N, HEAD_DIM> k, tj::Desc<T, BLOCK_N, HEAD_DIM> v, tj::Desc<T, BLOCK_M, HEAD_DIM> q,
+                  tj::Desc<T, BLOCK_M, HEAD_DIM> d_o, tj::Ptr<float> lse, tj::Ptr<float> delta, tj::Ptr<T> dk, tj::Ptr<T> dv,
+                  tj::Size S, tj::Size group, tj::Scalar<float> scale, tj::Scalar<float> scale_log2e) const {
+    constexpr float kLog2e = 1.4426950408889634f;
+    auto start_n = tj::program_id(0) * BLOCK_N;
+    auto bkv = tj::program_id(1);
+    auto rn = start_n + tj::arange<BLOCK_N>();
+    auto rd = tj::arange<HEAD_DIM>();
+    auto key_ok = rn < S;
+    auto k_tile = k.load(bkv * S + start_n, 0);  // resident
+    auto v_tile = v.load(bkv * S + start_n, 0);
+    // Causal: query rows before this key block see none of it.
+    auto m_lo = CAUSAL ? start_n / BLOCK_M * BLOCK_M : tj::scalar<std::int32_t>(0);
+    auto init = std::tuple{tj::zeros<float, BLOCK_N, HEAD_DIM>(), tj::zeros<float, BLOCK_N, HEAD_DIM>()};
+    auto [dk_acc, dv_acc] = tj::for_range(0, group, 1, init, [&](tj::Int g, auto dk_g, auto dv_g) {
+      auto bh = bkv * group + g;  // a query head of this KV head
+      return tj::for_range(m_lo, S, BLOCK_M, std::tuple{dk_g, dv_g}, [&](tj::Int m0, auto dk_acc, auto dv_acc) {
+        auto rm = m0 + tj::arange<BLOCK_M>();
+        auto row_ok = rm < S;
+        auto q_blk = q.load(bh * S + m0, 0);
+        auto do_blk = d_o.load(bh * S + m0, 0);
+        auto lse_l2 = tj::load(lse + bh * S + rm, row_ok, 0.0f) * kLog2e;
+        auto dlt = tj::load(delta + bh * S + rm, row_ok, 0.0f);
+        auto st = tj::dot(k_tile, tj::trans(q_blk));  // Sᵀ [BLOCK_N, BLOCK_M]
+        auto ok = tj::expand_dims<1>(key_ok) & tj::expand_dims<0>(row_ok);
+        auto mask = CAUSAL ? (ok & (tj::expand_dims<1>(rn) <= tj::expand_dims<0>(rm))) : ok;
+        auto pt = tj::where(mask, tj::exp2(st * scale_log2e - tj::expand_dims<0>(lse_l2)), 0.0f);
+        auto dv_new = tj::dot(tj::cast<T>(pt), do_blk, dv_acc);
+        auto dpt = tj::dot(v_tile, tj::trans(do_blk));  // dPᵀ [BLOCK_N, BLOCK_M]
+        auto dst = pt * (dpt - tj::expand_dims<0>(dlt));
+        auto dk_new = tj::dot(tj::cast<T>(dst), q_blk, dk_acc);
+        return std::tuple{dk_new, dv_new};
+      });
+    });
+    auto kv_ptrs = bkv * S * HEAD_DIM + tj::expand_dims<1>(rn) * HEAD_DIM + tj::expand_dims<0>(rd);
+    tj::store(dk + kv_ptrs, tj::cast<T>(dk_acc * scale), tj::expand_dims<1>(key_ok));
+    tj::store(dv + kv_ptrs, tj::cast<T>(dv_acc), tj::expand_dims<1>(key_ok));
+  }
+};
+
+template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T>
+struct FlashBwdQTma {
+  void operator()(tj::Desc<T, BLOCK_M, HEAD_DIM> q, tj::Desc<T, BLOCK_M, HEAD_DIM> d_o, tj::Desc<T, BLOCK_N, HEAD_DIM> k,
+                  tj::Desc<T, BLOCK_N, HEAD_DIM> v, tj::Ptr<float> lse, tj::Ptr<float> delta, tj::Ptr<T> dq, tj::Size S,
+                  tj::Size group, tj::Scalar<float> scale, tj::Scalar<float> scale_log2e) const {
+    constexpr float kLog2e = 1.4426950408889634f;
+    auto start_m = tj::program_id(0) * BLOCK_M;
+    auto bh = tj::program_id(1);
+    auto rm = start_m + tj::arange<BLOCK_M>();
+    auto rd = tj::arange<HEAD_DIM>();
+    auto row_ok = rm < S;
+    auto q_blk = q.load(bh * S + start_m, 0);  // resident
+    auto do_blk = d_o.load(bh * S + start_m, 0);
+    auto lse_l2 = tj::load(lse + bh * S + rm, row_ok, 0.0f) * kLog2e;
+    auto dlt = tj::load(delta + bh * S + rm, row_ok, 0.0f);
+    auto kv_row = (bh / group) * S;
+    auto hi = CAUSAL ? tj::minimum(S, start_m + BLOCK_M) : tj::Int(S);
+    auto dq_acc = tj::for_range(0, hi, BLOCK_N, tj::zeros<float, BLOCK_M, HEAD_DIM>(), [&](tj::Int n0, auto dq_acc) {
+      auto rn = n0 + tj::arange<BLOCK_N>();
+      auto key_ok = rn < S;
+      auto k_blk = k.load(kv_row + n0, 0);
+      auto v_blk = v.load(kv_row + n0, 0);
+      auto s = tj::dot(q_blk, tj::trans(k_blk));
+      auto ok = tj::expand_dims<1>(row_ok) & tj::expand_dims<0>(key_ok);
+      auto mask = CAUSAL ? (ok & (tj::expand_dims<1>(rm) >= tj::expand_dims<0>(rn))) : ok;
+      auto p = tj::where(mask, tj::exp2(s * scale_log2e - tj::expand_dims<1>(lse_l2)), 0.0f);
+      auto dp = tj::dot(do_blk, tj::trans(v_blk));
+      auto ds = p * (dp - tj::expand_dims<1>(dlt));
+      return tj::dot(tj::cast<T>(ds), k_blk, dq_acc);
+    });
+    auto q_ptrs = bh * S * HEAD_DIM + tj::expand_dims<1>(rm) * HEAD_DIM + tj::expand_dims<0>(rd);
+    tj::store(dq + q_ptrs, tj::cast<T>(dq_acc * scale), tj::expand_dims<1>(row_ok));
+  }
+};
+
+}  // namespace examples

@@ -1,0 +1,181 @@
+// The Hopper backward (examples/attention/flash_bwd_tma.hpp): dQ, dK, dV
+// against the f64 gradients on fresh random inputs — in the interpreter
+// (descriptor loads lowered to masked loads) and, on a GPU, through the sm_90a
+// TMA + wgmma path; and the shape of the sm_90a code (K, V or Q, dO resident,
+// the other pair pipelined, every product on wgmma, register-A for Pᵀ·dO,
+// dSᵀ·Q and dS·K with their B read MN-major).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "examples/attention/attention.hpp"
+#include "examples/attention/flash_bwd_tma.hpp"
+#include "test/common/attention_ref.hpp"
+#include "test/common/random.hpp"
+
+namespace tj = tilejit;
+using D = tj::TensorDescriptor;
+
+namespace {
+
+template <class T>
+std::vector<T> random_tensor(std::size_t n, unsigned salt) {
+  auto f = testing::random_floats(n, -1, 1, salt);
+  std::vector<T> out(n);
+  for (std::size_t i = 0; i < n; ++i) out[i] = T(f[i]);
+  return out;
+}
+
+/// Forward through the library (O, LSE), delta, then FlashBwdKVTma and FlashBwdQTma.
+template <int BM, int BN, int HD, bool CAUSAL, class T>
+void bwd_tma_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int stages) {
+  CAPTURE(HD);
+  CAPTURE(S);
+  CAPTURE(CAUSAL);
+  CAPTURE(Hq);
+  CAPTURE(Hkv);
+  CAPTURE(testing::fresh_seed());
+  const int group = Hq / Hkv;
+  const std::size_t nq = static_cast<std::size_t>(B) * Hq * S * HD, nk = static_cast<std::size_t>(B) * Hkv * S * HD;
+  auto q = random_tensor<T>(nq, 41), k = random_tensor<T>(nk, 42), v = random_tensor<T>(nk, 43), d_o = random_tensor<T>(nq, 44);
+  std::vector<T> o(nq), dq(nq), dk(nk), dv(nk);
+  std::memset(static_cast<void*>(dq.data()), 0xff, nq * sizeof(T));  // poison (NaN): every element must be written
+  std::memset(static_cast<void*>(dk.data()), 0xff, nk * sizeof(T));
+  std::memset(static_cast<void*>(dv.data()), 0xff, nk * sizeof(T));
+  std::vector<float> lse(static_cast<std::size_t>(B) * Hq * S), delta(lse.size());
+  const examples::AttnShape s{.batch = B, .heads_q = Hq, .heads_kv = Hkv, .seqlen = S, .head_dim = HD, .causal = CAUSAL};
+  const bool gpu = dev.backend() != tj::Backend::interpreter;
+  std::vector<void*> allocs;
+  auto up = [&](auto& h) {
+    using E = typename std::decay_t<decltype(h)>::value_type;
+    if (!gpu) return h.data();
+    auto* p = static_cast<E*>(dev.alloc(h.size() * sizeof(E)));
+    dev.copy_to_device(p, h.data(), h.size() * sizeof(E));
+    allocs.push_back(p);
+    return p;
+  };
+  auto down = [&](auto& h, const auto* p) {
+    if (gpu) dev.copy_to_host(h.data(), p, h.size() * sizeof(h[0]));
+  };
+  auto *pq = up(q), *pk = up(k), *pv = up(v), *po = up(o), *pdo = up(d_o), *pdq = up(dq), *pdk = up(dk), *pdv = up(dv);
+  auto *pl = up(lse), *pdl = up(delta);
+  examples::Attention<T> attn(dev);
+  attn.forward(pq, pk, pv, po, pl, s);
+  const double scale = s.softmax_scale();
+  const float sc = static_cast<float>(scale), sc2 = static_cast<float>(scale * 1.4426950408889634);
+  auto pre = tj::compile<examples::FlashBwdPreprocess<64, HD, T>>(dev, {.num_warps = 4});
+  pre.launch(tj::Grid{tj::cdiv(S, 64), B * Hq}, po, pdo, pdl, S);
+  const tj::DType dt = tj::dtype_v<T>;
+  const long long rq = static_cast<long long>(B) * Hq * S, rk = static_cast<long long>(B) * Hkv * S;
+  {
+    D dk_d(dev, pk, dt, {rk, HD}, {HD, 1}, {BN, HD}), dv_d(dev, pv, dt, {rk, HD}, {HD, 1}, {BN, HD});
+    D dq_d(dev, pq, dt, {rq, HD}, {HD, 1}, {BM, HD}), ddo_d(dev, pdo, dt, {rq, HD}, {HD, 1}, {BM, HD});
+    auto kv = tj::compile<examples::FlashBwdKVTma<BM, BN, HD, CAUSAL, T>>(dev, {.num_warps = BN / 16, .num_stages = stages});
+    kv.launch(tj::Grid{tj::cdiv(S, BN), B * Hkv}, dk_d, dv_d, dq_d, ddo_d, pl, pdl, pdk, pdv, S, group, sc, sc2);
+  }
+  {
+    D dq_d(dev, pq, dt, {rq, HD}, {HD, 1}, {BN, HD}), ddo_d(dev, pdo, dt, {rq, HD}, {HD, 1}, {BN, HD});
+    D dk_d(dev, pk, dt, {rk, HD}, {HD, 1}, {BM, HD}), dv_d(dev, pv, dt, {rk, HD}, {HD, 1}, {BM, HD});
+    // The dQ kernel's query block is BN rows (BN / 16 warps) and its key block BM: the roles swap.
+    auto qk = tj::compile<examples::FlashBwdQTma<BN, BM, HD, CAUSAL, T>>(dev, {.num_warps = BN / 16, .num_stages = stages});
+    qk.launch(tj::Grid{tj::cdiv(S, BN), B * Hq}, dq_d, ddo_d, dk_d, dv_d, pl, pdl, pdq, S, group, sc, sc2);
+  }
+  down(dq, pdq), down(dk, pdk), down(dv, pdv);
+  for (void* p : allocs) dev.free(p);
+  auto head = [&](const std::vector<T>& x, int h) {
+    std::vector<double> out(static_cast<std::size_t>(S) * HD);
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(x[static_cast<std::size_t>(h) * S * HD + i]);
+    return out;
+  };
+  std::vector<double> ref_dq, ref_dk, ref_dv, got_dq, got_dk, got_dv;
+  for (int bkv = 0; bkv < B * Hkv; ++bkv) {
+    std::vector<double> sum_dk(static_cast<std::size_t>(S) * HD, 0.0), sum_dv(sum_dk.size(), 0.0);
+    for (int g = 0; g < group; ++g) {
+      const int bh = bkv * group + g;
+      const auto r = testing::attention_grad_ref(head(q, bh), head(k, bkv), head(v, bkv), head(d_o, bh), S, HD, CAUSAL, scale);
+      ref_dq.insert(ref_dq.end(), r.dq.begin(), r.dq.end());
+      const auto gq = head(dq, bh);
+      got_dq.insert(got_dq.end(), gq.begin(), gq.end());
+      for (std::size_t i = 0; i < sum_dk.size(); ++i) sum_dk[i] += r.dk[i], sum_dv[i] += r.dv[i];
+    }
+    ref_dk.insert(ref_dk.end(), sum_dk.begin(), sum_dk.end());
+    ref_dv.insert(ref_dv.end(), sum_dv.begin(), sum_dv.end());
+    const auto gk = head(dk, bkv), gv = head(dv, bkv);
+    got_dk.insert(got_dk.end(), gk.begin(), gk.end());
+    got_dv.insert(got_dv.end(), gv.begin(), gv.end());
+  }
+  for (double x : got_dq) REQUIRE(std::isfinite(x));
+  for (double x : got_dk) REQUIRE(std::isfinite(x));
+  for (double x : got_dv) REQUIRE(std::isfinite(x));
+  CHECK(testing::rel_error(got_dq, ref_dq) < 5e-2);
+  CHECK(testing::rel_error(got_dk, ref_dk) < 5e-2);
+  CHECK(testing::rel_error(got_dv, ref_dv) < 5e-2);
+}
+
+std::size_t count(const std::string& s, const std::string& what) {
+  std::size_t n = 0;
+  for (std::size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("attention_bwd_tma_interpreter_matches_f64") {
+  auto dev = tj::Device::interpreter();
+  bwd_tma_case<64, 64, 64, false, tj::bf16>(dev, 1, 2, 1, 80, 2);  // ragged S: blocks run into the next head
+  bwd_tma_case<64, 64, 96, true, tj::bf16>(dev, 1, 2, 2, 70, 2);   // D = 96 exact, causal
+  bwd_tma_case<64, 64, 64, true, tj::f16>(dev, 1, 4, 2, 64, 3);    // GQA: dK, dV summed over the group
+}
+
+TEST_CASE("attention_bwd_tma_sm90a_code_uses_tma_and_wgmma_for_every_product") {
+  for (int hd : {64, 96, 128}) {
+    CAPTURE(hd);
+    auto gen = [&](auto kernel) {
+      return tj::codegen::generate(tj::trace(decltype(kernel){}), {}, tj::codegen::target_for("sm_90a"), {.num_warps = 8, .num_stages = 2});
+    };
+    const auto kv = hd == 64 ? gen(examples::FlashBwdKVTma<64, 128, 64, true, tj::bf16>{})
+                  : hd == 96 ? gen(examples::FlashBwdKVTma<64, 128, 96, false, tj::bf16>{})
+                             : gen(examples::FlashBwdKVTma<64, 128, 128, true, tj::bf16>{});
+    const auto qk = hd == 64 ? gen(examples::FlashBwdQTma<128, 64, 64, true, tj::bf16>{})
+                  : hd == 96 ? gen(examples::FlashBwdQTma<128, 64, 96, false, tj::bf16>{})
+                             : gen(examples::FlashBwdQTma<128, 64, 128, true, tj::bf16>{});
+    for (const auto* g : {&kv, &qk}) {
+      CHECK(g->tma_params == std::vector<int>{0, 1, 2, 3});
+      CHECK(count(g->source, "copied once by TMA") == 2);     // K, V (dK/dV kernel) or Q, dO (dQ kernel)
+      CHECK(count(g->source, "\"r\"(tj_pa") > 0);             // register-A products
+      CHECK(count(g->source, "tj_wgmma_desc_mn((tj_ring") > 0);  // the pipelined blocks read MN-major too
+      CHECK(g->source.find("from L") == std::string::npos);  // no conversion through shared memory
+      bool piped = false;
+      for (const auto& d : g->diagnostics) piped |= d.find("TMA pipeline of 2 stage(s)") != std::string::npos;
+      CHECK(piped);
+    }
+    // dK/dV kernel: 4 products per iteration; register-A on two of them (Pᵀ·dO over K = 64, dSᵀ·Q).
+    CHECK(count(kv.source, "\"r\"(tj_pa") == static_cast<std::size_t>(2 * 4 * (64 / 16)));
+    CHECK(count(qk.source, "\"r\"(tj_pa") == static_cast<std::size_t>(4 * (64 / 16)));
+    std::string why;
+    if (tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) {
+      for (const auto* g : {&kv, &qk}) {
+        tj::runtime::JitRequest req;
+        req.source = g->source;
+        req.name = "bwd_tma.cu";
+        req.arch = "sm_90a";
+        CHECK(!tj::runtime::compile(req).binary.bytes.empty());
+      }
+    }
+  }
+}
+
+TEST_CASE("attention_bwd_tma_gpu_matches_f64") {
+  auto dev = tj::Device::best();
+  if (dev.backend() != tj::Backend::cuda) {
+    MESSAGE("no GPU: skipping");
+    return;
+  }
+  bwd_tma_case<64, 128, 64, false, tj::bf16>(dev, 1, 4, 1, 300, 2);
+  bwd_tma_case<64, 128, 96, true, tj::bf16>(dev, 1, 4, 2, 257, 2);
+  bwd_tma_case<64, 128, 128, true, tj::bf16>(dev, 2, 4, 4, 256, 2);
+  bwd_tma_case<64, 128, 128, false, tj::f16>(dev, 1, 2, 1, 200, 3);
+}
