@@ -7,6 +7,7 @@
 //   BM_FlashFwd/D{64,96,128}/{full,causal}   examples/attention/flash_fwd.hpp
 //   BM_FlashFwdTma/D{64,96,128}/{full,causal}/BN/stages   examples/attention/flash_fwd_tma.hpp (Hopper: TMA + wgmma)
 //   BM_FlashFwdTmaPadded/D96/...             the same on heads zero-padded to 128
+//   BM_FlashFwdTmaOverlap/...                FlashAttnFwdTmaOverlap: next scores in flight during the softmax
 //   BM_FlashFwdPadded/D96                    D = 96 run as the D = 128 kernel on zero-padded heads
 //                                            (TFLOP/s still counts D = 96: the exact tile's gain is the time ratio)
 //   BM_FlashBwd/D{64,128}/{full,causal}      examples::Attention<bf16>::backward (3 launches)
@@ -65,7 +66,8 @@ void BM_FlashFwd(benchmark::State& st) {
 
 /// The Hopper forward (flash_fwd_tma.hpp: TMA, wgmma with P in registers): head dim D run by the kernel for
 /// DK >= D on zero-padded heads (DK = D: exact); BLOCK_M = 16 x warps, BLOCK_N = BN, num_stages = STAGES.
-template <int D, bool CAUSAL, int BM, int BN, int STAGES, int DK = D>
+template <int D, bool CAUSAL, int BM, int BN, int STAGES, int DK = D,
+          template <int, int, int, bool, class> class Kernel = examples::FlashAttnFwdTma>
 void BM_FlashFwdTma(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
   constexpr int WARPS = BM / 16;  // one warp group per 64 query rows
@@ -88,7 +90,7 @@ void BM_FlashFwdTma(benchmark::State& st) {
   Desc dq(gpu(), q, tj::DType::bf16, {rows, DK}, {DK, 1}, {BM, DK});
   Desc dk(gpu(), k, tj::DType::bf16, {rows, DK}, {DK, 1}, {BN, DK});
   Desc dv(gpu(), v, tj::DType::bf16, {rows, DK}, {DK, 1}, {BN, DK});
-  auto kern = tj::compile<examples::FlashAttnFwdTma<BM, BN, DK, CAUSAL, tj::bf16>>(gpu(), {.num_warps = WARPS, .num_stages = STAGES});
+  auto kern = tj::compile<Kernel<BM, BN, DK, CAUSAL, tj::bf16>>(gpu(), {.num_warps = WARPS, .num_stages = STAGES});
   const float scale = static_cast<float>(1.4426950408889634 / std::sqrt(double(D)));
   auto run = [&] { kern.launch(tj::Grid{S / BM, B * H}, dq, dk, dv, o, lse, S, 1, scale); };
   run();
@@ -263,6 +265,16 @@ TJ_TMA(128, false, 64, 64, 3, "full");
 TJ_TMA(128, false, 64, 64, 2, "full");
 TJ_TMA(128, false, 64, 128, 2, "full");
 TJ_TMA(128, true, 64, 64, 3, "causal");
+#define TJ_TMA_OVERLAP(D, C, BM, BN, ST, NAME)                                                                  \
+  BENCHMARK(BM_FlashFwdTma<D, C, BM, BN, ST, D, examples::FlashAttnFwdTmaOverlap>)                                \
+      ->Name("BM_FlashFwdTmaOverlap/D" #D "/" NAME "/" #BM "x" #BN "/" #ST)                                       \
+      ->UseManualTime()                                                                                           \
+      ->Unit(benchmark::kMillisecond)
+TJ_TMA_OVERLAP(64, false, 128, 64, 3, "full");
+TJ_TMA_OVERLAP(96, false, 128, 64, 3, "full");
+TJ_TMA_OVERLAP(128, false, 128, 64, 3, "full");
+TJ_TMA_OVERLAP(128, true, 128, 64, 3, "causal");
+TJ_TMA(128, true, 128, 64, 3, "causal");
 BENCHMARK(BM_FlashFwdTma<96, false, 128, 64, 3, 128>)->Name("BM_FlashFwdTmaPadded/D96/full/128x64/3")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashFwdTma<96, false, 64, 64, 3, 128>)->Name("BM_FlashFwdTmaPadded/D96/full/64x64/3")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

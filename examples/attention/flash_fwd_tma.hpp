@@ -55,3 +55,54 @@ struct FlashAttnFwdTma {
 };
 
 }  // namespace examples
+
+namespace examples {
+
+/// FlashAttnFwdTma with the next block's scores in flight during this block's
+/// softmax (FlashAttention-3's intra-warp-group overlap, written in the DSL):
+/// the loop carries the raw scores S_j; iteration j first issues S_{j+1} =
+/// Q·K_{j+1}ᵀ (both operands in shared memory, so the code generator defers
+/// its wait to the end of the iteration), then runs the softmax of S_j on the
+/// CUDA cores and the SFU while the tensor cores compute S_{j+1}, then P_j·V_j.
+/// The first block's scores come from a K block copied before the loop; the
+/// last iteration computes one block past `hi` (read from the next head's rows
+/// or TMA's zero fill) and drops it. Same shapes, descriptors and results as
+/// FlashAttnFwdTma.
+template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T>
+struct FlashAttnFwdTmaOverlap {
+  void operator()(tj::Desc<T, BLOCK_M, HEAD_DIM> q, tj::Desc<T, BLOCK_N, HEAD_DIM> k, tj::Desc<T, BLOCK_N, HEAD_DIM> v, tj::Ptr<T> o,
+                  tj::Ptr<float> lse, tj::Size S, tj::Size group, tj::Scalar<float> scale_log2e) const {
+    auto start_m = tj::program_id(0) * BLOCK_M;
+    auto bh = tj::program_id(1);
+    auto kv_row = (bh / group) * S;
+    auto rm = start_m + tj::arange<BLOCK_M>();
+    auto rd = tj::arange<HEAD_DIM>();
+    auto row_ok = rm < S;
+    auto q_tile = q.load(bh * S + start_m, 0);
+    auto hi = CAUSAL ? tj::minimum(S, start_m + BLOCK_M) : tj::Int(S);
+    auto s_first = tj::dot(q_tile, tj::trans(k.load(kv_row, 0)));  // raw scores of keys [0, BLOCK_N)
+    auto init = std::tuple{tj::full<float, BLOCK_M>(kAttnNegBig), tj::zeros<float, BLOCK_M>(), tj::zeros<float, BLOCK_M, HEAD_DIM>(),
+                           s_first};
+    auto [m_i, l_i, acc, s_last] = tj::for_range(0, hi, BLOCK_N, init, [&](tj::Int n0, auto m_i, auto l_i, auto acc, auto s_cur) {
+      auto s_next = tj::dot(q_tile, tj::trans(k.load(kv_row + n0 + BLOCK_N, 0)));  // in flight during the softmax below
+      auto rn = n0 + tj::arange<BLOCK_N>();
+      auto col_ok = tj::expand_dims<0>(rn < hi);
+      auto mask = CAUSAL ? (col_ok & (tj::expand_dims<1>(rm) >= tj::expand_dims<0>(rn))) : (col_ok & (tj::expand_dims<1>(rm) >= 0));
+      auto s = tj::where(mask, s_cur, kAttnNegBig);
+      auto s_max = tj::max<1>(s);
+      auto m_new = tj::where(s_max > kAttnNegBig, tj::maximum(m_i, s_max * scale_log2e), m_i);
+      auto m_use = tj::where(m_new > kAttnNegBig, m_new, 0.0f);
+      auto p = tj::exp2(s * scale_log2e - tj::expand_dims<1>(m_use));
+      auto alpha = tj::exp2(m_i - m_new);
+      auto acc_new = tj::dot(tj::cast<T>(p), v.load(kv_row + n0, 0), acc * tj::expand_dims<1>(alpha));
+      return std::tuple{m_new, l_i * alpha + tj::sum<1>(p), acc_new, s_next};
+    });
+    (void)s_last;
+    auto [out, lse_row] = attend_finish<BLOCK_M, HEAD_DIM>(m_i, l_i, acc);
+    auto q_base = bh * S * HEAD_DIM;
+    tj::store(o + q_base + tj::expand_dims<1>(rm) * HEAD_DIM + tj::expand_dims<0>(rd), tj::cast<T>(out), tj::expand_dims<1>(row_ok));
+    tj::store(lse + bh * S + rm, lse_row, row_ok);
+  }
+};
+
+}  // namespace examples

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <functional>
@@ -95,6 +96,10 @@ class Emitter {
       src += fmt::format("  __shared__ __attribute__((aligned({}))) unsigned char tj_smem[{}];\n", smem_align_, smem_bytes_);
     }
     src += body_;
+    // A resident block's copy is issued unconditionally but waited for only by the dots that read it; if they
+    // sit in a loop that ran zero times, the program must still not exit with the bulk copy in flight.
+    for (const Resident& r : resident_)
+      src += fmt::format("  if (tj_tid == 0) tj_mbar_wait(tj_rbar{}, 0u);  // block %{} has landed before the program exits\n", r.node, r.node);
     src += "}\n";
     g.source = std::move(src);
     return g;
@@ -317,6 +322,7 @@ class Emitter {
     const int L = p.loop;
     const Node& lb = k_[L];
     const std::string hi = v(lb.args[1], 0), step = v(lb.args[2], 0);
+    retire_deferred();  // a stage is refilled below: every wgmma reading the ring has completed
     // With a prefetch the stage refilled next is the previous iteration's: its groups are retired by leaving this
     // iteration's in flight. Without one (a single stage) the next copy overwrites this very stage: wait for all.
     if (!p.async_dots.empty())
@@ -626,6 +632,12 @@ class Emitter {
     const ir::Type& t = n.type;
     auto arg = [&](int j) { return n.args[static_cast<std::size_t>(j)]; };
     auto op = [&](int j, int r) { return opnd(id, j, r); };
+    if (!deferred_.empty()) {
+      bool reads = n.op == Op::loop_begin || n.op == Op::loop_end;
+      for (int a : n.args)
+        reads |= a >= 0 && std::find(deferred_.begin(), deferred_.end(), a) != deferred_.end();
+      if (reads) retire_deferred();
+    }
     convert_operands(id);
     switch (n.op) {
       case Op::param: {
@@ -1227,7 +1239,29 @@ class Emitter {
       for (int r = 0; r < R(id); ++r) line(fmt::format("v{}[{}] = {};", id, r, opnd(id, 2, r)));
     }
     emit_wgmma_instructions(id, acc, A, B, M, N, K, ta.dtype);
-    if (!async) line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");");
+    if (async) return;
+    // Both operands in shared memory: the wait is deferred to the first node that reads the result (or the
+    // end of the iteration / a loop boundary), so independent work — e.g. the softmax of the previous scores
+    // while the next Q·Kᵀ runs — overlaps the tensor cores. A register-A wgmma waits at once: its A
+    // registers must not be reused while it reads them.
+    if (a_smem) {
+      deferred_.push_back(id);
+      return;
+    }
+    line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");");
+  }
+
+  /// Wait for every deferred wgmma, then pin their accumulator registers (an empty asm that "writes" them),
+  /// so no read of a result is scheduled before the wait (CUTLASS's warpgroup_fence_operand).
+  void retire_deferred() {
+    if (deferred_.empty()) return;
+    line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");  // deferred wgmma complete");
+    for (int d : deferred_) {
+      std::string cons;
+      for (int r = 0; r < R(d); ++r) cons += fmt::format("{}\"+{}\"(v{}[{}])", r ? ", " : "", k_[d].type.dtype == DType::i32 ? 'r' : 'f', d, r);
+      line(fmt::format("asm volatile(\"\" : {});", cons));
+    }
+    deferred_.clear();
   }
 
   /// acc + a·b with AMD MFMA (CDNA wave64: v_mfma_f32_32x32x8 / 16x16x16,
@@ -1412,6 +1446,7 @@ class Emitter {
   std::vector<int> tma_param_;  // per parameter: rows of its TMA box (0: not TMA-fed)
   int ring_bytes_ = 0;
   std::vector<Resident> resident_;
+  std::vector<int> deferred_;  // wgmma dots issued, not yet waited for (retire_deferred)
   std::string pipe_preamble_;
   std::string body_;
   std::map<std::string, std::string> conversions_;  // (value, target layout) -> converted register array

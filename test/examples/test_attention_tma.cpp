@@ -20,7 +20,7 @@ using D = tj::TensorDescriptor;
 
 namespace {
 
-template <int BM, int BN, int HD, bool CAUSAL, class T>
+template <int BM, int BN, int HD, bool CAUSAL, class T, template <int, int, int, bool, class> class Kernel = examples::FlashAttnFwdTma>
 void check_tma(const tj::Device& dev, int B, int Hq, int group, int S, int warps, int stages, double tol) {
   CAPTURE(HD);
   CAPTURE(CAUSAL);
@@ -70,7 +70,7 @@ void check_tma(const tj::Device& dev, int B, int Hq, int group, int S, int warps
   D dqd(dev, dq, dt, {rows_q, HD}, {HD, 1}, {BM, HD});
   D dkd(dev, dk, dt, {rows_kv, HD}, {HD, 1}, {BN, HD});
   D dvd(dev, dv, dt, {rows_kv, HD}, {HD, 1}, {BN, HD});
-  auto kern = tj::compile<examples::FlashAttnFwdTma<BM, BN, HD, CAUSAL, T>>(dev, {.num_warps = warps, .num_stages = stages});
+  auto kern = tj::compile<Kernel<BM, BN, HD, CAUSAL, T>>(dev, {.num_warps = warps, .num_stages = stages});
   kern.launch(tj::Grid{tj::cdiv(S, BM), BH}, dqd, dkd, dvd, dout, dl, S, group, static_cast<float>(scale * 1.4426950408889634));
   if (gpu) {
     dev.copy_to_host(o.data(), dout, o.size() * sizeof(T));
@@ -158,6 +158,38 @@ TEST_CASE("attention_tma_compiles_off_hopper_as_masked_loads") {
   CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTma<64, 64, 96, true, tj::bf16>>("sm_80", {.num_warps = 4}));
 }
 
+TEST_CASE("attention_tma_overlap_interpreter_matches_f64") {
+  auto dev = tj::Device::interpreter();
+  check_tma<64, 64, 64, false, tj::bf16, examples::FlashAttnFwdTmaOverlap>(dev, 1, 2, 1, 100, 4, 2, 2e-2);
+  check_tma<64, 32, 96, true, tj::bf16, examples::FlashAttnFwdTmaOverlap>(dev, 1, 2, 2, 70, 4, 2, 2e-2);
+  check_tma<64, 64, 128, true, tj::f16, examples::FlashAttnFwdTmaOverlap>(dev, 2, 2, 1, 64, 4, 3, 1e-2);
+}
+
+TEST_CASE("attention_tma_overlap_sm90a_code_runs_the_softmax_while_the_next_scores_are_in_flight") {
+  const auto g = sm90(8, 2, examples::FlashAttnFwdTmaOverlap<128, 64, 128, false, tj::bf16>{});
+  const std::string& src = g.source;
+  CHECK(count(src, "copied once by TMA") == 2);  // Q and the first K block
+  // In the loop: the next S is committed, then the exp2 of this block's softmax, and only then a wait.
+  const auto loop = src.find("tj_mbar_wait(tj_bar");  // the top of the K loop: wait for this stage
+  REQUIRE(loop != std::string::npos);
+  const auto commit = src.find("wgmma.commit_group", loop);
+  REQUIRE(commit != std::string::npos);
+  const auto exp2 = src.find("tj_exp2(", commit);
+  const auto wait = src.find("wgmma.wait_group", commit);
+  REQUIRE(exp2 != std::string::npos);
+  REQUIRE(wait != std::string::npos);
+  CHECK(exp2 < wait);
+  CHECK(src.find("deferred wgmma complete") != std::string::npos);
+  std::string why;
+  if (tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) {
+    tj::runtime::JitRequest req;
+    req.source = src;
+    req.name = "attn_overlap.cu";
+    req.arch = "sm_90a";
+    CHECK(!tj::runtime::compile(req).binary.bytes.empty());
+  }
+}
+
 TEST_CASE("attention_tma_gpu_matches_f64") {
   auto dev = tj::Device::best();
   if (dev.backend() != tj::Backend::cuda) {
@@ -168,4 +200,7 @@ TEST_CASE("attention_tma_gpu_matches_f64") {
   check_tma<128, 128, 96, true, tj::bf16>(dev, 1, 4, 2, 257, 8, 2, 2e-2);
   check_tma<128, 128, 128, true, tj::bf16>(dev, 2, 4, 4, 256, 8, 2, 2e-2);
   check_tma<128, 64, 128, false, tj::f16>(dev, 1, 2, 1, 200, 8, 3, 1e-2);
+  check_tma<128, 64, 64, false, tj::bf16, examples::FlashAttnFwdTmaOverlap>(dev, 1, 4, 1, 300, 8, 2, 2e-2);
+  check_tma<128, 64, 96, true, tj::bf16, examples::FlashAttnFwdTmaOverlap>(dev, 1, 4, 2, 257, 8, 3, 2e-2);
+  check_tma<128, 64, 128, true, tj::bf16, examples::FlashAttnFwdTmaOverlap>(dev, 2, 4, 4, 256, 8, 2, 2e-2);
 }

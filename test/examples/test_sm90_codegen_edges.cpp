@@ -262,7 +262,7 @@ TEST_CASE("sm90_edge_resident_block_read_by_two_dots_and_in_a_nested_loop") {
   CHECK(g.tma_params == std::vector<int>{0, 1});
   CHECK(g.tma_boxes == std::vector<std::array<int, 2>>{{64, 64}, {64, 64}});
   CHECK(count(g.source, "copied once by TMA") == 2u);       // Q, and the K block outside the loops
-  CHECK(count(g.source, "tj_mbar_wait(tj_rbar") == 3u);     // Q waited for by both dots, K(0) by one
+  CHECK(count(g.source, "tj_mbar_wait(tj_rbar") == 5u);     // Q waited for by both dots, K(0) by one, both before exit
   CHECK(has_diag(g, "TMA pipeline of 3 stage(s)"));         // the inner loop's K blocks
   if (have_nvrtc()) nvrtc_ok(g);
   // Interpreter against f64.
@@ -566,13 +566,11 @@ TEST_CASE("sm90_edge_resident_block_waited_before_loop_free_exit_sanity") {
   CHECK(waited_at_issue_depth(g.source, m[1].str()));
 }
 
-// BUG (src/codegen/codegen.cpp, Emitter: desc_load of a Resident / block_addr): a resident block's TMA copy is
-// issued unconditionally where its desc_load stands, but waited for only by the dots that read it. When those
-// dots sit in a loop that runs zero times, the program exits with the bulk copy (and its complete_tx on the
-// mbarrier) still in flight into shared memory that the SM may already have handed to the next CTA.
-// Fix: before the kernel returns, wait (thread 0 suffices) on every resident barrier not provably waited on
-// every path — e.g. emit `if (tj_tid == 0) tj_mbar_wait(tj_rbarN, 0u);` after the body, or issue the copy lazily.
-TEST_CASE("sm90_edge_bug_resident_copy_left_in_flight_when_its_loop_runs_zero_times" * doctest::skip()) {
+// Was a bug (found by review): a resident block's TMA copy is issued unconditionally where its desc_load
+// stands, but was waited for only by the dots that read it; when those sit in a loop that runs zero times, the
+// program exited with the bulk copy still in flight into its shared memory. Now thread 0 waits on every
+// resident barrier before the program exits.
+TEST_CASE("sm90_edge_resident_copy_waited_before_exit_even_when_its_loop_runs_zero_times") {
   const auto g = sm90<ResidentOnlyInLoop>(4, 2);
   std::smatch m;
   REQUIRE(std::regex_search(g.source, m, std::regex(R"(tj_mbar_expect_tx\((tj_rbar\d+),)")));
