@@ -102,36 +102,55 @@ void BM_FlashFwdTma(benchmark::State& st) {
   gpu().free(q), gpu().free(k), gpu().free(v), gpu().free(o), gpu().free(lse);
 }
 
+/// Inputs of a backward run: random q, k, v, dO (B=4, H=32, S=4096, bf16), O and LSE from the forward, and
+/// gradient / delta buffers; freed on destruction.
+template <int D, bool CAUSAL>
+struct BwdData {
+  static constexpr int B = 4, H = 32, S = 4096;
+  std::size_t n = static_cast<std::size_t>(B) * H * S * D, rows = static_cast<std::size_t>(B) * H * S;
+  std::vector<tj::bf16*> bufs;
+  tj::bf16 *q, *k, *v, *o, *d_o, *dq, *dk, *dv;
+  float *lse, *delta;
+  examples::AttnShape shape{.batch = B, .heads_q = H, .heads_kv = H, .seqlen = S, .head_dim = D, .causal = CAUSAL};
+  BwdData() {
+    std::vector<tj::bf16> h(n);
+    std::mt19937 g(std::random_device{}());
+    std::uniform_real_distribution<float> u(-1, 1);
+    for (auto& x : h) x = tj::bf16(u(g));
+    auto up = [&] {
+      auto* p = static_cast<tj::bf16*>(gpu().alloc(n * 2));
+      gpu().copy_to_device(p, h.data(), n * 2);
+      bufs.push_back(p);
+      return p;
+    };
+    q = up(), k = up(), v = up(), o = up(), d_o = up(), dq = up(), dk = up(), dv = up();
+    lse = static_cast<float*>(gpu().alloc(rows * 4));
+    delta = static_cast<float*>(gpu().alloc(rows * 4));
+    examples::Attention<tj::bf16>(gpu()).forward(q, k, v, o, lse, shape);
+  }
+  ~BwdData() {
+    for (auto* p : bufs) gpu().free(p);
+    gpu().free(lse), gpu().free(delta);
+  }
+  BwdData(const BwdData&) = delete;
+  BwdData& operator=(const BwdData&) = delete;
+  /// Time `run` (after one warm-up) and report TFLOP/s: 2.5x the forward's FLOPs, halved for causal.
+  template <class Run>
+  void time(benchmark::State& st, Run run) const {
+    run();
+    gpu().synchronize();
+    for (auto _ : st) st.SetIterationTime(gpu().time_ms({}, run) / 1e3);
+    const double flops = 2.5 * 4.0 * B * H * double(S) * S * D / (CAUSAL ? 2 : 1);
+    st.counters["TFLOP/s"] = benchmark::Counter(flops / 1e12, benchmark::Counter::kIsIterationInvariantRate);
+  }
+};
+
 template <int D, bool CAUSAL>
 void BM_FlashBwd(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
-  const int B = 4, H = 32, S = 4096;
-  const std::size_t n = static_cast<std::size_t>(B) * H * S * D, rows = static_cast<std::size_t>(B) * H * S;
-  std::vector<tj::bf16> h(n);
-  std::mt19937 g(std::random_device{}());
-  std::uniform_real_distribution<float> u(-1, 1);
-  for (auto& x : h) x = tj::bf16(u(g));
-  std::vector<tj::bf16*> bufs;
-  auto up = [&] {
-    auto* p = static_cast<tj::bf16*>(gpu().alloc(n * 2));
-    gpu().copy_to_device(p, h.data(), n * 2);
-    bufs.push_back(p);
-    return p;
-  };
-  tj::bf16 *q = up(), *k = up(), *v = up(), *o = up(), *d_o = up(), *dq = up(), *dk = up(), *dv = up();
-  auto* lse = static_cast<float*>(gpu().alloc(rows * 4));
-  auto* delta = static_cast<float*>(gpu().alloc(rows * 4));
+  const BwdData<D, CAUSAL> b;
   examples::Attention<tj::bf16> attn(gpu());
-  const examples::AttnShape shape{.batch = B, .heads_q = H, .heads_kv = H, .seqlen = S, .head_dim = D, .causal = CAUSAL};
-  attn.forward(q, k, v, o, lse, shape);
-  auto run = [&] { attn.backward(q, k, v, o, d_o, lse, delta, dq, dk, dv, shape); };
-  run();
-  gpu().synchronize();
-  for (auto _ : st) st.SetIterationTime(gpu().time_ms({}, run) / 1e3);
-  const double flops = 2.5 * 4.0 * B * H * double(S) * S * D / (CAUSAL ? 2 : 1);
-  st.counters["TFLOP/s"] = benchmark::Counter(flops / 1e12, benchmark::Counter::kIsIterationInvariantRate);
-  for (auto* p : bufs) gpu().free(p);
-  gpu().free(lse), gpu().free(delta);
+  b.time(st, [&] { attn.backward(b.q, b.k, b.v, b.o, b.d_o, b.lse, b.delta, b.dq, b.dk, b.dv, b.shape); });
 }
 
 /// The Hopper backward (flash_bwd_tma.hpp): delta, then dK/dV (BLOCK_N 128 keys, 8 warps) and dQ (128 queries,
@@ -139,47 +158,22 @@ void BM_FlashBwd(benchmark::State& st) {
 template <int D, bool CAUSAL>
 void BM_FlashBwdTma(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
-  const int B = 4, H = 32, S = 4096;
-  const std::size_t n = static_cast<std::size_t>(B) * H * S * D, rows = static_cast<std::size_t>(B) * H * S;
-  std::vector<tj::bf16> h(n);
-  std::mt19937 g(std::random_device{}());
-  std::uniform_real_distribution<float> u(-1, 1);
-  for (auto& x : h) x = tj::bf16(u(g));
-  std::vector<tj::bf16*> bufs;
-  auto up = [&] {
-    auto* p = static_cast<tj::bf16*>(gpu().alloc(n * 2));
-    gpu().copy_to_device(p, h.data(), n * 2);
-    bufs.push_back(p);
-    return p;
-  };
-  tj::bf16 *q = up(), *k = up(), *v = up(), *o = up(), *d_o = up(), *dq = up(), *dk = up(), *dv = up();
-  auto* lse = static_cast<float*>(gpu().alloc(rows * 4));
-  auto* delta = static_cast<float*>(gpu().alloc(rows * 4));
-  examples::Attention<tj::bf16> attn(gpu());
-  const examples::AttnShape shape{.batch = B, .heads_q = H, .heads_kv = H, .seqlen = S, .head_dim = D, .causal = CAUSAL};
-  attn.forward(q, k, v, o, lse, shape);
+  const BwdData<D, CAUSAL> b;
+  constexpr int B = BwdData<D, CAUSAL>::B, H = BwdData<D, CAUSAL>::H, S = BwdData<D, CAUSAL>::S;
   using Desc = tj::TensorDescriptor;
-  const long long r = static_cast<long long>(rows);
-  const Desc k128(gpu(), k, tj::DType::bf16, {r, D}, {D, 1}, {128, D}), v128(gpu(), v, tj::DType::bf16, {r, D}, {D, 1}, {128, D});
-  const Desc q64(gpu(), q, tj::DType::bf16, {r, D}, {D, 1}, {64, D}), do64(gpu(), d_o, tj::DType::bf16, {r, D}, {D, 1}, {64, D});
-  const Desc q128(gpu(), q, tj::DType::bf16, {r, D}, {D, 1}, {128, D}), do128(gpu(), d_o, tj::DType::bf16, {r, D}, {D, 1}, {128, D});
-  const Desc k64(gpu(), k, tj::DType::bf16, {r, D}, {D, 1}, {64, D}), v64(gpu(), v, tj::DType::bf16, {r, D}, {D, 1}, {64, D});
+  const long long r = static_cast<long long>(b.rows);
+  auto desc = [&](tj::bf16* p, int rows) { return Desc(gpu(), p, tj::DType::bf16, {r, D}, {D, 1}, {rows, D}); };
+  const Desc k128 = desc(b.k, 128), v128 = desc(b.v, 128), q64 = desc(b.q, 64), do64 = desc(b.d_o, 64);
+  const Desc q128 = desc(b.q, 128), do128 = desc(b.d_o, 128), k64 = desc(b.k, 64), v64 = desc(b.v, 64);
   auto pre = tj::compile<examples::FlashBwdPreprocess<64, D, tj::bf16>>(gpu(), {.num_warps = 4});
   auto kv = tj::compile<examples::FlashBwdKVTma<64, 128, D, CAUSAL, tj::bf16>>(gpu(), {.num_warps = 8, .num_stages = 2});
   auto qk = tj::compile<examples::FlashBwdQTma<128, 64, D, CAUSAL, tj::bf16>>(gpu(), {.num_warps = 8, .num_stages = 2});
   const float sc = static_cast<float>(1.0 / std::sqrt(double(D))), sc2 = static_cast<float>(1.4426950408889634 / std::sqrt(double(D)));
-  auto run = [&] {
-    pre.launch(tj::Grid{S / 64, B * H}, o, d_o, delta, S);
-    kv.launch(tj::Grid{S / 128, B * H}, k128, v128, q64, do64, lse, delta, dk, dv, S, 1, sc, sc2);
-    qk.launch(tj::Grid{S / 128, B * H}, q128, do128, k64, v64, lse, delta, dq, S, 1, sc, sc2);
-  };
-  run();
-  gpu().synchronize();
-  for (auto _ : st) st.SetIterationTime(gpu().time_ms({}, run) / 1e3);
-  const double flops = 2.5 * 4.0 * B * H * double(S) * S * D / (CAUSAL ? 2 : 1);
-  st.counters["TFLOP/s"] = benchmark::Counter(flops / 1e12, benchmark::Counter::kIsIterationInvariantRate);
-  for (auto* p : bufs) gpu().free(p);
-  gpu().free(lse), gpu().free(delta);
+  b.time(st, [&] {
+    pre.launch(tj::Grid{S / 64, B * H}, b.o, b.d_o, b.delta, S);
+    kv.launch(tj::Grid{S / 128, B * H}, k128, v128, q64, do64, b.lse, b.delta, b.dk, b.dv, S, 1, sc, sc2);
+    qk.launch(tj::Grid{S / 128, B * H}, q128, do128, k64, v64, b.lse, b.delta, b.dq, S, 1, sc, sc2);
+  });
 }
 
 /// Decode: B sequences of `len` cached tokens, one query token each; Hq / Hkv / D of the model.

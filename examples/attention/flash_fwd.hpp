@@ -25,9 +25,33 @@ namespace tj = tilejit;
 inline constexpr float kAttnNegBig = -1e30f;          // "minus infinity" that keeps exp2 and max finite
 inline constexpr float kAttnLn2 = 0.6931471805599453f;
 
+/// One step of the online softmax. `scores` are the raw Q·Kᵀ [BLOCK_M, BLOCK_N]
+/// of keys n0 .. n0 + BLOCK_N for query rows `rm` (positions in the same
+/// sequence); keys at or past hi (and, causal, key j > row i) are masked to
+/// exactly -1e30. The scale is applied per row to the max and fused into
+/// exp2's argument (one FMA per score: s·scale − m), as FlashAttention does;
+/// scale_log2e > 0. A row with no visible key yet keeps m = -1e30 and
+/// subtracts 0, so exp2(-1e30·scale) = 0 for each of its scores and masked
+/// scores need no second select. Returns the updated (m, l, acc), acc +=
+/// P·load_v(n0) with V [BLOCK_N, HEAD_DIM].
+template <int BLOCK_N, bool CAUSAL, class T, class Scores, class Rows, class M, class L, class Acc, class LoadV>
+auto online_softmax_step(const Scores& scores, const Rows& rm, const tj::Int& n0, const tj::Int& hi,
+                         const tj::Scalar<float>& scale_log2e, const M& m_i, const L& l_i, const Acc& acc, LoadV load_v) {
+  auto rn = n0 + tj::arange<BLOCK_N>();
+  auto col_ok = tj::expand_dims<0>(rn < hi);
+  auto mask = CAUSAL ? (col_ok & (tj::expand_dims<1>(rm) >= tj::expand_dims<0>(rn))) : (col_ok & (tj::expand_dims<1>(rm) >= 0));
+  auto s = tj::where(mask, scores, kAttnNegBig);
+  auto s_max = tj::max<1>(s);
+  auto m_new = tj::where(s_max > kAttnNegBig, tj::maximum(m_i, s_max * scale_log2e), m_i);  // log2 units
+  auto m_use = tj::where(m_new > kAttnNegBig, m_new, 0.0f);
+  auto p = tj::exp2(s * scale_log2e - tj::expand_dims<1>(m_use));
+  auto alpha = tj::exp2(m_i - m_new);
+  auto acc_new = tj::dot(tj::cast<T>(p), load_v(n0), acc * tj::expand_dims<1>(alpha));
+  return std::tuple{m_new, l_i * alpha + tj::sum<1>(p), acc_new};
+}
+
 /// The online-softmax loop over keys [lo, hi) of one sequence, for query rows
-/// `rm` (positions in the same sequence; causal masks key j > row i; keys at or
-/// past hi are masked).
+/// `rm` (see online_softmax_step for the masking).
 /// load_kt(n0) gives Kᵀ [HEAD_DIM, BLOCK_N] (keys n0 .. n0 + BLOCK_N; out-of-range
 /// keys may hold anything finite), load_v(n0) gives V [BLOCK_N, HEAD_DIM].
 /// Returns (m, l, acc): the running max in log2 units, the sum of exp2, and
@@ -37,21 +61,7 @@ auto attend(const tj::Tile<T, BLOCK_M, HEAD_DIM>& q_tile, const tj::Tile<std::in
             const tj::Int& hi, const tj::Scalar<float>& scale_log2e, LoadKT load_kt, LoadV load_v) {
   auto init = std::tuple{tj::full<float, BLOCK_M>(kAttnNegBig), tj::zeros<float, BLOCK_M>(), tj::zeros<float, BLOCK_M, HEAD_DIM>()};
   return tj::for_range(lo, hi, BLOCK_N, init, [&](tj::Int n0, auto m_i, auto l_i, auto acc) {
-    auto rn = n0 + tj::arange<BLOCK_N>();
-    auto col_ok = tj::expand_dims<0>(rn < hi);
-    auto mask = CAUSAL ? (col_ok & (tj::expand_dims<1>(rm) >= tj::expand_dims<0>(rn))) : (col_ok & (tj::expand_dims<1>(rm) >= 0));
-    // Raw scores, masked ones exactly -1e30; the scale is applied per row to the max and fused into exp2's
-    // argument (one FMA per score: s·scale − m), as FlashAttention does. scale_log2e > 0.
-    auto s = tj::where(mask, tj::dot(q_tile, load_kt(n0)), kAttnNegBig);  // [BLOCK_M, BLOCK_N]
-    auto s_max = tj::max<1>(s);
-    auto m_new = tj::where(s_max > kAttnNegBig, tj::maximum(m_i, s_max * scale_log2e), m_i);  // log2 units
-    // A row with no visible key yet keeps m = -1e30 and subtracts 0: exp2(-1e30·scale) = 0 for each of its
-    // scores, so masked scores need no second select.
-    auto m_use = tj::where(m_new > kAttnNegBig, m_new, 0.0f);
-    auto p = tj::exp2(s * scale_log2e - tj::expand_dims<1>(m_use));
-    auto alpha = tj::exp2(m_i - m_new);
-    auto acc_new = tj::dot(tj::cast<T>(p), load_v(n0), acc * tj::expand_dims<1>(alpha));
-    return std::tuple{m_new, l_i * alpha + tj::sum<1>(p), acc_new};
+    return online_softmax_step<BLOCK_N, CAUSAL, T>(tj::dot(q_tile, load_kt(n0)), rm, n0, hi, scale_log2e, m_i, l_i, acc, load_v);
   });
 }
 

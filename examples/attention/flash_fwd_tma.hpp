@@ -85,17 +85,9 @@ struct FlashAttnFwdTmaOverlap {
                            s_first};
     auto [m_i, l_i, acc, s_last] = tj::for_range(0, hi, BLOCK_N, init, [&](tj::Int n0, auto m_i, auto l_i, auto acc, auto s_cur) {
       auto s_next = tj::dot(q_tile, tj::trans(k.load(kv_row + n0 + BLOCK_N, 0)));  // in flight during the softmax below
-      auto rn = n0 + tj::arange<BLOCK_N>();
-      auto col_ok = tj::expand_dims<0>(rn < hi);
-      auto mask = CAUSAL ? (col_ok & (tj::expand_dims<1>(rm) >= tj::expand_dims<0>(rn))) : (col_ok & (tj::expand_dims<1>(rm) >= 0));
-      auto s = tj::where(mask, s_cur, kAttnNegBig);
-      auto s_max = tj::max<1>(s);
-      auto m_new = tj::where(s_max > kAttnNegBig, tj::maximum(m_i, s_max * scale_log2e), m_i);
-      auto m_use = tj::where(m_new > kAttnNegBig, m_new, 0.0f);
-      auto p = tj::exp2(s * scale_log2e - tj::expand_dims<1>(m_use));
-      auto alpha = tj::exp2(m_i - m_new);
-      auto acc_new = tj::dot(tj::cast<T>(p), v.load(kv_row + n0, 0), acc * tj::expand_dims<1>(alpha));
-      return std::tuple{m_new, l_i * alpha + tj::sum<1>(p), acc_new, s_next};
+      auto [m_new, l_new, acc_new] = online_softmax_step<BLOCK_N, CAUSAL, T>(
+          s_cur, rm, n0, hi, scale_log2e, m_i, l_i, acc, [&](const tj::Int& n) { return v.load(kv_row + n, 0); });
+      return std::tuple{m_new, l_new, acc_new, s_next};
     });
     (void)s_last;
     auto [out, lse_row] = attend_finish<BLOCK_M, HEAD_DIM>(m_i, l_i, acc);

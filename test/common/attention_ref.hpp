@@ -71,4 +71,39 @@ inline AttnGrads attention_grad_ref(const std::vector<double>& q, const std::vec
   return g;
 }
 
+/// The f64 gradients next to a kernel's for [B·H, S, D] tensors: dQ per query
+/// head, dK and dV per KV head summed over its `group` query heads (query head
+/// bh reads KV head bh / group). `dq`, `dk`, `dv` are the kernel's outputs.
+struct GroupedGrads {
+  std::vector<double> ref_dq, ref_dk, ref_dv, got_dq, got_dk, got_dv;
+};
+template <class T>
+GroupedGrads grouped_grads(const std::vector<T>& q, const std::vector<T>& k, const std::vector<T>& v, const std::vector<T>& d_o,
+                           const std::vector<T>& dq, const std::vector<T>& dk, const std::vector<T>& dv, int heads_kv_total,
+                           int group, int S, int D, bool causal, double scale) {
+  auto head = [&](const std::vector<T>& x, int h) {
+    std::vector<double> out(static_cast<std::size_t>(S) * D);
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(x[static_cast<std::size_t>(h) * S * D + i]);
+    return out;
+  };
+  GroupedGrads r;
+  for (int bkv = 0; bkv < heads_kv_total; ++bkv) {
+    std::vector<double> sum_dk(static_cast<std::size_t>(S) * D, 0.0), sum_dv(sum_dk.size(), 0.0);
+    for (int g = 0; g < group; ++g) {
+      const int bh = bkv * group + g;
+      const auto ref = attention_grad_ref(head(q, bh), head(k, bkv), head(v, bkv), head(d_o, bh), S, D, causal, scale);
+      r.ref_dq.insert(r.ref_dq.end(), ref.dq.begin(), ref.dq.end());
+      const auto gq = head(dq, bh);
+      r.got_dq.insert(r.got_dq.end(), gq.begin(), gq.end());
+      for (std::size_t i = 0; i < sum_dk.size(); ++i) sum_dk[i] += ref.dk[i], sum_dv[i] += ref.dv[i];
+    }
+    r.ref_dk.insert(r.ref_dk.end(), sum_dk.begin(), sum_dk.end());
+    r.ref_dv.insert(r.ref_dv.end(), sum_dv.begin(), sum_dv.end());
+    const auto gk = head(dk, bkv), gv = head(dv, bkv);
+    r.got_dk.insert(r.got_dk.end(), gk.begin(), gk.end());
+    r.got_dv.insert(r.got_dv.end(), gv.begin(), gv.end());
+  }
+  return r;
+}
+
 }  // namespace testing
