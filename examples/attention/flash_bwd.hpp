@@ -20,6 +20,43 @@
 
 namespace examples {
 
+/// One query block's share of a key block's gradients (FlashAttention-2,
+/// Algorithm 2, transposed): from the raw Sᵀ = K·Qᵀ [BLOCK_N, BLOCK_M] of keys
+/// rn and queries rm and dPᵀ = V·dOᵀ = dpt_of() (called after dV's product, so
+/// only one score tile is live at a time), Pᵀ = exp2(Sᵀ·scale − lse) (0 where
+/// masked: a key past S or, causal, a key after its query), dV += Pᵀ·dO,
+/// dSᵀ = Pᵀ ∘ (dPᵀ − delta), dK += dSᵀ·Q (unscaled). lse_l2 is the LSE in log2
+/// units; do_op and q_op are dO and Q [BLOCK_M, D] in whatever form the
+/// caller holds them (registers or TMA blocks). Returns (dK, dV).
+template <bool CAUSAL, class T, class St, class DptOf, class Rn, class Rm, class KeyOk, class RowOk, class Lse, class Dlt, class DoOp,
+          class QOp, class Acc>
+auto bwd_kv_step(const St& st, DptOf dpt_of, const Rn& rn, const Rm& rm, const KeyOk& key_ok, const RowOk& row_ok,
+                 const Lse& lse_l2, const Dlt& dlt, const tj::Scalar<float>& scale_log2e, const DoOp& do_op, const QOp& q_op,
+                 const Acc& dk_acc, const Acc& dv_acc) {
+  auto ok = tj::expand_dims<1>(key_ok) & tj::expand_dims<0>(row_ok);
+  auto mask = CAUSAL ? (ok & (tj::expand_dims<1>(rn) <= tj::expand_dims<0>(rm))) : ok;
+  auto pt = tj::where(mask, tj::exp2(st * scale_log2e - tj::expand_dims<0>(lse_l2)), 0.0f);
+  auto dv_new = tj::dot(tj::cast<T>(pt), do_op, dv_acc);
+  auto dst = pt * (dpt_of() - tj::expand_dims<0>(dlt));
+  auto dk_new = tj::dot(tj::cast<T>(dst), q_op, dk_acc);
+  return std::tuple{dk_new, dv_new};
+}
+
+/// One key block's share of a query block's dQ: from the raw S = Q·Kᵀ
+/// [BLOCK_M, BLOCK_N] and dP = dO·Vᵀ = dp_of() (called after P is formed),
+/// P = exp2(S·scale − lse) (masked as above),
+/// dS = P ∘ (dP − delta), dQ += dS·K (unscaled); k_op is K [BLOCK_N, D].
+template <bool CAUSAL, class T, class Sc, class DpOf, class Rm, class Rn, class RowOk, class KeyOk, class Lse, class Dlt, class KOp,
+          class Acc>
+auto bwd_q_step(const Sc& s, DpOf dp_of, const Rm& rm, const Rn& rn, const RowOk& row_ok, const KeyOk& key_ok, const Lse& lse_l2,
+                const Dlt& dlt, const tj::Scalar<float>& scale_log2e, const KOp& k_op, const Acc& dq_acc) {
+  auto ok = tj::expand_dims<1>(row_ok) & tj::expand_dims<0>(key_ok);
+  auto mask = CAUSAL ? (ok & (tj::expand_dims<1>(rm) >= tj::expand_dims<0>(rn))) : ok;
+  auto p = tj::where(mask, tj::exp2(s * scale_log2e - tj::expand_dims<1>(lse_l2)), 0.0f);
+  auto ds = p * (dp_of() - tj::expand_dims<1>(dlt));
+  return tj::dot(tj::cast<T>(ds), k_op, dq_acc);
+}
+
 template <int BLOCK_M, int HEAD_DIM, class T>
 struct FlashBwdPreprocess {
   void operator()(tj::Ptr<T> o, tj::Ptr<T> d_o, tj::Ptr<float> delta, tj::Size S) const {
@@ -62,15 +99,9 @@ struct FlashBwdKV {
         auto do_tile = tj::load(d_o + base + tj::expand_dims<1>(rm) * HEAD_DIM + tj::expand_dims<0>(rd), tj::expand_dims<1>(row_ok), 0.0f);
         auto lse_l2 = tj::load(lse + bh * S + rm, row_ok, 0.0f) * kLog2e;
         auto dlt = tj::load(delta + bh * S + rm, row_ok, 0.0f);
-        auto st = tj::dot(k_tile, qt) * scale_log2e;  // Sᵀ [BLOCK_N, BLOCK_M], log2 units
-        auto ok = tj::expand_dims<1>(key_ok) & tj::expand_dims<0>(row_ok);
-        auto mask = CAUSAL ? (ok & (tj::expand_dims<1>(rn) <= tj::expand_dims<0>(rm))) : ok;
-        auto pt = tj::where(mask, tj::exp2(st - tj::expand_dims<0>(lse_l2)), 0.0f);
-        auto dv_new = tj::dot(tj::cast<T>(pt), do_tile, dv_acc);
-        auto dpt = tj::dot(v_tile, dot_t);  // dPᵀ [BLOCK_N, BLOCK_M]
-        auto dst = pt * (dpt - tj::expand_dims<0>(dlt));
-        auto dk_new = tj::dot(tj::cast<T>(dst), q_tile, dk_acc);
-        return std::tuple{dk_new, dv_new};
+        auto dpt_of = [&] { return tj::dot(v_tile, dot_t); };
+        return bwd_kv_step<CAUSAL, T>(tj::dot(k_tile, qt), dpt_of, rn, rm, key_ok, row_ok, lse_l2, dlt, scale_log2e,
+                                      do_tile, q_tile, dk_acc, dv_acc);
       });
     });
     tj::store(dk + kv_ptrs, tj::cast<T>(dk_acc * scale), tj::expand_dims<1>(key_ok));
@@ -102,13 +133,9 @@ struct FlashBwdQ {
       auto kt = tj::load(k + kt_ptrs, tj::expand_dims<0>(key_ok), 0.0f);
       auto vt = tj::load(v + kt_ptrs, tj::expand_dims<0>(key_ok), 0.0f);
       auto k_tile = tj::load(k + kv_base + tj::expand_dims<1>(rn) * HEAD_DIM + tj::expand_dims<0>(rd), tj::expand_dims<1>(key_ok), 0.0f);
-      auto s = tj::dot(q_tile, kt) * scale_log2e;
-      auto ok = tj::expand_dims<1>(row_ok) & tj::expand_dims<0>(key_ok);
-      auto mask = CAUSAL ? (ok & (tj::expand_dims<1>(rm) >= tj::expand_dims<0>(rn))) : ok;
-      auto p = tj::where(mask, tj::exp2(s - tj::expand_dims<1>(lse_l2)), 0.0f);
-      auto dp = tj::dot(do_tile, vt);
-      auto ds = p * (dp - tj::expand_dims<1>(dlt));
-      return tj::dot(tj::cast<T>(ds), k_tile, dq_acc);
+      auto dp_of = [&] { return tj::dot(do_tile, vt); };
+      return bwd_q_step<CAUSAL, T>(tj::dot(q_tile, kt), dp_of, rm, rn, row_ok, key_ok, lse_l2, dlt, scale_log2e, k_tile,
+                                   dq_acc);
     });
     tj::store(dq + q_ptrs, tj::cast<T>(dq_acc * scale), tj::expand_dims<1>(row_ok));
   }

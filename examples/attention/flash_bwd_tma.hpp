@@ -54,15 +54,9 @@ struct FlashBwdKVTma {
         auto do_blk = d_o.load(bh * S + m0, 0);
         auto lse_l2 = tj::load(lse + bh * S + rm, row_ok, 0.0f) * kLog2e;
         auto dlt = tj::load(delta + bh * S + rm, row_ok, 0.0f);
-        auto st = tj::dot(k_tile, tj::trans(q_blk));  // Sᵀ [BLOCK_N, BLOCK_M]
-        auto ok = tj::expand_dims<1>(key_ok) & tj::expand_dims<0>(row_ok);
-        auto mask = CAUSAL ? (ok & (tj::expand_dims<1>(rn) <= tj::expand_dims<0>(rm))) : ok;
-        auto pt = tj::where(mask, tj::exp2(st * scale_log2e - tj::expand_dims<0>(lse_l2)), 0.0f);
-        auto dv_new = tj::dot(tj::cast<T>(pt), do_blk, dv_acc);
-        auto dpt = tj::dot(v_tile, tj::trans(do_blk));  // dPᵀ [BLOCK_N, BLOCK_M]
-        auto dst = pt * (dpt - tj::expand_dims<0>(dlt));
-        auto dk_new = tj::dot(tj::cast<T>(dst), q_blk, dk_acc);
-        return std::tuple{dk_new, dv_new};
+        auto dpt_of = [&] { return tj::dot(v_tile, tj::trans(do_blk)); };  // after dV's product: one score tile live
+        return bwd_kv_step<CAUSAL, T>(tj::dot(k_tile, tj::trans(q_blk)), dpt_of, rn, rm, key_ok, row_ok,
+                                      lse_l2, dlt, scale_log2e, do_blk, q_blk, dk_acc, dv_acc);
       });
     });
     auto kv_ptrs = bkv * S * HEAD_DIM + tj::expand_dims<1>(rn) * HEAD_DIM + tj::expand_dims<0>(rd);
@@ -93,13 +87,9 @@ struct FlashBwdQTma {
       auto key_ok = rn < S;
       auto k_blk = k.load(kv_row + n0, 0);
       auto v_blk = v.load(kv_row + n0, 0);
-      auto s = tj::dot(q_blk, tj::trans(k_blk));
-      auto ok = tj::expand_dims<1>(row_ok) & tj::expand_dims<0>(key_ok);
-      auto mask = CAUSAL ? (ok & (tj::expand_dims<1>(rm) >= tj::expand_dims<0>(rn))) : ok;
-      auto p = tj::where(mask, tj::exp2(s * scale_log2e - tj::expand_dims<1>(lse_l2)), 0.0f);
-      auto dp = tj::dot(do_blk, tj::trans(v_blk));
-      auto ds = p * (dp - tj::expand_dims<1>(dlt));
-      return tj::dot(tj::cast<T>(ds), k_blk, dq_acc);
+      auto dp_of = [&] { return tj::dot(do_blk, tj::trans(v_blk)); };
+      return bwd_q_step<CAUSAL, T>(tj::dot(q_blk, tj::trans(k_blk)), dp_of, rm, rn, row_ok, key_ok, lse_l2,
+                                   dlt, scale_log2e, k_blk, dq_acc);
     });
     auto q_ptrs = bh * S * HEAD_DIM + tj::expand_dims<1>(rm) * HEAD_DIM + tj::expand_dims<0>(rd);
     tj::store(dq + q_ptrs, tj::cast<T>(dq_acc * scale), tj::expand_dims<1>(row_ok));
