@@ -12,7 +12,8 @@
 //                                            (TFLOP/s still counts D = 96: the exact tile's gain is the time ratio)
 //   BM_FlashBwd/D{64,128}/{full,causal}      examples::Attention<bf16>::backward (3 launches)
 //   BM_FlashBwdTma/D{64,128}/{full,causal}   flash_bwd_tma.hpp (Hopper: TMA + wgmma; not yet in the library call)
-//   BM_Decode/{llama3_8b,phi3_mini}/32768    one token per sequence against a 32K cache; GB/s of K and V read and
+//   BM_Decode/{llama3_8b,phi3_mini}[/chunk]  one token per sequence against a 32K cache (the library's split, or a
+//                                            fixed split size: the sweep that picks it); GB/s of K and V read and
 //                                            its fraction of the copy bandwidth measured in the same run
 #include <benchmark/benchmark.h>
 
@@ -179,7 +180,7 @@ void BM_FlashBwdTma(benchmark::State& st) {
 /// Decode: B sequences of `len` cached tokens, one query token each; Hq / Hkv / D of the model.
 void BM_Decode(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
-  const long long Hq = st.range(0), Hkv = st.range(1), D = st.range(2), len = st.range(3), B = st.range(4);
+  const long long Hq = st.range(0), Hkv = st.range(1), D = st.range(2), len = st.range(3), B = st.range(4), chunk = st.range(5);
   const std::size_t cache = static_cast<std::size_t>(B * Hkv * len * D);
   std::vector<tj::bf16> h(cache);
   std::mt19937 g(std::random_device{}());
@@ -198,7 +199,7 @@ void BM_Decode(benchmark::State& st) {
   gpu().copy_to_device(dlen, lens.data(), lens.size() * 4);
   examples::Attention<tj::bf16> attn(gpu());
   const examples::AttnShape shape{.batch = B, .heads_q = Hq, .heads_kv = Hkv, .seqlen = 1, .head_dim = D};
-  auto run = [&] { attn.decode(q, k, v, dlen, o, lse, shape, len); };
+  auto run = [&] { attn.decode(q, k, v, dlen, o, lse, shape, len, chunk); };
   run();
   gpu().synchronize();
   // The copy ceiling in the same process: 1 GiB device-to-device, bytes read + written.
@@ -233,8 +234,24 @@ BENCHMARK(BM_FlashBwdTma<64, true>)->Name("BM_FlashBwdTma/D64/causal")->UseManua
 BENCHMARK(BM_FlashBwdTma<128, false>)->Name("BM_FlashBwdTma/D128/full")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashBwdTma<128, true>)->Name("BM_FlashBwdTma/D128/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
 // Llama-3-8B (32 query heads over 8 KV heads, D 128) and Phi-3-mini (32 heads, D 96), 32K cached tokens, 8 sequences.
-BENCHMARK(BM_Decode)->Name("BM_Decode/llama3_8b")->Args({32, 8, 128, 32768, 8})->UseManualTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Decode)->Name("BM_Decode/phi3_mini")->Args({32, 32, 96, 32768, 8})->UseManualTime()->Unit(benchmark::kMillisecond);
+// The last argument is the split size in keys (0: the library's choice, enough splits for two programs per SM).
+BENCHMARK(BM_Decode)->Name("BM_Decode/llama3_8b")->Args({32, 8, 128, 32768, 8, 0})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Decode)->Name("BM_Decode/phi3_mini")->Args({32, 32, 96, 32768, 8, 0})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Decode)
+    ->Name("BM_Decode/llama3_8b/chunk")
+    ->Args({32, 8, 128, 32768, 8, 2048})
+    ->Args({32, 8, 128, 32768, 8, 1024})
+    ->Args({32, 8, 128, 32768, 8, 512})
+    ->Args({32, 8, 128, 32768, 8, 256})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Decode)
+    ->Name("BM_Decode/phi3_mini/chunk")
+    ->Args({32, 32, 96, 32768, 8, 2048})
+    ->Args({32, 32, 96, 32768, 8, 1024})
+    ->Args({32, 32, 96, 32768, 8, 512})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashFwd<64, false>)->Name("BM_FlashFwd/D64/full")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashFwd<64, true>)->Name("BM_FlashFwd/D64/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashFwd<96, false>)->Name("BM_FlashFwd/D96/full")->UseManualTime()->Unit(benchmark::kMillisecond);
