@@ -10,8 +10,9 @@
 #   1. the Hopper backward (examples/attention/flash_bwd_tma.hpp): correctness against f64, racecheck, speed
 #      beside the pointer-load backward and torch's flash / cuDNN backward (same call)
 #   2. FlashAttnFwdTmaOverlap (deferred wgmma waits): correctness, then speed against FlashAttnFwdTma
-#   3. the sm_90a code-generation edge cases
-#   4. the decode split-size sweep; the profiler's GEMM loop with periodic flushing (test/examples/test_sm90_codegen_edges.cpp) that have GPU parts
+#   3. the sm_90a code-generation edge cases (test/examples/test_sm90_codegen_edges.cpp) that have GPU parts
+#   4. the decode split-size sweep; the profiler's GEMM loop with periodic flushing
+#   5. tj::trans of register tiles (register_trans_gpu*)
 set -u
 B=${1:-.carry}
 OUT=${OUT:-/tmp/out}
@@ -19,7 +20,7 @@ mkdir -p "$OUT"
 export TILEJIT_CACHE_DIR=/tmp/tj-cache LD_LIBRARY_PATH=$PWD/$B
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 echo "== 1. backward through TMA + wgmma: f64 check, racecheck"
-timeout 120 "$B/tilejit_tests" -tc='attention_bwd_tma*,attention_tma*,sm90_edge*' > "$OUT/bwd_tma.txt" 2>&1; echo "rc $?"
+timeout 120 "$B/tilejit_tests" -tc='attention_bwd_tma*,attention_tma*,sm90_edge*,register_trans*' > "$OUT/bwd_tma.txt" 2>&1; echo "rc $?"
 grep -E "ERROR|values|test cases|assertions" "$OUT/bwd_tma.txt" | head -20
 timeout 150 /usr/local/cuda/bin/compute-sanitizer --tool racecheck --error-exitcode 9 "$B/tilejit_tests" -tc='attention_bwd_tma_gpu*' 2>&1 | tail -1
 echo "== the forward with the next scores in flight (FlashAttnFwdTmaOverlap) beside FlashAttnFwdTma"

@@ -694,8 +694,10 @@ class Emitter {
         return;
       case Op::trans:
         if (plan_.in_smem[static_cast<std::size_t>(id)]) return;  // a view: wgmma reads the K-major block as B
-        throw Unsupported(fmt::format("trans %{}: transposing a register tile is not supported yet (trans of a descriptor "
-                                      "block is: it is loaded transposed)", id));
+        // A register tile: the operand was brought to the transpose of this value's layout, so register r holds
+        // the element this value's register r names, with its coordinates swapped.
+        each_register(id, [&](int r) { return op(0, r); });
+        return;
       case Op::broadcast:
       case Op::expand_dims:
         each_register(id, [&](int r) { return op(0, r); });

@@ -220,12 +220,21 @@ TileLayout LayoutPlan::operand_layout(const Kernel& k, int node, int which) cons
         if (at.shape[static_cast<std::size_t>(d)] == 1) t.dim_of[static_cast<std::size_t>(d)] = -1;
       return t;
     }
+    case Op::trans:
+      return dot_operands[static_cast<std::size_t>(node)][0];  // assign_layouts: the transpose of this value's layout
     case Op::loop_yield: case Op::loop_result:
       return values[static_cast<std::size_t>(n.args[0])];  // the carry's layout
     default:
       return mine;
   }
 }
+
+namespace {
+/// The same map with output dims dim0 and dim1 swapped (a [M, N] layout read as [N, M]).
+layout::LinearLayout transposed(const layout::LinearLayout& l) {
+  return l.transpose_outs({"dim1", "dim0"}).rename_out_dim(0, "tmp").rename_out_dim(1, "dim1").rename_out_dim(0, "dim0");
+}
+}  // namespace
 
 LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const std::string& arch) {
   LayoutPlan plan;
@@ -274,6 +283,7 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const s
       const int a = n.args[static_cast<std::size_t>(j)];
       if (a < 0 || rank(a) != 2) continue;
       if (n.op == Op::dot && j < 2) continue;  // operands live in their own (mma operand) layouts
+      if (n.op == Op::trans) continue;         // a register transpose starts a family of the swapped extents
       fam.unite(static_cast<int>(id), a);
     }
   }
@@ -383,12 +393,24 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const s
       }
     }
   }
+  // The first register transpose of each family (its layout is derived from the transpose's operand).
+  std::vector<int> trans_in(N, -1);
+  for (std::size_t id = 0; id < N; ++id)
+    if (k.nodes[id].op == Op::trans && !plan.in_smem[id] && trans_in[static_cast<std::size_t>(fam.find(static_cast<int>(id)))] < 0)
+      trans_in[static_cast<std::size_t>(fam.find(static_cast<int>(id)))] = static_cast<int>(id);
   for (std::size_t id = 0; id < N; ++id) {
     if (k.nodes[id].type.rank != 2 || plan.in_smem[id]) continue;
     const auto root = static_cast<std::size_t>(fam.find(static_cast<int>(id)));
     if (fam_layout[root] >= 0) continue;
     const auto e = extent[root];
-    if (has_dot[root] >= 0 && plan.dot_mfma[static_cast<std::size_t>(has_dot[root])]) {
+    const int tr = trans_in[root];
+    const auto src_root = tr >= 0 ? static_cast<std::size_t>(fam.find(k.nodes[static_cast<std::size_t>(tr)].args[0])) : root;
+    if (tr >= 0 && has_dot[root] < 0 && src_root != root && fam_layout[src_root] >= 0) {
+      // A family holding a register transpose (and no dot) takes the transpose's operand's parent layout with
+      // dim0 and dim1 swapped, so every thread keeps its elements in the same registers (no data moves).
+      fam_layout[root] = add_layout(transposed(plan.linear[static_cast<std::size_t>(fam_layout[src_root])]),
+                                    fmt::format("transpose of L{} (register trans %{})", fam_layout[src_root], tr));
+    } else if (has_dot[root] >= 0 && plan.dot_mfma[static_cast<std::size_t>(has_dot[root])]) {
       const auto d = static_cast<std::size_t>(has_dot[root]);
       fam_layout[root] = add_layout(layout::mfma_accumulator({e[0], e[1]}, plan.dot_mfma[d], {plan.dot_split[d][0], plan.dot_split[d][1]}),
                                     fmt::format("MFMA {0}x{0} accumulator [{1},{2}] over wavefronts [{3},{4}]", plan.dot_mfma[d], e[0],
@@ -423,7 +445,19 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const s
     for (int d = 0; d < 2; ++d)
       tl.dim_of[static_cast<std::size_t>(d)] =
           n.type.shape[static_cast<std::size_t>(d)] == 1 && extent[root][static_cast<std::size_t>(d)] != 1 ? -1 : d;
-    if (n.op == Op::dot && plan.dot_rs[id]) {
+    if (n.op == Op::trans) {
+      // The operand in the layout whose transpose is this value's: tile dim d of the operand is dim 1 - d of
+      // the value, and parent dim q of the value's layout is parent dim 1 - q of the transposed one.
+      TileLayout op;
+      op.scalar = false;
+      op.layout = add_layout(transposed(plan.linear[static_cast<std::size_t>(tl.layout)]),
+                             fmt::format("transpose of L{} (operand of register trans %{})", tl.layout, id));
+      for (int d = 0; d < 2; ++d) {
+        const int q = tl.dim_of[static_cast<std::size_t>(1 - d)];
+        op.dim_of[static_cast<std::size_t>(d)] = q < 0 ? -1 : 1 - q;
+      }
+      plan.dot_operands[id] = {op, op};
+    } else if (n.op == Op::dot && plan.dot_rs[id]) {
       const Type& ta = k.nodes[static_cast<std::size_t>(n.args[0])].type;
       const int la = add_layout(layout::wgmma_accumulator({ta.shape[0], ta.shape[1]}, ta.shape[1], {num_warps, 1}),
                                 fmt::format("wgmma register operand A [{},{}] (the m64n{}k16 accumulator layout; per warp the "

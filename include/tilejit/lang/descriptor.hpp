@@ -128,8 +128,11 @@ template <class X> inline constexpr bool is_desc_v = is_desc<std::remove_cvref_t
 /// The transpose of a 2-D tile: [M, N] -> [N, M]. On sm_90a, `trans` of a
 /// descriptor block feeding `dot` as operand b is free (wgmma reads the
 /// K-major block as B); elsewhere a descriptor block is loaded transposed.
-/// The transpose of other tiles runs in the interpreter; codegen reports it
-/// as Unsupported for now.
+/// Of a register tile it is free too when nothing forces another layout: the
+/// result's layout is the operand's with dim0 and dim1 swapped, so every
+/// element stays in its register (a value that meets its own transpose
+/// elementwise, or a dot accumulator, costs one conversion through shared
+/// memory).
 template <class T, int M, int N>
 Tile<T, N, M> trans(const Tile<T, M, N>& t) {
   ir::Node n;
