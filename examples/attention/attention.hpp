@@ -4,7 +4,7 @@
 //   examples::Attention<tj::bf16> attn(dev);
 //   attn.forward(q, k, v, o, lse, {.batch = 4, .heads_q = 32, .heads_kv = 8, .seqlen = 4096, .head_dim = 128, .causal = true});
 //   attn.backward(q, k, v, o, d_o, lse, delta, dq, dk, dv, shape);
-//   attn.forward_varlen(q, k, v, o, lse, cu_seqlens, shape);          // packed sequences
+//   attn.forward_varlen(q, k, v, o, lse, cu_seqlens, total_tokens, shape);  // packed sequences
 //   attn.decode(q, k_cache, v_cache, seqlens, o, lse, shape, s_max);   // one token per sequence
 //
 // Head dims 64, 96 (exact, no padding), 128 and 256. The forward runs
@@ -17,7 +17,8 @@
 // below 2^31 elements (32-bit offsets); non-null pointers; cu_seqlens starting
 // at 0, non-decreasing, within the token buffer and max_seqlen; decode lengths
 // within [0, s_max]. Rows whose keys are all masked (an empty sequence or
-// cache) give O = 0 and lse = -1e30, never NaN.
+// cache) give O = 0 and lse = -1e30, never NaN. Pointers must be non-null and
+// aligned to their element size; all of this is checked before any launch.
 #pragma once
 #include <fmt/format.h>
 
@@ -68,9 +69,22 @@ class Attention {
       throw tj::InvalidArgument(fmt::format("attention: {} has {} elements: the kernels use 32-bit offsets, at most 2^31 - 1; "
                                             "split the batch", what, elems));
   }
-  static void not_null(std::initializer_list<std::pair<const void*, const char*>> ps) {
-    for (auto [p, what] : ps)
-      if (!p) throw tj::InvalidArgument(fmt::format("attention: {} is a null pointer", what));
+  /// A tensor argument: its pointer, its name, and its element size (the alignment every kernel needs).
+  struct PtrArg {
+    const void* p;
+    const char* what;
+    std::size_t elem;
+    template <class E>
+    PtrArg(const E* ptr, const char* name) : p(ptr), what(name), elem(sizeof(E)) {}
+  };
+  /// Every pointer non-null and aligned to its element size — checked before any launch, so a bad argument
+  /// never leaves an output half written.
+  static void not_null(std::initializer_list<PtrArg> ps) {
+    for (const PtrArg& a : ps) {
+      if (!a.p) throw tj::InvalidArgument(fmt::format("attention: {} is a null pointer", a.what));
+      if (reinterpret_cast<std::uintptr_t>(a.p) % a.elem != 0)
+        throw tj::InvalidArgument(fmt::format("attention: {} = {} is not aligned to its element size ({} bytes)", a.what, a.p, a.elem));
+    }
   }
   /// cu_seqlens (host copy, batch + 1 entries) against the rules; returns the longest sequence.
   static long long check_cu_seqlens(const std::vector<std::int32_t>& cu, long long total_tokens, long long max_seqlen) {

@@ -63,8 +63,14 @@ class Gemm {
     D db(dev_, const_cast<T*>(b), tj::dtype_v<T>, {N, K}, {K, 1}, {64, BLOCK_K}, {.swizzle = D::Swizzle::b128});
     tuner_.launch(key(M, N, K), grid(M, N), da, db, c, M, N, K);
   }
-  /// The tuning report of a shape already run.
-  const tj::TuneReport& report(long long M, long long N, long long K) const { return tuner_.report(key(M, N, K)); }
+  /// The tuning report of a shape already run. Throws InvalidArgument for a shape that takes the split-K path
+  /// (small M: a fixed kernel, never tuned; split_k_for tells which).
+  const tj::TuneReport& report(long long M, long long N, long long K) const {
+    if (const SplitK sk = split_k_for(M, N, K, dev_.num_sms()); sk.splits > 1)
+      throw tj::InvalidArgument(fmt::format("gemm: M = {}, N = {}, K = {} runs split-K ({} splits of {}), a fixed kernel: it has no "
+                                            "tuning report", M, N, K, sk.splits, sk.k_split));
+    return tuner_.report(key(M, N, K));
+  }
   tj::Autotuner<Sig>& tuner() { return tuner_; }
 
   /// Split-K plan for small M, on [64 x 128] tiles: the number of K splits (each a multiple of

@@ -341,9 +341,17 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const s
         dot_warps[id] = {num_warps, 1};
       } else if (arch == "sm_90a" && !from_smem && !shape_ok) {
         dot_warps[id] = mma_warps(e[0], e[1], num_warps, static_cast<int>(id));
-        plan.diagnostics.push_back(fmt::format("dot %{}: [{},{}] x K={} with {} warps is not a wgmma shape (needs M = 16 x num_warps, "
-                                               "a multiple of 64, a legal N and K a multiple of 64): lowered to mma.sync",
-                                               id, e[0], e[1], kdim, num_warps));
+        // Name the rules this dot breaks, not all of them.
+        std::string why;
+        auto add = [&](const std::string& r) { why += (why.empty() ? "" : "; ") + r; };
+        if (e[0] != 16 * num_warps) add(fmt::format("M = {} is not 16 x num_warps = {}", e[0], 16 * num_warps));
+        if (e[0] % 64 != 0) add(fmt::format("M = {} is not a multiple of 64", e[0]));
+        if (!layout::wgmma_legal_n(e[1]) || layout::wgmma_padded_n(e[1]) != e[1])
+          add(fmt::format("N = {} is not a wgmma N (a multiple of 8 up to 256 with N/8 7-smooth)", e[1]));
+        if (kdim % 64 != 0) add(fmt::format("K = {} is not a multiple of 64", kdim));
+        if (et == DType::i8 && !(e[1] % 16 == 0 || e[1] == 8 || e[1] == 24)) add(fmt::format("i8 N = {} is not 8, 24 or a multiple of 16", e[1]));
+        plan.diagnostics.push_back(fmt::format("dot %{}: [{},{}] x K={} with {} warps is not a wgmma shape ({}): lowered to mma.sync",
+                                               id, e[0], e[1], kdim, num_warps, why));
       } else if ((from_smem || b_smem) && arch == "sm_90a") {
         throw Unsupported(fmt::format("dot %{}: its operands are TMA blocks in shared memory but [{},{}] x K={} with {} warps "
                                       "is not a wgmma shape", id, e[0], e[1], kdim, num_warps));

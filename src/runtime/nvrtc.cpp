@@ -175,6 +175,9 @@ JitResult nvrtc_compile(const JitRequest& req) {
   // Line tables of the generated source (no effect on the machine code): CUPTI's PC sampling maps
   // samples to lines of the kernel text through them (profiler, docs/profiler.md).
   if (!has_option(req.options, {"--generate-line-info", "-lineinfo", "--device-debug", "-G"})) opts.push_back("--generate-line-info");
+  // The prelude defines every helper a kernel may use; "declared but never referenced" (#177) for the rest
+  // would bury the warnings that matter in every log.
+  opts.push_back("--diag-suppress=177");
   opts.insert(opts.end(), req.options.begin(), req.options.end());
   std::vector<const char*> argv;
   for (const auto& o : opts) argv.push_back(o.c_str());

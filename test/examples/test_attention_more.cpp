@@ -230,6 +230,19 @@ TEST_CASE("attention_library_checks_its_arguments") {
                        doctest::Contains("s_max = -5: must be >= 1"), tj::InvalidArgument);
   CHECK_THROWS_WITH_AS(attn.decode(x.data(), x.data(), x.data(), lens.data(), x.data(), l.data(), s, 8, -1),
                        doctest::Contains("chunk = -1"), tj::InvalidArgument);
+  // A misaligned tensor is refused by name before any launch: dk keeps its contents.
+  {
+    std::vector<tj::bf16> buf(4 * 64 + 1), dk(4 * 64, tj::bf16(7.0f)), dv(4 * 64);
+    std::vector<float> d(4);
+    auto* dq_bad = reinterpret_cast<tj::bf16*>(reinterpret_cast<char*>(buf.data()) + 1);
+    CHECK_THROWS_WITH_AS(attn.backward(x.data(), x.data(), x.data(), x.data(), x.data(), l.data(), d.data(), dq_bad, dk.data(), dv.data(), s),
+                         doctest::Contains("dq = 0x"), tj::InvalidArgument);
+    CHECK_THROWS_WITH_AS(attn.backward(x.data(), x.data(), x.data(), x.data(), x.data(), l.data(), d.data(), dq_bad, dk.data(), dv.data(), s),
+                         doctest::Contains("is not aligned to its element size (2 bytes)"), tj::InvalidArgument);
+    CHECK(float(dk[0]) == 7.0f);
+    auto* lse_bad = reinterpret_cast<float*>(reinterpret_cast<char*>(d.data()) + 2);
+    CHECK_THROWS_WITH_AS(attn.forward(x.data(), x.data(), x.data(), x.data(), lse_bad, s), doctest::Contains("lse = 0x"), tj::InvalidArgument);
+  }
   // varlen with every sequence empty: nothing to compute, no error, nothing written.
   std::vector<std::int32_t> cu{0, 0};
   std::vector<tj::bf16> o(4 * 64, tj::bf16(7.0f));

@@ -354,8 +354,9 @@ TEST_CASE("i8_wgmma_takes_only_its_legal_widths_and_a_warp_mismatch_is_reported"
   const auto g = tj::codegen::generate(tj::trace(examples::MatmulV5<128, 128, tj::bf16>{}), {}, tj::codegen::target_for("sm_90a"),
                                        {.num_warps = 4});
   bool said = false;
-  for (const auto& d : g.diagnostics) said |= d.find("is not a wgmma shape") != std::string::npos;
-  CHECK(said);
+  for (const auto& d : g.diagnostics)
+    said |= d.find("is not a wgmma shape (M = 128 is not 16 x num_warps = 64): lowered to mma.sync") != std::string::npos;
+  CHECK(said);  // only the rule it breaks
   CHECK(g.dynamic_shared_bytes == 0);
 }
 
@@ -632,6 +633,9 @@ TEST_CASE("gemm_tuned_interpreter_tunes_16_configs_and_matches_f64") {
   int timed = 0;
   for (const auto& cr : r.candidates) timed += cr.status == tj::CandidateReport::Status::timed;
   CHECK(timed == 16);
+  // A split-K shape has no tuning report, and says so.
+  REQUIRE(examples::Gemm<tj::bf16>::split_k_for(1, 128, 4096, dev.num_sms()).splits > 1);  // one output tile: split
+  CHECK_THROWS_WITH_AS(gemm.report(1, 128, 4096), doctest::Contains("runs split-K"), tj::InvalidArgument);
 }
 
 TEST_CASE("gemm_split_k_plan_fills_the_sms_for_small_m") {

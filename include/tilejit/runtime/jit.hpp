@@ -17,7 +17,10 @@ enum class Compiler { nvrtc, hiprtc };
 /// The target is given only in `arch` (an -arch/--gpu-architecture/--offload-arch
 /// option is rejected). NVRTC gets --std=c++17 unless an option sets --std;
 /// hiprtc gets -std=c++17 likewise. A virtual NVRTC target ("compute_90")
-/// yields PTX instead of a cubin.
+/// yields PTX instead of a cubin — for a JitRequest of generated text; kernels
+/// are generated for real targets only (compile_for_arch takes sm_NN[a] or
+/// gfxNNN). NVRTC also gets --generate-line-info and --diag-suppress=177 (the
+/// prelude's unused helpers).
 struct JitRequest {
   Compiler compiler = Compiler::nvrtc;
   std::string source;
