@@ -1080,6 +1080,8 @@ class Emitter {
       }
     };
     line(fmt::format("// dot %{}: wgmma m64n{}k16, operands staged in shared memory (128B swizzle)", id, N));
+    plan_diag_.push_back(fmt::format("dot %{}: wgmma m64n{}k16, operands staged from registers through {} bytes of shared memory "
+                                     "(descriptor blocks would be read in place)", id, N, b_off + b_bytes));
     stage(a, false, M, 0);
     stage(b, true, N, b_off);
     line("asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");");
@@ -1292,6 +1294,8 @@ class Emitter {
     smem_bytes_ = std::max(smem_bytes_, b_off + K * N * 2);
     const char* to16 = et == DType::bf16 ? "tj_f32_to_bf16" : "tj_f32_to_f16";
     line(fmt::format("// dot %{}: MFMA {}x{}x{} over wavefronts [{}, {}], operands staged in shared memory", id, Rm, Rm, kstep, wM, wN));
+    plan_diag_.push_back(fmt::format("dot %{}: MFMA {}x{}x{}, operands [{},{}] and [{},{}] staged through {} bytes of shared memory",
+                                     id, Rm, Rm, kstep, M, K, K, N, b_off + K * N * 2));
     auto stage = [&](int val, int cols, int base) {
       const ir::TileLayout& tl = TL(val);
       const std::string own = owner_predicate(tl);

@@ -288,6 +288,9 @@ TEST_CASE("every_gemm_rung_compiles_for_amd_with_mfma") {
     using K = decltype(kernel);
     const auto g = tj::codegen::generate(tj::trace(K{}), {}, tj::codegen::target_for(arch), {.num_warps = warps});
     CHECK(g.source.find(mfma) != std::string::npos);
+    bool staged = false;  // the diagnostics account for the shared memory the MFMA staging uses
+    for (const auto& d : g.diagnostics) staged |= d.find("staged through") != std::string::npos;
+    CHECK(staged);
     const auto r = tj::compile_for_arch<K>(arch, {.num_warps = warps});
     CHECK(r.binary.format == "hsaco");
     CHECK(!r.binary.bytes.empty());
