@@ -1092,7 +1092,7 @@ class Emitter {
     line(fmt::format("const unsigned tj_sa{} = tj_smem_addr(tj_smem) + (unsigned)(tj_warp / 4) * {};", id, 64 * 128));
     line(fmt::format("const unsigned tj_sb{} = tj_smem_addr(tj_smem) + {};", id, b_off));
     WgmmaOperand A{fmt::format("tj_sa{}", id), M}, B{fmt::format("tj_sb{}", id), N};
-    emit_wgmma_instructions(id, id, A, B, M, N, K, ta.dtype);
+    emit_wgmma_instructions(id, id, A, B, N, K, ta.dtype);
     line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");");
     line("__syncthreads();  // the staging buffer may be written again (a later iteration)");
   }
@@ -1116,8 +1116,7 @@ class Emitter {
   /// fence; one wgmma per 32-byte k step; commit. The accumulator registers
   /// are those of node `acc` (the instruction's d_i are found by coordinate
   /// in the layout of `id`).
-  void emit_wgmma_instructions(int id, int acc, const WgmmaOperand& A, const WgmmaOperand& B, int M, int N, int K, DType et) {
-    (void)M;
+  void emit_wgmma_instructions(int id, int acc, const WgmmaOperand& A, const WgmmaOperand& B, int N, int K, DType et) {
     const ir::TileLayout& lc = TL(id);
     std::map<std::pair<int, int>, int> table;
     for (int r = 0; r < R(id); ++r) table.emplace(std::pair{D(lc).register_coord(r, 0), D(lc).register_coord(r, 1)}, r);
@@ -1198,9 +1197,8 @@ class Emitter {
   /// The shared address of TMA block `x` now: its resident region, or the
   /// current stage of its loop's ring (the dot must sit in that loop).
   std::string block_addr(int x, int dot) {
-    if (const Resident* r = resident_of(x)) {
+    if (resident_of(x)) {
       line(fmt::format("tj_mbar_wait(tj_rbar{}, 0u);  // block %{} has landed (returns at once after the first time)", x, x));
-      (void)r;
       return fmt::format("tj_res{}", x);
     }
     const Pipe* p = pipe_of_load(x);
@@ -1242,7 +1240,7 @@ class Emitter {
       line(fmt::format("{} v{}[{}];", reg_type(n.type), id, R(id)));
       for (int r = 0; r < R(id); ++r) line(fmt::format("v{}[{}] = {};", id, r, opnd(id, 2, r)));
     }
-    emit_wgmma_instructions(id, acc, A, B, M, N, K, ta.dtype);
+    emit_wgmma_instructions(id, acc, A, B, N, K, ta.dtype);
     if (async) return;
     // Both operands in shared memory: the wait is deferred to the first node that reads the result (or the
     // end of the iteration / a loop boundary), so independent work — e.g. the softmax of the previous scores
