@@ -35,34 +35,55 @@ tj::Device& gpu() {
   return d;
 }
 
+/// Time `run` on the GPU (one warm-up, then one event-timed run per iteration) and report TFLOP/s for `flops`
+/// floating-point operations per run.
+template <class Run>
+void time_tflops(benchmark::State& st, Run run, double flops) {
+  run();
+  gpu().synchronize();
+  for (auto _ : st) st.SetIterationTime(gpu().time_ms({}, run) / 1e3);
+  st.counters["TFLOP/s"] = benchmark::Counter(flops / 1e12, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+/// Forward inputs, B=4, H=32, S=4096, bf16: q, k, v, o [B·H, S, DK] whose first D columns of each row are
+/// random in [-1, 1) and the rest zero (DK > D: heads zero-padded to DK), and lse [B·H, S]; freed on
+/// destruction. flops(): 4·B·H·S²·D, halved for causal (D, not DK: padding does no useful work).
+template <int D, int DK = D>
+struct FwdData {
+  static constexpr int B = 4, H = 32, S = 4096;
+  static constexpr std::size_t n = static_cast<std::size_t>(B) * H * S * DK;
+  tj::bf16 *q, *k, *v, *o;
+  float* lse;
+  FwdData() {
+    std::vector<tj::bf16> h(n, tj::bf16(0.0f));
+    std::mt19937 g(std::random_device{}());
+    std::uniform_real_distribution<float> u(-1, 1);
+    for (std::size_t r = 0; r < n / DK; ++r)
+      for (int d = 0; d < D; ++d) h[r * DK + d] = tj::bf16(u(g));
+    auto up = [&] {
+      auto* p = static_cast<tj::bf16*>(gpu().alloc(n * 2));
+      gpu().copy_to_device(p, h.data(), n * 2);
+      return p;
+    };
+    q = up(), k = up(), v = up(), o = up();
+    lse = static_cast<float*>(gpu().alloc(static_cast<std::size_t>(B) * H * S * 4));
+  }
+  ~FwdData() { gpu().free(q), gpu().free(k), gpu().free(v), gpu().free(o), gpu().free(lse); }
+  FwdData(const FwdData&) = delete;
+  FwdData& operator=(const FwdData&) = delete;
+  static double flops(bool causal) { return 4.0 * B * H * double(S) * S * D / (causal ? 2 : 1); }
+};
+
 /// The forward at head dim D, run by the kernel for head dim DK >= D on heads zero-padded to DK
 /// (DK = D: the exact kernel). TFLOP/s always counts D.
 template <int D, bool CAUSAL, int DK = D>
 void BM_FlashFwd(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
-  const int B = 4, H = 32, S = 4096;
-  const std::size_t n = static_cast<std::size_t>(B) * H * S * DK;
-  std::vector<tj::bf16> h(n, tj::bf16(0.0f));
-  std::mt19937 g(std::random_device{}());
-  std::uniform_real_distribution<float> u(-1, 1);
-  for (std::size_t r = 0; r < n / DK; ++r)
-    for (int d = 0; d < D; ++d) h[r * DK + d] = tj::bf16(u(g));
-  auto up = [&] {
-    auto* p = static_cast<tj::bf16*>(gpu().alloc(n * 2));
-    gpu().copy_to_device(p, h.data(), n * 2);
-    return p;
-  };
-  tj::bf16 *q = up(), *k = up(), *v = up(), *o = up();
-  auto* lse = static_cast<float*>(gpu().alloc(static_cast<std::size_t>(B) * H * S * 4));
+  const FwdData<D, DK> x;
+  constexpr int B = FwdData<D, DK>::B, H = FwdData<D, DK>::H, S = FwdData<D, DK>::S;
   auto kern = tj::compile<examples::FlashAttnFwd<64, 64, DK, CAUSAL, tj::bf16>>(gpu(), {.num_warps = 4});
   const float scale = static_cast<float>(1.4426950408889634 / std::sqrt(double(D)));
-  auto run = [&] { kern.launch(tj::Grid{S / 64, B * H}, q, k, v, o, lse, S, 1, scale); };
-  run();
-  gpu().synchronize();
-  for (auto _ : st) st.SetIterationTime(gpu().time_ms({}, run) / 1e3);
-  const double flops = 4.0 * B * H * double(S) * S * D / (CAUSAL ? 2 : 1);
-  st.counters["TFLOP/s"] = benchmark::Counter(flops / 1e12, benchmark::Counter::kIsIterationInvariantRate);
-  gpu().free(q), gpu().free(k), gpu().free(v), gpu().free(o), gpu().free(lse);
+  time_tflops(st, [&] { kern.launch(tj::Grid{S / 64, B * H}, x.q, x.k, x.v, x.o, x.lse, S, 1, scale); }, x.flops(CAUSAL));
 }
 
 /// The Hopper forward (flash_fwd_tma.hpp: TMA, wgmma with P in registers): head dim D run by the kernel for
@@ -72,35 +93,17 @@ template <int D, bool CAUSAL, int BM, int BN, int STAGES, int DK = D,
 void BM_FlashFwdTma(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
   constexpr int WARPS = BM / 16;  // one warp group per 64 query rows
-  const int B = 4, H = 32, S = 4096;
-  const std::size_t n = static_cast<std::size_t>(B) * H * S * DK;
-  std::vector<tj::bf16> h(n, tj::bf16(0.0f));
-  std::mt19937 g(std::random_device{}());
-  std::uniform_real_distribution<float> u(-1, 1);
-  for (std::size_t r = 0; r < n / DK; ++r)
-    for (int d = 0; d < D; ++d) h[r * DK + d] = tj::bf16(u(g));
-  auto up = [&] {
-    auto* p = static_cast<tj::bf16*>(gpu().alloc(n * 2));
-    gpu().copy_to_device(p, h.data(), n * 2);
-    return p;
-  };
-  tj::bf16 *q = up(), *k = up(), *v = up(), *o = up();
-  auto* lse = static_cast<float*>(gpu().alloc(static_cast<std::size_t>(B) * H * S * 4));
+  const FwdData<D, DK> x;
+  constexpr int B = FwdData<D, DK>::B, H = FwdData<D, DK>::H, S = FwdData<D, DK>::S;
   using Desc = tj::TensorDescriptor;
   const long long rows = static_cast<long long>(B) * H * S;
-  Desc dq(gpu(), q, tj::DType::bf16, {rows, DK}, {DK, 1}, {BM, DK});
-  Desc dk(gpu(), k, tj::DType::bf16, {rows, DK}, {DK, 1}, {BN, DK});
-  Desc dv(gpu(), v, tj::DType::bf16, {rows, DK}, {DK, 1}, {BN, DK});
+  const Desc dq(gpu(), x.q, tj::DType::bf16, {rows, DK}, {DK, 1}, {BM, DK});
+  const Desc dk(gpu(), x.k, tj::DType::bf16, {rows, DK}, {DK, 1}, {BN, DK});
+  const Desc dv(gpu(), x.v, tj::DType::bf16, {rows, DK}, {DK, 1}, {BN, DK});
   auto kern = tj::compile<Kernel<BM, BN, DK, CAUSAL, tj::bf16>>(gpu(), {.num_warps = WARPS, .num_stages = STAGES});
   const float scale = static_cast<float>(1.4426950408889634 / std::sqrt(double(D)));
-  auto run = [&] { kern.launch(tj::Grid{S / BM, B * H}, dq, dk, dv, o, lse, S, 1, scale); };
-  run();
-  gpu().synchronize();
-  for (auto _ : st) st.SetIterationTime(gpu().time_ms({}, run) / 1e3);
-  const double flops = 4.0 * B * H * double(S) * S * D / (CAUSAL ? 2 : 1);
-  st.counters["TFLOP/s"] = benchmark::Counter(flops / 1e12, benchmark::Counter::kIsIterationInvariantRate);
+  time_tflops(st, [&] { kern.launch(tj::Grid{S / BM, B * H}, dq, dk, dv, x.o, x.lse, S, 1, scale); }, x.flops(CAUSAL));
   st.SetLabel(fmt::format("{}x{} stages {}{}", BM, BN, STAGES, DK != D ? fmt::format(", padded to {}", DK) : ""));
-  gpu().free(q), gpu().free(k), gpu().free(v), gpu().free(o), gpu().free(lse);
 }
 
 /// Inputs of a backward run: random q, k, v, dO (B=4, H=32, S=4096, bf16), O and LSE from the forward, and
@@ -135,14 +138,10 @@ struct BwdData {
   }
   BwdData(const BwdData&) = delete;
   BwdData& operator=(const BwdData&) = delete;
-  /// Time `run` (after one warm-up) and report TFLOP/s: 2.5x the forward's FLOPs, halved for causal.
+  /// Time `run` and report TFLOP/s: 2.5x the forward's FLOPs (FlashAttention-2's convention), halved for causal.
   template <class Run>
   void time(benchmark::State& st, Run run) const {
-    run();
-    gpu().synchronize();
-    for (auto _ : st) st.SetIterationTime(gpu().time_ms({}, run) / 1e3);
-    const double flops = 2.5 * 4.0 * B * H * double(S) * S * D / (CAUSAL ? 2 : 1);
-    st.counters["TFLOP/s"] = benchmark::Counter(flops / 1e12, benchmark::Counter::kIsIterationInvariantRate);
+    time_tflops(st, run, 2.5 * 4.0 * B * H * double(S) * S * D / (CAUSAL ? 2 : 1));
   }
 };
 

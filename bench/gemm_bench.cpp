@@ -197,18 +197,25 @@ void BM_CublasTNType(benchmark::State& st) {
   st.SetLabel(i8 ? "i8 -> i32" : "f32 as tf32");
 }
 
+/// Rung 5's operands as descriptors: A [M, K] and B [N, K] row-major (the TN layout), blocks [BM, BK] and
+/// [BN, BK] with the 128-byte swizzle (BK = 128 bytes of K).
+struct TnDescs {
+  tj::TensorDescriptor a, b;
+  TnDescs(void* pa, void* pb, tj::DType dt, long M, long N, long K, int BM, int BN, int BK)
+      : a(gpu(), pa, dt, {M, K}, {K, 1}, {BM, BK}, {.swizzle = tj::TensorDescriptor::Swizzle::b128}),
+        b(gpu(), pb, dt, {N, K}, {K, 1}, {BN, BK}, {.swizzle = tj::TensorDescriptor::Swizzle::b128}) {}
+};
+
 template <int BM, int BN, int STAGES, class T>
 void BM_TilejitV5T(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
   const long M = st.range(0), N = st.range(1), K = st.range(2);
   OperandsT<T> o(M, N, K);
-  using D = tj::TensorDescriptor;
   using Kern = examples::MatmulV5<BM, BN, T>;
-  D a(gpu(), o.a, tj::dtype_v<T>, {M, K}, {K, 1}, {BM, Kern::BLOCK_K}, {.swizzle = D::Swizzle::b128});
-  D b(gpu(), o.b, tj::dtype_v<T>, {N, K}, {K, 1}, {BN, Kern::BLOCK_K}, {.swizzle = D::Swizzle::b128});
+  const TnDescs d(o.a, o.b, tj::dtype_v<T>, M, N, K, BM, BN, Kern::BLOCK_K);
   auto k = tj::compile<Kern>(gpu(), {.num_warps = BM / 16, .num_stages = STAGES});
   timed(st, 2.0 * M * N * K, [&] {
-    k.launch(tj::Grid{tj::cdiv(M, BM) * tj::cdiv(N, BN)}, a, b, static_cast<typename Kern::Out*>(o.c), M, N, K);
+    k.launch(tj::Grid{tj::cdiv(M, BM) * tj::cdiv(N, BN)}, d.a, d.b, static_cast<typename Kern::Out*>(o.c), M, N, K);
   });
   st.SetLabel(std::string(tj::name(tj::dtype_v<T>)) + " BLOCK " + std::to_string(BM) + "x" + std::to_string(BN) + "x" +
               std::to_string(Kern::BLOCK_K) + " stages " + std::to_string(STAGES));
@@ -250,12 +257,10 @@ void BM_TilejitV5F8(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
   const long M = st.range(0), N = st.range(1), K = st.range(2);
   OperandsF8 o(M, N, K);
-  using D = tj::TensorDescriptor;
-  D a(gpu(), o.a, tj::DType::f8e4nv, {M, K}, {K, 1}, {BM, 128}, {.swizzle = D::Swizzle::b128});
-  D b(gpu(), o.b, tj::DType::f8e4nv, {N, K}, {K, 1}, {BN, 128}, {.swizzle = D::Swizzle::b128});
+  const TnDescs d(o.a, o.b, tj::DType::f8e4nv, M, N, K, BM, BN, 128);
   auto k = tj::compile<examples::MatmulV5<BM, BN, tj::f8e4m3>>(gpu(), {.num_warps = BM / 16, .num_stages = STAGES});
   timed(st, 2.0 * M * N * K, [&] {
-    k.launch(tj::Grid{tj::cdiv(M, BM) * tj::cdiv(N, BN)}, a, b, static_cast<float*>(o.c), M, N, K);
+    k.launch(tj::Grid{tj::cdiv(M, BM) * tj::cdiv(N, BN)}, d.a, d.b, static_cast<float*>(o.c), M, N, K);
   });
   st.SetLabel("f8e4m3 BLOCK " + std::to_string(BM) + "x" + std::to_string(BN) + "x128 stages " + std::to_string(STAGES));
 }
@@ -266,14 +271,12 @@ void BM_TilejitV5Fused(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
   const long M = st.range(0), N = st.range(1), K = st.range(2);
   Operands o(M, N, K);
-  using D = tj::TensorDescriptor;
-  D a(gpu(), o.a, tj::DType::bf16, {M, K}, {K, 1}, {BM, 64}, {.swizzle = D::Swizzle::b128});
-  D b(gpu(), o.b, tj::DType::bf16, {N, K}, {K, 1}, {BN, 64}, {.swizzle = D::Swizzle::b128});
+  const TnDescs d(o.a, o.b, tj::DType::bf16, M, N, K, BM, BN, 64);
   void* bias = gpu().alloc(N * 4);
   gpu().memset(bias, 0, N * 4);
   auto k = tj::compile<examples::MatmulV5Fused<BM, BN, tj::bf16, examples::Act::gelu_tanh>>(gpu(), {.num_warps = BM / 16, .num_stages = STAGES});
   timed(st, 2.0 * M * N * K, [&] {
-    k.launch(tj::Grid{tj::cdiv(M, BM) * tj::cdiv(N, BN)}, a, b, static_cast<float*>(bias), static_cast<tj::bf16*>(o.c), 1.0f, M, N, K);
+    k.launch(tj::Grid{tj::cdiv(M, BM) * tj::cdiv(N, BN)}, d.a, d.b, static_cast<float*>(bias), static_cast<tj::bf16*>(o.c), 1.0f, M, N, K);
   });
   gpu().free(bias);
   st.SetLabel("bf16 out, bias + GELU fused, " + std::to_string(BM) + "x" + std::to_string(BN) + " stages " + std::to_string(STAGES));
@@ -298,12 +301,10 @@ void BM_TilejitV5(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
   const long M = st.range(0), N = st.range(1), K = st.range(2);
   Operands o(M, N, K);
-  using D = tj::TensorDescriptor;
-  D a(gpu(), o.a, tj::DType::bf16, {M, K}, {K, 1}, {BM, 64}, {.swizzle = D::Swizzle::b128});
-  D b(gpu(), o.b, tj::DType::bf16, {N, K}, {K, 1}, {BN, 64}, {.swizzle = D::Swizzle::b128});
+  const TnDescs d(o.a, o.b, tj::DType::bf16, M, N, K, BM, BN, 64);
   auto k = tj::compile<examples::MatmulV5<BM, BN, tj::bf16>>(gpu(), {.num_warps = BM / 16, .num_stages = STAGES});
   timed(st, 2.0 * M * N * K, [&] {
-    k.launch(tj::Grid{tj::cdiv(M, BM) * tj::cdiv(N, BN)}, a, b, static_cast<float*>(o.c), M, N, K);
+    k.launch(tj::Grid{tj::cdiv(M, BM) * tj::cdiv(N, BN)}, d.a, d.b, static_cast<float*>(o.c), M, N, K);
   });
   st.SetLabel("BLOCK " + std::to_string(BM) + "x" + std::to_string(BN) + "x64 stages " + std::to_string(STAGES));
 }

@@ -22,6 +22,15 @@ inline std::vector<float> random_floats(std::size_t n, float lo = -4.f, float hi
   return v;
 }
 
+/// n values of element type T (bf16, f16, float, ...) from random_floats(n, lo, hi, salt), converted with T(x).
+template <class T>
+std::vector<T> random_tensor(std::size_t n, unsigned salt, float lo = -1.f, float hi = 1.f) {
+  const auto f = random_floats(n, lo, hi, salt);
+  std::vector<T> out(n);
+  for (std::size_t i = 0; i < n; ++i) out[i] = T(f[i]);
+  return out;
+}
+
 /// Relative Frobenius error ||a - b|| / ||b||.
 template <class A, class B>
 double rel_error(const A& a, const B& b) {

@@ -44,12 +44,7 @@ void check(const tj::Device& dev, int B, int Hq, int group, int S, double tol) {
   CAPTURE(group);
   CAPTURE(testing::fresh_seed());
   const int BH = B * Hq, BHkv = B * (Hq / group);
-  auto gen = [&](int n, unsigned salt) {
-    auto f = testing::random_floats(static_cast<std::size_t>(n), -1, 1, salt);
-    std::vector<T> out(f.size());
-    for (std::size_t i = 0; i < f.size(); ++i) out[i] = T(f[i]);
-    return out;
-  };
+  auto gen = [&](int n, unsigned salt) { return testing::random_tensor<T>(static_cast<std::size_t>(n), salt); };
   auto q = gen(BH * S * D, 1), k = gen(BHkv * S * D, 2), v = gen(BHkv * S * D, 3);
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
   const Ref ref = reference(q, k, v, BH, group, S, D, CAUSAL, scale);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "test/common/text.hpp"
 #include "examples/attention/attention.hpp"
 #include "examples/attention/flash_bwd_tma.hpp"
 #include "test/common/attention_ref.hpp"
@@ -20,14 +21,6 @@ namespace tj = tilejit;
 using D = tj::TensorDescriptor;
 
 namespace {
-
-template <class T>
-std::vector<T> random_tensor(std::size_t n, unsigned salt) {
-  auto f = testing::random_floats(n, -1, 1, salt);
-  std::vector<T> out(n);
-  for (std::size_t i = 0; i < n; ++i) out[i] = T(f[i]);
-  return out;
-}
 
 /// Forward through the library (O, LSE), delta, then FlashBwdKVTma and FlashBwdQTma.
 template <int BM, int BN, int HD, bool CAUSAL, class T>
@@ -40,7 +33,7 @@ void bwd_tma_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int stag
   CAPTURE(testing::fresh_seed());
   const int group = Hq / Hkv;
   const std::size_t nq = static_cast<std::size_t>(B) * Hq * S * HD, nk = static_cast<std::size_t>(B) * Hkv * S * HD;
-  auto q = random_tensor<T>(nq, 41), k = random_tensor<T>(nk, 42), v = random_tensor<T>(nk, 43), d_o = random_tensor<T>(nq, 44);
+  auto q = testing::random_tensor<T>(nq, 41), k = testing::random_tensor<T>(nk, 42), v = testing::random_tensor<T>(nk, 43), d_o = testing::random_tensor<T>(nq, 44);
   std::vector<T> o(nq), dq(nq), dk(nk), dv(nk);
   std::memset(static_cast<void*>(dq.data()), 0xff, nq * sizeof(T));  // poison (NaN): every element must be written
   std::memset(static_cast<void*>(dk.data()), 0xff, nk * sizeof(T));
@@ -92,11 +85,7 @@ void bwd_tma_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int stag
   CHECK(testing::rel_error(got_dv, ref_dv) < 5e-2);
 }
 
-std::size_t count(const std::string& s, const std::string& what) {
-  std::size_t n = 0;
-  for (std::size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
-  return n;
-}
+using testing::occurrences;
 
 }  // namespace
 
@@ -121,17 +110,17 @@ TEST_CASE("attention_bwd_tma_sm90a_code_uses_tma_and_wgmma_for_every_product") {
                              : gen(examples::FlashBwdQTma<128, 64, 128, true, tj::bf16>{});
     for (const auto* g : {&kv, &qk}) {
       CHECK(g->tma_params == std::vector<int>{0, 1, 2, 3});
-      CHECK(count(g->source, "copied once by TMA") == 2);     // K, V (dK/dV kernel) or Q, dO (dQ kernel)
-      CHECK(count(g->source, "\"r\"(tj_pa") > 0);             // register-A products
-      CHECK(count(g->source, "tj_wgmma_desc_mn((tj_ring") > 0);  // the pipelined blocks read MN-major too
+      CHECK(occurrences(g->source, "copied once by TMA") == 2);     // K, V (dK/dV kernel) or Q, dO (dQ kernel)
+      CHECK(occurrences(g->source, "\"r\"(tj_pa") > 0);             // register-A products
+      CHECK(occurrences(g->source, "tj_wgmma_desc_mn((tj_ring") > 0);  // the pipelined blocks read MN-major too
       CHECK(g->source.find("from L") == std::string::npos);  // no conversion through shared memory
       bool piped = false;
       for (const auto& d : g->diagnostics) piped |= d.find("TMA pipeline of 2 stage(s)") != std::string::npos;
       CHECK(piped);
     }
     // dK/dV kernel: 4 products per iteration; register-A on two of them (Pᵀ·dO over K = 64, dSᵀ·Q).
-    CHECK(count(kv.source, "\"r\"(tj_pa") == static_cast<std::size_t>(2 * 4 * (64 / 16)));
-    CHECK(count(qk.source, "\"r\"(tj_pa") == static_cast<std::size_t>(4 * (64 / 16)));
+    CHECK(occurrences(kv.source, "\"r\"(tj_pa") == static_cast<std::size_t>(2 * 4 * (64 / 16)));
+    CHECK(occurrences(qk.source, "\"r\"(tj_pa") == static_cast<std::size_t>(4 * (64 / 16)));
     std::string why;
     if (tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) {
       for (const auto* g : {&kv, &qk}) {

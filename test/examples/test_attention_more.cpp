@@ -17,14 +17,6 @@ using examples::AttnShape;
 
 namespace {
 
-template <class T>
-std::vector<T> rand_vec(std::size_t n, unsigned salt) {
-  auto f = testing::random_floats(n, -1, 1, salt);
-  std::vector<T> out(n);
-  for (std::size_t i = 0; i < n; ++i) out[i] = T(f[i]);
-  return out;
-}
-
 /// Rows [row0, row0 + rows) of head `h` (of `heads`) from a [tokens, heads, D] tensor, as doubles.
 template <class T>
 std::vector<double> rows_of(const std::vector<T>& x, int heads, int h, int row0, int rows, int D) {
@@ -73,8 +65,8 @@ void varlen_case(const tj::Device& dev, std::vector<std::int32_t> lens, int Hq, 
   for (int l : lens) cu.push_back(cu.back() + l);
   const int total = cu.back(), B = static_cast<int>(lens.size());
   const int max_len = *std::max_element(lens.begin(), lens.end());
-  auto q = rand_vec<T>(static_cast<std::size_t>(total) * Hq * D, 11), k = rand_vec<T>(static_cast<std::size_t>(total) * Hkv * D, 12),
-       v = rand_vec<T>(static_cast<std::size_t>(total) * Hkv * D, 13);
+  auto q = testing::random_tensor<T>(static_cast<std::size_t>(total) * Hq * D, 11), k = testing::random_tensor<T>(static_cast<std::size_t>(total) * Hkv * D, 12),
+       v = testing::random_tensor<T>(static_cast<std::size_t>(total) * Hkv * D, 13);
   std::vector<T> o(q.size(), T(7.0f));
   std::vector<float> lse(static_cast<std::size_t>(total) * Hq, 7.0f);
   const AttnShape s{.batch = B, .heads_q = Hq, .heads_kv = Hkv, .seqlen = max_len, .head_dim = D, .causal = causal};
@@ -107,8 +99,8 @@ void decode_case(const tj::Device& dev, std::vector<std::int32_t> lens, int Hq, 
   CAPTURE(chunk);
   CAPTURE(testing::fresh_seed());
   const int B = static_cast<int>(lens.size());
-  auto q = rand_vec<T>(static_cast<std::size_t>(B) * Hq * D, 21);
-  auto k = rand_vec<T>(static_cast<std::size_t>(B) * Hkv * s_max * D, 22), v = rand_vec<T>(static_cast<std::size_t>(B) * Hkv * s_max * D, 23);
+  auto q = testing::random_tensor<T>(static_cast<std::size_t>(B) * Hq * D, 21);
+  auto k = testing::random_tensor<T>(static_cast<std::size_t>(B) * Hkv * s_max * D, 22), v = testing::random_tensor<T>(static_cast<std::size_t>(B) * Hkv * s_max * D, 23);
   std::vector<T> o(q.size(), T(7.0f));
   std::vector<float> lse(static_cast<std::size_t>(B) * Hq, 7.0f);
   const AttnShape s{.batch = B, .heads_q = Hq, .heads_kv = Hkv, .seqlen = 1, .head_dim = D};
@@ -154,7 +146,7 @@ void backward_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int D, 
   CAPTURE(Hkv);
   CAPTURE(testing::fresh_seed());
   const std::size_t nq = static_cast<std::size_t>(B) * Hq * S * D, nk = static_cast<std::size_t>(B) * Hkv * S * D;
-  auto q = rand_vec<T>(nq, 31), k = rand_vec<T>(nk, 32), v = rand_vec<T>(nk, 33), d_o = rand_vec<T>(nq, 34);
+  auto q = testing::random_tensor<T>(nq, 31), k = testing::random_tensor<T>(nk, 32), v = testing::random_tensor<T>(nk, 33), d_o = testing::random_tensor<T>(nq, 34);
   std::vector<T> o(nq), dq(nq, T(7.0f)), dk(nk, T(7.0f)), dv(nk, T(7.0f));
   std::vector<float> lse(static_cast<std::size_t>(B) * Hq * S), delta(lse.size());
   const AttnShape s{.batch = B, .heads_q = Hq, .heads_kv = Hkv, .seqlen = S, .head_dim = D, .causal = causal};

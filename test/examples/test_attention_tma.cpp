@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "test/common/text.hpp"
 #include "examples/attention/attention.hpp"
 #include "examples/attention/flash_fwd_tma.hpp"
 #include "test/common/attention_ref.hpp"
@@ -30,12 +31,7 @@ void check_tma(const tj::Device& dev, int B, int Hq, int group, int S, int warps
   CAPTURE(BN);
   CAPTURE(testing::fresh_seed());
   const int BH = B * Hq, BHkv = B * (Hq / group);
-  auto gen = [&](int n, unsigned salt) {
-    auto f = testing::random_floats(static_cast<std::size_t>(n), -2, 2, salt);
-    std::vector<T> out(f.size());
-    for (std::size_t i = 0; i < f.size(); ++i) out[i] = T(f[i]);
-    return out;
-  };
+  auto gen = [&](int n, unsigned salt) { return testing::random_tensor<T>(static_cast<std::size_t>(n), salt, -2, 2); };
   auto q = gen(BH * S * HD, 11), k = gen(BHkv * S * HD, 12), v = gen(BHkv * S * HD, 13);
   const double scale = 1.0 / std::sqrt(static_cast<double>(HD));
   // Reference per query head.
@@ -95,11 +91,7 @@ tj::codegen::Generated sm90(int warps, int stages, auto kernel) {
                                {.num_warps = warps, .num_stages = stages});
 }
 
-std::size_t count(const std::string& s, const std::string& what) {
-  std::size_t n = 0;
-  for (std::size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
-  return n;
-}
+using testing::occurrences;
 
 }  // namespace
 
@@ -119,18 +111,18 @@ TEST_CASE("attention_tma_sm90a_code_keeps_q_resident_p_in_registers_and_reads_v_
     const std::string& src = g.source;
     CHECK(g.tma_params == std::vector<int>{0, 1, 2});
     CHECK(g.tma_boxes == std::vector<std::array<int, 2>>{{128, 64}, {128, 64}, {128, 64}});  // 128-byte slabs
-    CHECK(count(src, "copied once by TMA") == 1);                                             // Q
+    CHECK(occurrences(src, "copied once by TMA") == 1);                                             // Q
     CHECK(src.find("TMA pipeline") == std::string::npos);                                    // (a diagnostic, not in the source)
     const std::string ty = hd == 128 ? "f16" : "bf16";
     // S = Q·Kᵀ: descriptors for both; P·V: four A registers and the transpose immediate on B.
     const int ksteps_s = hd / 16, ksteps_pv = 128 / 16;
-    CHECK(count(src, fmt::format("m64n128k16.f32.{0}.{0} {{", ty)) == static_cast<std::size_t>(ksteps_s + (hd == 128 ? ksteps_pv : 0)));
-    CHECK(count(src, fmt::format("m64n{1}k16.f32.{0}.{0} {{", ty, hd)) == static_cast<std::size_t>(ksteps_pv + (hd == 128 ? ksteps_s : 0)));
-    CHECK(count(src, "tj_wgmma_desc_mn((tj_ring") == static_cast<std::size_t>(ksteps_pv));  // V, MN-major
-    CHECK(count(src, "\"r\"(tj_pa") == static_cast<std::size_t>(4 * ksteps_pv));           // P: register A
+    CHECK(occurrences(src, fmt::format("m64n128k16.f32.{0}.{0} {{", ty)) == static_cast<std::size_t>(ksteps_s + (hd == 128 ? ksteps_pv : 0)));
+    CHECK(occurrences(src, fmt::format("m64n{1}k16.f32.{0}.{0} {{", ty, hd)) == static_cast<std::size_t>(ksteps_pv + (hd == 128 ? ksteps_s : 0)));
+    CHECK(occurrences(src, "tj_wgmma_desc_mn((tj_ring") == static_cast<std::size_t>(ksteps_pv));  // V, MN-major
+    CHECK(occurrences(src, "\"r\"(tj_pa") == static_cast<std::size_t>(4 * ksteps_pv));           // P: register A
     CHECK(src.find("from L") == std::string::npos);  // no layout conversion through shared memory
     // P is packed for the register-A wgmma straight from its f32 values (one cvt per pair), and exp2 is one SFU op.
-    CHECK(count(src, hd == 128 ? "tj_pack_f16x2(v" : "tj_pack_bf16x2(v") == static_cast<std::size_t>(4 * ksteps_pv));
+    CHECK(occurrences(src, hd == 128 ? "tj_pack_f16x2(v" : "tj_pack_bf16x2(v") == static_cast<std::size_t>(4 * ksteps_pv));
     CHECK(src.find("ex2.approx.ftz.f32") != std::string::npos);
     bool piped = false;
     for (const auto& d : g.diagnostics) piped |= d.find("TMA pipeline of 2 stage(s)") != std::string::npos;
@@ -168,7 +160,7 @@ TEST_CASE("attention_tma_overlap_interpreter_matches_f64") {
 TEST_CASE("attention_tma_overlap_sm90a_code_runs_the_softmax_while_the_next_scores_are_in_flight") {
   const auto g = sm90(8, 2, examples::FlashAttnFwdTmaOverlap<128, 64, 128, false, tj::bf16>{});
   const std::string& src = g.source;
-  CHECK(count(src, "copied once by TMA") == 2);  // Q and the first K block
+  CHECK(occurrences(src, "copied once by TMA") == 2);  // Q and the first K block
   // In the loop: the next S is committed, then the exp2 of this block's softmax, and only then a wait.
   const auto loop = src.find("tj_mbar_wait(tj_bar");  // the top of the K loop: wait for this stage
   REQUIRE(loop != std::string::npos);

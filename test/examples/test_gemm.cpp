@@ -10,6 +10,7 @@
 #include <regex>
 #include <vector>
 
+#include "test/common/text.hpp"
 #include "examples/gemm/matmul_v1.hpp"
 #include "examples/gemm/matmul_v2.hpp"
 #include "test/common/random.hpp"
@@ -137,11 +138,7 @@ tj::ir::Kernel rung2_ir(int num_warps) {
   return tj::ir::rematerialize(tj::trace(K{}), num_warps, 32).kernel;
 }
 
-int count(const std::string& s, const std::string& what) {
-  int n = 0;
-  for (auto p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
-  return n;
-}
+using testing::occurrences;
 bool any_contains(const std::vector<std::string>& v, const std::string& what) {
   for (const auto& x : v)
     if (x.find(what) != std::string::npos) return true;
@@ -219,7 +216,7 @@ std::string cuda_source(const tj::ir::Kernel& k, int warps, std::vector<std::str
 TEST_CASE("remat_clones_a_1d_arange_feeding_two_families") {
   const auto ir = tj::trace(ArangeTwoFamilies{});
   const auto before = cuda_source(ir, 4);
-  CHECK(count(before, "through shared memory") == 2);  // r and r < n, converted for the second family
+  CHECK(occurrences(before, "through shared memory") == 2);  // r and r < n, converted for the second family
   const auto rm = tj::ir::rematerialize(ir, 4, 32);
   CAPTURE(tj::ir::print(rm.kernel));
   REQUIRE_NOTHROW(tj::ir::verify(rm.kernel));
@@ -228,8 +225,8 @@ TEST_CASE("remat_clones_a_1d_arange_feeding_two_families") {
   CHECK(rm.diagnostics[0].find("instead of converted through shared memory") != std::string::npos);
   std::vector<std::string> diag;
   const auto after = cuda_source(rm.kernel, 4, &diag);
-  CHECK(count(after, "through shared memory") == 0);
-  CHECK(count(after, "__syncthreads") == 0);
+  CHECK(occurrences(after, "through shared memory") == 0);
+  CHECK(occurrences(after, "__syncthreads") == 0);
   CHECK_FALSE(any_contains(diag, "converted"));
   // A second pass finds nothing left to do.
   const auto again = tj::ir::rematerialize(rm.kernel, 4, 32);
@@ -263,7 +260,7 @@ TEST_CASE("remat_clones_stay_in_the_loop_body_of_their_use") {
   CAPTURE(tj::ir::print(rm.kernel));
   REQUIRE_NOTHROW(tj::ir::verify(rm.kernel));
   CHECK(rm.diagnostics.size() == 3);  // rk for B in the loop; rm and rn for the accumulator after it
-  CHECK(count(rm.diagnostics[0], "in the loop at") == 1);
+  CHECK(occurrences(rm.diagnostics[0], "in the loop at") == 1);
   auto aranges_in_loop = [](const tj::ir::Kernel& k) {
     int n = 0, depth = 0;
     for (const auto& node : k.nodes) {
@@ -276,9 +273,9 @@ TEST_CASE("remat_clones_stay_in_the_loop_body_of_their_use") {
   CHECK(aranges_in_loop(rm.kernel) == 2);  // rk and its clone for B; rm's and rn's clones sit after the loop
   // Without remat: six conversions, four of them between layouts that give every thread the same elements
   // (register copies), two through shared memory.
-  CHECK(count(cuda_source(ir, 8), "through shared memory") == 2);
-  CHECK(count(cuda_source(ir, 8), "is a permutation of each thread's registers") == 4);
-  CHECK(count(cuda_source(rm.kernel, 8), "through shared memory") == 0);
+  CHECK(occurrences(cuda_source(ir, 8), "through shared memory") == 2);
+  CHECK(occurrences(cuda_source(ir, 8), "is a permutation of each thread's registers") == 4);
+  CHECK(occurrences(cuda_source(rm.kernel, 8), "through shared memory") == 0);
 }
 
 TEST_CASE("remat_leaves_a_loaded_index_converted") {
@@ -287,7 +284,7 @@ TEST_CASE("remat_leaves_a_loaded_index_converted") {
   REQUIRE(rm.diagnostics.size() == 1);
   CHECK(rm.diagnostics[0].find("not cheap to recompute") != std::string::npos);
   CHECK(rm.diagnostics[0].find("(load)") != std::string::npos);
-  CHECK(count(cuda_source(rm.kernel, 4), "through shared memory") == 1);
+  CHECK(occurrences(cuda_source(rm.kernel, 4), "through shared memory") == 1);
 }
 
 TEST_CASE("layout_plan_anchors_dot_operand_families") {
@@ -299,9 +296,9 @@ TEST_CASE("layout_plan_anchors_dot_operand_families") {
   CHECK_FALSE(any_contains(plan.diagnostics, "blocked"));
   std::vector<std::string> diag;
   const auto src = cuda_source(rung2_ir<examples::MatmulV2<128, 128, 32, tj::bf16>>(8), 8, &diag);
-  CHECK(count(src, "through shared memory") == 0);
-  CHECK(count(src, "__syncthreads") == 0);
-  CHECK(count(src, "tj_mma_bf16(") == 2 * 2 * 8 + 1);  // 2 k steps x (2 x 8) tiles of 16x8 per warp, + the prelude's
+  CHECK(occurrences(src, "through shared memory") == 0);
+  CHECK(occurrences(src, "__syncthreads") == 0);
+  CHECK(occurrences(src, "tj_mma_bf16(") == 2 * 2 * 8 + 1);  // 2 k steps x (2 x 8) tiles of 16x8 per warp, + the prelude's
 }
 
 TEST_CASE("layout_plan_mma_warps_minimise_operand_registers") {
@@ -330,7 +327,7 @@ TEST_CASE("layout_plan_does_not_anchor_a_family_that_is_also_reduced") {
   CHECK(any_contains(diag, "anchored to the mma.sync operand B"));
   CHECK_FALSE(any_contains(diag, "anchored to the mma.sync operand A"));
   CHECK(any_contains(diag, "for %") );  // the A tile converted for the dot
-  CHECK(count(src, "through shared memory") >= 1);
+  CHECK(occurrences(src, "through shared memory") >= 1);
   // The interpreter still computes the reference (the layouts change nothing there).
   std::vector<tj::f16> a, b;
   for (float v : testing::random_floats(64 * 32, -1, 1, 5)) a.push_back(tj::f16(v));

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "test/common/text.hpp"
 #include "test/common/random.hpp"
 #include "tilejit/tilejit.hpp"
 
@@ -39,11 +40,7 @@ struct Symmetrize {
   }
 };
 
-std::size_t count(const std::string& s, const std::string& what) {
-  std::size_t n = 0;
-  for (std::size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
-  return n;
-}
+using testing::occurrences;
 
 template <class F>
 void on_device(const tj::Device& dev, std::vector<float>& out, const std::vector<std::vector<float>>& ins, F launch) {
@@ -109,7 +106,7 @@ TEST_CASE("register_trans_moves_no_data_and_compiles_for_nvidia_and_amd") {
   bool sym_converted = false;
   for (const auto& d : s.diagnostics) sym_converted |= d.find("(trans)") != std::string::npos;
   CHECK(sym_converted);
-  CHECK(count(s.source, "__syncthreads") >= 1);
+  CHECK(occurrences(s.source, "__syncthreads") >= 1);
   std::string why;
   if (tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) {
     for (std::string arch : {"sm_80", "sm_90a"}) {

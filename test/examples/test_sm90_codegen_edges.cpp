@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "test/common/text.hpp"
 #include "examples/attention/flash_fwd_tma.hpp"
 #include "examples/gemm/matmul_v5.hpp"
 #include "test/common/attention_ref.hpp"
@@ -134,11 +135,7 @@ void nvrtc_ok(const tj::codegen::Generated& g) {
   }
 }
 
-std::size_t count(const std::string& s, const std::string& what) {
-  std::size_t n = 0;
-  for (std::size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
-  return n;
-}
+using testing::occurrences;
 
 bool has_diag(const tj::codegen::Generated& g, const std::string& what) {
   for (const auto& d : g.diagnostics)
@@ -203,16 +200,16 @@ TEST_CASE("sm90_edge_pointer_a_desc_b_takes_register_a_and_compiles") {
     const auto g = sm90<RegAGemm<64, 64, 64, true, tj::bf16>>(4, 3);
     CHECK(g.tma_params == std::vector<int>{1});
     CHECK(g.tma_boxes == std::vector<std::array<int, 2>>{{64, 64}});
-    CHECK(count(g.source, "\"r\"(tj_pa") == 4u * 4u);          // 4 k16 steps, 4 A registers each
-    CHECK(count(g.source, "tj_wgmma_desc_mn(") == 1u);           // only the prelude's definition: B K-major
+    CHECK(occurrences(g.source, "\"r\"(tj_pa") == 4u * 4u);          // 4 k16 steps, 4 A registers each
+    CHECK(occurrences(g.source, "tj_wgmma_desc_mn(") == 1u);           // only the prelude's definition: B K-major
     if (nv) nvrtc_ok(g);
   }
   SUBCASE("MN-major B ([K, N] block used directly), f16, 8 warps") {
     const auto g = sm90<RegAGemm<128, 96, 64, false, tj::f16>>(8, 2);
     CHECK(g.tma_params == std::vector<int>{1});
     CHECK(g.tma_boxes == std::vector<std::array<int, 2>>{{64, 64}});
-    CHECK(count(g.source, "tj_wgmma_desc_mn((tj_ring") == 4u);  // one per k16 step
-    CHECK(count(g.source, "m64n96k16.f32.f16.f16") == 4u);
+    CHECK(occurrences(g.source, "tj_wgmma_desc_mn((tj_ring") == 4u);  // one per k16 step
+    CHECK(occurrences(g.source, "m64n96k16.f32.f16.f16") == 4u);
     if (nv) nvrtc_ok(g);
   }
   SUBCASE("A cast from f32: packed by cvt.rn.bf16x2 straight from the f32 registers") {
@@ -220,8 +217,8 @@ TEST_CASE("sm90_edge_pointer_a_desc_b_takes_register_a_and_compiles") {
     // The cast lives in the pointer loads' blocked layout, so it is converted (through shared memory) to the
     // register-A layout as bf16-rounded values and packed by truncation (exact); the cvt.rn.x2 packing is for
     // a cast already in the operand layout (attention's P).
-    CHECK(count(g.source, "\"r\"(tj_pa") == 16u);
-    CHECK(count(g.source, "through shared memory") >= 1u);
+    CHECK(occurrences(g.source, "\"r\"(tj_pa") == 16u);
+    CHECK(occurrences(g.source, "through shared memory") >= 1u);
     if (nv) nvrtc_ok(g);
   }
 }
@@ -261,8 +258,8 @@ TEST_CASE("sm90_edge_resident_block_read_by_two_dots_and_in_a_nested_loop") {
   const auto g = sm90<ResidentNested<64, 64, 64, tj::bf16>>(4, 3);
   CHECK(g.tma_params == std::vector<int>{0, 1});
   CHECK(g.tma_boxes == std::vector<std::array<int, 2>>{{64, 64}, {64, 64}});
-  CHECK(count(g.source, "copied once by TMA") == 2u);       // Q, and the K block outside the loops
-  CHECK(count(g.source, "tj_mbar_wait(tj_rbar") == 5u);     // Q waited for by both dots, K(0) by one, both before exit
+  CHECK(occurrences(g.source, "copied once by TMA") == 2u);       // Q, and the K block outside the loops
+  CHECK(occurrences(g.source, "tj_mbar_wait(tj_rbar") == 5u);     // Q waited for by both dots, K(0) by one, both before exit
   CHECK(has_diag(g, "TMA pipeline of 3 stage(s)"));         // the inner loop's K blocks
   if (have_nvrtc()) nvrtc_ok(g);
   // Interpreter against f64.
@@ -317,9 +314,9 @@ TEST_CASE("sm90_edge_one_descriptor_two_block_rows_is_a_typed_error") {
 TEST_CASE("sm90_edge_block_used_through_trans_and_directly") {
   const auto g = sm90<TransAndDirect<64, 64, 64, tj::bf16>>(4, 2);
   CHECK(g.tma_params == std::vector<int>{0, 1});
-  CHECK(count(g.source, "tj_wgmma_desc_mn((tj_ring") == 4u);  // dS·K: 4 k16 steps, MN-major
-  CHECK(count(g.source, "\"r\"(tj_pa") == 16u);               // dS from registers
-  CHECK(count(g.source, "tj_pack_bf16x2(v") == 16u);          // packed from the f32 S values
+  CHECK(occurrences(g.source, "tj_wgmma_desc_mn((tj_ring") == 4u);  // dS·K: 4 k16 steps, MN-major
+  CHECK(occurrences(g.source, "\"r\"(tj_pa") == 16u);               // dS from registers
+  CHECK(occurrences(g.source, "tj_pack_bf16x2(v") == 16u);          // packed from the f32 S values
   CHECK(g.source.find("through shared memory") == std::string::npos);
   if (have_nvrtc()) nvrtc_ok(g);
   const int BM = 64, BN = 64, D = 64, M = 64, N = 160;  // ragged N: the last block is zero-filled
@@ -344,14 +341,14 @@ TEST_CASE("sm90_edge_block_used_through_trans_and_directly_partial_slabs") {
   const bool nv = have_nvrtc();
   // D = 96: S = Q·Kᵀ over 96 (1.5 slabs, 6 k steps) and dS·K with an MN-major B of N = 96 (LBO = 64 rows x 128).
   const auto g1 = sm90<TransAndDirect<64, 64, 96, tj::bf16>>(4, 2);
-  CHECK(count(g1.source, "m64n64k16.f32.bf16.bf16") == 6u);
-  CHECK(count(g1.source, "m64n96k16.f32.bf16.bf16") == 4u);
-  CHECK(count(g1.source, "tj_wgmma_desc_mn((tj_ring") == 4u);
-  CHECK(count(g1.source, ", 8192u)") >= 4u);  // LBO: the slab stride of a 64-row block
+  CHECK(occurrences(g1.source, "m64n64k16.f32.bf16.bf16") == 6u);
+  CHECK(occurrences(g1.source, "m64n96k16.f32.bf16.bf16") == 4u);
+  CHECK(occurrences(g1.source, "tj_wgmma_desc_mn((tj_ring") == 4u);
+  CHECK(occurrences(g1.source, ", 8192u)") >= 4u);  // LBO: the slab stride of a 64-row block
   // Two warp groups, D = 128, N of the MN-major B not a multiple of 64 (72: 8 columns of the second slab).
   const auto g2 = sm90<TransAndDirect<128, 64, 128, tj::f16>>(8, 3);
   const auto g3 = sm90<RegAGemm<64, 72, 64, false, tj::bf16>>(4, 2);
-  CHECK(count(g3.source, "m64n72k16.f32.bf16.bf16") == 4u);
+  CHECK(occurrences(g3.source, "m64n72k16.f32.bf16.bf16") == 4u);
   CHECK(g3.tma_boxes == std::vector<std::array<int, 2>>{{64, 64}});
   if (nv) nvrtc_ok(g1), nvrtc_ok(g2), nvrtc_ok(g3);
 }
@@ -366,10 +363,10 @@ TEST_CASE("sm90_edge_attention_head_dims_80_160_192_256") {
     CHECK(g.tma_params == std::vector<int>{0, 1, 2});
     CHECK(g.tma_boxes == std::vector<std::array<int, 2>>{{64, 64}, {64, 64}, {64, 64}});
     const std::size_t slabs = static_cast<std::size_t>((hd + 63) / 64);
-    CHECK(count(g.source, "tj_tma_load_2d(") == 3 * slabs + 1);  // Q, K, V: one copy per slab (+ the prelude)
-    CHECK(count(g.source, "tj_wgmma_desc_mn((tj_ring") == 4u);    // P·V: K = BLOCK_N = 64
-    CHECK(count(g.source, fmt::format("m64n{}k16.f32.bf16.bf16", hd)) == 4u);
-    CHECK(count(g.source, "m64n64k16.f32.bf16.bf16") == static_cast<std::size_t>(hd / 16));  // S = Q·Kᵀ over hd
+    CHECK(occurrences(g.source, "tj_tma_load_2d(") == 3 * slabs + 1);  // Q, K, V: one copy per slab (+ the prelude)
+    CHECK(occurrences(g.source, "tj_wgmma_desc_mn((tj_ring") == 4u);    // P·V: K = BLOCK_N = 64
+    CHECK(occurrences(g.source, fmt::format("m64n{}k16.f32.bf16.bf16", hd)) == 4u);
+    CHECK(occurrences(g.source, "m64n64k16.f32.bf16.bf16") == static_cast<std::size_t>(hd / 16));  // S = Q·Kᵀ over hd
     CHECK(g.source.find("through shared memory") == std::string::npos);
     if (nv) nvrtc_ok(g);
   };
@@ -387,20 +384,20 @@ TEST_CASE("sm90_edge_blocks_narrower_than_128_bytes") {
     const auto g = sm90<DescGemm<64, 64, 32, tj::bf16>>(4, 3);
     CHECK(g.tma_params == std::vector<int>{0, 1});
     CHECK(g.tma_boxes == std::vector<std::array<int, 2>>{{64, 64}, {64, 64}});
-    CHECK(count(g.source, "tj_mbar_expect_tx(bar, 16384u)") == 1u);  // 2 blocks x 64 rows x 128 bytes (whole boxes)
-    CHECK(count(g.source, "m64n64k16.f32.bf16.bf16") == 2u);
+    CHECK(occurrences(g.source, "tj_mbar_expect_tx(bar, 16384u)") == 1u);  // 2 blocks x 64 rows x 128 bytes (whole boxes)
+    CHECK(occurrences(g.source, "m64n64k16.f32.bf16.bf16") == 2u);
     if (nv) nvrtc_ok(g);
   }
   SUBCASE("K-major, 16 f16 = 32 bytes: one k step") {
     const auto g = sm90<DescGemm<128, 48, 16, tj::f16>>(8, 2);
     CHECK(g.tma_boxes == std::vector<std::array<int, 2>>{{128, 64}, {48, 64}});
-    CHECK(count(g.source, "m64n48k16.f32.f16.f16") == 1u);
+    CHECK(occurrences(g.source, "m64n48k16.f32.f16.f16") == 1u);
     if (nv) nvrtc_ok(g);
   }
   SUBCASE("MN-major B with N = 32") {
     const auto g = sm90<RegAGemm<64, 32, 64, false, tj::bf16>>(4, 2);
     CHECK(g.tma_boxes == std::vector<std::array<int, 2>>{{64, 64}});
-    CHECK(count(g.source, "tj_wgmma_desc_mn((tj_ring") == 4u);
+    CHECK(occurrences(g.source, "tj_wgmma_desc_mn((tj_ring") == 4u);
     if (nv) nvrtc_ok(g);
   }
   SUBCASE("interpreter") {
@@ -439,7 +436,7 @@ TEST_CASE("sm90_edge_one_stage") {
   const auto g1 = sm90<DescGemm<64, 96, 64, tj::bf16>>(4, 1);
   CHECK(has_diag(g1, "TMA pipeline of 1 stage(s)"));
   CHECK(g1.source.find("if (tj_tid == 0) tj_issue") != std::string::npos);  // issued at the top of each iteration
-  CHECK(count(g1.source, "wgmma.wait_group.sync.aligned 0;") >= 1u);      // the single stage is refilled only when drained
+  CHECK(occurrences(g1.source, "wgmma.wait_group.sync.aligned 0;") >= 1u);      // the single stage is refilled only when drained
   const auto g2 = sm90<examples::FlashAttnFwdTma<64, 64, 96, true, tj::bf16>>(4, 1);
   const auto g3 = sm90<RegAGemm<64, 64, 64, false, tj::bf16>>(4, 1);
   if (nv) nvrtc_ok(g1), nvrtc_ok(g2), nvrtc_ok(g3);
@@ -473,7 +470,7 @@ TEST_CASE("sm90_edge_trans_a_operand_from_a_descriptor") {
   };
   const auto g = sm90<TransA>(4, 2);
   CHECK(g.tma_params == std::vector<int>{1});  // only B by TMA; A's trans is a transposed masked load
-  CHECK(count(g.source, "\"r\"(tj_pa") == 16u);
+  CHECK(occurrences(g.source, "\"r\"(tj_pa") == 16u);
   if (have_nvrtc()) nvrtc_ok(g);
   auto dev = tj::Device::interpreter();
   const int K = 80;
@@ -496,7 +493,7 @@ TEST_CASE("sm90_edge_partial_and_multiple_slabs_for_tf32_f8_i8") {
     CAPTURE(instr);
     const auto g = sm90<decltype(kernel)>(4, 2);
     CHECK(g.tma_boxes == std::vector<std::array<int, 2>>{{64, box_cols}, {64, box_cols}});
-    CHECK(count(g.source, instr) == n_instr);
+    CHECK(occurrences(g.source, instr) == n_instr);
     if (nv) nvrtc_ok(g);
   };
   check(DescGemm<64, 64, 16, float>{}, 32, "m64n64k8.f32.tf32.tf32", 2);    // 64-byte rows: half a slab
