@@ -88,8 +88,9 @@ void BM_FlashFwd(benchmark::State& st) {
 
 /// The Hopper forward (flash_fwd_tma.hpp: TMA, wgmma with P in registers): head dim D run by the kernel for
 /// DK >= D on zero-padded heads (DK = D: exact); BLOCK_M = 16 x warps, BLOCK_N = BN, num_stages = STAGES.
+/// WS: 1 = a producer warp (CompileOptions::warp_specialize), 2 = that and the ping-pong schedule.
 template <int D, bool CAUSAL, int BM, int BN, int STAGES, int DK = D,
-          template <int, int, int, bool, class> class Kernel = examples::FlashAttnFwdTma>
+          template <int, int, int, bool, class> class Kernel = examples::FlashAttnFwdTma, int WS = 0>
 void BM_FlashFwdTma(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
   constexpr int WARPS = BM / 16;  // one warp group per 64 query rows
@@ -100,10 +101,12 @@ void BM_FlashFwdTma(benchmark::State& st) {
   const Desc dq(gpu(), x.q, tj::DType::bf16, {rows, DK}, {DK, 1}, {BM, DK});
   const Desc dk(gpu(), x.k, tj::DType::bf16, {rows, DK}, {DK, 1}, {BN, DK});
   const Desc dv(gpu(), x.v, tj::DType::bf16, {rows, DK}, {DK, 1}, {BN, DK});
-  auto kern = tj::compile<Kernel<BM, BN, DK, CAUSAL, tj::bf16>>(gpu(), {.num_warps = WARPS, .num_stages = STAGES});
+  auto kern = tj::compile<Kernel<BM, BN, DK, CAUSAL, tj::bf16>>(
+      gpu(), {.num_warps = WARPS, .num_stages = STAGES, .warp_specialize = WS >= 1, .pingpong = WS == 2});
   const float scale = static_cast<float>(1.4426950408889634 / std::sqrt(double(D)));
   time_tflops(st, [&] { kern.launch(tj::Grid{S / BM, B * H}, dq, dk, dv, x.o, x.lse, S, 1, scale); }, x.flops(CAUSAL));
-  st.SetLabel(fmt::format("{}x{} stages {}{}", BM, BN, STAGES, DK != D ? fmt::format(", padded to {}", DK) : ""));
+  st.SetLabel(fmt::format("{}x{} stages {}{}{}", BM, BN, STAGES, DK != D ? fmt::format(", padded to {}", DK) : "",
+                          WS == 2 ? ", producer warp + ping-pong" : WS == 1 ? ", producer warp" : ""));
 }
 
 /// Inputs of a backward run: random q, k, v, dO (B=4, H=32, S=4096, bf16), O and LSE from the forward, and
@@ -285,6 +288,23 @@ TJ_TMA_OVERLAP(96, false, 128, 64, 3, "full");
 TJ_TMA_OVERLAP(128, false, 128, 64, 3, "full");
 TJ_TMA_OVERLAP(128, true, 128, 64, 3, "causal");
 TJ_TMA(128, true, 128, 64, 3, "causal");
+TJ_TMA(128, false, 128, 128, 2, "full");
+#define TJ_TMA_WS(D, C, BM, BN, ST, NAME, K, WS, KNAME)                                                        \
+  BENCHMARK(BM_FlashFwdTma<D, C, BM, BN, ST, D, K, WS>)                                                           \
+      ->Name("BM_FlashFwd" KNAME "/D" #D "/" NAME "/" #BM "x" #BN "/" #ST)                                        \
+      ->UseManualTime()                                                                                           \
+      ->Unit(benchmark::kMillisecond)
+// FlashAttention-3's schedule (flash_fwd_tma.hpp FlashAttnFwdTmaPingPong): producer warp + ping-pong.
+TJ_TMA_WS(64, false, 128, 64, 2, "full", examples::FlashAttnFwdTmaPingPong, 2, "PingPong");
+TJ_TMA_WS(64, true, 128, 64, 2, "causal", examples::FlashAttnFwdTmaPingPong, 2, "PingPong");
+TJ_TMA_WS(96, false, 128, 64, 2, "full", examples::FlashAttnFwdTmaPingPong, 2, "PingPong");
+TJ_TMA_WS(96, true, 128, 64, 2, "causal", examples::FlashAttnFwdTmaPingPong, 2, "PingPong");
+TJ_TMA_WS(128, false, 128, 64, 2, "full", examples::FlashAttnFwdTmaPingPong, 2, "PingPong");
+TJ_TMA_WS(128, false, 128, 64, 3, "full", examples::FlashAttnFwdTmaPingPong, 2, "PingPong");
+TJ_TMA_WS(128, true, 128, 64, 2, "causal", examples::FlashAttnFwdTmaPingPong, 2, "PingPong");
+TJ_TMA_WS(128, false, 128, 64, 2, "full", examples::FlashAttnFwdTmaPingPong, 1, "PingPongNoTurns");
+TJ_TMA_WS(128, false, 128, 64, 3, "full", examples::FlashAttnFwdTma, 1, "TmaWs");
+BENCHMARK(BM_FlashFwdTma<96, false, 128, 64, 2, 128, examples::FlashAttnFwdTmaPingPong, 2>)->Name("BM_FlashFwdPingPongPadded/D96/full/128x64/2")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashFwdTma<96, false, 128, 64, 3, 128>)->Name("BM_FlashFwdTmaPadded/D96/full/128x64/3")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashFwdTma<96, false, 64, 64, 3, 128>)->Name("BM_FlashFwdTmaPadded/D96/full/64x64/3")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

@@ -25,6 +25,8 @@ namespace tj = tilejit;
 inline constexpr float kAttnNegBig = -1e30f;          // "minus infinity" that keeps exp2 and max finite
 inline constexpr float kAttnLn2 = 0.6931471805599453f;
 
+/// The softmax of one block (see online_softmax_step): (m_new, p, alpha) with
+/// p = exp2(s·scale − m_new) [BLOCK_M, BLOCK_N] and alpha = exp2(m_i − m_new).
 /// One step of the online softmax. `scores` are the raw Q·Kᵀ [BLOCK_M, BLOCK_N]
 /// of keys n0 .. n0 + BLOCK_N for query rows `rm` (positions in the same
 /// sequence); keys at or past hi (and, causal, key j > row i) are masked to
@@ -34,9 +36,9 @@ inline constexpr float kAttnLn2 = 0.6931471805599453f;
 /// subtracts 0, so exp2(-1e30·scale) = 0 for each of its scores and masked
 /// scores need no second select. Returns the updated (m, l, acc), acc +=
 /// P·load_v(n0) with V [BLOCK_N, HEAD_DIM].
-template <int BLOCK_N, bool CAUSAL, class T, class Scores, class Rows, class M, class L, class Acc, class LoadV>
-auto online_softmax_step(const Scores& scores, const Rows& rm, const tj::Int& n0, const tj::Int& hi,
-                         const tj::Scalar<float>& scale_log2e, const M& m_i, const L& l_i, const Acc& acc, LoadV load_v) {
+template <int BLOCK_N, bool CAUSAL, class Scores, class Rows, class M>
+auto softmax_block(const Scores& scores, const Rows& rm, const tj::Int& n0, const tj::Int& hi, const tj::Scalar<float>& scale_log2e,
+                   const M& m_i) {
   auto rn = n0 + tj::arange<BLOCK_N>();
   auto col_ok = tj::expand_dims<0>(rn < hi);
   auto mask = CAUSAL ? (col_ok & (tj::expand_dims<1>(rm) >= tj::expand_dims<0>(rn))) : (col_ok & (tj::expand_dims<1>(rm) >= 0));
@@ -46,6 +48,13 @@ auto online_softmax_step(const Scores& scores, const Rows& rm, const tj::Int& n0
   auto m_use = tj::where(m_new > kAttnNegBig, m_new, 0.0f);
   auto p = tj::exp2(s * scale_log2e - tj::expand_dims<1>(m_use));
   auto alpha = tj::exp2(m_i - m_new);
+  return std::tuple{m_new, p, alpha};
+}
+
+template <int BLOCK_N, bool CAUSAL, class T, class Scores, class Rows, class M, class L, class Acc, class LoadV>
+auto online_softmax_step(const Scores& scores, const Rows& rm, const tj::Int& n0, const tj::Int& hi,
+                         const tj::Scalar<float>& scale_log2e, const M& m_i, const L& l_i, const Acc& acc, LoadV load_v) {
+  auto [m_new, p, alpha] = softmax_block<BLOCK_N, CAUSAL>(scores, rm, n0, hi, scale_log2e, m_i);
   auto acc_new = tj::dot(tj::cast<T>(p), load_v(n0), acc * tj::expand_dims<1>(alpha));
   return std::tuple{m_new, l_i * alpha + tj::sum<1>(p), acc_new};
 }

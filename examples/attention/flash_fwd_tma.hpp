@@ -98,3 +98,49 @@ struct FlashAttnFwdTmaOverlap {
 };
 
 }  // namespace examples
+
+namespace examples {
+
+/// FlashAttention-3's schedule written in the DSL: iteration j issues
+/// S_j = Q·K_jᵀ and the previous block's O += P_{j-1}·V_{j-1} back to back
+/// (V_{j-1} is copied with K_j into the same pipeline stage), then runs the
+/// softmax of S_j on the CUDA cores; O is rescaled by alpha_j after the product
+/// that used the previous scale. Compiled with CompileOptions{.num_warps = 8,
+/// .warp_specialize = true, .pingpong = true}, a producer warp issues the copies
+/// and the two warp groups take turns over the two products, so one group's
+/// softmax runs under the other's tensor-core work. The loop carries P (f32);
+/// P_{-1} = 0, so the block read at j = 0 (row −BLOCK_N: the previous head's
+/// rows, or TMA's zero fill) contributes nothing; the last block's P·V runs
+/// after the loop on a V block copied before it. Same shapes, descriptors and
+/// results as FlashAttnFwdTma. Source: Shah et al., FlashAttention-3 (arXiv
+/// 2407.08608), §3.1 (ping-pong) and Algorithm 1.
+template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T>
+struct FlashAttnFwdTmaPingPong {
+  void operator()(tj::Desc<T, BLOCK_M, HEAD_DIM> q, tj::Desc<T, BLOCK_N, HEAD_DIM> k, tj::Desc<T, BLOCK_N, HEAD_DIM> v, tj::Ptr<T> o,
+                  tj::Ptr<float> lse, tj::Size S, tj::Size group, tj::Scalar<float> scale_log2e) const {
+    auto start_m = tj::program_id(0) * BLOCK_M;
+    auto bh = tj::program_id(1);
+    auto kv_row = (bh / group) * S;
+    auto rm = start_m + tj::arange<BLOCK_M>();
+    auto rd = tj::arange<HEAD_DIM>();
+    auto row_ok = rm < S;
+    auto q_tile = q.load(bh * S + start_m, 0);
+    auto hi = CAUSAL ? tj::minimum(S, start_m + BLOCK_M) : tj::Int(S);  // >= 1: start_m < S
+    auto v_last = v.load(kv_row + (hi - 1) / BLOCK_N * BLOCK_N, 0);      // the last block's V, copied once
+    auto init = std::tuple{tj::full<float, BLOCK_M>(kAttnNegBig), tj::zeros<float, BLOCK_M>(), tj::zeros<float, BLOCK_M, HEAD_DIM>(),
+                           tj::zeros<float, BLOCK_M, BLOCK_N>()};
+    auto [m_i, l_i, acc, p_last] = tj::for_range(0, hi, BLOCK_N, init, [&](tj::Int n0, auto m_i, auto l_i, auto acc, auto p_prev) {
+      auto s = tj::dot(q_tile, tj::trans(k.load(kv_row + n0, 0)));
+      auto o_prev = tj::dot(tj::cast<T>(p_prev), v.load(kv_row + n0 - BLOCK_N, 0), acc);
+      auto [m_new, p, alpha] = softmax_block<BLOCK_N, CAUSAL>(s, rm, n0, hi, scale_log2e, m_i);
+      return std::tuple{m_new, l_i * alpha + tj::sum<1>(p), o_prev * tj::expand_dims<1>(alpha), p};
+    });
+    auto acc_all = tj::dot(tj::cast<T>(p_last), v_last, acc);
+    auto [out, lse_row] = attend_finish<BLOCK_M, HEAD_DIM>(m_i, l_i, acc_all);
+    auto q_base = bh * S * HEAD_DIM;
+    tj::store(o + q_base + tj::expand_dims<1>(rm) * HEAD_DIM + tj::expand_dims<0>(rd), tj::cast<T>(out), tj::expand_dims<1>(row_ok));
+    tj::store(lse + bh * S + rm, lse_row, row_ok);
+  }
+};
+
+}  // namespace examples

@@ -41,10 +41,11 @@ class Emitter {
   }
 
   Generated run() {
+    if (ws_) emit_producer();
     for (std::size_t id = 0; id < k_.nodes.size(); ++id) emit(static_cast<int>(id));
     Generated g;
     g.kernel_name = k_.name;
-    g.threads = threads_;
+    g.threads = threads_ + (ws_ ? t_.warp_size : 0);
     const bool dynamic = ring_bytes_ > 0;
     if (!dynamic && smem_bytes_ > 48 * 1024)
       throw Unsupported(fmt::format("kernel {} needs {} bytes of shared memory for layout conversions and reductions; "
@@ -73,7 +74,7 @@ class Emitter {
       src += fmt::format("// layout L{}: {}\n", i, plan_.layouts[i].description);
     src += prelude(t_.dialect == Dialect::cuda);
     if (dynamic) src += tma_prelude();
-    src += fmt::format("\nextern \"C\" __global__ void __launch_bounds__({}) {}(", threads_, k_.name);
+    src += fmt::format("\nextern \"C\" __global__ void __launch_bounds__({}) {}(", g.threads, k_.name);
     for (std::size_t i = 0; i < k_.params.size(); ++i) {
       const auto& p = k_.params[i];
       const std::string ty = p.type.is_desc ? (t_.dialect == Dialect::cuda ? "const __grid_constant__ tj_desc" : "const tj_desc")
@@ -95,6 +96,7 @@ class Emitter {
     } else if (smem_bytes_ > 0) {
       src += fmt::format("  __shared__ __attribute__((aligned({}))) unsigned char tj_smem[{}];\n", smem_align_, smem_bytes_);
     }
+    if (ws_) src += producer_;
     src += body_;
     // A resident block's copy is issued unconditionally but waited for only by the dots that read it; if they
     // sit in a loop that ran zero times, the program must still not exit with the bulk copy in flight.
@@ -223,10 +225,12 @@ class Emitter {
       r.off = ring_bytes_;
       ring_bytes_ += (r.bytes + 1023) / 1024 * 1024;
     }
-    // Barriers after all rings (8 bytes each).
+    decide_warp_specialization(parent);
+    // Barriers after all rings (8 bytes each): per stage a "full" one (the copies landed) and, warp-specialised,
+    // an "empty" one (every consumer warp is done with the stage).
     for (Pipe& p : pipes_) {
       p.bar_off = ring_bytes_;
-      ring_bytes_ += 8 * p.stages;
+      ring_bytes_ += 8 * p.stages * (ws_ ? 2 : 1);
     }
     for (Resident& r : resident_) {
       r.bar_off = ring_bytes_;
@@ -240,6 +244,10 @@ class Emitter {
       pipe_preamble_ += fmt::format("  unsigned tj_it{} = 0;  // stages of loop %{} consumed so far\n", L, L);
       pipe_preamble_ += fmt::format("  if (tj_tid == 0) {{ for (int s = 0; s < {}; ++s) tj_mbar_init(tj_bar{} + 8 * s, 1); tj_mbar_fence_init(); }}\n",
                                     p.stages, L);
+      if (ws_)
+        pipe_preamble_ += fmt::format("  const unsigned tj_empty{0} = tj_bar{0} + {1}u;  // per stage: every consumer warp released it\n"
+                                      "  if (tj_tid == 0) {{ for (int s = 0; s < {2}; ++s) tj_mbar_init(tj_empty{0} + 8 * s, {3}); tj_mbar_fence_init(); }}\n",
+                                      L, 8 * p.stages, p.stages, o_.num_warps);
       plan_diag_.push_back(fmt::format("loop %{}: TMA pipeline of {} stage(s) x {} bytes ({} block(s)), {} wgmma left in flight "
                                        "across iterations", L, p.stages, p.stage_bytes, p.loads.size(), p.async_dots.size()));
     }
@@ -288,6 +296,21 @@ class Emitter {
   }
   /// Before `for`: a coordinate function per block, the copy-issue function, the prologue.
   void emit_pipe_prologue(const Pipe& p) {
+    if (ws_) {
+      line(fmt::format("// loop %{}: its TMA copies are issued by the producer warp", p.loop));
+      if (pingpong_) line("if (tj_warp / 4 == 1) asm volatile(\"bar.arrive 2, 256;\" ::: \"memory\");  // warp group 0 issues first");
+      return;
+    }
+    emit_pipe_issue(p);
+    const int L = p.loop;
+    const Node& lb = k_[L];
+    const std::string lo = v(lb.args[0], 0), hi = v(lb.args[1], 0), step = v(lb.args[2], 0);
+    if (p.prefetch > 0)
+      line(fmt::format("if (tj_tid == 0) for (int p = 0; p < {}; ++p) if ({} + p * {} < {}) tj_issue{}({} + p * {}, tj_it{} + (unsigned)p);",
+                       p.prefetch, lo, step, hi, L, lo, step, L));
+  }
+  /// The coordinate functions of the pipe's blocks and tj_issue<L>(iv, it): the copies of one iteration.
+  void emit_pipe_issue(const Pipe& p) {
     const int L = p.loop;
     const Node& lb = k_[L];
     const std::string lo = v(lb.args[0], 0), hi = v(lb.args[1], 0), step = v(lb.args[2], 0);
@@ -306,15 +329,12 @@ class Emitter {
                        tma_copies(x, fmt::format("tj_ring{} + st * {}u + {}u", L, p.stage_bytes, p.offset[i]), "c.w[1]", "c.w[0]", "bar")));
     }
     line("};");
-    if (p.prefetch > 0)
-      line(fmt::format("if (tj_tid == 0) for (int p = 0; p < {}; ++p) if ({} + p * {} < {}) tj_issue{}({} + p * {}, tj_it{} + (unsigned)p);",
-                       p.prefetch, lo, step, hi, L, lo, step, L));
   }
   /// First lines of an iteration: issue (no prefetch) and wait for this stage's copies.
   void emit_pipe_wait(const Pipe& p) {
     const int L = p.loop;
     line(fmt::format("const unsigned tj_st{} = tj_it{} % {}u;", L, L, p.stages));
-    if (p.prefetch == 0) line(fmt::format("if (tj_tid == 0) tj_issue{}(s{}, tj_it{});", L, L, L));
+    if (p.prefetch == 0 && !ws_) line(fmt::format("if (tj_tid == 0) tj_issue{}(s{}, tj_it{});", L, L, L));
     line(fmt::format("tj_mbar_wait(tj_bar{} + 8u * tj_st{}, (tj_it{} / {}u) & 1u);", L, L, L, p.stages));
   }
   /// Last lines of an iteration: retire the previous iteration's wgmma, then refill its stage.
@@ -328,11 +348,117 @@ class Emitter {
     if (!p.async_dots.empty())
       line(fmt::format("asm volatile(\"wgmma.wait_group.sync.aligned {};\" ::: \"memory\");",
                        p.prefetch > 0 ? p.async_dots.size() : std::size_t{0}));
-    line("__syncthreads();  // every warp group is done with the stage refilled next");
+    if (ws_) {
+      // Release a stage no wgmma reads any more: this iteration's when nothing is left in flight, else the previous one's.
+      const int lag = !p.async_dots.empty() && p.prefetch > 0 ? 1 : 0;
+      line(lag ? fmt::format("__syncwarp(); if (tj_lane == 0 && tj_it{0} > 0) tj_mbar_arrive(tj_empty{0} + 8u * ((tj_it{0} - 1u) % {1}u));", L, p.stages)
+               : fmt::format("__syncwarp(); if (tj_lane == 0) tj_mbar_arrive(tj_empty{0} + 8u * tj_st{0});", L));
+      line(fmt::format("++tj_it{};", L));
+      return;
+    }
+    line(sync() + "  // every warp group is done with the stage refilled next");
     if (p.prefetch > 0)
       line(fmt::format("if (tj_tid == 0 && s{} + {} * {} < {}) tj_issue{}(s{} + {} * {}, tj_it{} + {}u);", L, p.prefetch, step, hi, L, L,
                        p.prefetch, step, L, p.prefetch));
     line(fmt::format("++tj_it{};", L));
+  }
+
+  /// warp_specialize applies when every pipelined loop is outermost and its
+  /// bounds and block coordinates come from scalars computed outside any loop
+  /// (parameters, program ids, constants and arithmetic on them): the producer
+  /// warp recomputes them on its own. Otherwise a diagnostic says why not.
+  void decide_warp_specialization(const std::vector<int>& parent) {
+    if (!o_.warp_specialize) {
+      if (o_.pingpong) plan_diag_.push_back("pingpong ignored: it needs warp_specialize");
+      return;
+    }
+    auto no = [&](const std::string& why) { plan_diag_.push_back("warp specialisation not applied: " + why); };
+    if (pipes_.empty()) return no("no loop has a TMA pipeline");
+    if (o_.num_warps % 4 != 0) return no(fmt::format("num_warps = {} is not whole warp groups", o_.num_warps));
+    std::vector<char> need(k_.nodes.size(), 0);
+    std::vector<int> todo;
+    for (const Pipe& p : pipes_) {
+      if (parent[static_cast<std::size_t>(p.loop)] >= 0) return no(fmt::format("loop %{} is nested in loop %{}", p.loop, parent[static_cast<std::size_t>(p.loop)]));
+      for (int a : k_[p.loop].args) todo.push_back(a);
+      for (int x : p.loads) {
+        todo.push_back(k_[x].args[0]);
+        for (int c : coord_chain(x, p.loop)) todo.push_back(c);
+        todo.push_back(k_[x].args[1]);
+        todo.push_back(k_[x].args[2]);
+      }
+    }
+    while (!todo.empty()) {
+      const int x = todo.back();
+      todo.pop_back();
+      if (x < 0 || need[static_cast<std::size_t>(x)]) continue;
+      need[static_cast<std::size_t>(x)] = 1;
+      for (int a : k_[x].args) todo.push_back(a);
+    }
+    for (std::size_t id = 0; id < need.size(); ++id) {
+      if (!need[id]) continue;
+      const int L = parent[id];
+      const bool in_pipe = L >= 0 && pipe_of_loop_[static_cast<std::size_t>(L)] >= 0;
+      if (pipe_of_loop_[id] >= 0) continue;  // a pipelined loop's induction variable: the producer's own
+      const Op op = k_.nodes[id].op;
+      if (tile(static_cast<int>(id)) || op == Op::loop_carry || op == Op::loop_result || op == Op::loop_begin || (L >= 0 && !in_pipe))
+        return no(fmt::format("%{} ({}) feeds a loop bound or a block coordinate and is not a scalar computed outside loops", id, ir::name(op)));
+      if (!in_pipe) producer_deps_.push_back(static_cast<int>(id));
+    }
+    ws_ = true;
+    plan_diag_.push_back(fmt::format("warp specialised: {} consumer warp(s) and 1 producer warp issuing the TMA copies of {} loop(s)",
+                                     o_.num_warps, pipes_.size()));
+    if (!o_.pingpong) return;
+    if (o_.num_warps != 8) {
+      plan_diag_.push_back(fmt::format("pingpong not applied: it needs two consumer warp groups (num_warps = 8), not {}", o_.num_warps));
+      return;
+    }
+    if (pipes_.size() != 1) {
+      plan_diag_.push_back("pingpong not applied: it needs exactly one pipelined loop");
+      return;
+    }
+    const Pipe& p = pipes_.front();
+    const auto ends = ir::loop_ends(k_);
+    for (int d = p.loop + 1; d < ends[static_cast<std::size_t>(p.loop)]; ++d)
+      if (k_[d].op == Op::dot && parent[static_cast<std::size_t>(d)] == p.loop && plan_.dot_wgmma[static_cast<std::size_t>(d)]) {
+        if (pp_first_ < 0) pp_first_ = d;
+        pp_last_ = d;
+      }
+    if (pp_first_ < 0) {
+      plan_diag_.push_back(fmt::format("pingpong not applied: loop %{} issues no wgmma", p.loop));
+      return;
+    }
+    pingpong_ = true;
+    plan_diag_.push_back(fmt::format("pingpong: the warp groups take turns over loop %{}'s wgmma from dot %{} to dot %{}", p.loop,
+                                     pp_first_, pp_last_));
+  }
+  /// The producer warp's code, before everything else: lane 0 walks every pipelined loop's iteration space,
+  /// waits for a stage to be released (from the second round on) and issues its copies; then the warp exits.
+  /// The consumers never use the CTA-wide barrier after this point (sync() is a named barrier of their threads).
+  void emit_producer() {
+    std::string saved = std::move(body_);
+    body_.clear();
+    line(fmt::format("if (tj_warp == {}) {{  // the producer warp: every TMA copy of the pipelined loops", o_.num_warps));
+    for (int d : producer_deps_) emit(d);
+    line("if (tj_lane == 0) {");
+    for (const Pipe& p : pipes_) {
+      const int L = p.loop;
+      const Node& lb = k_[L];
+      emit_pipe_issue(p);
+      line(fmt::format("unsigned tj_it{} = 0;", L));
+      line(fmt::format("for (int s{0} = {1}; s{0} < {2}; s{0} += {3}, ++tj_it{0}) {{", L, v(lb.args[0], 0), v(lb.args[1], 0), v(lb.args[2], 0)));
+      line(fmt::format("  if (tj_it{0} >= {1}u) tj_mbar_wait(tj_empty{0} + 8u * (tj_it{0} % {1}u), (tj_it{0} / {1}u - 1u) & 1u);", L, p.stages));
+      line(fmt::format("  tj_issue{0}(s{0}, tj_it{0});", L));
+      line("}");
+    }
+    line("}");
+    line("return;");
+    line("}");
+    producer_ = std::move(body_);
+    body_ = std::move(saved);
+  }
+  /// A barrier of the consumer threads: the CTA barrier, or named barrier 1 when a producer warp runs apart.
+  std::string sync() const {
+    return ws_ ? fmt::format("asm volatile(\"bar.sync 1, {};\" ::: \"memory\");", threads_) : "__syncthreads();";
   }
 
   // ---- types ----------------------------------------------------------------
@@ -493,14 +619,14 @@ class Emitter {
         std::string st_line = fmt::format("{}[{}] = {};", buf, index(TL(a), r), val);
         line(own.empty() ? st_line : fmt::format("if ({}) {}", own, st_line));
       }
-      line("__syncthreads();");
+      line(sync());
       line(fmt::format("{} {}[{}];", reg_type(t), name, regs(want)));
       for (int r = 0; r < regs(want); ++r) {
         std::string ld = fmt::format("{}[{}]", buf, index(want, r));
         if (half) ld = fmt::format("{}({})", t.dtype == DType::f16 ? "tj_f16_to_f32" : "tj_bf16_to_f32", ld);
         line(fmt::format("{}[{}] = {};", name, r, ld));
       }
-      line("__syncthreads();");
+      line(sync());
       plan_diag_.push_back(fmt::format("converted %{} from L{} to L{} for %{} ({}) through {} bytes of shared memory", a,
                                        TL(a).layout, want.layout, id, ir::name(k_[id].op), rows * stride * esize));
     }
@@ -811,6 +937,8 @@ class Emitter {
             line(fmt::format("s{} = y{};", c, c));
         }
         line("}");
+        if (pi >= 0 && pingpong_)  // warp group 1 handed a last turn to group 0 in its final iteration: take it
+          line("if (tj_warp / 4 == 0) asm volatile(\"bar.sync 2, 256;\" ::: \"memory\");");
         if (pi >= 0 && !pipes_[static_cast<std::size_t>(pi)].async_dots.empty())
           line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");  // the accumulators are final");
         return;
@@ -1085,7 +1213,7 @@ class Emitter {
     stage(a, false, M, 0);
     stage(b, true, N, b_off);
     line("asm volatile(\"fence.proxy.async.shared::cta;\" ::: \"memory\");");
-    line("__syncthreads();");
+    line(sync());
     // 2. the accumulator and the instructions
     line(fmt::format("float v{}[{}];", id, R(id)));
     for (int r = 0; r < R(id); ++r) line(fmt::format("v{}[{}] = {};", id, r, opnd(id, 2, r)));
@@ -1094,7 +1222,7 @@ class Emitter {
     WgmmaOperand A{fmt::format("tj_sa{}", id), M}, B{fmt::format("tj_sb{}", id), N};
     emit_wgmma_instructions(id, id, A, B, N, K, ta.dtype);
     line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");");
-    line("__syncthreads();  // the staging buffer may be written again (a later iteration)");
+    line(sync() + "  // the staging buffer may be written again (a later iteration)");
   }
 
   /// Where a wgmma operand comes from. K-major blocks (A as [M, K], B as the
@@ -1166,6 +1294,7 @@ class Emitter {
                          pack(a_reg(0, k0 + 8), a_reg(0, k0 + 9)), pack(a_reg(8, k0 + 8), a_reg(8, k0 + 9))));
       }
     }
+    if (pingpong_ && id == pp_first_) line("asm volatile(\"bar.sync %0, 256;\" :: \"r\"(2 + tj_warp / 4) : \"memory\");  // this warp group's turn");
     line("asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");");
     // One instruction covers 32 bytes of K: k16 for 16-bit types, k32 for f8 (whose wgmma has no transpose immediates).
     const int es = size_bytes(et), kstep = 32 / es;
@@ -1192,6 +1321,7 @@ class Emitter {
                        N, kstep, dty, ty, ty, regs, N / 2, N / 2 + 1, imm, cons, A.addr, slab * A.rows * 128 + kin, bd));
     }
     line("asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");");
+    if (pingpong_ && id == pp_last_) line("asm volatile(\"bar.arrive %0, 256;\" :: \"r\"(3 - tj_warp / 4) : \"memory\");  // the other group's turn");
   }
 
   /// The shared address of TMA block `x` now: its resident region, or the
@@ -1306,7 +1436,7 @@ class Emitter {
     };
     stage(a, K, 0);
     stage(b, N, b_off);
-    line("__syncthreads();");
+    line(sync());
     // Accumulator registers of instruction tile (rep_m, rep_n), VGPR v: found by register coordinate.
     const ir::TileLayout& lc = TL(id);
     std::map<std::pair<int, int>, int> table;
@@ -1345,7 +1475,7 @@ class Emitter {
         for (int vg = 0; vg < nacc; ++vg) line(fmt::format("  v{}[{}] = tj_d[{}];", id, acc[static_cast<std::size_t>(vg)], vg));
         line("}");
       }
-    line("__syncthreads();  // the staging buffer may be written again (a later iteration)");
+    line(sync() + "  // the staging buffer may be written again (a later iteration)");
   }
 
   void emit_reduce(int id) {
@@ -1407,7 +1537,7 @@ class Emitter {
       line(fmt::format("{}* const tj_red{} = ({}*)tj_smem;", ty, id, ty));
       for (std::size_t c = 0; c < canon.size(); ++c)
         line(fmt::format("tj_red{}[{} + tj_tid] = r{}_{};", id, c * static_cast<std::size_t>(threads_), id, c));
-      line("__syncthreads();");
+      line(sync());
       int redmask = 0;
       for (int s : warp_red) redmask |= s;
       line(fmt::format("const int tj_w{} = tj_warp & ~{};", id, redmask));
@@ -1422,7 +1552,7 @@ class Emitter {
                       : fmt::format("r{}_{} = {};", id, c, combine(fmt::format("r{}_{}", id, c), elem)));
         }
       }
-      line("__syncthreads();  // the scratch may be written again (a conversion, a later iteration)");
+      line(sync() + "  // the scratch may be written again (a conversion, a later iteration)");
     }
     // 4. the result: every register of the output takes its canonical partial.
     auto canon_index = [&](int r) {
@@ -1451,6 +1581,10 @@ class Emitter {
   int ring_bytes_ = 0;
   std::vector<Resident> resident_;
   std::vector<int> deferred_;  // wgmma dots issued, not yet waited for (retire_deferred)
+  bool ws_ = false, pingpong_ = false;  // warp specialisation and the ping-pong schedule (decide_warp_specialization)
+  std::vector<int> producer_deps_;      // scalars the producer warp recomputes, in program order
+  int pp_first_ = -1, pp_last_ = -1;    // the span of wgmma the warp groups take turns over
+  std::string producer_;
   std::string pipe_preamble_;
   std::string body_;
   std::map<std::string, std::string> conversions_;  // (value, target layout) -> converted register array

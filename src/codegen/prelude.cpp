@@ -187,6 +187,10 @@ static __device__ __forceinline__ void tj_mbar_expect_tx(unsigned bar, unsigned 
 static __device__ __forceinline__ void tj_mbar_wait(unsigned bar, unsigned parity) {
   asm volatile("{\n .reg .pred p;\n WAIT:\n mbarrier.try_wait.parity.shared::cta.b64 p, [%0], %1;\n @!p bra WAIT;\n}" :: "r"(bar), "r"(parity) : "memory");
 }
+// One arrival (release semantics, CTA scope): a consumer warp is done with a pipeline stage.
+static __device__ __forceinline__ void tj_mbar_arrive(unsigned bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
+}
 // The [box] block at element coordinates (x = innermost, y) of the map into shared memory at `dst`.
 static __device__ __forceinline__ void tj_tma_load_2d(unsigned dst, const void* map, int x, int y, unsigned bar) {
   asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"

@@ -60,7 +60,7 @@ KernelCore::KernelCore(Device dev, ir::Kernel ir, CompileOptions opt)
 
 codegen::Generated KernelCore::source(const ir::Specialization& spec) const {
   codegen::Target t = dev_.backend() == Backend::interpreter ? codegen::target_for(opt_.arch.empty() ? "sm_90a" : opt_.arch) : target_;
-  return codegen::generate(ir_, spec, t, {.num_warps = opt_.num_warps, .num_stages = opt_.num_stages});
+  return codegen::generate(ir_, spec, t, codegen_options(opt_));
 }
 
 const KernelCore::Variant& KernelCore::variant_for(std::uint64_t key, const ir::Specialization& spec, JitInfo* out) {
@@ -75,7 +75,7 @@ const KernelCore::Variant& KernelCore::variant_for(std::uint64_t key, const ir::
   const auto t0 = std::chrono::steady_clock::now();
   JitInfo info;
   info.compiled = true;
-  codegen::Generated gen = codegen::generate(ir_, spec, target_, {.num_warps = opt_.num_warps, .num_stages = opt_.num_stages});
+  codegen::Generated gen = codegen::generate(ir_, spec, target_, codegen_options(opt_));
   info.codegen_ms = ms_since(t0);
   JitRequest req;
   req.compiler = target_.dialect == codegen::Dialect::cuda ? Compiler::nvrtc : Compiler::hiprtc;

@@ -22,7 +22,8 @@ using D = tj::TensorDescriptor;
 namespace {
 
 template <int BM, int BN, int HD, bool CAUSAL, class T, template <int, int, int, bool, class> class Kernel = examples::FlashAttnFwdTma>
-void check_tma(const tj::Device& dev, int B, int Hq, int group, int S, int warps, int stages, double tol) {
+void check_tma(const tj::Device& dev, int B, int Hq, int group, int S, int warps, int stages, double tol, bool ws = false,
+               bool pingpong = false) {
   CAPTURE(HD);
   CAPTURE(CAUSAL);
   CAPTURE(S);
@@ -66,7 +67,8 @@ void check_tma(const tj::Device& dev, int B, int Hq, int group, int S, int warps
   D dqd(dev, dq, dt, {rows_q, HD}, {HD, 1}, {BM, HD});
   D dkd(dev, dk, dt, {rows_kv, HD}, {HD, 1}, {BN, HD});
   D dvd(dev, dv, dt, {rows_kv, HD}, {HD, 1}, {BN, HD});
-  auto kern = tj::compile<Kernel<BM, BN, HD, CAUSAL, T>>(dev, {.num_warps = warps, .num_stages = stages});
+  auto kern = tj::compile<Kernel<BM, BN, HD, CAUSAL, T>>(
+      dev, {.num_warps = warps, .num_stages = stages, .warp_specialize = ws, .pingpong = pingpong});
   kern.launch(tj::Grid{tj::cdiv(S, BM), BH}, dqd, dkd, dvd, dout, dl, S, group, static_cast<float>(scale * 1.4426950408889634));
   if (gpu) {
     dev.copy_to_host(o.data(), dout, o.size() * sizeof(T));
@@ -86,9 +88,25 @@ void check_tma(const tj::Device& dev, int B, int Hq, int group, int S, int warps
   CHECK(testing::rel_error(lse, ref_lse) < 1e-3);
 }
 
-tj::codegen::Generated sm90(int warps, int stages, auto kernel) {
+tj::codegen::Generated sm90(int warps, int stages, auto kernel, bool ws = false, bool pingpong = false) {
   return tj::codegen::generate(tj::trace(decltype(kernel){}), {}, tj::codegen::target_for("sm_90a"),
-                               {.num_warps = warps, .num_stages = stages});
+                               {.num_warps = warps, .num_stages = stages, .warp_specialize = ws, .pingpong = pingpong});
+}
+
+bool has_diagnostic(const tj::codegen::Generated& g, const std::string& text) {
+  for (const auto& d : g.diagnostics)
+    if (d.find(text) != std::string::npos) return true;
+  return false;
+}
+
+void compiles_for_sm90a(const std::string& src, const char* name) {
+  std::string why;
+  if (!tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) return;
+  tj::runtime::JitRequest req;
+  req.source = src;
+  req.name = name;
+  req.arch = "sm_90a";
+  CHECK(!tj::runtime::compile(req).binary.bytes.empty());
 }
 
 using testing::occurrences;
@@ -195,4 +213,83 @@ TEST_CASE("attention_tma_gpu_matches_f64") {
   check_tma<128, 64, 64, false, tj::bf16, examples::FlashAttnFwdTmaOverlap>(dev, 1, 4, 1, 300, 8, 2, 2e-2);
   check_tma<128, 64, 96, true, tj::bf16, examples::FlashAttnFwdTmaOverlap>(dev, 1, 4, 2, 257, 8, 3, 2e-2);
   check_tma<128, 64, 128, true, tj::bf16, examples::FlashAttnFwdTmaOverlap>(dev, 2, 4, 4, 256, 8, 2, 2e-2);
+}
+
+TEST_CASE("attention_tma_pingpong_interpreter_matches_f64") {
+  auto dev = tj::Device::interpreter();
+  check_tma<64, 64, 64, false, tj::bf16, examples::FlashAttnFwdTmaPingPong>(dev, 1, 2, 1, 100, 4, 2, 2e-2);  // ragged S
+  check_tma<64, 32, 96, true, tj::bf16, examples::FlashAttnFwdTmaPingPong>(dev, 1, 2, 2, 70, 4, 2, 2e-2);    // causal, GQA
+  check_tma<64, 64, 128, true, tj::f16, examples::FlashAttnFwdTmaPingPong>(dev, 2, 2, 1, 64, 4, 3, 1e-2);
+  check_tma<64, 64, 64, true, tj::bf16, examples::FlashAttnFwdTmaPingPong>(dev, 1, 1, 1, 1, 4, 2, 2e-2);     // one key
+}
+
+TEST_CASE("attention_tma_warp_specialised_sm90a_code_has_a_producer_warp_and_takes_turns") {
+  for (int hd : {64, 96, 128}) {
+    CAPTURE(hd);
+    const auto g = hd == 64 ? sm90(8, 2, examples::FlashAttnFwdTmaPingPong<128, 64, 64, false, tj::bf16>{}, true, true)
+                 : hd == 96 ? sm90(8, 2, examples::FlashAttnFwdTmaPingPong<128, 64, 96, true, tj::bf16>{}, true, true)
+                            : sm90(8, 2, examples::FlashAttnFwdTmaPingPong<128, 64, 128, false, tj::f16>{}, true, true);
+    const std::string& src = g.source;
+    CHECK(g.threads == 288);  // 8 consumer warps + the producer warp
+    CHECK(src.find("__launch_bounds__(288)") != std::string::npos);
+    CHECK(has_diagnostic(g, "warp specialised: 8 consumer warp(s) and 1 producer warp"));
+    CHECK(has_diagnostic(g, "pingpong: the warp groups take turns"));
+    // The producer branch comes first and issues every pipelined copy; the consumers never touch the CTA barrier
+    // after the preamble and release stages through the "empty" mbarriers.
+    const auto prod = src.find("if (tj_warp == 8) {");
+    REQUIRE(prod != std::string::npos);
+    CHECK(occurrences(src, "__syncthreads()") == 1);          // the barrier after mbarrier initialisation
+    CHECK(src.find("__syncthreads()") < prod);
+    CHECK(occurrences(src, "tj_issue") == 2);                  // defined and called by the producer only
+    CHECK(src.find("tj_issue", prod) < src.find("return;", prod));
+    CHECK(occurrences(src, "tj_mbar_arrive(tj_empty") == 1);
+    CHECK(occurrences(src, "tj_mbar_wait(tj_empty") == 1);
+    // Ping-pong: group 1 hands group 0 the first turn; each iteration's wgmma sit between bar.sync and bar.arrive.
+    const auto hand = src.find("bar.arrive 2, 256;");
+    const auto turn = src.find("bar.sync %0, 256;");
+    const auto give = src.find("bar.arrive %0, 256;");
+    REQUIRE(hand != std::string::npos);
+    REQUIRE(turn != std::string::npos);
+    REQUIRE(give != std::string::npos);
+    CHECK(hand < turn);
+    CHECK(turn < src.find("wgmma.mma_async", turn));
+    CHECK(occurrences(src.substr(turn, give - turn), "wgmma.commit_group") == 2);  // S = Q·Kᵀ and O += P·V
+    CHECK(src.find("bar.sync 2, 256;", give) != std::string::npos);                  // group 0 takes the last turn
+    compiles_for_sm90a(src, "attn_pingpong.cu");
+  }
+}
+
+TEST_CASE("attention_tma_warp_specialisation_falls_back_visibly") {
+  // Without pingpong: a producer warp and the plain loop.
+  const auto ws = sm90(8, 3, examples::FlashAttnFwdTma<128, 64, 128, false, tj::bf16>{}, true, false);
+  CHECK(ws.threads == 288);
+  CHECK(ws.source.find("bar.sync %0") == std::string::npos);
+  compiles_for_sm90a(ws.source, "attn_ws.cu");
+  // pingpong needs two consumer warp groups, and warp specialisation.
+  const auto four = sm90(4, 2, examples::FlashAttnFwdTmaPingPong<64, 64, 64, false, tj::bf16>{}, true, true);
+  CHECK(has_diagnostic(four, "pingpong not applied: it needs two consumer warp groups (num_warps = 8), not 4"));
+  CHECK(four.threads == 160);
+  CHECK(four.source.find("bar.sync %0") == std::string::npos);
+  const auto alone = sm90(8, 2, examples::FlashAttnFwdTmaPingPong<128, 64, 64, false, tj::bf16>{}, false, true);
+  CHECK(has_diagnostic(alone, "pingpong ignored: it needs warp_specialize"));
+  CHECK(alone.threads == 256);
+  // Off Hopper nothing is pipelined: a diagnostic, the plain kernel.
+  const auto off = tj::codegen::generate(tj::trace(examples::FlashAttnFwdTmaPingPong<64, 64, 64, false, tj::bf16>{}), {},
+                                         tj::codegen::target_for("sm_80"), {.num_warps = 4, .warp_specialize = true});
+  CHECK(off.threads == 128);
+  CHECK(has_diagnostic(off, "warp specialisation not applied: no loop has a TMA pipeline"));
+}
+
+TEST_CASE("attention_tma_warp_specialised_gpu_matches_f64") {
+  auto dev = tj::Device::best();
+  if (dev.backend() != tj::Backend::cuda) {
+    MESSAGE("no GPU: skipping");
+    return;
+  }
+  check_tma<128, 64, 64, false, tj::bf16, examples::FlashAttnFwdTmaPingPong>(dev, 1, 4, 1, 300, 8, 2, 2e-2, true, true);
+  check_tma<128, 64, 96, true, tj::bf16, examples::FlashAttnFwdTmaPingPong>(dev, 1, 4, 2, 257, 8, 2, 2e-2, true, true);
+  check_tma<128, 64, 128, true, tj::bf16, examples::FlashAttnFwdTmaPingPong>(dev, 2, 4, 4, 256, 8, 3, 2e-2, true, true);
+  check_tma<128, 128, 128, false, tj::f16, examples::FlashAttnFwdTmaPingPong>(dev, 1, 2, 1, 1000, 8, 2, 1e-2, true, true);
+  check_tma<128, 64, 128, false, tj::bf16>(dev, 1, 4, 1, 300, 8, 3, 2e-2, true, false);  // producer warp, no ping-pong
+  check_tma<128, 64, 64, true, tj::bf16, examples::FlashAttnFwdTmaPingPong>(dev, 1, 2, 1, 1, 8, 2, 2e-2, true, true);  // one key
 }

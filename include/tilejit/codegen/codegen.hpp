@@ -31,12 +31,24 @@ struct Options {
   int num_warps = 4;            // power of two, 1..32
   bool rematerialize = true;    // clone cheap index chains instead of converting them (ir/remat.hpp)
   int num_stages = 3;           // TMA pipeline depth (sm_90a), 1..8
+  /// sm_90a: one extra producer warp issues every TMA copy of the pipelined
+  /// loops; the num_warps consumer warps release stages through per-stage
+  /// "empty" mbarriers instead of a CTA barrier per iteration. Applied when
+  /// every pipelined loop is outermost with loop bounds and block coordinates
+  /// computed from scalars (else a diagnostic says why not). Other targets ignore it.
+  bool warp_specialize = false;
+  /// With warp_specialize and two consumer warp groups (num_warps = 8): the warp
+  /// groups take turns issuing the wgmma of each pipelined-loop iteration
+  /// (named barriers around the span from the iteration's first wgmma to its
+  /// last), so one group's non-tensor work overlaps the other's products
+  /// (FlashAttention-3's ping-pong schedule, arXiv 2407.08608 §3.1).
+  bool pingpong = false;
 };
 
 struct Generated {
   std::string source;
   std::string kernel_name;
-  int threads = 0;        // block size
+  int threads = 0;        // block size (consumer warps + the producer warp when warp-specialised)
   int shared_bytes = 0;   // static shared memory the kernel declares
   int dynamic_shared_bytes = 0;  // dynamic shared memory the launch must pass (> 48 KiB: opted in)
   /// Descriptor parameters whose loads go through TMA: the launch argument must

@@ -43,7 +43,22 @@ struct CompileOptions {
   /// computes. 1..8; 1 = no prefetch. Ignored by other targets.
   int num_stages = 3;
   std::string arch;   ///< JIT target override ("sm_80"); empty = the device's own
+  /// sm_90a: one more warp, a producer that issues every TMA copy of the
+  /// pipelined loops, while the num_warps consumer warps release pipeline
+  /// stages through mbarriers (no CTA barrier per iteration). Needs every
+  /// pipelined loop outermost with scalar bounds and block coordinates; else
+  /// the kernel is generated without it and a diagnostic says why.
+  bool warp_specialize = false;
+  /// With warp_specialize and num_warps = 8: the two consumer warp groups take
+  /// turns issuing each iteration's wgmma (FlashAttention-3's ping-pong), so
+  /// one group's softmax or epilogue overlaps the other's tensor-core work.
+  bool pingpong = false;
 };
+
+/// The code generator's options for `o`.
+inline codegen::Options codegen_options(const CompileOptions& o) {
+  return {.num_warps = o.num_warps, .num_stages = o.num_stages, .warp_specialize = o.warp_specialize, .pingpong = o.pingpong};
+}
 
 /// What the last launch's JIT did (for tools and benchmarks).
 struct JitInfo {
@@ -234,7 +249,7 @@ template <class K>
 runtime::JitResult compile_for_arch(const std::string& arch, CompileOptions opt = {}, const K& k = K{}) {
   auto ir = trace(k);
   auto t = codegen::target_for(arch);
-  auto g = codegen::generate(ir, {}, t, {.num_warps = opt.num_warps, .num_stages = opt.num_stages});
+  auto g = codegen::generate(ir, {}, t, codegen_options(opt));
   runtime::JitRequest req;
   req.compiler = t.dialect == codegen::Dialect::cuda ? runtime::Compiler::nvrtc : runtime::Compiler::hiprtc;
   req.source = g.source;
