@@ -10,8 +10,10 @@
 //   BM_FlashFwdTmaOverlap/...                FlashAttnFwdTmaOverlap: next scores in flight during the softmax
 //   BM_FlashFwdPadded/D96                    D = 96 run as the D = 128 kernel on zero-padded heads
 //                                            (TFLOP/s still counts D = 96: the exact tile's gain is the time ratio)
-//   BM_FlashBwd/D{64,128}/{full,causal}      examples::Attention<bf16>::backward (3 launches)
-//   BM_FlashBwdTma/D{64,128}/{full,causal}   flash_bwd_tma.hpp (Hopper: TMA + wgmma; not yet in the library call)
+//   BM_FlashBwd/D{64,128}/{full,causal}      flash_bwd.hpp, pointer loads (3 launches; the library's path off Hopper)
+//   BM_FlashBwdTma/D{64,128}/{full,causal}   flash_bwd_tma.hpp (Hopper: TMA + wgmma) with FlashBwdTmaConfig<D>
+//   BM_FlashBwdTma/D64/full/kv.../q...       a sweep of its dK/dV and dQ tiles and stages (per-launch ms counters)
+//   BM_AttnBackward/D{64,128}/{full,causal}  examples::Attention<bf16>::backward, the library call
 //   BM_Decode/{llama3_8b,phi3_mini}[/chunk]  one token per sequence against a 32K cache (the library's split, or a
 //                                            fixed split size: the sweep that picks it); GB/s of K and V read and
 //                                            its fraction of the copy bandwidth measured in the same run
@@ -148,17 +150,43 @@ struct BwdData {
   }
 };
 
+/// The pointer-load backward (flash_bwd.hpp: delta, dK/dV and dQ with 64 x 64 blocks, 4 warps), what
+/// `Attention::backward` runs off Hopper or with q, k, v, d_o not 16-byte aligned. TFLOP/s as BwdData::time.
 template <int D, bool CAUSAL>
 void BM_FlashBwd(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
   const BwdData<D, CAUSAL> b;
-  examples::Attention<tj::bf16> attn(gpu());
-  b.time(st, [&] { attn.backward(b.q, b.k, b.v, b.o, b.d_o, b.lse, b.delta, b.dq, b.dk, b.dv, b.shape); });
+  constexpr int B = BwdData<D, CAUSAL>::B, H = BwdData<D, CAUSAL>::H, S = BwdData<D, CAUSAL>::S;
+  auto pre = tj::compile<examples::FlashBwdPreprocess<64, D, tj::bf16>>(gpu(), {.num_warps = 4});
+  auto kv = tj::compile<examples::FlashBwdKV<64, 64, D, CAUSAL, tj::bf16>>(gpu(), {.num_warps = 4});
+  auto qk = tj::compile<examples::FlashBwdQ<64, 64, D, CAUSAL, tj::bf16>>(gpu(), {.num_warps = 4});
+  const float sc = static_cast<float>(1.0 / std::sqrt(double(D))), sc2 = static_cast<float>(1.4426950408889634 / std::sqrt(double(D)));
+  b.time(st, [&] {
+    pre.launch(tj::Grid{S / 64, B * H}, b.o, b.d_o, b.delta, S);
+    kv.launch(tj::Grid{S / 64, B * H}, b.q, b.k, b.v, b.d_o, b.lse, b.delta, b.dk, b.dv, S, 1, sc, sc2);
+    qk.launch(tj::Grid{S / 64, B * H}, b.q, b.k, b.v, b.d_o, b.lse, b.delta, b.dq, S, 1, sc, sc2);
+  });
 }
 
-/// The Hopper backward (flash_bwd_tma.hpp): delta, then dK/dV (BLOCK_N 128 keys, 8 warps) and dQ (128 queries,
-/// 8 warps), 64-row blocks of the other operand, num_stages 2. TFLOP/s as BM_FlashBwd.
+/// The library call, `examples::Attention<bf16>::backward` (on the H200: flash_bwd_tma.hpp with
+/// FlashBwdTmaConfig<D>; the argument checks and descriptor encodings are inside the timed call).
 template <int D, bool CAUSAL>
+void BM_AttnBackward(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  const BwdData<D, CAUSAL> b;
+  examples::Attention<tj::bf16> attn(gpu());
+  b.time(st, [&] { attn.backward(b.q, b.k, b.v, b.o, b.d_o, b.lse, b.delta, b.dq, b.dk, b.dv, b.shape); });
+  st.SetLabel(gpu().compute_capability() == 90 ? "TMA kernels" : "pointer kernels");
+}
+
+/// The Hopper backward (flash_bwd_tma.hpp): delta, then dK/dV (KV_BN keys resident, KV_BN / 16 warps, KV_BM-row
+/// Q / dO blocks, KV_ST stages) and dQ (Q_BM queries resident, Q_BM / 16 warps, Q_BN-row K / V blocks, Q_ST
+/// stages); by default the library's FlashBwdTmaConfig<D>. TFLOP/s as BwdData::time; the counters "kv ms" and
+/// "q ms" time each of the two launches alone (mean of 5 runs after the timed loop), so one run of the sweep
+/// below finds the best dK/dV and the best dQ configuration separately.
+template <int D, bool CAUSAL, int KV_BM = examples::FlashBwdTmaConfig<D>::kv_block_m, int KV_BN = examples::FlashBwdTmaConfig<D>::kv_block_n,
+          int KV_ST = examples::FlashBwdTmaConfig<D>::kv_stages, int Q_BM = examples::FlashBwdTmaConfig<D>::q_block_m,
+          int Q_BN = examples::FlashBwdTmaConfig<D>::q_block_n, int Q_ST = examples::FlashBwdTmaConfig<D>::q_stages>
 void BM_FlashBwdTma(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
   const BwdData<D, CAUSAL> b;
@@ -166,17 +194,24 @@ void BM_FlashBwdTma(benchmark::State& st) {
   using Desc = tj::TensorDescriptor;
   const long long r = static_cast<long long>(b.rows);
   auto desc = [&](tj::bf16* p, int rows) { return Desc(gpu(), p, tj::DType::bf16, {r, D}, {D, 1}, {rows, D}); };
-  const Desc k128 = desc(b.k, 128), v128 = desc(b.v, 128), q64 = desc(b.q, 64), do64 = desc(b.d_o, 64);
-  const Desc q128 = desc(b.q, 128), do128 = desc(b.d_o, 128), k64 = desc(b.k, 64), v64 = desc(b.v, 64);
+  const Desc kv_k = desc(b.k, KV_BN), kv_v = desc(b.v, KV_BN), kv_q = desc(b.q, KV_BM), kv_do = desc(b.d_o, KV_BM);
+  const Desc q_q = desc(b.q, Q_BM), q_do = desc(b.d_o, Q_BM), q_k = desc(b.k, Q_BN), q_v = desc(b.v, Q_BN);
   auto pre = tj::compile<examples::FlashBwdPreprocess<64, D, tj::bf16>>(gpu(), {.num_warps = 4});
-  auto kv = tj::compile<examples::FlashBwdKVTma<64, 128, D, CAUSAL, tj::bf16>>(gpu(), {.num_warps = 8, .num_stages = 2});
-  auto qk = tj::compile<examples::FlashBwdQTma<128, 64, D, CAUSAL, tj::bf16>>(gpu(), {.num_warps = 8, .num_stages = 2});
+  auto kv = tj::compile<examples::FlashBwdKVTma<KV_BM, KV_BN, D, CAUSAL, tj::bf16>>(gpu(), {.num_warps = KV_BN / 16, .num_stages = KV_ST});
+  auto qk = tj::compile<examples::FlashBwdQTma<Q_BM, Q_BN, D, CAUSAL, tj::bf16>>(gpu(), {.num_warps = Q_BM / 16, .num_stages = Q_ST});
   const float sc = static_cast<float>(1.0 / std::sqrt(double(D))), sc2 = static_cast<float>(1.4426950408889634 / std::sqrt(double(D)));
+  auto run_kv = [&] { kv.launch(tj::Grid{S / KV_BN, B * H}, kv_k, kv_v, kv_q, kv_do, b.lse, b.delta, b.dk, b.dv, S, 1, sc, sc2); };
+  auto run_q = [&] { qk.launch(tj::Grid{S / Q_BM, B * H}, q_q, q_do, q_k, q_v, b.lse, b.delta, b.dq, S, 1, sc, sc2); };
   b.time(st, [&] {
     pre.launch(tj::Grid{S / 64, B * H}, b.o, b.d_o, b.delta, S);
-    kv.launch(tj::Grid{S / 128, B * H}, k128, v128, q64, do64, b.lse, b.delta, b.dk, b.dv, S, 1, sc, sc2);
-    qk.launch(tj::Grid{S / 128, B * H}, q128, do128, k64, v64, b.lse, b.delta, b.dq, S, 1, sc, sc2);
+    run_kv();
+    run_q();
   });
+  double kv_ms = 0, q_ms = 0;
+  for (int i = 0; i < 5; ++i) kv_ms += gpu().time_ms({}, run_kv) / 5, q_ms += gpu().time_ms({}, run_q) / 5;
+  st.counters["kv ms"] = kv_ms;
+  st.counters["q ms"] = q_ms;
+  st.SetLabel(fmt::format("kv {}x{} s{}, q {}x{} s{}", KV_BM, KV_BN, KV_ST, Q_BM, Q_BN, Q_ST));
 }
 
 /// Decode: B sequences of `len` cached tokens, one query token each; Hq / Hkv / D of the model.
@@ -235,6 +270,25 @@ BENCHMARK(BM_FlashBwdTma<64, false>)->Name("BM_FlashBwdTma/D64/full")->UseManual
 BENCHMARK(BM_FlashBwdTma<64, true>)->Name("BM_FlashBwdTma/D64/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashBwdTma<128, false>)->Name("BM_FlashBwdTma/D128/full")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashBwdTma<128, true>)->Name("BM_FlashBwdTma/D128/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttnBackward<64, false>)->Name("BM_AttnBackward/D64/full")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttnBackward<64, true>)->Name("BM_AttnBackward/D64/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttnBackward<128, false>)->Name("BM_AttnBackward/D128/full")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttnBackward<128, true>)->Name("BM_AttnBackward/D128/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
+// D = 64 full, the one shape below torch flash (240.6 vs 258.0 TFLOP/s): dK/dV and dQ configurations around the
+// library's (kv 64x128 s2, q 128x64 s2), each varied with the other kept; "kv ms" / "q ms" pick each launch's best.
+// Left out: kv 128x128 (255 registers and 128-byte spills in the specialisation this run compiles).
+#define TJ_BWD_SWEEP(KV_BM, KV_BN, KV_ST, Q_BM, Q_BN, Q_ST)                                                          \
+  BENCHMARK(BM_FlashBwdTma<64, false, KV_BM, KV_BN, KV_ST, Q_BM, Q_BN, Q_ST>)                                       \
+      ->Name("BM_FlashBwdTma/D64/full/kv" #KV_BM "x" #KV_BN "s" #KV_ST "/q" #Q_BM "x" #Q_BN "s" #Q_ST)              \
+      ->UseManualTime()                                                                                           \
+      ->Unit(benchmark::kMillisecond)
+TJ_BWD_SWEEP(64, 128, 3, 128, 64, 2);
+TJ_BWD_SWEEP(64, 64, 2, 128, 64, 2);
+TJ_BWD_SWEEP(64, 64, 3, 128, 64, 2);
+TJ_BWD_SWEEP(64, 128, 2, 128, 128, 2);
+TJ_BWD_SWEEP(64, 128, 2, 128, 64, 3);
+TJ_BWD_SWEEP(64, 128, 2, 64, 64, 2);
+TJ_BWD_SWEEP(64, 128, 2, 64, 128, 2);
 // Llama-3-8B (32 query heads over 8 KV heads, D 128) and Phi-3-mini (32 heads, D 96), 32K cached tokens, 8 sequences.
 // The last argument is the split size in keys (0: the library's choice, enough splits for two programs per SM).
 BENCHMARK(BM_Decode)->Name("BM_Decode/llama3_8b")->Args({32, 8, 128, 32768, 8, 0})->UseManualTime()->Unit(benchmark::kMillisecond);

@@ -296,17 +296,19 @@ void BM_TilejitGemm(benchmark::State& st) {
                             : "tuned " + gemm.report(M, N, K).best_config().str());
 }
 
-template <int BM, int BN, int STAGES>
+/// WS: with a producer warp group (CompileOptions::warp_specialize).
+template <int BM, int BN, int STAGES, bool WS = false>
 void BM_TilejitV5(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
   const long M = st.range(0), N = st.range(1), K = st.range(2);
   Operands o(M, N, K);
   const TnDescs d(o.a, o.b, tj::DType::bf16, M, N, K, BM, BN, 64);
-  auto k = tj::compile<examples::MatmulV5<BM, BN, tj::bf16>>(gpu(), {.num_warps = BM / 16, .num_stages = STAGES});
+  auto k = tj::compile<examples::MatmulV5<BM, BN, tj::bf16>>(gpu(), {.num_warps = BM / 16, .num_stages = STAGES, .warp_specialize = WS});
   timed(st, 2.0 * M * N * K, [&] {
     k.launch(tj::Grid{tj::cdiv(M, BM) * tj::cdiv(N, BN)}, d.a, d.b, static_cast<float*>(o.c), M, N, K);
   });
-  st.SetLabel("BLOCK " + std::to_string(BM) + "x" + std::to_string(BN) + "x64 stages " + std::to_string(STAGES));
+  st.SetLabel("BLOCK " + std::to_string(BM) + "x" + std::to_string(BN) + "x64 stages " + std::to_string(STAGES) +
+              (WS ? ", producer warp group" : ""));
 }
 
 template <int BM, int BN, int BK, int NW>
@@ -374,6 +376,9 @@ BENCHMARK(BM_TilejitV5Fused<64, 192, 6>)->Name("BM_TilejitV5Fused/64x192/6")->Ar
 BENCHMARK(BM_TilejitV5<128, 256, 4>)->Name("BM_TilejitV5/128x256/4")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitV5<128, 128, 4>)->Name("BM_TilejitV5/128x128/4")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitV5<128, 192, 4>)->Name("BM_TilejitV5/128x192/4")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitV5<128, 256, 4, true>)->Name("BM_TilejitV5Ws/128x256/4")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitV5<128, 256, 3, true>)->Name("BM_TilejitV5Ws/128x256/3")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitV5<256, 128, 4, true>)->Name("BM_TilejitV5Ws/256x128/4")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitV5<64, 96, 6>)->Name("BM_TilejitV5/64x96/6")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TilejitV5<128, 96, 6>)->Name("BM_TilejitV5/128x96/6")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TilejitV5<64, 192, 6>)->Name("BM_TilejitV5/64x192/6")->Args({8192, 192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);

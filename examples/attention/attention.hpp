@@ -7,9 +7,11 @@
 //   attn.forward_varlen(q, k, v, o, lse, cu_seqlens, total_tokens, shape);  // packed sequences
 //   attn.decode(q, k_cache, v_cache, seqlens, o, lse, shape, s_max);   // one token per sequence
 //
-// Head dims 64, 96 (exact, no padding), 128 and 256. The forward runs
-// flash_fwd_tma.hpp (TMA + wgmma) on Hopper for D <= 128 with 16-byte aligned
-// q, k, v, and flash_fwd.hpp otherwise. Layouts are those of flash_fwd.hpp,
+// Head dims 64, 96 (exact, no padding), 128 and 256 (backward: up to 128).
+// The forward runs flash_fwd_tma.hpp (TMA + wgmma) on Hopper for D <= 128 with
+// 16-byte aligned q, k, v, and flash_fwd.hpp otherwise; the backward runs
+// flash_bwd_tma.hpp on Hopper with 16-byte aligned q, k, v, d_o, and
+// flash_bwd.hpp otherwise. Layouts are those of flash_fwd.hpp,
 // flash_fwd_varlen.hpp, flash_decode.hpp and flash_bwd.hpp.
 // Every rule broken is an InvalidArgument naming the value and the rule:
 // extents >= 1; heads_q a multiple of heads_kv (grouped-query attention needs
@@ -29,6 +31,7 @@
 #include <vector>
 
 #include "examples/attention/flash_bwd.hpp"
+#include "examples/attention/flash_bwd_tma.hpp"
 #include "examples/attention/flash_decode.hpp"
 #include "examples/attention/flash_fwd.hpp"
 #include "examples/attention/flash_fwd_tma.hpp"
@@ -198,7 +201,15 @@ class Attention {
   }
 
   /// Gradients from the saved lse: dq like q, dk and dv like k (summed over each KV head's query heads);
-  /// delta [B·Hq, S] f32 is scratch the caller provides.
+  /// delta [B·Hq, S] f32 is scratch the caller provides. Head dims 64, 96, 128.
+  ///
+  /// Three launches: delta = rowsum(dO ∘ O) (FlashBwdPreprocess), dK and dV over a grid of (key blocks, B·Hkv) — each
+  /// program loops over its KV head's `group` query heads — and dQ over (query blocks, B·Hq). On compute capability 9.0
+  /// with q, k, v and d_o 16-byte aligned (TMA's rule) these are flash_bwd_tma.hpp's FlashBwdKVTma and FlashBwdQTma
+  /// with the tiles of FlashBwdTmaConfig<D>: descriptors over q, d_o as [B·Hq·S, D] and k, v as [B·Hkv·S, D]
+  /// rows, so a block that runs past a head's S rows reads the next head's rows or, past the last, TMA's zero fill;
+  /// those rows are masked out of every product and never stored (dq, dk, dv are written row by row for rows < S
+  /// only). Elsewhere flash_bwd.hpp's pointer kernels (64 x 64, 4 warps).
   void backward(const T* q, const T* k, const T* v, const T* o, const T* d_o, const float* lse, float* delta, T* dq, T* dk, T* dv,
                 const AttnShape& s) {
     check(s);
@@ -210,6 +221,30 @@ class Attention {
     const long long group = s.heads_q / s.heads_kv;
     with_dim(s, [&]<int D, bool C>() {
       kernel<FlashBwdPreprocess<64, D, T>>(4).launch(tj::Grid{tj::cdiv(s.seqlen, 64), s.batch * s.heads_q}, o, d_o, delta, s.seqlen);
+      if constexpr (D <= 128) {
+        auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };  // TMA's rule
+        if (dev_.compute_capability() == 90 && aligned(q) && aligned(k) && aligned(v) && aligned(d_o)) {
+          using Cfg = FlashBwdTmaConfig<D>;
+          using Desc = tj::TensorDescriptor;
+          const long long rq = s.batch * s.heads_q * s.seqlen, rkv = s.batch * s.heads_kv * s.seqlen;
+          auto desc = [&](const T* p, long long rows, int block) {
+            return Desc(dev_, const_cast<T*>(p), tj::dtype_v<T>, {rows, D}, {D, 1}, {block, D});
+          };
+          {
+            const Desc dk_d = desc(k, rkv, Cfg::kv_block_n), dv_d = desc(v, rkv, Cfg::kv_block_n);
+            const Desc dq_d = desc(q, rq, Cfg::kv_block_m), ddo_d = desc(d_o, rq, Cfg::kv_block_m);
+            kernel<FlashBwdKVTma<Cfg::kv_block_m, Cfg::kv_block_n, D, C, T>>(Cfg::kv_warps, Cfg::kv_stages)
+                .launch(tj::Grid{tj::cdiv(s.seqlen, Cfg::kv_block_n), s.batch * s.heads_kv}, dk_d, dv_d, dq_d, ddo_d, lse, delta, dk, dv,
+                        s.seqlen, group, sc, sl2);
+          }
+          const Desc dq_d = desc(q, rq, Cfg::q_block_m), ddo_d = desc(d_o, rq, Cfg::q_block_m);
+          const Desc dk_d = desc(k, rkv, Cfg::q_block_n), dv_d = desc(v, rkv, Cfg::q_block_n);
+          kernel<FlashBwdQTma<Cfg::q_block_m, Cfg::q_block_n, D, C, T>>(Cfg::q_warps, Cfg::q_stages)
+              .launch(tj::Grid{tj::cdiv(s.seqlen, Cfg::q_block_m), s.batch * s.heads_q}, dq_d, ddo_d, dk_d, dv_d, lse, delta, dq, s.seqlen,
+                      group, sc, sl2);
+          return;
+        }
+      }
       kernel<FlashBwdKV<64, 64, D, C, T>>(4).launch(tj::Grid{tj::cdiv(s.seqlen, 64), s.batch * s.heads_kv}, q, k, v, d_o, lse,
                                                     delta, dk, dv, s.seqlen, group, sc, sl2);
       kernel<FlashBwdQ<64, 64, D, C, T>>(4).launch(tj::Grid{tj::cdiv(s.seqlen, 64), s.batch * s.heads_q}, q, k, v, d_o, lse,

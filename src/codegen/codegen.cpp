@@ -45,7 +45,7 @@ class Emitter {
     for (std::size_t id = 0; id < k_.nodes.size(); ++id) emit(static_cast<int>(id));
     Generated g;
     g.kernel_name = k_.name;
-    g.threads = threads_ + (ws_ ? t_.warp_size : 0);
+    g.threads = threads_ + (ws_ ? 4 * t_.warp_size : 0);
     const bool dynamic = ring_bytes_ > 0;
     if (!dynamic && smem_bytes_ > 48 * 1024)
       throw Unsupported(fmt::format("kernel {} needs {} bytes of shared memory for layout conversions and reductions; "
@@ -405,8 +405,9 @@ class Emitter {
       if (!in_pipe) producer_deps_.push_back(static_cast<int>(id));
     }
     ws_ = true;
-    plan_diag_.push_back(fmt::format("warp specialised: {} consumer warp(s) and 1 producer warp issuing the TMA copies of {} loop(s)",
-                                     o_.num_warps, pipes_.size()));
+    plan_diag_.push_back(fmt::format("warp specialised: {} consumer warp(s) with {} registers each and a producer warp group (24 "
+                                     "registers) whose first lane issues the TMA copies of {} loop(s)",
+                                     o_.num_warps, consumer_regs(), pipes_.size()));
     if (!o_.pingpong) return;
     if (o_.num_warps != 8) {
       plan_diag_.push_back(fmt::format("pingpong not applied: it needs two consumer warp groups (num_warps = 8), not {}", o_.num_warps));
@@ -437,9 +438,10 @@ class Emitter {
   void emit_producer() {
     std::string saved = std::move(body_);
     body_.clear();
-    line(fmt::format("if (tj_warp == {}) {{  // the producer warp: every TMA copy of the pipelined loops", o_.num_warps));
+    line(fmt::format("if (tj_warp >= {}) {{  // the producer warp group: its first lane issues every TMA copy of the pipelined loops", o_.num_warps));
+    line("asm volatile(\"setmaxnreg.dec.sync.aligned.u32 24;\");  // registers go to the consumers");
     for (int d : producer_deps_) emit(d);
-    line("if (tj_lane == 0) {");
+    line(fmt::format("if (tj_tid == {}) {{", threads_));
     for (const Pipe& p : pipes_) {
       const int L = p.loop;
       const Node& lb = k_[L];
@@ -453,9 +455,13 @@ class Emitter {
     line("}");
     line("return;");
     line("}");
+    line(fmt::format("asm volatile(\"setmaxnreg.inc.sync.aligned.u32 {};\");  // the consumer warp groups", consumer_regs()));
     producer_ = std::move(body_);
     body_ = std::move(saved);
   }
+  /// Registers per consumer thread once the producer group holds 24: what the
+  /// register file (64K) leaves, a multiple of 8, at most 240 (setmaxnreg's rule: 24..256).
+  int consumer_regs() const { return std::min(240, (65536 - 4 * t_.warp_size * 24) / threads_ / 8 * 8); }
   /// A barrier of the consumer threads: the CTA barrier, or named barrier 1 when a producer warp runs apart.
   std::string sync() const {
     return ws_ ? fmt::format("asm volatile(\"bar.sync 1, {};\" ::: \"memory\");", threads_) : "__syncthreads();";

@@ -18,6 +18,7 @@
 #include "examples/gemm/matmul_v4.hpp"
 #include "examples/gemm/matmul_v5.hpp"
 #include "test/common/random.hpp"
+#include "test/common/text.hpp"
 #include "tilejit/ir/lower_descriptors.hpp"
 
 namespace tj = tilejit;
@@ -51,7 +52,8 @@ struct ProblemTN {
 };
 
 template <int BM, int BN, class T>
-void run_v5(const tj::Device& dev, int M, int N, int K, int stages, double tol) {
+void run_v5(const tj::Device& dev, int M, int N, int K, int stages, double tol, bool ws = false) {
+  CAPTURE(ws);
   CAPTURE(M);
   CAPTURE(N);
   CAPTURE(K);
@@ -84,7 +86,7 @@ void run_v5(const tj::Device& dev, int M, int N, int K, int stages, double tol) 
   constexpr int BK = examples::MatmulV5<BM, BN, T>::BLOCK_K;
   D a(dev, da, dt, {M, K}, {K, 1}, {BM, BK}, {.swizzle = D::Swizzle::b128});
   D b(dev, db, dt, {N, K}, {K, 1}, {BN, BK}, {.swizzle = D::Swizzle::b128});
-  auto k = tj::compile<examples::MatmulV5<BM, BN, T>>(dev, {.num_warps = BM / 16, .num_stages = stages});
+  auto k = tj::compile<examples::MatmulV5<BM, BN, T>>(dev, {.num_warps = BM / 16, .num_stages = stages, .warp_specialize = ws});
   k.launch(tj::Grid{tj::cdiv(M, BM) * tj::cdiv(N, BN)}, a, b, dc, M, N, K);
   if (gpu) {
     dev.copy_to_host(c.data(), dc, cbytes);
@@ -547,6 +549,42 @@ TEST_CASE("gemm_v5_gpu_matches_f64") {
   run_v5<128, 256, std::int8_t>(dev, 300, 500, 128 * 5, 4, 0);  // exact
 }
 
+TEST_CASE("gemm_v5_warp_specialised_gpu_matches_f64") {
+  auto dev = tj::Device::best();
+  if (dev.backend() != tj::Backend::cuda || dev.compute_capability() < 90) {
+    MESSAGE("no Hopper GPU: skipping");
+    return;
+  }
+  run_v5<128, 256, tj::bf16>(dev, 512, 512, 1024, 4, 1e-5, true);
+  run_v5<128, 256, tj::bf16>(dev, 300, 700, 200, 3, 1e-5, true);  // ragged: fewer K steps than stages
+  run_v5<128, 192, tj::f16>(dev, 256, 192 * 3, 64 * 37, 4, 1e-5, true);
+  run_v5<256, 128, tj::bf16>(dev, 512, 256, 64 * 9, 4, 1e-5, true);  // four consumer warp groups
+  run_v5<128, 128, tj::bf16>(dev, 256, 256, 64 * 7, 1, 1e-5, true);  // one stage: released only after its wgmma
+  run_v5<128, 128, tj::bf16>(dev, 1024, 1024, 64, 2, 1e-5, true);    // one K step
+  run_v5<128, 256, tj::f8e4m3>(dev, 512, 512, 1024, 4, 2e-3, true);
+}
+
+TEST_CASE("gemm_v5_warp_specialised_sm90a_code_releases_the_previous_stage") {
+  auto ir = tj::trace(examples::MatmulV5<128, 256, tj::bf16>{});
+  const auto g = tj::codegen::generate(ir, {}, tj::codegen::target_for("sm_90a"), {.num_warps = 8, .num_stages = 4, .warp_specialize = true});
+  CHECK(g.threads == 384);
+  // The wgmma of iteration i stays in flight: iteration i releases the stage of i - 1 (after wait_group 1).
+  const auto rel = g.source.find("tj_mbar_arrive(tj_empty");
+  REQUIRE(rel != std::string::npos);
+  CHECK(g.source.rfind("wgmma.wait_group.sync.aligned 1;", rel) != std::string::npos);
+  CHECK(g.source.find("(tj_it", rel) < g.source.find(";", rel));
+  CHECK(g.source.find("- 1u) % 4u", rel) != std::string::npos);
+  CHECK(testing::occurrences(g.source, "__syncthreads()") == 1);
+  std::string why;
+  if (tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) nvrtc_compiles(g.source, "sm_90a");
+  // One stage: the release waits for every wgmma (nothing left in flight).
+  const auto one = tj::codegen::generate(ir, {}, tj::codegen::target_for("sm_90a"), {.num_warps = 8, .num_stages = 1, .warp_specialize = true});
+  const auto rel1 = one.source.find("tj_mbar_arrive(tj_empty");
+  REQUIRE(rel1 != std::string::npos);
+  CHECK(one.source.rfind("wgmma.wait_group.sync.aligned 0;", rel1) != std::string::npos);
+  CHECK(one.source.find("8u * tj_st", rel1) < one.source.find("\n", rel1));
+}
+
 TEST_CASE("gemm_v5_gpu_small_for_the_sanitizers") {
   auto dev = tj::Device::best();
   if (dev.backend() != tj::Backend::cuda || dev.compute_capability() < 90) {
@@ -555,6 +593,7 @@ TEST_CASE("gemm_v5_gpu_small_for_the_sanitizers") {
   }
   run_v5<128, 128, tj::bf16>(dev, 200, 130, 64 * 5, 3, 1e-5);
   run_v5<64, 96, tj::f8e4m3>(dev, 64, 96, 128 * 3, 2, 2e-3);  // f8 accumulation: see gemm_v5_gpu_matches_f64
+  run_v5<128, 128, tj::bf16>(dev, 200, 130, 64 * 5, 3, 1e-5, true);  // warp-specialised
 }
 
 TEST_CASE("gemm_split_k_gpu_matches_f64") {

@@ -31,9 +31,10 @@ struct Options {
   int num_warps = 4;            // power of two, 1..32
   bool rematerialize = true;    // clone cheap index chains instead of converting them (ir/remat.hpp)
   int num_stages = 3;           // TMA pipeline depth (sm_90a), 1..8
-  /// sm_90a: one extra producer warp issues every TMA copy of the pipelined
-  /// loops; the num_warps consumer warps release stages through per-stage
-  /// "empty" mbarriers instead of a CTA barrier per iteration. Applied when
+  /// sm_90a: one extra producer warp group (setmaxnreg down to 24 registers;
+  /// its first lane issues every TMA copy of the pipelined loops) while the
+  /// num_warps consumer warps (setmaxnreg up to 240) release stages through
+  /// per-stage "empty" mbarriers instead of a CTA barrier per iteration. Applied when
   /// every pipelined loop is outermost with loop bounds and block coordinates
   /// computed from scalars (else a diagnostic says why not). Other targets ignore it.
   bool warp_specialize = false;

@@ -43,9 +43,10 @@ struct CompileOptions {
   /// computes. 1..8; 1 = no prefetch. Ignored by other targets.
   int num_stages = 3;
   std::string arch;   ///< JIT target override ("sm_80"); empty = the device's own
-  /// sm_90a: one more warp, a producer that issues every TMA copy of the
-  /// pipelined loops, while the num_warps consumer warps release pipeline
-  /// stages through mbarriers (no CTA barrier per iteration). Needs every
+  /// sm_90a: one more warp group, a producer (24 registers through
+  /// setmaxnreg) whose first lane issues every TMA copy of the pipelined
+  /// loops, while the num_warps consumer warps (up to 240 registers) release
+  /// pipeline stages through mbarriers (no CTA barrier per iteration). Needs every
   /// pipelined loop outermost with scalar bounds and block coordinates; else
   /// the kernel is generated without it and a diagnostic says why.
   bool warp_specialize = false;

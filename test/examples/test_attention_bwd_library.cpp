@@ -1,0 +1,174 @@
+// The library backward, `examples::Attention<T>::backward`: on compute
+// capability 9.0 with 16-byte aligned q, k, v, d_o it runs flash_bwd_tma.hpp
+// (FlashBwdKVTma + FlashBwdQTma with FlashBwdTmaConfig<D>), elsewhere
+// flash_bwd.hpp's pointer kernels. Checked against the f64 gradients
+// (test/common/attention_ref.hpp) on fresh random inputs for D = 64, 96 and
+// 128, causal and full, grouped-query heads and S not a multiple of any block
+// (blocks run into the next head's rows, or past the last row into TMA's zero
+// fill); outputs are poisoned with NaN (every element must be written) and
+// followed by a guard that must be left untouched (nothing written past S of
+// the last head). A misaligned d_o takes the pointer kernels. Without a GPU:
+// the same checks in the interpreter (pointer kernels), and every TMA kernel
+// the library launches compiled by NVRTC for sm_90a.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "examples/attention/attention.hpp"
+#include "examples/attention/flash_bwd_tma.hpp"
+#include "test/common/attention_ref.hpp"
+#include "test/common/random.hpp"
+
+namespace tj = tilejit;
+
+namespace {
+
+constexpr unsigned char kGuard = 0x5a;      // bytes after each output
+constexpr std::size_t kGuardBytes = 1024;
+
+/// One tensor argument: `bytes` of payload at `offset` bytes into its allocation, then kGuardBytes of guard; on the
+/// device when `dev` is a GPU, else in host memory (the interpreter reads host pointers).
+class Buf {
+ public:
+  Buf(const tj::Device& dev, std::size_t bytes, std::size_t offset = 0)
+      : dev_(dev), gpu_(dev.backend() != tj::Backend::interpreter), bytes_(bytes), offset_(offset),
+        image_(offset + bytes + kGuardBytes, kGuard) {
+    if (gpu_) dev_ptr_ = dev_.alloc(image_.size());
+  }
+  ~Buf() {
+    if (dev_ptr_) dev_.free(dev_ptr_);
+  }
+  Buf(const Buf&) = delete;
+  Buf& operator=(const Buf&) = delete;
+  template <class E>
+  E* ptr() {
+    return reinterpret_cast<E*>((gpu_ ? static_cast<unsigned char*>(dev_ptr_) : image_.data()) + offset_);
+  }
+  /// Payload from `src` (or `fill` bytes when null) and the guard, to wherever the kernels read.
+  void put(const void* src, unsigned char fill = 0) {
+    if (src) std::memcpy(image_.data() + offset_, src, bytes_);
+    else std::memset(image_.data() + offset_, fill, bytes_);
+    if (gpu_) dev_.copy_to_device(dev_ptr_, image_.data(), image_.size());
+  }
+  /// The payload into `dst`; returns whether the guard after it is intact.
+  bool get(void* dst) {
+    if (gpu_) dev_.copy_to_host(image_.data(), dev_ptr_, image_.size());
+    std::memcpy(dst, image_.data() + offset_, bytes_);
+    for (std::size_t i = offset_ + bytes_; i < image_.size(); ++i)
+      if (image_[i] != kGuard) return false;
+    return true;
+  }
+
+ private:
+  const tj::Device& dev_;
+  bool gpu_;
+  std::size_t bytes_, offset_;
+  std::vector<unsigned char> image_;
+  void* dev_ptr_ = nullptr;
+};
+
+/// max |got − ref| / max |ref|: one wrong row shows here even where the Frobenius norm hides it.
+double max_rel(const std::vector<double>& got, const std::vector<double>& ref) {
+  double worst = 0, scale = 1e-30;
+  for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - ref[i])), scale = std::max(scale, std::fabs(ref[i]));
+  return worst / scale;
+}
+
+/// Forward (O, LSE) and backward through the library on fresh random q, k, v, dO; dQ, dK, dV against f64.
+/// `misalign_do`: d_o sits one element past a 16-byte boundary (element-aligned, so accepted; not TMA's rule).
+template <class T>
+void library_backward_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int D, bool causal, bool misalign_do = false) {
+  CAPTURE(D);
+  CAPTURE(S);
+  CAPTURE(causal);
+  CAPTURE(Hq);
+  CAPTURE(Hkv);
+  CAPTURE(misalign_do);
+  CAPTURE(testing::fresh_seed());
+  const std::size_t nq = static_cast<std::size_t>(B) * Hq * S * D, nk = static_cast<std::size_t>(B) * Hkv * S * D;
+  const std::size_t rows = static_cast<std::size_t>(B) * Hq * S;
+  const auto q = testing::random_tensor<T>(nq, 51), k = testing::random_tensor<T>(nk, 52), v = testing::random_tensor<T>(nk, 53),
+             d_o = testing::random_tensor<T>(nq, 54);
+  const examples::AttnShape s{.batch = B, .heads_q = Hq, .heads_kv = Hkv, .seqlen = S, .head_dim = D, .causal = causal};
+  const std::size_t es = sizeof(T);
+  Buf bq(dev, nq * es), bk(dev, nk * es), bv(dev, nk * es), bdo(dev, nq * es, misalign_do ? es : 0), bo(dev, nq * es);
+  Buf blse(dev, rows * 4), bdelta(dev, rows * 4), bdq(dev, nq * es), bdk(dev, nk * es), bdv(dev, nk * es);
+  bq.put(q.data()), bk.put(k.data()), bv.put(v.data()), bdo.put(d_o.data()), bo.put(nullptr), blse.put(nullptr), bdelta.put(nullptr);
+  bdq.put(nullptr, 0xff), bdk.put(nullptr, 0xff), bdv.put(nullptr, 0xff);  // NaN in bf16 and f16
+  {
+    examples::Attention<T> attn(dev);
+    attn.forward(bq.ptr<T>(), bk.ptr<T>(), bv.ptr<T>(), bo.ptr<T>(), blse.ptr<float>(), s);
+    attn.backward(bq.ptr<T>(), bk.ptr<T>(), bv.ptr<T>(), bo.ptr<T>(), bdo.ptr<T>(), blse.ptr<float>(), bdelta.ptr<float>(), bdq.ptr<T>(),
+                  bdk.ptr<T>(), bdv.ptr<T>(), s);
+  }
+  std::vector<T> dq(nq), dk(nk), dv(nk);
+  CHECK(bdq.get(dq.data()));  // nothing written past the last head's S rows
+  CHECK(bdk.get(dk.data()));
+  CHECK(bdv.get(dv.data()));
+  const auto gg = testing::grouped_grads(q, k, v, d_o, dq, dk, dv, B * Hkv, Hq / Hkv, S, D, causal, s.softmax_scale());
+  CHECK(testing::rel_error(gg.got_dq, gg.ref_dq) < 5e-2);
+  CHECK(testing::rel_error(gg.got_dk, gg.ref_dk) < 5e-2);
+  CHECK(testing::rel_error(gg.got_dv, gg.ref_dv) < 5e-2);
+  CHECK(max_rel(gg.got_dq, gg.ref_dq) < 5e-2);
+  CHECK(max_rel(gg.got_dk, gg.ref_dk) < 5e-2);
+  CHECK(max_rel(gg.got_dv, gg.ref_dv) < 5e-2);
+}
+
+/// Every (D, causal) backward the library can launch on Hopper, through `f.template operator()<D, C>()`.
+template <class F>
+void for_each_dim(F&& f) {
+  f.template operator()<64, false>(), f.template operator()<64, true>();
+  f.template operator()<96, false>(), f.template operator()<96, true>();
+  f.template operator()<128, false>(), f.template operator()<128, true>();
+}
+
+}  // namespace
+
+TEST_CASE("attention_backward_library_interpreter_matches_f64_with_poison_and_guards") {
+  const auto dev = tj::Device::interpreter();
+  library_backward_case<tj::bf16>(dev, 1, 2, 1, 70, 64, false);        // GQA, ragged S
+  library_backward_case<tj::bf16>(dev, 1, 2, 2, 45, 96, true, true);   // D = 96 exact, causal, d_o off 16 bytes
+}
+
+TEST_CASE("attention_backward_library_tma_kernels_compile_for_sm90a") {
+  std::string why;
+  if (!tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) {
+    MESSAGE("skipping NVRTC: ", why);
+    return;
+  }
+  for_each_dim([]<int D, bool C>() {
+    CAPTURE(D);
+    CAPTURE(C);
+    using Cfg = examples::FlashBwdTmaConfig<D>;
+    using KV = examples::FlashBwdKVTma<Cfg::kv_block_m, Cfg::kv_block_n, D, C, tj::bf16>;
+    using Q = examples::FlashBwdQTma<Cfg::q_block_m, Cfg::q_block_n, D, C, tj::bf16>;
+    const auto kv = tj::compile_for_arch<KV>("sm_90a", {.num_warps = Cfg::kv_warps, .num_stages = Cfg::kv_stages});
+    const auto qk = tj::compile_for_arch<Q>("sm_90a", {.num_warps = Cfg::q_warps, .num_stages = Cfg::q_stages});
+    CHECK(!kv.binary.bytes.empty());
+    CHECK(!qk.binary.bytes.empty());
+  });
+  // f16 shares the code path; one config is enough to show it compiles.
+  using Cfg = examples::FlashBwdTmaConfig<128>;
+  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashBwdKVTma<Cfg::kv_block_m, Cfg::kv_block_n, 128, true, tj::f16>>(
+      "sm_90a", {.num_warps = Cfg::kv_warps, .num_stages = Cfg::kv_stages}));
+}
+
+TEST_CASE("attention_backward_library_gpu_matches_f64") {
+  auto dev = tj::Device::best();
+  if (dev.backend() != tj::Backend::cuda) {
+    MESSAGE("no GPU: skipping");
+    return;
+  }
+  MESSAGE("compute capability ", dev.compute_capability(), ": ",
+          dev.compute_capability() == 90 ? "the TMA kernels (flash_bwd_tma.hpp)" : "the pointer kernels (flash_bwd.hpp)");
+  library_backward_case<tj::bf16>(dev, 1, 4, 1, 300, 64, false);   // GQA group 4
+  library_backward_case<tj::bf16>(dev, 2, 2, 2, 200, 64, true);
+  library_backward_case<tj::bf16>(dev, 1, 4, 2, 257, 96, false);   // D = 96 exact, GQA
+  library_backward_case<tj::bf16>(dev, 1, 2, 1, 130, 96, true);
+  library_backward_case<tj::bf16>(dev, 1, 2, 1, 100, 128, false);  // 100 key rows in all: less than one 128-row box
+  library_backward_case<tj::bf16>(dev, 2, 4, 2, 333, 128, true);
+  library_backward_case<tj::f16>(dev, 1, 4, 2, 190, 128, true);
+  library_backward_case<tj::bf16>(dev, 1, 2, 1, 150, 64, true, true);  // d_o not 16-byte aligned: the pointer kernels
+}
