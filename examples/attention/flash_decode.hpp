@@ -7,7 +7,10 @@
 // to ROWS = 16, the smallest mma tile; extra rows are masked), so each KV
 // element is read once for the whole group, and runs the forward's online
 // softmax (`attend`) over its chunk [split·chunk, min(len, (split+1)·chunk)) of
-// the cache. It writes the partial (m, l) and the unnormalised O of each head.
+// the cache. K and V tiles are read as row-major [BLOCK_N, D] blocks (16-byte
+// loads along D; Kᵀ is the K tile transposed in registers) and converted to
+// the mma operand layouts through shared memory (ir/layout_plan.hpp). It
+// writes the partial (m, l) and the unnormalised O of each head.
 // Launch 2, FlashDecodeReduce, grid (B·Hq): merges the splits of one head —
 // m* = max m_s, l = Σ l_s·2^(m_s − m*), O = Σ O_s·2^(m_s − m*) / l — and writes
 // O and the natural-log LSE (-1e30 and O = 0 for an empty cache).
@@ -38,12 +41,14 @@ struct FlashDecodeSplit {
     auto rd = tj::arange<HEAD_DIM>();
     auto q_tile = tj::load(q + tj::expand_dims<1>(head) * HEAD_DIM + tj::expand_dims<0>(rd), tj::expand_dims<1>(row_ok), 0.0f);
     auto kv_base = bkv * S_max * HEAD_DIM;
-    // Non-causal: the one new token sees the whole cache; rows are heads, not positions.
+    // Non-causal: the one new token sees the whole cache; rows are heads, not positions. Both cache tiles are
+    // read row-major, [BLOCK_N, D] with D contiguous (16-byte loads); Kᵀ is the K tile transposed in registers.
     auto [m_i, l_i, acc] = attend<ROWS, BLOCK_N, HEAD_DIM, false, T>(
         q_tile, r, lo, hi, scale_log2e,
         [&](const tj::Int& n0) {
           auto rn = n0 + tj::arange<BLOCK_N>();
-          return tj::load(k + kv_base + tj::expand_dims<0>(rn) * HEAD_DIM + tj::expand_dims<1>(rd), tj::expand_dims<0>(rn < hi), 0.0f);
+          return tj::trans(tj::load(k + kv_base + tj::expand_dims<1>(rn) * HEAD_DIM + tj::expand_dims<0>(rd),
+                                    tj::expand_dims<1>(rn < hi), 0.0f));
         },
         [&](const tj::Int& n0) {
           auto rn = n0 + tj::arange<BLOCK_N>();

@@ -3,9 +3,11 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "tilejit/core/error.hpp"
+#include "tilejit/ir/axis_info.hpp"
 #include "tilejit/layout/encodings/mma_sync.hpp"
 #include "tilejit/layout/encodings/mfma.hpp"
 #include "tilejit/layout/encodings/wgmma.hpp"
@@ -99,14 +101,17 @@ Distributed distributed_from(const layout::LinearLayout& l, int warp_size) {
 namespace {
 
 /// A blocked parent (Triton's BlockedEncoding, built as a product of
-/// identities): lanes first along the minor dim so a warp's accesses are
-/// contiguous, then warps, then registers; the NPOT part of each extent lands
-/// in the register digits (96 = 32 lanes x 3 registers). Lanes or warps beyond
-/// the tile's extent map to zero: they hold copies.
+/// identities): lanes first along the `minor` dim (the tile's last dim unless
+/// the plan found its loads contiguous along another one) so a warp's accesses
+/// are contiguous, then warps, then registers; the NPOT part of each extent
+/// lands in the register digits (96 = 32 lanes x 3 registers). Lanes or warps
+/// beyond the tile's extent map to zero: they hold copies.
 layout::LinearLayout blocked_parent(int rank, std::array<int, kMaxRank> shape, int num_warps, int warp_size,
-                                    std::string& desc, int vec = 1) {
+                                    std::string& desc, int vec = 1, int minor = -1) {
   using layout::LinearLayout;
-  const int minor = rank - 1;
+  if (minor < 0) minor = rank - 1;
+  // Dims from the fastest-varying (minor) to the slowest.
+  const std::array<int, kMaxRank> order = rank == 2 ? std::array<int, kMaxRank>{minor, 1 - minor} : std::array<int, kMaxRank>{0, -1};
   // size_per_thread along the minor dim: up to `vec` consecutive elements per
   // thread (one 16-byte access), the largest that still gives every lane its
   // own elements (96 f32 over one warp stays 1: 32 lanes x 3; [32, 96] takes 4:
@@ -116,7 +121,8 @@ layout::LinearLayout blocked_parent(int rank, std::array<int, kMaxRank> shape, i
   int lane_room = warp_size;
   for (;; spt /= 2) {
     lane_room = warp_size;
-    for (int d = minor; d >= 0; --d) {
+    for (int i = 0; i < rank; ++i) {
+      const int d = order[static_cast<std::size_t>(i)];
       const int e = shape[static_cast<std::size_t>(d)] / (d == minor ? spt : 1);
       lanes[static_cast<std::size_t>(d)] = largest_pow2_dividing(e, lane_room);
       lane_room /= lanes[static_cast<std::size_t>(d)];
@@ -124,24 +130,36 @@ layout::LinearLayout blocked_parent(int rank, std::array<int, kMaxRank> shape, i
     if (lane_room == 1 || spt == 1) break;
   }
   int warp_room = num_warps;
-  for (int d = minor; d >= 0; --d) {
+  for (int i = 0; i < rank; ++i) {
+    const int d = order[static_cast<std::size_t>(i)];
     const int e = shape[static_cast<std::size_t>(d)] / (d == minor ? spt : 1) / lanes[static_cast<std::size_t>(d)];
     warps[static_cast<std::size_t>(d)] = largest_pow2_dividing(e, warp_room);
     warp_room /= warps[static_cast<std::size_t>(d)];
     regs[static_cast<std::size_t>(d)] = e / warps[static_cast<std::size_t>(d)];
   }
   const char* dim_name[2] = {"dim0", "dim1"};
-  LinearLayout p = LinearLayout::identity1D(1, "register", "dim0") * LinearLayout::identity1D(1, "lane", dim_name[minor]) *
+  LinearLayout p = LinearLayout::identity1D(1, "register", "dim0") * LinearLayout::identity1D(1, "lane", dim_name[rank - 1]) *
                    LinearLayout::identity1D(1, "warp", "dim0");
+  // Each input's digits along the dims in `order` (minor first).
+  auto along = [&](const std::array<int, kMaxRank>& n, const char* in) {
+    for (int i = 0; i < rank; ++i) {
+      const auto d = static_cast<std::size_t>(order[static_cast<std::size_t>(i)]);
+      p *= LinearLayout::identity1D(n[d], in, dim_name[d]);
+    }
+  };
   p *= LinearLayout::identity1D(spt, "register", dim_name[minor]);
-  for (int d = minor; d >= 0; --d) p *= LinearLayout::identity1D(lanes[static_cast<std::size_t>(d)], "lane", dim_name[d]);
+  along(lanes, "lane");
   p *= LinearLayout::zeros1D(lane_room, "lane", dim_name[minor]);
-  for (int d = minor; d >= 0; --d) p *= LinearLayout::identity1D(warps[static_cast<std::size_t>(d)], "warp", dim_name[d]);
+  along(warps, "warp");
   p *= LinearLayout::zeros1D(warp_room, "warp", dim_name[minor]);
-  for (int d = minor; d >= 0; --d) p *= LinearLayout::identity1D(regs[static_cast<std::size_t>(d)], "register", dim_name[d]);
+  along(regs, "register");
   auto list = [&](const std::array<int, kMaxRank>& v) { return rank == 2 ? fmt::format("[{},{}]", v[0], v[1]) : fmt::format("[{}]", v[0]); };
-  desc = fmt::format("blocked {} size_per_thread {} lanes {} warps {} registers {}{}", list(shape), spt, list(lanes), list(warps), list(regs),
-                     lane_room * warp_room > 1 ? fmt::format(" ({} lane and {} warp copies: the tile is smaller than the program)", lane_room, warp_room) : "");
+  desc = fmt::format("blocked {} size_per_thread {}{} lanes {} warps {} registers {}{}", list(shape), spt,
+                     minor != rank - 1 ? fmt::format(" along dim{} (its loads are contiguous there)", minor) : "", list(lanes),
+                     list(warps), list(regs),
+                     lane_room * warp_room > 1
+                         ? fmt::format(" ({} lane and {} warp copies: the tile is smaller than the program)", lane_room, warp_room)
+                         : "");
   return p;
 }
 
@@ -229,6 +247,29 @@ TileLayout LayoutPlan::operand_layout(const Kernel& k, int node, int which) cons
   }
 }
 
+int vector_elements(const Distributed& d, const TileLayout& t, const Type& type, const AxisInfo& ptr, const AxisInfo* mask,
+                    int tile_dim) {
+  const int es = size_bytes(type.dtype);
+  if (t.scalar || type.is_ptr || (es != 2 && es != 4) || tile_dim < 0 || tile_dim >= type.rank) return 1;
+  const int pd = t.dim_of[static_cast<std::size_t>(tile_dim)];
+  if (pd < 0) return 1;
+  int run = 1;  // the thread's registers 0 .. run-1 hold coordinates 0 .. run-1 along pd, nothing else
+  for (const auto& g : d.reg) {
+    if (g.radix != 2 || g.stride != run || g.image[static_cast<std::size_t>(pd)] != run) break;
+    bool only_pd = true;
+    for (int x = 0; x < d.rank; ++x)
+      if (x != pd && g.image[static_cast<std::size_t>(x)] != 0) only_pd = false;
+    if (!only_pd) break;
+    run *= 2;
+  }
+  const auto u = static_cast<std::size_t>(tile_dim);
+  long long w = std::min<long long>({run, ptr.contiguity[u], ptr.divisibility / es, 16 / es});
+  if (mask) w = std::min<long long>(w, mask->constancy[u]);
+  int v = 1;
+  while (v * 2 <= w) v *= 2;
+  return v * es >= 4 ? v : 1;
+}
+
 namespace {
 /// The same map with output dims dim0 and dim1 swapped (a [M, N] layout read as [N, M]).
 layout::LinearLayout transposed(const layout::LinearLayout& l) {
@@ -236,7 +277,7 @@ layout::LinearLayout transposed(const layout::LinearLayout& l) {
 }
 }  // namespace
 
-LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const std::string& arch) {
+LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const std::string& arch, bool vector_any_dim) {
   LayoutPlan plan;
   const std::size_t N = k.nodes.size();
   plan.values.resize(N);
@@ -401,6 +442,83 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const s
       }
     }
   }
+  // Contiguity-aware anchoring. The accesses a family's loads would make in a candidate parent, as codegen
+  // vectorises them (vector_elements), under the specialisation launches usually get: every pointer 16-byte
+  // aligned, every integer divisible by 16 (the plan does not depend on the specialisation).
+  std::vector<AxisInfo> axes;
+  auto ensure_axes = [&] {
+    if (!axes.empty()) return;
+    Specialization usual;
+    usual.flags.assign(k.params.size(), Specialization::kDiv16);
+    axes = analyze_axes(k, usual);
+  };
+  // Per node, the innermost loop_begin enclosing it (-1: none); a loop_begin's own entry is its enclosing loop.
+  std::vector<int> loop_of(N, -1);
+  {
+    std::vector<int> open;
+    for (std::size_t id = 0; id < N; ++id) {
+      if (k.nodes[id].op == Op::loop_end && !open.empty()) open.pop_back();
+      loop_of[id] = open.empty() ? -1 : open.back();
+      if (k.nodes[id].op == Op::loop_begin) open.push_back(static_cast<int>(id));
+    }
+  }
+  auto runs_with = [&](int dot, int node) {  // node is executed as often as dot: inside dot's innermost loop
+    const int l = loop_of[static_cast<std::size_t>(dot)];
+    if (l < 0) return true;
+    for (int x = loop_of[static_cast<std::size_t>(node)]; x >= 0; x = loop_of[static_cast<std::size_t>(x)])
+      if (x == l) return true;
+    return false;
+  };
+  std::vector<std::vector<int>> mem_of(N);  // rank-2 loads and stores of each family, in program order
+  for (std::size_t id = 0; id < N; ++id) {
+    const Node& n = k.nodes[id];
+    if ((n.op == Op::load || n.op == Op::store) && n.type.rank == 2 && !plan.in_smem[id])
+      mem_of[static_cast<std::size_t>(fam.find(static_cast<int>(id)))].push_back(static_cast<int>(id));
+  }
+  // Bytes per access of memory node `id` if its family's parent were `l` (the widest over the dims codegen vectorises).
+  auto access_bytes = [&](int id, const layout::LinearLayout& l) {
+    ensure_axes();
+    const Node& n = k.nodes[static_cast<std::size_t>(id)];
+    const Type& t = n.type;  // a store's type is its value's
+    const auto& e = extent[static_cast<std::size_t>(fam.find(id))];
+    TileLayout tl{0, {0, 1}, false};
+    for (std::size_t d = 0; d < 2; ++d) tl.dim_of[d] = t.shape[d] == 1 && e[d] != 1 ? -1 : static_cast<int>(d);
+    const Distributed dl = distributed_from(l, warp_size);
+    const int mj = n.op == Op::store ? 2 : 1;
+    const AxisInfo* mask = n.args[static_cast<std::size_t>(mj)] >= 0 ? &axes[static_cast<std::size_t>(n.args[static_cast<std::size_t>(mj)])] : nullptr;
+    int v = 1;
+    for (int d = vector_any_dim ? 0 : 1; d < 2; ++d)
+      v = std::max(v, vector_elements(dl, tl, t, axes[static_cast<std::size_t>(n.args[0])], mask, d));
+    return v * size_bytes(t.dtype);
+  };
+  // The dim a blocked parent should run its lanes along: dim 0 when every load and store of the family that is
+  // contiguous at all is more contiguous along dim 0 than along dim 1 (Kᵀ read from a row-major K), else dim 1.
+  auto family_minor = [&](std::size_t root) {
+    ensure_axes();
+    int votes = 0;
+    for (int m : mem_of[root]) {
+      const auto& c = axes[static_cast<std::size_t>(k.nodes[static_cast<std::size_t>(m)].args[0])].contiguity;
+      if (c[0] <= 1 && c[1] <= 1) continue;
+      if (c[0] <= c[1]) return 1;
+      ++votes;
+    }
+    return votes > 0 ? 0 : 1;
+  };
+  // Why family `root`, an anchor candidate for `dot`, should rather be blocked (parent `blocked`) and converted:
+  // one of its loads that runs as often as the dot moves fewer than 16 bytes per access in the operand layout
+  // but 16 in the blocked one, and none moves fewer in the blocked one. "" = keep the anchor.
+  auto coalesce_instead = [&](std::size_t root, int dot, const layout::LinearLayout& anchored, const layout::LinearLayout& blocked) {
+    std::string why;
+    for (int m : mem_of[root]) {
+      if (k.nodes[static_cast<std::size_t>(m)].op != Op::load || !runs_with(dot, m)) continue;
+      const int a = access_bytes(m, anchored), b = access_bytes(m, blocked);
+      if (b < a) return std::string();
+      if (why.empty() && a < 16 && b >= 16)
+        why = fmt::format("its load %{} would move {} byte{} per access in the operand layout ({} in a blocked one)", m, a,
+                          a == 1 ? "" : "s", b);
+    }
+    return why;
+  };
   // The first register transpose of each family (its layout is derived from the transpose's operand).
   std::vector<int> trans_in(N, -1);
   for (std::size_t id = 0; id < N; ++id)
@@ -430,17 +548,35 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const s
       const auto w = dot_warps[static_cast<std::size_t>(has_dot[root])];
       fam_layout[root] = add_layout(layout::mma_sync_accumulator({e[0], e[1]}, {w[0], w[1]}),
                                     fmt::format("mma.sync m16n8k16 accumulator [{},{}] warps [{},{}]", e[0], e[1], w[0], w[1]));
-    } else if (anchor_dot[root] >= 0 && anchorable[root]) {
-      const int d = anchor_dot[root], j = anchor_which[root];
-      fam_layout[root] = add_layout(operand_layout_of(d, j), operand_what(d, j));
-      plan.diagnostics.push_back(fmt::format("family of %{} [{},{}] is used outside itself only as operand {} of dot{} %{}: "
-                                             "anchored to the mma.sync operand {} layout L{} (loaded straight into fragment "
-                                             "registers, no conversion)", id, e[0], e[1], j == 0 ? 'a' : 'b',
-                                             anchor_uses[root] > 1 ? "s like" : "", d, j == 0 ? 'A' : 'B', fam_layout[root]));
     } else {
       std::string desc;
-      auto l = blocked_parent(2, e, num_warps, warp_size, desc, access_vec(static_cast<int>(root), true));
+      const int minor = family_minor(root);
+      if (minor == 0 && !vector_any_dim)
+        plan.diagnostics.push_back(fmt::format("family of %{} [{},{}]: its loads and stores are contiguous along dim 0, which codegen "
+                                               "does not vectorise (one element per access; assign_layouts' vector_any_dim)",
+                                               id, e[0], e[1]));
+      const auto l = blocked_parent(2, e, num_warps, warp_size, desc, access_vec(static_cast<int>(root), true),
+                                    vector_any_dim ? minor : 1);
+      std::string coalesced;  // why an anchor candidate is blocked instead ("" = anchor it)
+      if (anchor_dot[root] >= 0 && anchorable[root]) {
+        const int d = anchor_dot[root], j = anchor_which[root];
+        const auto anchored = operand_layout_of(d, j);
+        coalesced = coalesce_instead(root, d, anchored, l);
+        if (coalesced.empty()) {
+          fam_layout[root] = add_layout(anchored, operand_what(d, j));
+          plan.diagnostics.push_back(fmt::format("family of %{} [{},{}] is used outside itself only as operand {} of dot{} %{}: "
+                                                 "anchored to the mma.sync operand {} layout L{} (loaded straight into fragment "
+                                                 "registers, no conversion)", id, e[0], e[1], j == 0 ? 'a' : 'b',
+                                                 anchor_uses[root] > 1 ? "s like" : "", d, j == 0 ? 'A' : 'B', fam_layout[root]));
+          continue;
+        }
+      }
       fam_layout[root] = add_layout(l, desc);
+      if (!coalesced.empty())
+        plan.diagnostics.push_back(fmt::format("family of %{} [{},{}] is used outside itself only as operand {} of dot %{}, but {}: "
+                                               "blocked L{} instead (coalesced), converted to the operand layout at the dot", id,
+                                               e[0], e[1], anchor_which[root] == 0 ? 'a' : 'b', anchor_dot[root], coalesced,
+                                               fam_layout[root]));
     }
   }
   for (std::size_t id = 0; id < N; ++id) {

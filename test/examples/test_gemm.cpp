@@ -1,8 +1,9 @@
 // GEMM rungs 1 and 2: the interpreter against an f64 reference (incl. N = 96
 // and ragged M/N/K), NVRTC compiles (rung 2: no spills in the ptxas report),
 // and (on a GPU) the device against the reference. Rung 2's compiler side:
-// rematerialisation of 1-D index chains (ir/remat.hpp) and dot operand
-// families anchored to the mma operand layouts (ir/layout_plan.hpp).
+// rematerialisation of 1-D index chains (ir/remat.hpp) and the layouts of
+// dot operand families (ir/layout_plan.hpp: anchored to the mma operand
+// layouts, or blocked when that gives wider loads).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -271,11 +272,11 @@ TEST_CASE("remat_clones_stay_in_the_loop_body_of_their_use") {
   };
   CHECK(aranges_in_loop(ir) == 1);
   CHECK(aranges_in_loop(rm.kernel) == 2);  // rk and its clone for B; rm's and rn's clones sit after the loop
-  // Without remat: six conversions, four of them between layouts that give every thread the same elements
-  // (register copies), two through shared memory.
-  CHECK(occurrences(cuda_source(ir, 8), "through shared memory") == 2);
-  CHECK(occurrences(cuda_source(ir, 8), "is a permutation of each thread's registers") == 4);
-  CHECK(occurrences(cuda_source(rm.kernel, 8), "through shared memory") == 0);
+  // The A and B tiles are loaded blocked (16-byte vectors) and converted for the dot (ir/layout_plan.hpp:
+  // contiguity-aware anchoring): two conversions through shared memory with or without remat. Without remat,
+  // six more, of 1-D index values (rk for A and B, rm and rn for the accumulator, and their masks).
+  CHECK(occurrences(cuda_source(ir, 8), "through shared memory") == 8);
+  CHECK(occurrences(cuda_source(rm.kernel, 8), "through shared memory") == 2);
 }
 
 TEST_CASE("remat_leaves_a_loaded_index_converted") {
@@ -287,17 +288,20 @@ TEST_CASE("remat_leaves_a_loaded_index_converted") {
   CHECK(occurrences(cuda_source(rm.kernel, 4), "through shared memory") == 1);
 }
 
-TEST_CASE("layout_plan_anchors_dot_operand_families") {
+TEST_CASE("layout_plan_blocks_contiguously_loaded_dot_operand_families") {
+  // Both tiles are loaded in the K loop from contiguous rows: blocked (16-byte loads) rather than anchored to the
+  // mma operand layouts (4-byte A pairs, 2-byte B scalars), converted at the dot. Where anchoring still applies:
+  // test/ir/test_layout_plan_coalesce.cpp.
   const auto plan = tj::ir::assign_layouts(rung2_ir<examples::MatmulV2<128, 128, 32, tj::bf16>>(8), 8, 32);
   CAPTURE(plan.diagnostics);
   CHECK(any_contains(plan.diagnostics, "accumulator [128,128] warps [4,2]"));
-  CHECK(any_contains(plan.diagnostics, "anchored to the mma.sync operand A layout"));
-  CHECK(any_contains(plan.diagnostics, "anchored to the mma.sync operand B layout"));
-  CHECK_FALSE(any_contains(plan.diagnostics, "blocked"));
+  CHECK(any_contains(plan.diagnostics, "would move 4 bytes per access in the operand layout (16 in a blocked one)"));  // A
+  CHECK(any_contains(plan.diagnostics, "would move 2 bytes per access in the operand layout (16 in a blocked one)"));  // B
+  CHECK_FALSE(any_contains(plan.diagnostics, "anchored to"));
   std::vector<std::string> diag;
   const auto src = cuda_source(rung2_ir<examples::MatmulV2<128, 128, 32, tj::bf16>>(8), 8, &diag);
-  CHECK(occurrences(src, "through shared memory") == 0);
-  CHECK(occurrences(src, "__syncthreads") == 0);
+  CHECK(occurrences(src, "through shared memory") == 2);
+  CHECK(occurrences(src, "__syncthreads") == 4);
   CHECK(occurrences(src, "tj_mma_bf16(") == 2 * 2 * 8 + 1);  // 2 k steps x (2 x 8) tiles of 16x8 per warp, + the prelude's
 }
 
@@ -324,7 +328,8 @@ TEST_CASE("layout_plan_does_not_anchor_a_family_that_is_also_reduced") {
   std::vector<std::string> diag;
   const auto src = cuda_source(rung2_ir<DotAndRowSum>(4), 4, &diag);
   CAPTURE(diag);
-  CHECK(any_contains(diag, "anchored to the mma.sync operand B"));
+  CHECK(any_contains(diag, "is used outside itself only as operand b of dot"));  // B: blocked for 16-byte loads
+  CHECK_FALSE(any_contains(diag, "operand a of dot"));                           // A: also reduced, no anchor candidate
   CHECK_FALSE(any_contains(diag, "anchored to the mma.sync operand A"));
   CHECK(any_contains(diag, "for %") );  // the A tile converted for the dot
   CHECK(occurrences(src, "through shared memory") >= 1);

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "tilejit/ir/axis_info.hpp"
 #include "tilejit/ir/ir.hpp"
 #include "tilejit/layout/linear_layout.hpp"
 
@@ -89,19 +90,56 @@ struct LayoutPlan {
   TileLayout operand_layout(const Kernel& k, int node, int which) const;
 };
 
+/// Elements one vector access of a load or store moves along tile dim
+/// `tile_dim` when its value (of type `type`) is in layout `t` of `d`: the
+/// thread's run of registers 0, 1, 2, ... holding consecutive coordinates
+/// along that dim and nothing else, limited by the pointers' contiguity and
+/// alignment (`ptr`), the mask's constancy (`mask`, or null) and 16 bytes; 1
+/// when it would be under 4 bytes or the element is not 2 or 4 bytes. This
+/// is codegen's rule for vector loads and stores (which vectorises along the
+/// tile's last dim), so the plan can compare candidate layouts by it.
+int vector_elements(const Distributed& d, const TileLayout& t, const Type& type, const AxisInfo& ptr, const AxisInfo* mask,
+                    int tile_dim);
+
 /// Assign layouts for `k` launched with `num_warps` warps of `warp_size`
 /// lanes. Tiles that interact elementwise share a parent (a *family*, one
 /// per 2-D tile extent); a dot's accumulator family gets the mma.sync
 /// accumulator layout, over the warp split {wM, wN} that minimises the
 /// operand registers per thread (M/wM + N/wN; ties go to wM), and its
 /// operands the mma operand layouts of that split. A family whose values
-/// leave it only as operand a (or only as operand b) of dots is *anchored*:
-/// its parent is that operand layout, so its loads land in the fragment
-/// registers. Other families are blocked. Where an operand's layout still
-/// differs from its user's, codegen converts it (through shared memory), and
-/// the plan says so in its diagnostics. 1-D index chains that feed two
-/// families are best cloned first (rematerialize, remat.hpp): the plan then
-/// has no 1-D conversion left to make.
+/// leave it only as operand a (or only as operand b) of dots is an *anchor
+/// candidate*: its parent may be that operand layout, so its loads land in
+/// the fragment registers. Other families are blocked. Where an operand's
+/// layout still differs from its user's, codegen converts it (through shared
+/// memory), and the plan says so in its diagnostics. 1-D index chains that
+/// feed two families are best cloned first (rematerialize, remat.hpp): the
+/// plan then has no 1-D conversion left to make.
+///
+/// Contiguity decides whether a candidate is anchored (Triton's coalescing
+/// rule, made to compete with anchoring). For each load of the family that
+/// runs as often as the dot (inside the dot's innermost loop, or anywhere when
+/// the dot is in no loop), the plan computes the bytes per access codegen
+/// would emit (vector_elements, under the specialisation launches usually get:
+/// pointers 16-byte aligned, integers divisible by 16; AxisInfo gives the
+/// contiguity) in the operand layout and in the family's blocked layout. The
+/// family is *blocked instead* — coalesced loads, one conversion to the
+/// operand layout at the dot — when some such load moves fewer than 16 bytes
+/// per access anchored but 16 blocked, and none moves fewer blocked than
+/// anchored; otherwise it is anchored (already vectorised, or nothing to
+/// gain). A load outside the dot's loop (a Q tile read once) stays anchored:
+/// blocking it would put a conversion in every iteration to save one access.
+/// For row-major operands the operand layouts give A [M, K] 4-byte pairs along
+/// K and B [K, N] (V in P·V) 2-byte scalars; a blocked tile gets 16 bytes
+/// along its contiguous last dim. Both choices are reported in diagnostics.
+///
+/// `vector_any_dim`: codegen vectorises accesses along any tile dim, not only
+/// the last. Then a blocked family whose loads and stores are all more
+/// contiguous along dim 0 than dim 1 (Kᵀ [D, N] read from a row-major K)
+/// runs its lanes and vectors along dim 0, and access widths are compared
+/// over both dims. Off by default: today's codegen (vector_width) vectorises
+/// the last dim only, and a dim-0 blocked layout would then gain nothing; the
+/// diagnostics name each family whose accesses are contiguous along dim 0
+/// only (one element per access until then).
 ///
 /// `arch` selects the dot lowering: for "sm_90a", a dot whose accumulator is
 /// [16·num_warps, N] (M a multiple of 64: one warp group per 64 rows), N a
@@ -113,6 +151,7 @@ struct LayoutPlan {
 /// A dot whose operands are both shared-memory values (desc_load, trans of
 /// one) has no staging buffer, so the 48 KiB staging limit does not apply;
 /// it must lower to wgmma (Unsupported otherwise).
-LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const std::string& arch = "");
+LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const std::string& arch = "",
+                          bool vector_any_dim = false);
 
 }  // namespace tilejit::ir
