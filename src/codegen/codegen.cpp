@@ -407,7 +407,7 @@ class Emitter {
     ws_ = true;
     plan_diag_.push_back(fmt::format("warp specialised: {} consumer warp(s) with {} registers each and a producer warp group (24 "
                                      "registers) whose first lane issues the TMA copies of {} loop(s)",
-                                     o_.num_warps, consumer_regs(), pipes_.size()));
+                                     o_.num_warps, std::max(consumer_regs(), launch_regs()), pipes_.size()));
     if (!o_.pingpong) return;
     if (o_.num_warps != 8) {
       plan_diag_.push_back(fmt::format("pingpong not applied: it needs two consumer warp groups (num_warps = 8), not {}", o_.num_warps));
@@ -455,13 +455,21 @@ class Emitter {
     line("}");
     line("return;");
     line("}");
-    line(fmt::format("asm volatile(\"setmaxnreg.inc.sync.aligned.u32 {};\");  // the consumer warp groups", consumer_regs()));
+    if (consumer_regs() > launch_regs())  // (else the consumers keep what the launch gave them)
+      line(fmt::format("asm volatile(\"setmaxnreg.inc.sync.aligned.u32 {};\");  // the consumer warp groups", consumer_regs()));
     producer_ = std::move(body_);
     body_ = std::move(saved);
   }
-  /// Registers per consumer thread once the producer group holds 24: what the
-  /// register file (64K) leaves, a multiple of 8, at most 240 (setmaxnreg's rule: 24..256).
-  int consumer_regs() const { return std::min(240, (65536 - 4 * t_.warp_size * 24) / threads_ / 8 * 8); }
+  /// setmaxnreg moves registers only within the program's own allocation, which
+  /// ptxas fixes at launch_regs() per thread when the kernel uses setmaxnreg
+  /// (the most __launch_bounds__ allows: 64K / threads, a multiple of 8, at
+  /// most 255). The consumers take what the producer group's 24 leave, a
+  /// multiple of 8, at most 240. An inc past the pool would block forever.
+  int launch_regs() const { return std::min(255, 65536 / (threads_ + 4 * t_.warp_size) / 8 * 8); }
+  int consumer_regs() const {
+    const int pool = launch_regs() * (threads_ + 4 * t_.warp_size) - 4 * t_.warp_size * 24;
+    return std::min(240, pool / threads_ / 8 * 8);
+  }
   /// A barrier of the consumer threads: the CTA barrier, or named barrier 1 when a producer warp runs apart.
   std::string sync() const {
     return ws_ ? fmt::format("asm volatile(\"bar.sync 1, {};\" ::: \"memory\");", threads_) : "__syncthreads();";

@@ -562,6 +562,7 @@ TEST_CASE("gemm_v5_warp_specialised_gpu_matches_f64") {
   run_v5<128, 128, tj::bf16>(dev, 256, 256, 64 * 7, 1, 1e-5, true);  // one stage: released only after its wgmma
   run_v5<128, 128, tj::bf16>(dev, 1024, 1024, 64, 2, 1e-5, true);    // one K step
   run_v5<128, 256, tj::f8e4m3>(dev, 512, 512, 1024, 4, 2e-3, true);
+  run_v5<64, 128, tj::bf16>(dev, 200, 256, 64 * 5, 3, 1e-5, true);  // one consumer warp group
 }
 
 TEST_CASE("gemm_v5_warp_specialised_sm90a_code_releases_the_previous_stage") {
@@ -575,6 +576,18 @@ TEST_CASE("gemm_v5_warp_specialised_sm90a_code_releases_the_previous_stage") {
   CHECK(g.source.find("(tj_it", rel) < g.source.find(";", rel));
   CHECK(g.source.find("- 1u) % 4u", rel) != std::string::npos);
   CHECK(testing::occurrences(g.source, "__syncthreads()") == 1);
+  CHECK(g.source.find("setmaxnreg.inc.sync.aligned.u32 240;") != std::string::npos);  // 168 x 384 - 24 x 128 = 240 x 256
+  // Four consumer warp groups: the launch gives 96 registers x 640 threads; after the producer's 24 the consumers
+  // can take 112 each (an inc past the program's pool would block forever).
+  const auto four = tj::codegen::generate(tj::trace(examples::MatmulV5<256, 128, tj::bf16>{}), {}, tj::codegen::target_for("sm_90a"),
+                                          {.num_warps = 16, .num_stages = 4, .warp_specialize = true});
+  CHECK(four.threads == 640);
+  CHECK(four.source.find("setmaxnreg.inc.sync.aligned.u32 112;") != std::string::npos);
+  // One consumer warp group: the launch already gives it 255 registers; no inc.
+  const auto one_group = tj::codegen::generate(tj::trace(examples::MatmulV5<64, 128, tj::bf16>{}), {}, tj::codegen::target_for("sm_90a"),
+                                               {.num_warps = 4, .num_stages = 4, .warp_specialize = true});
+  CHECK(one_group.source.find("setmaxnreg.inc") == std::string::npos);
+  CHECK(one_group.source.find("setmaxnreg.dec.sync.aligned.u32 24;") != std::string::npos);
   std::string why;
   if (tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) nvrtc_compiles(g.source, "sm_90a");
   // One stage: the release waits for every wgmma (nothing left in flight).
