@@ -8,11 +8,15 @@
 //   BM_FlashFwdTma/D{64,96,128}/{full,causal}/BN/stages   examples/attention/flash_fwd_tma.hpp (Hopper: TMA + wgmma)
 //   BM_FlashFwdTmaPadded/D96/...             the same on heads zero-padded to 128
 //   BM_FlashFwdTmaOverlap/...                FlashAttnFwdTmaOverlap: next scores in flight during the softmax
+//   BM_FlashFwdPingPong[NoTurns]/...         FlashAttnFwdTmaPingPong (FlashAttention-3's order) with a producer warp
+//                                            group and (NoTurns: without) the ping-pong named barriers
+//   BM_FlashFwdTmaWs/...                     FlashAttnFwdTma with a producer warp group (warp_specialize)
 //   BM_FlashFwdPadded/D96                    D = 96 run as the D = 128 kernel on zero-padded heads
 //                                            (TFLOP/s still counts D = 96: the exact tile's gain is the time ratio)
 //   BM_FlashBwd/D{64,128}/{full,causal}      flash_bwd.hpp, pointer loads (3 launches; the library's path off Hopper)
 //   BM_FlashBwdTma/D{64,128}/{full,causal}   flash_bwd_tma.hpp (Hopper: TMA + wgmma) with FlashBwdTmaConfig<D>
 //   BM_FlashBwdTma/D64/full/kv.../q...       a sweep of its dK/dV and dQ tiles and stages (per-launch ms counters)
+//   BM_AttnForward/D{64,96,128}/{full,causal} examples::Attention<bf16>::forward, the library call
 //   BM_AttnBackward/D{64,128}/{full,causal}  examples::Attention<bf16>::backward, the library call
 //   BM_Decode/{llama3_8b,phi3_mini}[/chunk]  one token per sequence against a 32K cache (the library's split, or a
 //                                            fixed split size: the sweep that picks it); GB/s of K and V read and
@@ -75,6 +79,18 @@ struct FwdData {
   FwdData& operator=(const FwdData&) = delete;
   static double flops(bool causal) { return 4.0 * B * H * double(S) * S * D / (causal ? 2 : 1); }
 };
+
+/// The library call, `examples::Attention<bf16>::forward` (on the H200: the configuration it picks per head dim
+/// and mask, docs/perf.md v0.5).
+template <int D, bool CAUSAL>
+void BM_AttnForward(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  const FwdData<D> x;
+  constexpr int B = FwdData<D>::B, H = FwdData<D>::H, S = FwdData<D>::S;
+  examples::Attention<tj::bf16> attn(gpu());
+  const examples::AttnShape shape{.batch = B, .heads_q = H, .heads_kv = H, .seqlen = S, .head_dim = D, .causal = CAUSAL};
+  time_tflops(st, [&] { attn.forward(x.q, x.k, x.v, x.o, x.lse, shape); }, x.flops(CAUSAL));
+}
 
 /// The forward at head dim D, run by the kernel for head dim DK >= D on heads zero-padded to DK
 /// (DK = D: the exact kernel). TFLOP/s always counts D.
@@ -270,12 +286,19 @@ BENCHMARK(BM_FlashBwdTma<64, false>)->Name("BM_FlashBwdTma/D64/full")->UseManual
 BENCHMARK(BM_FlashBwdTma<64, true>)->Name("BM_FlashBwdTma/D64/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashBwdTma<128, false>)->Name("BM_FlashBwdTma/D128/full")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashBwdTma<128, true>)->Name("BM_FlashBwdTma/D128/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttnForward<64, false>)->Name("BM_AttnForward/D64/full")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttnForward<64, true>)->Name("BM_AttnForward/D64/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttnForward<96, false>)->Name("BM_AttnForward/D96/full")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttnForward<96, true>)->Name("BM_AttnForward/D96/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttnForward<128, false>)->Name("BM_AttnForward/D128/full")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttnForward<128, true>)->Name("BM_AttnForward/D128/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttnBackward<64, false>)->Name("BM_AttnBackward/D64/full")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttnBackward<64, true>)->Name("BM_AttnBackward/D64/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttnBackward<128, false>)->Name("BM_AttnBackward/D128/full")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttnBackward<128, true>)->Name("BM_AttnBackward/D128/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
 // D = 64 full, the one shape below torch flash (240.6 vs 258.0 TFLOP/s): dK/dV and dQ configurations around the
-// library's (kv 64x128 s2, q 128x64 s2), each varied with the other kept; "kv ms" / "q ms" pick each launch's best.
+// first library config (kv 64x128 s2, q 128x64 s2), each varied with the other kept (the winners, kv 64x64 s3 and
+// q s3, are now FlashBwdTmaConfig<64>); "kv ms" / "q ms" pick each launch's best.
 // Left out: kv 128x128 (255 registers and 128-byte spills in the specialisation this run compiles).
 #define TJ_BWD_SWEEP(KV_BM, KV_BN, KV_ST, Q_BM, Q_BN, Q_ST)                                                          \
   BENCHMARK(BM_FlashBwdTma<64, false, KV_BM, KV_BN, KV_ST, Q_BM, Q_BN, Q_ST>)                                       \
@@ -289,6 +312,15 @@ TJ_BWD_SWEEP(64, 128, 2, 128, 128, 2);
 TJ_BWD_SWEEP(64, 128, 2, 128, 64, 3);
 TJ_BWD_SWEEP(64, 128, 2, 64, 64, 2);
 TJ_BWD_SWEEP(64, 128, 2, 64, 128, 2);
+// D = 128: the D = 64 winners (kv 64x64 s3, q s3) against the library's D = 128 tiles (247 / 189 registers, no spills).
+#define TJ_BWD_SWEEP128(KV_BM, KV_BN, KV_ST, Q_BM, Q_BN, Q_ST)                                                       \
+  BENCHMARK(BM_FlashBwdTma<128, false, KV_BM, KV_BN, KV_ST, Q_BM, Q_BN, Q_ST>)                                      \
+      ->Name("BM_FlashBwdTma/D128/full/kv" #KV_BM "x" #KV_BN "s" #KV_ST "/q" #Q_BM "x" #Q_BN "s" #Q_ST)             \
+      ->UseManualTime()                                                                                           \
+      ->Unit(benchmark::kMillisecond)
+TJ_BWD_SWEEP128(64, 64, 3, 128, 64, 3);
+TJ_BWD_SWEEP128(64, 128, 2, 128, 64, 3);
+TJ_BWD_SWEEP128(64, 64, 3, 128, 64, 2);
 // Llama-3-8B (32 query heads over 8 KV heads, D 128) and Phi-3-mini (32 heads, D 96), 32K cached tokens, 8 sequences.
 // The last argument is the split size in keys (0: the library's choice, enough splits for two programs per SM).
 BENCHMARK(BM_Decode)->Name("BM_Decode/llama3_8b")->Args({32, 8, 128, 32768, 8, 0})->UseManualTime()->Unit(benchmark::kMillisecond);
@@ -356,7 +388,26 @@ TJ_TMA_WS(96, true, 128, 64, 2, "causal", examples::FlashAttnFwdTmaPingPong, 2, 
 TJ_TMA_WS(128, false, 128, 64, 2, "full", examples::FlashAttnFwdTmaPingPong, 2, "PingPong");
 TJ_TMA_WS(128, false, 128, 64, 3, "full", examples::FlashAttnFwdTmaPingPong, 2, "PingPong");
 TJ_TMA_WS(128, true, 128, 64, 2, "causal", examples::FlashAttnFwdTmaPingPong, 2, "PingPong");
+TJ_TMA_WS(128, false, 128, 128, 2, "full", examples::FlashAttnFwdTmaPingPong, 2, "PingPong");
+TJ_TMA_WS(128, true, 128, 128, 2, "causal", examples::FlashAttnFwdTmaPingPong, 2, "PingPong");
+TJ_TMA_WS(96, false, 128, 128, 2, "full", examples::FlashAttnFwdTmaPingPong, 2, "PingPong");
+TJ_TMA_WS(64, false, 128, 128, 2, "full", examples::FlashAttnFwdTmaPingPong, 2, "PingPong");
+TJ_TMA_WS(64, false, 128, 64, 3, "full", examples::FlashAttnFwdTmaPingPong, 2, "PingPong");
+TJ_TMA_WS(128, false, 128, 128, 2, "full", examples::FlashAttnFwdTmaPingPong, 1, "PingPongNoTurns");
 TJ_TMA_WS(128, false, 128, 64, 2, "full", examples::FlashAttnFwdTmaPingPong, 1, "PingPongNoTurns");
+TJ_TMA_WS(128, true, 128, 128, 2, "causal", examples::FlashAttnFwdTmaPingPong, 1, "PingPongNoTurns");
+TJ_TMA_WS(96, false, 128, 128, 2, "full", examples::FlashAttnFwdTmaPingPong, 1, "PingPongNoTurns");
+TJ_TMA_WS(96, true, 128, 128, 2, "causal", examples::FlashAttnFwdTmaPingPong, 1, "PingPongNoTurns");
+TJ_TMA_WS(64, false, 128, 128, 2, "full", examples::FlashAttnFwdTmaPingPong, 1, "PingPongNoTurns");
+TJ_TMA_WS(64, true, 128, 128, 2, "causal", examples::FlashAttnFwdTmaPingPong, 1, "PingPongNoTurns");
+// The plain order (flash_fwd_tma.hpp FlashAttnFwdTma) with a producer warp group; BLOCK_N = 192 = 64 x 3 is exact.
+TJ_TMA_WS(64, false, 128, 128, 2, "full", examples::FlashAttnFwdTma, 1, "TmaWs");
+TJ_TMA_WS(64, false, 128, 192, 2, "full", examples::FlashAttnFwdTma, 1, "TmaWs");
+TJ_TMA_WS(96, false, 128, 128, 2, "full", examples::FlashAttnFwdTma, 1, "TmaWs");
+TJ_TMA_WS(96, true, 128, 128, 2, "causal", examples::FlashAttnFwdTma, 1, "TmaWs");
+TJ_TMA_WS(128, false, 128, 128, 2, "full", examples::FlashAttnFwdTma, 1, "TmaWs");
+TJ_TMA_WS(128, false, 128, 192, 2, "full", examples::FlashAttnFwdTma, 1, "TmaWs");
+TJ_TMA_WS(128, true, 128, 128, 2, "causal", examples::FlashAttnFwdTma, 1, "TmaWs");
 TJ_TMA_WS(128, false, 128, 64, 3, "full", examples::FlashAttnFwdTma, 1, "TmaWs");
 BENCHMARK(BM_FlashFwdTma<96, false, 128, 64, 2, 128, examples::FlashAttnFwdTmaPingPong, 2>)->Name("BM_FlashFwdPingPongPadded/D96/full/128x64/2")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashFwdTma<96, false, 128, 64, 3, 128>)->Name("BM_FlashFwdTmaPadded/D96/full/128x64/3")->UseManualTime()->Unit(benchmark::kMillisecond);

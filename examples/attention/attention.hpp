@@ -119,14 +119,23 @@ class Attention {
       if constexpr (D <= 128) {
         auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };  // TMA's rule
         if (dev_.compute_capability() == 90 && aligned(q) && aligned(k) && aligned(v)) {  // Hopper: flash_fwd_tma.hpp
-          constexpr int BM = 128, BN = 64;
+          // The configurations measured fastest on the H200 (docs/perf.md, v0.5): D = 96 and 128 with a producer
+          // warp group (warp_specialize) and 128 x 128 tiles — FlashAttention-3's order for full attention, the
+          // plain order for causal; D = 64 gains nothing from either and keeps 128 x 64 with 3 stages.
           using Desc = tj::TensorDescriptor;
+          constexpr bool ws = D > 64;
+          constexpr int BM = 128, BN = ws ? 128 : 64, stages = ws ? 2 : 3;
           const long long rq = s.batch * s.heads_q * s.seqlen, rkv = s.batch * s.heads_kv * s.seqlen;
           const Desc dq(dev_, const_cast<T*>(q), tj::dtype_v<T>, {rq, D}, {D, 1}, {BM, D});
           const Desc dk(dev_, const_cast<T*>(k), tj::dtype_v<T>, {rkv, D}, {D, 1}, {BN, D});
           const Desc dv(dev_, const_cast<T*>(v), tj::dtype_v<T>, {rkv, D}, {D, 1}, {BN, D});
-          kernel<FlashAttnFwdTma<BM, BN, D, C, T>>(8, 3).launch(tj::Grid{tj::cdiv(s.seqlen, BM), s.batch * s.heads_q}, dq, dk, dv, o,
-                                                               lse, s.seqlen, s.heads_q / s.heads_kv, scale_log2e);
+          const tj::Grid grid{tj::cdiv(s.seqlen, BM), s.batch * s.heads_q};
+          if constexpr (ws && !C)
+            kernel<FlashAttnFwdTmaPingPong<BM, BN, D, C, T>>(8, stages, ws).launch(grid, dq, dk, dv, o, lse, s.seqlen, s.heads_q / s.heads_kv,
+                                                                                 scale_log2e);
+          else
+            kernel<FlashAttnFwdTma<BM, BN, D, C, T>>(8, stages, ws).launch(grid, dq, dk, dv, o, lse, s.seqlen, s.heads_q / s.heads_kv,
+                                                                         scale_log2e);
           return;
         }
       }
@@ -276,9 +285,11 @@ class Attention {
   }
   /// K compiled once per Attention object (the kernel cache keeps the machine code across objects).
   template <class K>
-  tj::Kernel<K>& kernel(int warps, int stages = 3) {
+  tj::Kernel<K>& kernel(int warps, int stages = 3, bool warp_specialize = false) {
     auto& slot = kernels_[std::type_index(typeid(K))];
-    if (!slot) slot = std::make_shared<tj::Kernel<K>>(dev_, K{}, tj::CompileOptions{.num_warps = warps, .num_stages = stages});
+    if (!slot)
+      slot = std::make_shared<tj::Kernel<K>>(
+          dev_, K{}, tj::CompileOptions{.num_warps = warps, .num_stages = stages, .warp_specialize = warp_specialize});
     return *static_cast<tj::Kernel<K>*>(slot.get());
   }
 

@@ -39,10 +39,14 @@ namespace examples {
 /// BM_FlashBwdTma): 240.6 / 228.2 TFLOP/s at D = 64 full / causal, 306.2 /
 /// 279.5 at D = 128. At D = 128: 247 / 189 registers (255 / 173 as the
 /// benchmark specialises them), no spills.
+/// The sweeps' winners (H200, full attention, kv / q launch ms): D = 64 takes dK/dV 64 x 64 with 3 stages
+/// (2.85 ms against 4.11 for 64 x 128 / 2); at D = 128 that tile is slower (6.24 against 5.17) and 64 x 128 / 2
+/// stays. dQ runs 3 stages at every D (D = 64: 1.48 against 1.67; D = 128: 2.75 against 3.79).
 template <int HEAD_DIM>
 struct FlashBwdTmaConfig {
-  static constexpr int kv_block_m = 64, kv_block_n = 128, kv_stages = 2, kv_warps = kv_block_n / 16;
-  static constexpr int q_block_m = 128, q_block_n = 64, q_stages = 2, q_warps = q_block_m / 16;
+  static constexpr bool d64 = HEAD_DIM <= 64;
+  static constexpr int kv_block_m = 64, kv_block_n = d64 ? 64 : 128, kv_stages = d64 ? 3 : 2, kv_warps = kv_block_n / 16;
+  static constexpr int q_block_m = 128, q_block_n = 64, q_stages = 3, q_warps = q_block_m / 16;
 };
 
 template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T>

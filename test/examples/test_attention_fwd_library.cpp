@@ -1,0 +1,114 @@
+// The library forward, examples::Attention<T>::forward, against an f64
+// reference on fresh random inputs: on the interpreter (the pointer kernel)
+// and, on a GPU, whatever configuration the call picks there — on an H200 the
+// warp-specialised TMA kernels of flash_fwd_tma.hpp (docs/perf.md v0.5). Every
+// configuration the call can pick on sm_90a is also compiled by NVRTC here.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "examples/attention/attention.hpp"
+#include "test/common/attention_ref.hpp"
+#include "test/common/random.hpp"
+
+namespace tj = tilejit;
+using examples::AttnShape;
+
+namespace {
+
+template <class T>
+void forward_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int D, bool causal, double tol) {
+  CAPTURE(D);
+  CAPTURE(S);
+  CAPTURE(causal);
+  CAPTURE(Hq);
+  CAPTURE(Hkv);
+  CAPTURE(testing::fresh_seed());
+  const std::size_t nq = static_cast<std::size_t>(B) * Hq * S * D, nk = static_cast<std::size_t>(B) * Hkv * S * D;
+  auto q = testing::random_tensor<T>(nq, 41, -2, 2), k = testing::random_tensor<T>(nk, 42, -2, 2), v = testing::random_tensor<T>(nk, 43, -2, 2);
+  std::vector<T> o(nq);
+  std::memset(static_cast<void*>(o.data()), 0xff, o.size() * sizeof(T));  // poison: NaN
+  std::vector<float> lse(static_cast<std::size_t>(B) * Hq * S, std::nanf(""));
+  const AttnShape s{.batch = B, .heads_q = Hq, .heads_kv = Hkv, .seqlen = S, .head_dim = D, .causal = causal};
+  examples::Attention<T> attn(dev);
+  if (dev.backend() == tj::Backend::interpreter) {
+    attn.forward(q.data(), k.data(), v.data(), o.data(), lse.data(), s);
+  } else {
+    auto up = [&](const auto& h) {
+      using E = typename std::decay_t<decltype(h)>::value_type;
+      auto* p = static_cast<E*>(dev.alloc(h.size() * sizeof(E)));
+      dev.copy_to_device(p, h.data(), h.size() * sizeof(E));
+      return p;
+    };
+    T *dq = up(q), *dk = up(k), *dv = up(v), *dout = up(o);
+    float* dl = up(lse);
+    attn.forward(dq, dk, dv, dout, dl, s);
+    dev.copy_to_host(o.data(), dout, o.size() * sizeof(T));
+    dev.copy_to_host(lse.data(), dl, lse.size() * 4);
+    dev.free(dq), dev.free(dk), dev.free(dv), dev.free(dout), dev.free(dl);
+  }
+  const int group = Hq / Hkv;
+  auto head = [&](const std::vector<T>& x, int h) {
+    std::vector<double> out(static_cast<std::size_t>(S) * D);
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(x[static_cast<std::size_t>(h) * S * D + i]);
+    return out;
+  };
+  std::vector<double> ref_o, ref_lse;
+  for (int bh = 0; bh < B * Hq; ++bh) {
+    const auto r = testing::attention_ref(head(q, bh), head(k, bh / group), head(v, bh / group), S, S, D, causal, s.softmax_scale());
+    ref_o.insert(ref_o.end(), r.o.begin(), r.o.end());
+    ref_lse.insert(ref_lse.end(), r.lse.begin(), r.lse.end());
+  }
+  std::vector<double> got(o.size());
+  double worst = 0, scale_ref = 0;
+  for (std::size_t i = 0; i < o.size(); ++i) {
+    got[i] = static_cast<float>(o[i]);
+    REQUIRE(std::isfinite(got[i]));  // every element written
+    worst = std::max(worst, std::fabs(got[i] - ref_o[i]));
+    scale_ref = std::max(scale_ref, std::fabs(ref_o[i]));
+  }
+  CHECK(worst / scale_ref < tol);
+  CHECK(testing::rel_error(got, ref_o) < tol / 2);
+  CHECK(testing::rel_error(lse, ref_lse) < 1e-3);
+}
+
+}  // namespace
+
+TEST_CASE("attention_library_forward_interpreter_matches_f64") {
+  auto dev = tj::Device::interpreter();
+  forward_case<tj::bf16>(dev, 1, 2, 1, 70, 96, true, 2e-2);
+  forward_case<tj::f16>(dev, 1, 4, 2, 65, 64, false, 1e-2);
+}
+
+TEST_CASE("attention_library_forward_configs_compile_for_sm90a") {
+  std::string why;
+  if (!tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) {
+    MESSAGE("skipping: ", why);
+    return;
+  }
+  // What Attention::forward picks on compute capability 9.0 (attention.hpp): D = 96 / 128 with a producer warp
+  // group and 128 x 128 tiles (FlashAttention-3's order for full attention), D = 64 128 x 64 with 3 stages.
+  const tj::CompileOptions ws{.num_warps = 8, .num_stages = 2, .warp_specialize = true};
+  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPingPong<128, 128, 96, false, tj::bf16>>("sm_90a", ws));
+  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTma<128, 128, 96, true, tj::bf16>>("sm_90a", ws));
+  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPingPong<128, 128, 128, false, tj::f16>>("sm_90a", ws));
+  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTma<128, 128, 128, true, tj::f16>>("sm_90a", ws));
+  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTma<128, 64, 64, true, tj::bf16>>("sm_90a", {.num_warps = 8, .num_stages = 3}));
+}
+
+TEST_CASE("attention_library_forward_gpu_matches_f64") {
+  auto dev = tj::Device::best();
+  if (dev.backend() != tj::Backend::cuda) {
+    MESSAGE("no GPU: skipping");
+    return;
+  }
+  for (bool causal : {false, true}) {
+    forward_case<tj::bf16>(dev, 1, 4, 1, 300, 64, causal, 2e-2);    // ragged S: blocks run into the next head
+    forward_case<tj::bf16>(dev, 1, 4, 2, 257, 96, causal, 2e-2);    // D = 96 exact, GQA
+    forward_case<tj::bf16>(dev, 2, 4, 4, 1000, 128, causal, 2e-2);  // MQA
+    forward_case<tj::f16>(dev, 1, 2, 1, 129, 128, causal, 1e-2);
+    forward_case<tj::bf16>(dev, 1, 2, 1, 1, 96, causal, 2e-2);      // one token
+  }
+}
