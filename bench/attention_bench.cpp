@@ -300,27 +300,22 @@ BENCHMARK(BM_AttnBackward<128, true>)->Name("BM_AttnBackward/D128/causal")->UseM
 // first library config (kv 64x128 s2, q 128x64 s2), each varied with the other kept (the winners, kv 64x64 s3 and
 // q s3, are now FlashBwdTmaConfig<64>); "kv ms" / "q ms" pick each launch's best.
 // Left out: kv 128x128 (255 registers and 128-byte spills in the specialisation this run compiles).
-#define TJ_BWD_SWEEP(KV_BM, KV_BN, KV_ST, Q_BM, Q_BN, Q_ST)                                                          \
-  BENCHMARK(BM_FlashBwdTma<64, false, KV_BM, KV_BN, KV_ST, Q_BM, Q_BN, Q_ST>)                                       \
-      ->Name("BM_FlashBwdTma/D64/full/kv" #KV_BM "x" #KV_BN "s" #KV_ST "/q" #Q_BM "x" #Q_BN "s" #Q_ST)              \
+#define TJ_BWD_SWEEP(D, KV_BM, KV_BN, KV_ST, Q_BM, Q_BN, Q_ST)                                                       \
+  BENCHMARK(BM_FlashBwdTma<D, false, KV_BM, KV_BN, KV_ST, Q_BM, Q_BN, Q_ST>)                                        \
+      ->Name("BM_FlashBwdTma/D" #D "/full/kv" #KV_BM "x" #KV_BN "s" #KV_ST "/q" #Q_BM "x" #Q_BN "s" #Q_ST)          \
       ->UseManualTime()                                                                                           \
       ->Unit(benchmark::kMillisecond)
-TJ_BWD_SWEEP(64, 128, 3, 128, 64, 2);
-TJ_BWD_SWEEP(64, 64, 2, 128, 64, 2);
-TJ_BWD_SWEEP(64, 64, 3, 128, 64, 2);
-TJ_BWD_SWEEP(64, 128, 2, 128, 128, 2);
-TJ_BWD_SWEEP(64, 128, 2, 128, 64, 3);
-TJ_BWD_SWEEP(64, 128, 2, 64, 64, 2);
-TJ_BWD_SWEEP(64, 128, 2, 64, 128, 2);
-// D = 128: the D = 64 winners (kv 64x64 s3, q s3) against the library's D = 128 tiles (247 / 189 registers, no spills).
-#define TJ_BWD_SWEEP128(KV_BM, KV_BN, KV_ST, Q_BM, Q_BN, Q_ST)                                                       \
-  BENCHMARK(BM_FlashBwdTma<128, false, KV_BM, KV_BN, KV_ST, Q_BM, Q_BN, Q_ST>)                                      \
-      ->Name("BM_FlashBwdTma/D128/full/kv" #KV_BM "x" #KV_BN "s" #KV_ST "/q" #Q_BM "x" #Q_BN "s" #Q_ST)             \
-      ->UseManualTime()                                                                                           \
-      ->Unit(benchmark::kMillisecond)
-TJ_BWD_SWEEP128(64, 64, 3, 128, 64, 3);
-TJ_BWD_SWEEP128(64, 128, 2, 128, 64, 3);
-TJ_BWD_SWEEP128(64, 64, 3, 128, 64, 2);
+TJ_BWD_SWEEP(64, 64, 128, 3, 128, 64, 2);
+TJ_BWD_SWEEP(64, 64, 64, 2, 128, 64, 2);
+TJ_BWD_SWEEP(64, 64, 64, 3, 128, 64, 2);
+TJ_BWD_SWEEP(64, 64, 128, 2, 128, 128, 2);
+TJ_BWD_SWEEP(64, 64, 128, 2, 128, 64, 3);
+TJ_BWD_SWEEP(64, 64, 128, 2, 64, 64, 2);
+TJ_BWD_SWEEP(64, 64, 128, 2, 64, 128, 2);
+// D = 128: the D = 64 winners (kv 64x64 s3, q s3) against the first library tiles (247 / 189 registers, no spills).
+TJ_BWD_SWEEP(128, 64, 64, 3, 128, 64, 3);
+TJ_BWD_SWEEP(128, 64, 128, 2, 128, 64, 3);
+TJ_BWD_SWEEP(128, 64, 64, 3, 128, 64, 2);
 // Llama-3-8B (32 query heads over 8 KV heads, D 128) and Phi-3-mini (32 heads, D 96), 32K cached tokens, 8 sequences.
 // The last argument is the split size in keys (0: the library's choice, enough splits for two programs per SM).
 BENCHMARK(BM_Decode)->Name("BM_Decode/llama3_8b")->Args({32, 8, 128, 32768, 8, 0})->UseManualTime()->Unit(benchmark::kMillisecond);

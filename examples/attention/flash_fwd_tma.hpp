@@ -31,26 +31,46 @@
 
 namespace examples {
 
-template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T>
-struct FlashAttnFwdTma {
-  void operator()(tj::Desc<T, BLOCK_M, HEAD_DIM> q, tj::Desc<T, BLOCK_N, HEAD_DIM> k, tj::Desc<T, BLOCK_N, HEAD_DIM> v, tj::Ptr<T> o,
-                  tj::Ptr<float> lse, tj::Size S, tj::Size group, tj::Scalar<float> scale_log2e) const {
-    auto start_m = tj::program_id(0) * BLOCK_M;
-    auto bh = tj::program_id(1);
-    auto kv_row = (bh / group) * S;  // first row of this head's K and V in the 2-D view
-    auto rm = start_m + tj::arange<BLOCK_M>();
-    auto rd = tj::arange<HEAD_DIM>();
-    auto row_ok = rm < S;
-    auto q_tile = q.load(bh * S + start_m, 0);
-    auto hi = CAUSAL ? tj::minimum(S, start_m + BLOCK_M) : tj::Int(S);
-    auto [m_i, l_i, acc] = attend<BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, T>(
-        q_tile, rm, tj::scalar<std::int32_t>(0), hi, scale_log2e,
-        [&](const tj::Int& n0) { return tj::trans(k.load(kv_row + n0, 0)); },
-        [&](const tj::Int& n0) { return v.load(kv_row + n0, 0); });
+/// What every forward kernel of this file computes per program before and after
+/// its loop: its query rows and head, the first row of its KV head in the 2-D
+/// view of k and v, the end of its key range (`hi`), and the epilogue (O and LSE
+/// of the rows < S, stored by pointer). The members are traced in this order,
+/// as each kernel used to write them.
+template <int BLOCK_M, int HEAD_DIM, bool CAUSAL>
+struct FwdRows {
+  tj::Int start_m, bh, kv_row;
+  tj::Tile<std::int32_t, BLOCK_M> rm;
+  tj::Tile<std::int32_t, HEAD_DIM> rd;
+  tj::Tile<bool, BLOCK_M> row_ok;
+  FwdRows(const tj::Size& S, const tj::Size& group)
+      : start_m(tj::program_id(0) * BLOCK_M), bh(tj::program_id(1)), kv_row((bh / group) * S),
+        rm(start_m + tj::arange<BLOCK_M>()), rd(tj::arange<HEAD_DIM>()), row_ok(rm < S) {}
+  /// One past the last key these rows see: S, or (causal) the end of the diagonal block; >= 1 as start_m < S.
+  tj::Int hi(const tj::Size& S) const { return CAUSAL ? tj::minimum(S, start_m + BLOCK_M) : tj::Int(S); }
+  /// O = acc / l into o [B·Hq, S, D] and the natural-log LSE into lse [B·Hq, S] (attend_finish).
+  template <class T, class M, class L, class Acc>
+  void store(const tj::Ptr<T>& o, const tj::Ptr<float>& lse, const tj::Size& S, const M& m_i, const L& l_i, const Acc& acc) const {
     auto [out, lse_row] = attend_finish<BLOCK_M, HEAD_DIM>(m_i, l_i, acc);
     auto q_base = bh * S * HEAD_DIM;
     tj::store(o + q_base + tj::expand_dims<1>(rm) * HEAD_DIM + tj::expand_dims<0>(rd), tj::cast<T>(out), tj::expand_dims<1>(row_ok));
     tj::store(lse + bh * S + rm, lse_row, row_ok);
+  }
+};
+
+template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T>
+struct FlashAttnFwdTma {
+  void operator()(tj::Desc<T, BLOCK_M, HEAD_DIM> q, tj::Desc<T, BLOCK_N, HEAD_DIM> k, tj::Desc<T, BLOCK_N, HEAD_DIM> v, tj::Ptr<T> o,
+                  tj::Ptr<float> lse, tj::Size S, tj::Size group, tj::Scalar<float> scale_log2e) const {
+    const FwdRows<BLOCK_M, HEAD_DIM, CAUSAL> p(S, group);
+    const auto& kv_row = p.kv_row;  // first row of this head's K and V in the 2-D view
+    const auto& rm = p.rm;
+    auto q_tile = q.load(p.bh * S + p.start_m, 0);
+    auto hi = p.hi(S);
+    auto [m_i, l_i, acc] = attend<BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, T>(
+        q_tile, rm, tj::scalar<std::int32_t>(0), hi, scale_log2e,
+        [&](const tj::Int& n0) { return tj::trans(k.load(kv_row + n0, 0)); },
+        [&](const tj::Int& n0) { return v.load(kv_row + n0, 0); });
+    p.store(o, lse, S, m_i, l_i, acc);
   }
 };
 
@@ -72,14 +92,11 @@ template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T>
 struct FlashAttnFwdTmaOverlap {
   void operator()(tj::Desc<T, BLOCK_M, HEAD_DIM> q, tj::Desc<T, BLOCK_N, HEAD_DIM> k, tj::Desc<T, BLOCK_N, HEAD_DIM> v, tj::Ptr<T> o,
                   tj::Ptr<float> lse, tj::Size S, tj::Size group, tj::Scalar<float> scale_log2e) const {
-    auto start_m = tj::program_id(0) * BLOCK_M;
-    auto bh = tj::program_id(1);
-    auto kv_row = (bh / group) * S;
-    auto rm = start_m + tj::arange<BLOCK_M>();
-    auto rd = tj::arange<HEAD_DIM>();
-    auto row_ok = rm < S;
-    auto q_tile = q.load(bh * S + start_m, 0);
-    auto hi = CAUSAL ? tj::minimum(S, start_m + BLOCK_M) : tj::Int(S);
+    const FwdRows<BLOCK_M, HEAD_DIM, CAUSAL> p(S, group);
+    const auto& kv_row = p.kv_row;  // first row of this head's K and V in the 2-D view
+    const auto& rm = p.rm;
+    auto q_tile = q.load(p.bh * S + p.start_m, 0);
+    auto hi = p.hi(S);
     auto s_first = tj::dot(q_tile, tj::trans(k.load(kv_row, 0)));  // raw scores of keys [0, BLOCK_N)
     auto init = std::tuple{tj::full<float, BLOCK_M>(kAttnNegBig), tj::zeros<float, BLOCK_M>(), tj::zeros<float, BLOCK_M, HEAD_DIM>(),
                            s_first};
@@ -90,10 +107,7 @@ struct FlashAttnFwdTmaOverlap {
       return std::tuple{m_new, l_new, acc_new, s_next};
     });
     (void)s_last;
-    auto [out, lse_row] = attend_finish<BLOCK_M, HEAD_DIM>(m_i, l_i, acc);
-    auto q_base = bh * S * HEAD_DIM;
-    tj::store(o + q_base + tj::expand_dims<1>(rm) * HEAD_DIM + tj::expand_dims<0>(rd), tj::cast<T>(out), tj::expand_dims<1>(row_ok));
-    tj::store(lse + bh * S + rm, lse_row, row_ok);
+    p.store(o, lse, S, m_i, l_i, acc);
   }
 };
 
@@ -118,14 +132,11 @@ template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T>
 struct FlashAttnFwdTmaPingPong {
   void operator()(tj::Desc<T, BLOCK_M, HEAD_DIM> q, tj::Desc<T, BLOCK_N, HEAD_DIM> k, tj::Desc<T, BLOCK_N, HEAD_DIM> v, tj::Ptr<T> o,
                   tj::Ptr<float> lse, tj::Size S, tj::Size group, tj::Scalar<float> scale_log2e) const {
-    auto start_m = tj::program_id(0) * BLOCK_M;
-    auto bh = tj::program_id(1);
-    auto kv_row = (bh / group) * S;
-    auto rm = start_m + tj::arange<BLOCK_M>();
-    auto rd = tj::arange<HEAD_DIM>();
-    auto row_ok = rm < S;
-    auto q_tile = q.load(bh * S + start_m, 0);
-    auto hi = CAUSAL ? tj::minimum(S, start_m + BLOCK_M) : tj::Int(S);  // >= 1: start_m < S
+    const FwdRows<BLOCK_M, HEAD_DIM, CAUSAL> p(S, group);
+    const auto& kv_row = p.kv_row;  // first row of this head's K and V in the 2-D view
+    const auto& rm = p.rm;
+    auto q_tile = q.load(p.bh * S + p.start_m, 0);
+    auto hi = p.hi(S);
     auto v_last = v.load(kv_row + (hi - 1) / BLOCK_N * BLOCK_N, 0);      // the last block's V, copied once
     auto init = std::tuple{tj::full<float, BLOCK_M>(kAttnNegBig), tj::zeros<float, BLOCK_M>(), tj::zeros<float, BLOCK_M, HEAD_DIM>(),
                            tj::zeros<float, BLOCK_M, BLOCK_N>()};
@@ -136,10 +147,7 @@ struct FlashAttnFwdTmaPingPong {
       return std::tuple{m_new, l_i * alpha + tj::sum<1>(p), o_prev * tj::expand_dims<1>(alpha), p};
     });
     auto acc_all = tj::dot(tj::cast<T>(p_last), v_last, acc);
-    auto [out, lse_row] = attend_finish<BLOCK_M, HEAD_DIM>(m_i, l_i, acc_all);
-    auto q_base = bh * S * HEAD_DIM;
-    tj::store(o + q_base + tj::expand_dims<1>(rm) * HEAD_DIM + tj::expand_dims<0>(rd), tj::cast<T>(out), tj::expand_dims<1>(row_ok));
-    tj::store(lse + bh * S + rm, lse_row, row_ok);
+    p.store(o, lse, S, m_i, l_i, acc_all);
   }
 };
 

@@ -11,6 +11,7 @@
 
 #include "examples/attention/attention.hpp"
 #include "test/common/attention_ref.hpp"
+#include "test/common/mirror.hpp"
 #include "test/common/random.hpp"
 
 namespace tj = tilejit;
@@ -32,22 +33,13 @@ void forward_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int D, b
   std::memset(static_cast<void*>(o.data()), 0xff, o.size() * sizeof(T));  // poison: NaN
   std::vector<float> lse(static_cast<std::size_t>(B) * Hq * S, std::nanf(""));
   const AttnShape s{.batch = B, .heads_q = Hq, .heads_kv = Hkv, .seqlen = S, .head_dim = D, .causal = causal};
-  examples::Attention<T> attn(dev);
-  if (dev.backend() == tj::Backend::interpreter) {
-    attn.forward(q.data(), k.data(), v.data(), o.data(), lse.data(), s);
-  } else {
-    auto up = [&](const auto& h) {
-      using E = typename std::decay_t<decltype(h)>::value_type;
-      auto* p = static_cast<E*>(dev.alloc(h.size() * sizeof(E)));
-      dev.copy_to_device(p, h.data(), h.size() * sizeof(E));
-      return p;
-    };
-    T *dq = up(q), *dk = up(k), *dv = up(v), *dout = up(o);
-    float* dl = up(lse);
-    attn.forward(dq, dk, dv, dout, dl, s);
-    dev.copy_to_host(o.data(), dout, o.size() * sizeof(T));
-    dev.copy_to_host(lse.data(), dl, lse.size() * 4);
-    dev.free(dq), dev.free(dk), dev.free(dv), dev.free(dout), dev.free(dl);
+  {
+    testing::Mirror m{dev, {}};
+    auto *pq = m.up(q), *pk = m.up(k), *pv = m.up(v), *po = m.up(o);
+    auto* pl = m.up(lse);
+    examples::Attention<T> attn(dev);
+    attn.forward(pq, pk, pv, po, pl, s);
+    m.down();
   }
   const int group = Hq / Hkv;
   auto head = [&](const std::vector<T>& x, int h) {

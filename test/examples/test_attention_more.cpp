@@ -10,6 +10,7 @@
 
 #include "examples/attention/attention.hpp"
 #include "test/common/attention_ref.hpp"
+#include "test/common/mirror.hpp"
 #include "test/common/random.hpp"
 
 namespace tj = tilejit;
@@ -33,26 +34,6 @@ double max_rel(const std::vector<double>& got, const std::vector<double>& ref) {
   return worst / scale;
 }
 
-/// Device buffers mirroring host vectors (host pointers themselves on the interpreter).
-struct Mirror {
-  const tj::Device& dev;
-  std::vector<std::pair<void*, std::pair<void*, std::size_t>>> bufs;
-  template <class V>
-  auto* up(V& h) {
-    using E = typename V::value_type;
-    if (dev.backend() == tj::Backend::interpreter) return h.data();
-    auto* p = static_cast<E*>(dev.alloc(h.size() * sizeof(E)));
-    dev.copy_to_device(p, h.data(), h.size() * sizeof(E));
-    bufs.push_back({p, {h.data(), h.size() * sizeof(E)}});
-    return p;
-  }
-  void down() {
-    for (auto& [d, h] : bufs) dev.copy_to_host(h.first, d, h.second);
-  }
-  ~Mirror() {
-    for (auto& [d, h] : bufs) dev.free(d);
-  }
-};
 
 template <class T>
 void varlen_case(const tj::Device& dev, std::vector<std::int32_t> lens, int Hq, int Hkv, int D, bool causal) {
@@ -71,7 +52,7 @@ void varlen_case(const tj::Device& dev, std::vector<std::int32_t> lens, int Hq, 
   std::vector<float> lse(static_cast<std::size_t>(total) * Hq, 7.0f);
   const AttnShape s{.batch = B, .heads_q = Hq, .heads_kv = Hkv, .seqlen = max_len, .head_dim = D, .causal = causal};
   {
-    Mirror m{dev, {}};
+    testing::Mirror m{dev, {}};
     auto *dq = m.up(q), *dk = m.up(k), *dv = m.up(v), *dout = m.up(o);
     auto* dl = m.up(lse);
     auto* dcu = m.up(cu);
@@ -105,7 +86,7 @@ void decode_case(const tj::Device& dev, std::vector<std::int32_t> lens, int Hq, 
   std::vector<float> lse(static_cast<std::size_t>(B) * Hq, 7.0f);
   const AttnShape s{.batch = B, .heads_q = Hq, .heads_kv = Hkv, .seqlen = 1, .head_dim = D};
   {
-    Mirror m{dev, {}};
+    testing::Mirror m{dev, {}};
     auto *dq = m.up(q), *dk = m.up(k), *dv = m.up(v), *dout = m.up(o);
     auto* dl = m.up(lse);
     auto* dlen = m.up(lens);
@@ -151,7 +132,7 @@ void backward_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int D, 
   std::vector<float> lse(static_cast<std::size_t>(B) * Hq * S), delta(lse.size());
   const AttnShape s{.batch = B, .heads_q = Hq, .heads_kv = Hkv, .seqlen = S, .head_dim = D, .causal = causal};
   {
-    Mirror m{dev, {}};
+    testing::Mirror m{dev, {}};
     auto *pq = m.up(q), *pk = m.up(k), *pv = m.up(v), *po = m.up(o), *pdo = m.up(d_o), *pdq = m.up(dq), *pdk = m.up(dk), *pdv = m.up(dv);
     auto *pl = m.up(lse), *pdl = m.up(delta);
     examples::Attention<T> attn(dev);
