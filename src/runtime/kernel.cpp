@@ -137,6 +137,9 @@ std::uint64_t KernelCore::check_args(std::span<const ArgSlot> args) const {
       if (addr % es != 0)
         throw InvalidArgument(fmt::format("{} = {:#x} is not aligned to its element size ({} bytes)", describe(ir_, i), addr, es));
       if (addr % 16 == 0) flags |= ir::Specialization::kDiv16;
+    } else if (a.kind == ArgSlot::Kind::i32_out_of_range) {
+      throw InvalidArgument(fmt::format("{} = {} does not fit the kernel's 32-bit integer parameter ([-2^31, 2^31 - 1])",
+                                        describe(ir_, i), a.v.i64));
     } else if (a.kind == ArgSlot::Kind::i32 || a.kind == ArgSlot::Kind::i64) {
       const std::int64_t x = a.kind == ArgSlot::Kind::i32 ? a.v.i32 : a.v.i64;
       if (p.is_size && x < 0) throw InvalidArgument(fmt::format("{} = {} is a size and must be >= 0", describe(ir_, i), x));

@@ -386,6 +386,10 @@ TEST_CASE("autotune: Kernel::prepare builds without launching and validates like
   auto k = tj::compile<Softmax<4, 96>>(dev, {.num_warps = 1});
   CHECK_THROWS_WITH_AS(k.prepare(static_cast<float*>(nullptr), dy, 4), doctest::Contains("null pointer"), tj::InvalidArgument);
   CHECK_THROWS_WITH_AS(k.prepare(dx, dy, -1), doctest::Contains("must be >= 0"), tj::InvalidArgument);
+  // A 64-bit value for a 32-bit parameter: the message names the argument, its type and the kernel.
+  CHECK_THROWS_WITH_AS(k.prepare(dx, dy, 1LL << 40), doctest::Contains("argument 2 (arg2: i32) of kernel Softmax"), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(k.prepare(dx, dy, 1LL << 40), doctest::Contains("= 1099511627776 does not fit the kernel's 32-bit"),
+                       tj::InvalidArgument);
   const tj::JitInfo a = k.prepare(dx, dy, 4);
   if (dev.backend() != tj::Backend::interpreter) {
     CHECK(a.compiled);

@@ -318,7 +318,7 @@ class Autotuner {
   template <std::size_t I, std::size_t N, class A0, class... A>
   static void fill(std::array<runtime::ArgSlot, N>& out, const A0& a0, const A&... rest) {
     using P = typename decltype(+boost::hana::at_c<I>(Sig{}))::type;
-    out[I] = runtime::to_slot<P>(a0, static_cast<int>(I));
+    out[I] = runtime::to_slot<P>(a0);
     if constexpr (sizeof...(A) > 0) fill<I + 1>(out, rest...);
   }
   template <std::size_t I, std::size_t N>

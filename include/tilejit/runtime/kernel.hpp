@@ -72,7 +72,9 @@ namespace runtime {
 
 /// One launch argument, already converted from its C++ value.
 struct ArgSlot {
-  enum class Kind : std::uint8_t { pointer, i32, i64, f32, f64, descriptor } kind = Kind::i32;
+  /// i32_out_of_range: an argument for a 32-bit integer parameter that does not fit (its value in v.i64);
+  /// the launch's argument check reports it with the parameter's name.
+  enum class Kind : std::uint8_t { pointer, i32, i64, f32, f64, descriptor, i32_out_of_range } kind = Kind::i32;
   union {
     void* p;
     std::int32_t i32;
@@ -132,7 +134,7 @@ class KernelCore {
 };
 
 template <class P, class A>
-ArgSlot to_slot(const A& a, int index) {
+ArgSlot to_slot(const A& a) {
   if constexpr (lang::is_desc_v<P>) {
     static_assert(std::is_same_v<A, TensorDescriptor>, "a Desc<T, B0, B1> kernel parameter takes a tj::TensorDescriptor");
     ArgSlot s;
@@ -163,9 +165,11 @@ ArgSlot to_slot(const A& a, int index) {
       s.v.i64 = static_cast<std::int64_t>(a);
     } else {
       const long long x = static_cast<long long>(a);
-      if (x < INT32_MIN || x > INT32_MAX)
-        throw InvalidArgument("argument " + std::to_string(index) + " = " + std::to_string(x) +
-                              " does not fit the kernel's 32-bit integer parameter");
+      if (x < INT32_MIN || x > INT32_MAX) {
+        s.kind = ArgSlot::Kind::i32_out_of_range;
+        s.v.i64 = x;
+        return s;
+      }
       s.kind = ArgSlot::Kind::i32;
       s.v.i32 = static_cast<std::int32_t>(x);
     }
@@ -229,7 +233,7 @@ class Kernel {
   template <std::size_t I, std::size_t N, class A0, class... A>
   void fill(std::array<runtime::ArgSlot, N>& out, const A0& a0, const A&... rest) {
     using P = typename decltype(+boost::hana::at_c<I>(lang::kernel_signature<K>::args))::type;
-    out[I] = runtime::to_slot<P>(a0, static_cast<int>(I));
+    out[I] = runtime::to_slot<P>(a0);
     if constexpr (sizeof...(A) > 0) fill<I + 1>(out, rest...);
   }
   template <std::size_t I, std::size_t N>
