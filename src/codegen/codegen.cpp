@@ -74,7 +74,11 @@ class Emitter {
       src += fmt::format("// layout L{}: {}\n", i, plan_.layouts[i].description);
     src += prelude(t_.dialect == Dialect::cuda);
     if (dynamic) src += tma_prelude();
-    src += fmt::format("\nextern \"C\" __global__ void __launch_bounds__({}) {}(", g.threads, k_.name);
+    // Warp-specialised: `.maxnreg` (__maxnreg__) fixes the launch allocation at launch_regs() per thread, the pool
+    // setmaxnreg redistributes; with __launch_bounds__ alone ptxas may allocate fewer (58 for a 128x64 GEMM) and the
+    // consumers' setmaxnreg.inc would wait forever for registers the program never had.
+    src += ws_ ? fmt::format("\nextern \"C\" __global__ void __maxnreg__({}) {}(", launch_regs(), k_.name)
+               : fmt::format("\nextern \"C\" __global__ void __launch_bounds__({}) {}(", g.threads, k_.name);
     for (std::size_t i = 0; i < k_.params.size(); ++i) {
       const auto& p = k_.params[i];
       const std::string ty = p.type.is_desc ? (t_.dialect == Dialect::cuda ? "const __grid_constant__ tj_desc" : "const tj_desc")
@@ -375,6 +379,9 @@ class Emitter {
     auto no = [&](const std::string& why) { plan_diag_.push_back("warp specialisation not applied: " + why); };
     if (pipes_.empty()) return no("no loop has a TMA pipeline");
     if (o_.num_warps % 4 != 0) return no(fmt::format("num_warps = {} is not whole warp groups", o_.num_warps));
+    if (threads_ + 4 * t_.warp_size > 1024)
+      return no(fmt::format("num_warps = {} and the producer warp group make {} threads: a program has at most 1024", o_.num_warps,
+                            threads_ + 4 * t_.warp_size));
     std::vector<char> need(k_.nodes.size(), 0);
     std::vector<int> todo;
     for (const Pipe& p : pipes_) {
@@ -460,11 +467,11 @@ class Emitter {
     producer_ = std::move(body_);
     body_ = std::move(saved);
   }
-  /// setmaxnreg moves registers only within the program's own allocation, which
-  /// ptxas fixes at launch_regs() per thread when the kernel uses setmaxnreg
-  /// (the most __launch_bounds__ allows: 64K / threads, a multiple of 8, at
-  /// most 255). The consumers take what the producer group's 24 leave, a
-  /// multiple of 8, at most 240. An inc past the pool would block forever.
+  /// setmaxnreg moves registers only within the program's own allocation: the
+  /// kernel is declared __maxnreg__(launch_regs()) (64K / threads, a multiple
+  /// of 8, at most 255), which makes ptxas allocate exactly that at launch. The
+  /// consumers take what the producer group's 24 leave, a multiple of 8, at
+  /// most 240. An inc past the pool would block forever.
   int launch_regs() const { return std::min(255, 65536 / (threads_ + 4 * t_.warp_size) / 8 * 8); }
   int consumer_regs() const {
     const int pool = launch_regs() * (threads_ + 4 * t_.warp_size) - 4 * t_.warp_size * 24;
@@ -472,8 +479,17 @@ class Emitter {
   }
   /// A barrier of the consumer threads: the CTA barrier, or named barrier 1 when a producer warp runs apart.
   std::string sync() const {
+    if (in_turn_) turn_conflict_ = true;  // every consumer thread would wait while the other group waits for its turn
     return ws_ ? fmt::format("asm volatile(\"bar.sync 1, {};\" ::: \"memory\");", threads_) : "__syncthreads();";
   }
+
+ public:
+  /// A barrier of all consumer threads was emitted inside a ping-pong turn: the
+  /// program would deadlock. generate() then makes the kernel again without pingpong.
+  bool turn_conflict() const { return turn_conflict_; }
+  std::pair<int, int> turn_span() const { return {pp_first_, pp_last_}; }
+
+ private:
 
   // ---- types ----------------------------------------------------------------
   static std::string storage_type(DType t) {
@@ -1308,7 +1324,10 @@ class Emitter {
                          pack(a_reg(0, k0 + 8), a_reg(0, k0 + 9)), pack(a_reg(8, k0 + 8), a_reg(8, k0 + 9))));
       }
     }
-    if (pingpong_ && id == pp_first_) line("asm volatile(\"bar.sync %0, 256;\" :: \"r\"(2 + tj_warp / 4) : \"memory\");  // this warp group's turn");
+    if (pingpong_ && id == pp_first_) {
+      line("asm volatile(\"bar.sync %0, 256;\" :: \"r\"(2 + tj_warp / 4) : \"memory\");  // this warp group's turn");
+      in_turn_ = true;
+    }
     line("asm volatile(\"wgmma.fence.sync.aligned;\" ::: \"memory\");");
     // One instruction covers 32 bytes of K: k16 for 16-bit types, k32 for f8 (whose wgmma has no transpose immediates).
     const int es = size_bytes(et), kstep = 32 / es;
@@ -1335,7 +1354,10 @@ class Emitter {
                        N, kstep, dty, ty, ty, regs, N / 2, N / 2 + 1, imm, cons, A.addr, slab * A.rows * 128 + kin, bd));
     }
     line("asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");");
-    if (pingpong_ && id == pp_last_) line("asm volatile(\"bar.arrive %0, 256;\" :: \"r\"(3 - tj_warp / 4) : \"memory\");  // the other group's turn");
+    if (pingpong_ && id == pp_last_) {
+      line("asm volatile(\"bar.arrive %0, 256;\" :: \"r\"(3 - tj_warp / 4) : \"memory\");  // the other group's turn");
+      in_turn_ = false;
+    }
   }
 
   /// The shared address of TMA block `x` now: its resident region, or the
@@ -1598,6 +1620,8 @@ class Emitter {
   bool ws_ = false, pingpong_ = false;  // warp specialisation and the ping-pong schedule (decide_warp_specialization)
   std::vector<int> producer_deps_;      // scalars the producer warp recomputes, in program order
   int pp_first_ = -1, pp_last_ = -1;    // the span of wgmma the warp groups take turns over
+  bool in_turn_ = false;                // emitting between pp_first_'s turn barrier and pp_last_'s hand-over
+  mutable bool turn_conflict_ = false;  // sync() was emitted in a turn (turn_conflict())
   std::string producer_;
   std::string pipe_preamble_;
   std::string body_;
@@ -1735,10 +1759,25 @@ Generated generate(const ir::Kernel& k, const ir::Specialization& spec, const Ta
   // Descriptor loads: TMA where the pipeline takes them, masked loads elsewhere.
   const std::vector<char> keep = tma_loads(k, t, o);
   const ir::Kernel lowered = ir::lower_descriptors(k, [&](int id) { return keep[static_cast<std::size_t>(id)] != 0; });
+  // Ping-pong is refused after the fact when its turn would hold a barrier of every consumer thread (a cross-warp
+  // reduction, a conversion or a staged wgmma between the first and last wgmma of the iteration): made again without.
+  auto emit = [&](const ir::Kernel& ir) {
+    Emitter e(ir, spec, t, o);
+    Generated g = e.run();
+    if (!e.turn_conflict()) return g;
+    Options no_turns = o;
+    no_turns.pingpong = false;
+    g = Emitter(ir, spec, t, no_turns).run();
+    g.diagnostics.push_back(fmt::format("pingpong not applied: between dot %{} and dot %{} every consumer thread meets a barrier "
+                                        "(a cross-warp reduction, a conversion through shared memory or a staged wgmma), which "
+                                        "would deadlock against the other warp group's turn",
+                                        e.turn_span().first, e.turn_span().second));
+    return g;
+  };
   // Clone cheap index chains instead of converting them between layouts.
-  if (!o.rematerialize) return Emitter(lowered, spec, t, o).run();
+  if (!o.rematerialize) return emit(lowered);
   const ir::Rematerialized rm = ir::rematerialize(lowered, o.num_warps, t.warp_size);
-  Generated g = Emitter(rm.kernel, spec, t, o).run();
+  Generated g = emit(rm.kernel);
   g.diagnostics.insert(g.diagnostics.end(), rm.diagnostics.begin(), rm.diagnostics.end());
   return g;
 }
