@@ -563,6 +563,9 @@ TEST_CASE("gemm_v5_warp_specialised_gpu_matches_f64") {
   run_v5<128, 128, tj::bf16>(dev, 1024, 1024, 64, 2, 1e-5, true);    // one K step
   run_v5<128, 256, tj::f8e4m3>(dev, 512, 512, 1024, 4, 2e-3, true);
   run_v5<64, 128, tj::bf16>(dev, 200, 256, 64 * 5, 3, 1e-5, true);  // one consumer warp group
+  // A light kernel (ptxas needs ~58 registers): the launch allocation must still be the pool setmaxnreg.inc
+  // redistributes (__maxnreg__), else the consumers wait forever.
+  run_v5<128, 64, tj::bf16>(dev, 256, 320, 64 * 6, 3, 1e-5, true);
 }
 
 TEST_CASE("gemm_v5_warp_specialised_sm90a_code_releases_the_previous_stage") {
