@@ -206,6 +206,8 @@ void KernelCore::launch(const Grid& g, Stream s, std::span<ArgSlot> args) {
           vals[i].strides = {a.v.desc->strides()[0], a.v.desc->strides()[1]};
           vals[i].oob_nan = a.v.desc->oob_fill() == TensorDescriptor::OobFill::nan;
           break;
+        case ArgSlot::Kind::i32_out_of_range:  // check_args has thrown for it
+          throw InvalidArgument(fmt::format("argument {} = {} does not fit a 32-bit integer parameter", i, a.v.i64));
       }
     }
     interpret(ir_, {static_cast<unsigned>(g.x), static_cast<unsigned>(g.y), static_cast<unsigned>(g.z)}, vals);
