@@ -11,6 +11,7 @@
 //   BM_FlashFwdPingPong[NoTurns]/...         FlashAttnFwdTmaPingPong (FlashAttention-3's order) with a producer warp
 //                                            group and (NoTurns: without) the ping-pong named barriers
 //   BM_FlashFwdTmaWs/...                     FlashAttnFwdTma with a producer warp group (warp_specialize)
+//   BM_FlashFwdPingPongEvenN/...             FlashAttnFwdTmaPingPongEvenN: no key masked (S a multiple of BLOCK_N)
 //   BM_FlashFwdPadded/D96                    D = 96 run as the D = 128 kernel on zero-padded heads
 //                                            (TFLOP/s still counts D = 96: the exact tile's gain is the time ratio)
 //   BM_FlashBwd/D{64,128}/{full,causal}      flash_bwd.hpp, pointer loads (3 launches; the library's path off Hopper)
@@ -395,6 +396,10 @@ TJ_TMA_WS(96, false, 128, 128, 2, "full", examples::FlashAttnFwdTmaPingPong, 1, 
 TJ_TMA_WS(96, true, 128, 128, 2, "causal", examples::FlashAttnFwdTmaPingPong, 1, "PingPongNoTurns");
 TJ_TMA_WS(64, false, 128, 128, 2, "full", examples::FlashAttnFwdTmaPingPong, 1, "PingPongNoTurns");
 TJ_TMA_WS(64, true, 128, 128, 2, "causal", examples::FlashAttnFwdTmaPingPong, 1, "PingPongNoTurns");
+// No key masked (S = 4096 is a multiple of BLOCK_N): FlashAttnFwdTmaPingPongEvenN, producer warp group.
+TJ_TMA_WS(64, false, 128, 128, 2, "full", examples::FlashAttnFwdTmaPingPongEvenN, 1, "PingPongEvenN");
+TJ_TMA_WS(96, false, 128, 128, 2, "full", examples::FlashAttnFwdTmaPingPongEvenN, 1, "PingPongEvenN");
+TJ_TMA_WS(128, false, 128, 128, 2, "full", examples::FlashAttnFwdTmaPingPongEvenN, 1, "PingPongEvenN");
 // The plain order (flash_fwd_tma.hpp FlashAttnFwdTma) with a producer warp group; BLOCK_N = 192 = 64 x 3 is exact.
 TJ_TMA_WS(64, false, 128, 128, 2, "full", examples::FlashAttnFwdTma, 1, "TmaWs");
 TJ_TMA_WS(64, false, 128, 192, 2, "full", examples::FlashAttnFwdTma, 1, "TmaWs");

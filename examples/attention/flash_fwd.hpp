@@ -36,13 +36,23 @@ inline constexpr float kAttnLn2 = 0.6931471805599453f;
 /// subtracts 0, so exp2(-1e30·scale) = 0 for each of its scores and masked
 /// scores need no second select. Returns the updated (m, l, acc), acc +=
 /// P·load_v(n0) with V [BLOCK_N, HEAD_DIM].
-template <int BLOCK_N, bool CAUSAL, class Scores, class Rows, class M>
+/// MASK = false (only for full attention whose key count is a multiple of
+/// BLOCK_N, which the caller guarantees): no key is masked, and the compare,
+/// and and select per score are not emitted.
+template <int BLOCK_N, bool CAUSAL, bool MASK = true, class Scores, class Rows, class M>
 auto softmax_block(const Scores& scores, const Rows& rm, const tj::Int& n0, const tj::Int& hi, const tj::Scalar<float>& scale_log2e,
                    const M& m_i) {
-  auto rn = n0 + tj::arange<BLOCK_N>();
-  auto col_ok = tj::expand_dims<0>(rn < hi);
-  auto mask = CAUSAL ? (col_ok & (tj::expand_dims<1>(rm) >= tj::expand_dims<0>(rn))) : (col_ok & (tj::expand_dims<1>(rm) >= 0));
-  auto s = tj::where(mask, scores, kAttnNegBig);
+  static_assert(MASK || !CAUSAL, "causal attention masks its diagonal block");
+  auto s = [&] {
+    if constexpr (MASK) {
+      auto rn = n0 + tj::arange<BLOCK_N>();
+      auto col_ok = tj::expand_dims<0>(rn < hi);
+      auto mask = CAUSAL ? (col_ok & (tj::expand_dims<1>(rm) >= tj::expand_dims<0>(rn))) : (col_ok & (tj::expand_dims<1>(rm) >= 0));
+      return tj::where(mask, scores, kAttnNegBig);
+    } else {
+      return scores;
+    }
+  }();
   auto s_max = tj::max<1>(s);
   auto m_new = tj::where(s_max > kAttnNegBig, tj::maximum(m_i, s_max * scale_log2e), m_i);  // log2 units
   auto m_use = tj::where(m_new > kAttnNegBig, m_new, 0.0f);

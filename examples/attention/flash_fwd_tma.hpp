@@ -128,8 +128,8 @@ namespace examples {
 /// after the loop on a V block copied before it. Same shapes, descriptors and
 /// results as FlashAttnFwdTma. Source: Shah et al., FlashAttention-3 (arXiv
 /// 2407.08608), §3.1 (ping-pong) and Algorithm 1.
-template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T>
-struct FlashAttnFwdTmaPingPong {
+template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, bool MASK_KEYS = true>
+struct FlashAttnFwdTmaPingPongBody {
   void operator()(tj::Desc<T, BLOCK_M, HEAD_DIM> q, tj::Desc<T, BLOCK_N, HEAD_DIM> k, tj::Desc<T, BLOCK_N, HEAD_DIM> v, tj::Ptr<T> o,
                   tj::Ptr<float> lse, tj::Size S, tj::Size group, tj::Scalar<float> scale_log2e) const {
     const FwdRows<BLOCK_M, HEAD_DIM, CAUSAL> p(S, group);
@@ -143,12 +143,23 @@ struct FlashAttnFwdTmaPingPong {
     auto [m_i, l_i, acc, p_last] = tj::for_range(0, hi, BLOCK_N, init, [&](tj::Int n0, auto m_i, auto l_i, auto acc, auto p_prev) {
       auto s = tj::dot(q_tile, tj::trans(k.load(kv_row + n0, 0)));
       auto o_prev = tj::dot(tj::cast<T>(p_prev), v.load(kv_row + n0 - BLOCK_N, 0), acc);
-      auto [m_new, p, alpha] = softmax_block<BLOCK_N, CAUSAL>(s, rm, n0, hi, scale_log2e, m_i);
-      return std::tuple{m_new, l_i * alpha + tj::sum<1>(p), o_prev * tj::expand_dims<1>(alpha), p};
+      auto [m_new, prob, alpha] = softmax_block<BLOCK_N, CAUSAL, MASK_KEYS>(s, rm, n0, hi, scale_log2e, m_i);
+      return std::tuple{m_new, l_i * alpha + tj::sum<1>(prob), o_prev * tj::expand_dims<1>(alpha), prob};
     });
     auto acc_all = tj::dot(tj::cast<T>(p_last), v_last, acc);
     p.store(o, lse, S, m_i, l_i, acc_all);
   }
+};
+
+template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T>
+struct FlashAttnFwdTmaPingPong : FlashAttnFwdTmaPingPongBody<BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, T> {};
+
+/// FlashAttnFwdTmaPingPong for full attention when S is a multiple of BLOCK_N
+/// (the caller's promise, like Triton's EVEN_N): no score is masked, which
+/// saves a compare, an and and a select per score. Not for causal attention.
+template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T>
+struct FlashAttnFwdTmaPingPongEvenN : FlashAttnFwdTmaPingPongBody<BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, T, false> {
+  static_assert(!CAUSAL, "FlashAttnFwdTmaPingPongEvenN is for full attention");
 };
 
 }  // namespace examples

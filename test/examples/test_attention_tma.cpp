@@ -221,6 +221,19 @@ TEST_CASE("attention_tma_pingpong_interpreter_matches_f64") {
   check_tma<64, 32, 96, true, tj::bf16, examples::FlashAttnFwdTmaPingPong>(dev, 1, 2, 2, 70, 4, 2, 2e-2);    // causal, GQA
   check_tma<64, 64, 128, true, tj::f16, examples::FlashAttnFwdTmaPingPong>(dev, 2, 2, 1, 64, 4, 3, 1e-2);
   check_tma<64, 64, 64, true, tj::bf16, examples::FlashAttnFwdTmaPingPong>(dev, 1, 1, 1, 1, 4, 2, 2e-2);     // one key
+  // No key masked: S a multiple of BLOCK_N, full attention.
+  check_tma<64, 64, 64, false, tj::bf16, examples::FlashAttnFwdTmaPingPongEvenN>(dev, 1, 2, 1, 128, 4, 2, 2e-2);
+  check_tma<64, 32, 96, false, tj::f16, examples::FlashAttnFwdTmaPingPongEvenN>(dev, 1, 4, 2, 96, 4, 2, 1e-2);  // GQA
+}
+
+TEST_CASE("attention_tma_even_n_emits_no_key_mask") {
+  const auto masked = sm90(8, 2, examples::FlashAttnFwdTmaPingPong<128, 128, 128, false, tj::bf16>{}, true);
+  const auto even = sm90(8, 2, examples::FlashAttnFwdTmaPingPongEvenN<128, 128, 128, false, tj::bf16>{}, true);
+  // The masked kernel has one and (column and row conditions) and one select per score register (64 per thread
+  // at 128 x 128 over two warp groups); the EvenN kernel has neither.
+  CHECK(occurrences(masked.source, " & ") >= occurrences(even.source, " & ") + 64);
+  CHECK(occurrences(masked.source, " ? ") >= occurrences(even.source, " ? ") + 64);
+  compiles_for_sm90a(even.source, "attn_even.cu");
 }
 
 TEST_CASE("attention_tma_warp_specialised_sm90a_code_has_a_producer_warp_and_takes_turns") {
@@ -294,4 +307,6 @@ TEST_CASE("attention_tma_warp_specialised_gpu_matches_f64") {
   check_tma<128, 128, 128, false, tj::f16, examples::FlashAttnFwdTmaPingPong>(dev, 1, 2, 1, 1000, 8, 2, 1e-2, true, true);
   check_tma<128, 64, 128, false, tj::bf16>(dev, 1, 4, 1, 300, 8, 3, 2e-2, true, false);  // producer warp, no ping-pong
   check_tma<128, 64, 64, true, tj::bf16, examples::FlashAttnFwdTmaPingPong>(dev, 1, 2, 1, 1, 8, 2, 2e-2, true, true);  // one key
+  check_tma<128, 128, 128, false, tj::bf16, examples::FlashAttnFwdTmaPingPongEvenN>(dev, 1, 4, 1, 1024, 8, 2, 2e-2, true);
+  check_tma<128, 128, 96, false, tj::bf16, examples::FlashAttnFwdTmaPingPongEvenN>(dev, 2, 4, 2, 256, 8, 2, 2e-2, true);
 }
