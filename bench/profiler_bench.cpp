@@ -2,6 +2,7 @@
 // work with no session, with a CUPTI session (launch hook on, every kernel
 // attributed), and with periodic flushing every 100 steps.
 //
+//   BM_TinyLaunchesPaired  9 rounds of (unprofiled, profiled) 100K tiny launches back to back: the ratio's median
 //   BM_TinyLaunches/*   100,000 launches of a one-program vector add (CPU-bound); /0 no
 //                       session, /1 cupti + hook, /2 with flushing, and the two halves
 //                       of /1: /3 the hook alone (no CUPTI), /4 CUPTI alone (no hook);
@@ -25,6 +26,7 @@
 // launch's kernel was counted once; one-line verdict, exit code 0 on PASS.
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -274,6 +276,51 @@ void BM_TinyLaunches(benchmark::State& st) {
   gpu().free(p);
 }
 
+/// The tiny-launch overhead as paired rounds: each round times 100,000 launches without a session and then
+/// under one (CUPTI + launch hook; the session's start and finalize untimed), back to back, so the drift
+/// between runs far apart in the process (17% between BM_TinyLaunches' unprofiled rows on the H200) does not
+/// enter the ratio. Counters: the median, min and max of the 9 per-round ratios (issue 6: < 1.3).
+void BM_TinyLaunchesPaired(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  auto* p = static_cast<float*>(gpu().alloc(4096));
+  auto k = tj::compile<examples::VecAdd<1024>>(gpu(), {.num_warps = 4});
+  k.launch(tj::Grid{1}, p, p, p, 1024);
+  gpu().synchronize();
+  const tp::Options o = options_for(kProfiled);
+  const auto dir = std::filesystem::temp_directory_path() / "tj_prof_bench_paired";
+  std::filesystem::create_directories(dir);
+  auto launches = [&] {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < 100000; ++i) k.launch(tj::Grid{1}, p, p, p, 1024);
+    gpu().synchronize();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  for (auto _ : st) {
+    std::vector<double> ratio, profiled;
+    for (int r = 0; r < 9; ++r) {
+      const double plain = launches();
+      const auto s = tp::start((dir / "run").string(), o);
+      double t = 0;
+      {
+        tp::Scope top("loop");
+        t = launches();
+      }
+      tp::finalize(s);
+      ratio.push_back(t / plain);
+      profiled.push_back(t);
+    }
+    std::sort(ratio.begin(), ratio.end());
+    std::sort(profiled.begin(), profiled.end());
+    st.SetIterationTime(profiled[profiled.size() / 2]);
+    st.counters["ratio_median"] = ratio[ratio.size() / 2];
+    st.counters["ratio_min"] = ratio.front();
+    st.counters["ratio_max"] = ratio.back();
+  }
+  std::filesystem::remove_all(dir);
+  st.SetLabel("profiled / unprofiled, 9 paired rounds of 100K launches");
+  gpu().free(p);
+}
+
 /// Where CUPTI's cost per launch goes (diagnostic; "cupti:" backend modes, docs/profiler.md).
 void BM_CuptiParts(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
@@ -389,6 +436,7 @@ void BM_HostLaunch(benchmark::State& st) {
 }
 }  // namespace
 
+BENCHMARK(BM_TinyLaunchesPaired)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(1);
 BENCHMARK(BM_TinyLaunches)->Arg(kPlain)->Arg(kProfiled)->Arg(kFlushing)->Arg(kHookOnly)->Arg(kCuptiNoHook)->Arg(kPlainAfter)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
 BENCHMARK(BM_CuptiParts)->DenseRange(0, 3)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
 BENCHMARK(BM_GemmLoop)->Args({kPlain, 50})->Args({kProfiled, 50})->Args({kFlushing, 50})->Args({kPlain, 500})->Args({kProfiled, 500})

@@ -5,8 +5,8 @@
 # forward (FlashAttnFwdTmaPingPongEvenN: GPU test + speed). About 4 minutes on
 # an H200. Build here first:
 #   cmake -S . -B build-rel -DCMAKE_BUILD_TYPE=Release -DCMAKE_BUILD_RPATH='$ORIGIN'
-#   cmake --build build-rel -j2 --target tilejit_tests attention_bench gemm_bench
-#   rm -rf .carry && mkdir -p .carry && cp build-rel/test/tilejit_tests build-rel/bench/{attention_bench,gemm_bench} .carry/
+#   cmake --build build-rel -j2 --target tilejit_tests attention_bench gemm_bench profiler_bench
+#   rm -rf .carry && mkdir -p .carry && cp build-rel/test/tilejit_tests build-rel/bench/{attention_bench,gemm_bench,profiler_bench} .carry/
 #   cp -L /usr/lib/x86_64-linux-gnu/{libfmt.so.9,libxxhash.so.0,libbenchmark.so.1debian} .carry/ && strip .carry/*_bench .carry/tilejit_tests
 # then run this script on the device with carry [".carry"].
 set -u
@@ -25,3 +25,5 @@ echo "== no key mask (FlashAttnFwdTmaPingPongEvenN) beside the masked kernel, fu
 timeout 100 "$B/attention_bench" --benchmark_filter='EvenN|NoTurns/D(64|96|128)/full/128x128' --benchmark_min_time=0.1 2>&1 | grep -E "BM_|rror"
 echo "== rung 5 with a producer warp group (v0.5: 256x128/4 658.1 at 4096^3)"
 timeout 100 "$B/gemm_bench" --benchmark_filter='BM_CublasTN/4096/4096/4096|BM_TilejitV5Ws/(128x256|256x128)/4/4096/4096/4096' --benchmark_min_time=0.1 2>&1 | grep -E "BM_|rror"
+echo "== profiler: tiny launches as 9 paired rounds (issue 6 target: median ratio < 1.3)"
+timeout 120 "$B/profiler_bench" --benchmark_filter='TinyLaunchesPaired' 2>&1 | grep -E "^BM_|rror"
