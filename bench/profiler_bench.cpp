@@ -262,18 +262,29 @@ void BM_SessionStartStop(benchmark::State& st) {
   std::filesystem::remove_all(dir);
 }
 
+/// A one-program vector add over 1024 floats, compiled and run once (warm) on construction: the "tiny
+/// kernel" of the CPU-bound benchmarks; freed on destruction.
+struct TinyKernel {
+  float* p = static_cast<float*>(gpu().alloc(4096));
+  tj::Kernel<examples::VecAdd<1024>> k = tj::compile<examples::VecAdd<1024>>(gpu(), {.num_warps = 4});
+  TinyKernel() {
+    launch();
+    gpu().synchronize();
+  }
+  ~TinyKernel() { gpu().free(p); }
+  TinyKernel(const TinyKernel&) = delete;
+  TinyKernel& operator=(const TinyKernel&) = delete;
+  void launch() { k.launch(tj::Grid{1}, p, p, p, 1024); }
+};
+
 void BM_TinyLaunches(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
-  auto* p = static_cast<float*>(gpu().alloc(4096));
-  auto k = tj::compile<examples::VecAdd<1024>>(gpu(), {.num_warps = 4});
-  k.launch(tj::Grid{1}, p, p, p, 1024);
-  gpu().synchronize();
+  TinyKernel tiny;
   const int mode = static_cast<int>(st.range(0));
   SessionCost cost;
-  for (auto _ : st) under(st, mode, 100000, [&](int) { k.launch(tj::Grid{1}, p, p, p, 1024); }, &cost);
+  for (auto _ : st) under(st, mode, 100000, [&](int) { tiny.launch(); }, &cost);
   if (mode == kFlushing) cost.report(st);
   st.SetLabel(mode_label(mode));
-  gpu().free(p);
 }
 
 /// The tiny-launch overhead as paired rounds: each round times 100,000 launches without a session and then
@@ -282,16 +293,13 @@ void BM_TinyLaunches(benchmark::State& st) {
 /// enter the ratio. Counters: the median, min and max of the 9 per-round ratios (issue 6: < 1.3).
 void BM_TinyLaunchesPaired(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
-  auto* p = static_cast<float*>(gpu().alloc(4096));
-  auto k = tj::compile<examples::VecAdd<1024>>(gpu(), {.num_warps = 4});
-  k.launch(tj::Grid{1}, p, p, p, 1024);
-  gpu().synchronize();
+  TinyKernel tiny;
   const tp::Options o = options_for(kProfiled);
   const auto dir = std::filesystem::temp_directory_path() / "tj_prof_bench_paired";
   std::filesystem::create_directories(dir);
   auto launches = [&] {
     const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0; i < 100000; ++i) k.launch(tj::Grid{1}, p, p, p, 1024);
+    for (int i = 0; i < 100000; ++i) tiny.launch();
     gpu().synchronize();
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
@@ -318,16 +326,12 @@ void BM_TinyLaunchesPaired(benchmark::State& st) {
   }
   std::filesystem::remove_all(dir);
   st.SetLabel("profiled / unprofiled, 9 paired rounds of 100K launches");
-  gpu().free(p);
 }
 
 /// Where CUPTI's cost per launch goes (diagnostic; "cupti:" backend modes, docs/profiler.md).
 void BM_CuptiParts(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
-  auto* p = static_cast<float*>(gpu().alloc(4096));
-  auto k = tj::compile<examples::VecAdd<1024>>(gpu(), {.num_warps = 4});
-  k.launch(tj::Grid{1}, p, p, p, 1024);
-  gpu().synchronize();
+  TinyKernel tiny;
   const int part = static_cast<int>(st.range(0));
   static const char* const kModes[] = {"", "cupti:activity=off", "cupti:callbacks=off", ""};
   static const char* const kLabels[] = {"no session", "launch callbacks only", "kernel records only (unattributed)",
@@ -336,9 +340,8 @@ void BM_CuptiParts(benchmark::State& st) {
   o.backend = "cupti";
   o.mode = kModes[part];
   for (auto _ : st)
-    under(st, part == 0 ? nullptr : &o, 100000, 0, [&](int) { k.launch(tj::Grid{1}, p, p, p, 1024); });
+    under(st, part == 0 ? nullptr : &o, 100000, 0, [&](int) { tiny.launch(); });
   st.SetLabel(kLabels[part]);
-  gpu().free(p);
 }
 
 void BM_GemmLoop(benchmark::State& st) {

@@ -45,6 +45,9 @@ struct FwdRows {
   FwdRows(const tj::Size& S, const tj::Size& group)
       : start_m(tj::program_id(0) * BLOCK_M), bh(tj::program_id(1)), kv_row((bh / group) * S),
         rm(start_m + tj::arange<BLOCK_M>()), rd(tj::arange<HEAD_DIM>()), row_ok(rm < S) {}
+  /// The Q block of these rows (a descriptor over [B·Hq·S, D]).
+  template <class Q>
+  auto load_q(const Q& q, const tj::Size& S) const { return q.load(bh * S + start_m, 0); }
   /// One past the last key these rows see: S, or (causal) the end of the diagonal block; >= 1 as start_m < S.
   tj::Int hi(const tj::Size& S) const { return CAUSAL ? tj::minimum(S, start_m + BLOCK_M) : tj::Int(S); }
   /// O = acc / l into o [B·Hq, S, D] and the natural-log LSE into lse [B·Hq, S] (attend_finish).
@@ -62,12 +65,11 @@ struct FlashAttnFwdTma {
   void operator()(tj::Desc<T, BLOCK_M, HEAD_DIM> q, tj::Desc<T, BLOCK_N, HEAD_DIM> k, tj::Desc<T, BLOCK_N, HEAD_DIM> v, tj::Ptr<T> o,
                   tj::Ptr<float> lse, tj::Size S, tj::Size group, tj::Scalar<float> scale_log2e) const {
     const FwdRows<BLOCK_M, HEAD_DIM, CAUSAL> p(S, group);
-    const auto& kv_row = p.kv_row;  // first row of this head's K and V in the 2-D view
-    const auto& rm = p.rm;
-    auto q_tile = q.load(p.bh * S + p.start_m, 0);
+    auto q_tile = p.load_q(q, S);
     auto hi = p.hi(S);
+    const auto& kv_row = p.kv_row;  // first row of this head's K and V in the 2-D view
     auto [m_i, l_i, acc] = attend<BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, T>(
-        q_tile, rm, tj::scalar<std::int32_t>(0), hi, scale_log2e,
+        q_tile, p.rm, tj::scalar<std::int32_t>(0), hi, scale_log2e,
         [&](const tj::Int& n0) { return tj::trans(k.load(kv_row + n0, 0)); },
         [&](const tj::Int& n0) { return v.load(kv_row + n0, 0); });
     p.store(o, lse, S, m_i, l_i, acc);
@@ -93,17 +95,16 @@ struct FlashAttnFwdTmaOverlap {
   void operator()(tj::Desc<T, BLOCK_M, HEAD_DIM> q, tj::Desc<T, BLOCK_N, HEAD_DIM> k, tj::Desc<T, BLOCK_N, HEAD_DIM> v, tj::Ptr<T> o,
                   tj::Ptr<float> lse, tj::Size S, tj::Size group, tj::Scalar<float> scale_log2e) const {
     const FwdRows<BLOCK_M, HEAD_DIM, CAUSAL> p(S, group);
-    const auto& kv_row = p.kv_row;  // first row of this head's K and V in the 2-D view
-    const auto& rm = p.rm;
-    auto q_tile = q.load(p.bh * S + p.start_m, 0);
+    auto q_tile = p.load_q(q, S);
     auto hi = p.hi(S);
+    const auto& kv_row = p.kv_row;  // first row of this head's K and V in the 2-D view
     auto s_first = tj::dot(q_tile, tj::trans(k.load(kv_row, 0)));  // raw scores of keys [0, BLOCK_N)
     auto init = std::tuple{tj::full<float, BLOCK_M>(kAttnNegBig), tj::zeros<float, BLOCK_M>(), tj::zeros<float, BLOCK_M, HEAD_DIM>(),
                            s_first};
     auto [m_i, l_i, acc, s_last] = tj::for_range(0, hi, BLOCK_N, init, [&](tj::Int n0, auto m_i, auto l_i, auto acc, auto s_cur) {
       auto s_next = tj::dot(q_tile, tj::trans(k.load(kv_row + n0 + BLOCK_N, 0)));  // in flight during the softmax below
       auto [m_new, l_new, acc_new] = online_softmax_step<BLOCK_N, CAUSAL, T>(
-          s_cur, rm, n0, hi, scale_log2e, m_i, l_i, acc, [&](const tj::Int& n) { return v.load(kv_row + n, 0); });
+          s_cur, p.rm, n0, hi, scale_log2e, m_i, l_i, acc, [&](const tj::Int& n) { return v.load(kv_row + n, 0); });
       return std::tuple{m_new, l_new, acc_new, s_next};
     });
     (void)s_last;
@@ -133,17 +134,16 @@ struct FlashAttnFwdTmaPingPongBody {
   void operator()(tj::Desc<T, BLOCK_M, HEAD_DIM> q, tj::Desc<T, BLOCK_N, HEAD_DIM> k, tj::Desc<T, BLOCK_N, HEAD_DIM> v, tj::Ptr<T> o,
                   tj::Ptr<float> lse, tj::Size S, tj::Size group, tj::Scalar<float> scale_log2e) const {
     const FwdRows<BLOCK_M, HEAD_DIM, CAUSAL> p(S, group);
-    const auto& kv_row = p.kv_row;  // first row of this head's K and V in the 2-D view
-    const auto& rm = p.rm;
-    auto q_tile = q.load(p.bh * S + p.start_m, 0);
+    auto q_tile = p.load_q(q, S);
     auto hi = p.hi(S);
+    const auto& kv_row = p.kv_row;  // first row of this head's K and V in the 2-D view
     auto v_last = v.load(kv_row + (hi - 1) / BLOCK_N * BLOCK_N, 0);      // the last block's V, copied once
     auto init = std::tuple{tj::full<float, BLOCK_M>(kAttnNegBig), tj::zeros<float, BLOCK_M>(), tj::zeros<float, BLOCK_M, HEAD_DIM>(),
                            tj::zeros<float, BLOCK_M, BLOCK_N>()};
     auto [m_i, l_i, acc, p_last] = tj::for_range(0, hi, BLOCK_N, init, [&](tj::Int n0, auto m_i, auto l_i, auto acc, auto p_prev) {
       auto s = tj::dot(q_tile, tj::trans(k.load(kv_row + n0, 0)));
       auto o_prev = tj::dot(tj::cast<T>(p_prev), v.load(kv_row + n0 - BLOCK_N, 0), acc);
-      auto [m_new, prob, alpha] = softmax_block<BLOCK_N, CAUSAL, MASK_KEYS>(s, rm, n0, hi, scale_log2e, m_i);
+      auto [m_new, prob, alpha] = softmax_block<BLOCK_N, CAUSAL, MASK_KEYS>(s, p.rm, n0, hi, scale_log2e, m_i);
       return std::tuple{m_new, l_i * alpha + tj::sum<1>(prob), o_prev * tj::expand_dims<1>(alpha), prob};
     });
     auto acc_all = tj::dot(tj::cast<T>(p_last), v_last, acc);
