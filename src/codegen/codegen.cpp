@@ -229,7 +229,7 @@ class Emitter {
       r.off = ring_bytes_;
       ring_bytes_ += (r.bytes + 1023) / 1024 * 1024;
     }
-    decide_warp_specialization(parent);
+    decide_warp_specialization(parent, ends);
     // Barriers after all rings (8 bytes each): per stage a "full" one (the copies landed) and, warp-specialised,
     // an "empty" one (every consumer warp is done with the stage).
     for (Pipe& p : pipes_) {
@@ -371,7 +371,7 @@ class Emitter {
   /// bounds and block coordinates come from scalars computed outside any loop
   /// (parameters, program ids, constants and arithmetic on them): the producer
   /// warp recomputes them on its own. Otherwise a diagnostic says why not.
-  void decide_warp_specialization(const std::vector<int>& parent) {
+  void decide_warp_specialization(const std::vector<int>& parent, const std::vector<int>& ends) {
     if (!o_.warp_specialize) {
       if (o_.pingpong) plan_diag_.push_back("pingpong ignored: it needs warp_specialize");
       return;
@@ -425,7 +425,6 @@ class Emitter {
       return;
     }
     const Pipe& p = pipes_.front();
-    const auto ends = ir::loop_ends(k_);
     for (int d = p.loop + 1; d < ends[static_cast<std::size_t>(p.loop)]; ++d)
       if (k_[d].op == Op::dot && parent[static_cast<std::size_t>(d)] == p.loop && plan_.dot_wgmma[static_cast<std::size_t>(d)]) {
         if (pp_first_ < 0) pp_first_ = d;

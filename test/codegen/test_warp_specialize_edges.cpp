@@ -34,6 +34,7 @@
 #include <tuple>
 #include <vector>
 
+#include "test/common/codegen.hpp"
 #include "test/common/text.hpp"
 #include "examples/attention/flash_fwd_tma.hpp"
 #include "examples/gemm/matmul_v5.hpp"
@@ -214,11 +215,7 @@ struct ResidentOnly {
 using testing::occurrences;
 using Opts = tj::codegen::Options;
 
-bool has_diag(const tj::codegen::Generated& g, const std::string& what) {
-  for (const auto& d : g.diagnostics)
-    if (d.find(what) != std::string::npos) return true;
-  return false;
-}
+constexpr auto has_diag = &testing::has_diagnostic;
 
 template <class K>
 tj::codegen::Generated gen(const char* arch, const Opts& o, const K& kernel = K{}) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "test/common/codegen.hpp"
 #include "test/common/text.hpp"
 #include "examples/attention/attention.hpp"
 #include "examples/attention/flash_bwd_tma.hpp"
@@ -114,23 +115,12 @@ TEST_CASE("attention_bwd_tma_sm90a_code_uses_tma_and_wgmma_for_every_product") {
       CHECK(occurrences(g->source, "\"r\"(tj_pa") > 0);             // register-A products
       CHECK(occurrences(g->source, "tj_wgmma_desc_mn((tj_ring") > 0);  // the pipelined blocks read MN-major too
       CHECK(g->source.find("from L") == std::string::npos);  // no conversion through shared memory
-      bool piped = false;
-      for (const auto& d : g->diagnostics) piped |= d.find("TMA pipeline of 2 stage(s)") != std::string::npos;
-      CHECK(piped);
+      CHECK(testing::has_diagnostic(*g, "TMA pipeline of 2 stage(s)"));
     }
     // dK/dV kernel: 4 products per iteration; register-A on two of them (Pᵀ·dO over K = 64, dSᵀ·Q).
     CHECK(occurrences(kv.source, "\"r\"(tj_pa") == static_cast<std::size_t>(2 * 4 * (64 / 16)));
     CHECK(occurrences(qk.source, "\"r\"(tj_pa") == static_cast<std::size_t>(4 * (64 / 16)));
-    std::string why;
-    if (tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) {
-      for (const auto* g : {&kv, &qk}) {
-        tj::runtime::JitRequest req;
-        req.source = g->source;
-        req.name = "bwd_tma.cu";
-        req.arch = "sm_90a";
-        CHECK(!tj::runtime::compile(req).binary.bytes.empty());
-      }
-    }
+    for (const auto* g : {&kv, &qk}) testing::compiles_for_sm90a(g->source, "bwd_tma.cu");
   }
 }
 

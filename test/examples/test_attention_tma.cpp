@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "test/common/codegen.hpp"
 #include "test/common/text.hpp"
 #include "examples/attention/attention.hpp"
 #include "examples/attention/flash_fwd_tma.hpp"
@@ -93,22 +94,8 @@ tj::codegen::Generated sm90(int warps, int stages, auto kernel, bool ws = false,
                                {.num_warps = warps, .num_stages = stages, .warp_specialize = ws, .pingpong = pingpong});
 }
 
-bool has_diagnostic(const tj::codegen::Generated& g, const std::string& text) {
-  for (const auto& d : g.diagnostics)
-    if (d.find(text) != std::string::npos) return true;
-  return false;
-}
-
-void compiles_for_sm90a(const std::string& src, const char* name) {
-  std::string why;
-  if (!tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) return;
-  tj::runtime::JitRequest req;
-  req.source = src;
-  req.name = name;
-  req.arch = "sm_90a";
-  CHECK(!tj::runtime::compile(req).binary.bytes.empty());
-}
-
+using testing::compiles_for_sm90a;
+using testing::has_diagnostic;
 using testing::occurrences;
 
 }  // namespace
@@ -142,17 +129,8 @@ TEST_CASE("attention_tma_sm90a_code_keeps_q_resident_p_in_registers_and_reads_v_
     // P is packed for the register-A wgmma straight from its f32 values (one cvt per pair), and exp2 is one SFU op.
     CHECK(occurrences(src, hd == 128 ? "tj_pack_f16x2(v" : "tj_pack_bf16x2(v") == static_cast<std::size_t>(4 * ksteps_pv));
     CHECK(src.find("ex2.approx.ftz.f32") != std::string::npos);
-    bool piped = false;
-    for (const auto& d : g.diagnostics) piped |= d.find("TMA pipeline of 2 stage(s)") != std::string::npos;
-    CHECK(piped);
-    std::string why;
-    if (tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) {
-      tj::runtime::JitRequest req;
-      req.source = src;
-      req.name = "attn_tma.cu";
-      req.arch = "sm_90a";
-      CHECK(!tj::runtime::compile(req).binary.bytes.empty());
-    }
+    CHECK(has_diagnostic(g, "TMA pipeline of 2 stage(s)"));
+    compiles_for_sm90a(src, "attn_tma.cu");
   }
 }
 
@@ -190,14 +168,7 @@ TEST_CASE("attention_tma_overlap_sm90a_code_runs_the_softmax_while_the_next_scor
   REQUIRE(wait != std::string::npos);
   CHECK(exp2 < wait);
   CHECK(src.find("deferred wgmma complete") != std::string::npos);
-  std::string why;
-  if (tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) {
-    tj::runtime::JitRequest req;
-    req.source = src;
-    req.name = "attn_overlap.cu";
-    req.arch = "sm_90a";
-    CHECK(!tj::runtime::compile(req).binary.bytes.empty());
-  }
+  compiles_for_sm90a(src, "attn_overlap.cu");
 }
 
 TEST_CASE("attention_tma_gpu_matches_f64") {

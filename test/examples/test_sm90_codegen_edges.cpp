@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "test/common/codegen.hpp"
 #include "test/common/text.hpp"
 #include "examples/attention/flash_fwd_tma.hpp"
 #include "examples/gemm/matmul_v5.hpp"
@@ -137,11 +138,7 @@ void nvrtc_ok(const tj::codegen::Generated& g) {
 
 using testing::occurrences;
 
-bool has_diag(const tj::codegen::Generated& g, const std::string& what) {
-  for (const auto& d : g.diagnostics)
-    if (d.find(what) != std::string::npos) return true;
-  return false;
-}
+constexpr auto has_diag = &testing::has_diagnostic;
 
 template <class T>
 std::vector<T> rnd(std::size_t n, unsigned salt, float lo = -1, float hi = 1) {
