@@ -12,6 +12,7 @@
 //                                            group and (NoTurns: without) the ping-pong named barriers
 //   BM_FlashFwdTmaWs/...                     FlashAttnFwdTma with a producer warp group (warp_specialize)
 //   BM_FlashFwdPingPongEvenN/...             FlashAttnFwdTmaPingPongEvenN: no key masked (S a multiple of BLOCK_N)
+//   BM_FlashFwd{PingPong,Tma}Edge/...        FlashAttnFwdTma{PingPong,}Edge: only the edge key blocks masked
 //   BM_FlashFwdPadded/D96                    D = 96 run as the D = 128 kernel on zero-padded heads
 //                                            (TFLOP/s still counts D = 96: the exact tile's gain is the time ratio)
 //   BM_FlashBwd/D{64,128}/{full,causal}      flash_bwd.hpp, pointer loads (3 launches; the library's path off Hopper)
@@ -400,6 +401,20 @@ TJ_TMA_WS(64, true, 128, 128, 2, "causal", examples::FlashAttnFwdTmaPingPong, 1,
 TJ_TMA_WS(64, false, 128, 128, 2, "full", examples::FlashAttnFwdTmaPingPongEvenN, 1, "PingPongEvenN");
 TJ_TMA_WS(96, false, 128, 128, 2, "full", examples::FlashAttnFwdTmaPingPongEvenN, 1, "PingPongEvenN");
 TJ_TMA_WS(128, false, 128, 128, 2, "full", examples::FlashAttnFwdTmaPingPongEvenN, 1, "PingPongEvenN");
+// Only the edge blocks masked (the diagonal block for causal, the last block of a ragged S): FlashAttention-3's
+// order (PingPongEdge) and the plain order (TmaEdge), producer warp group, no ping-pong turns.
+TJ_TMA_WS(64, false, 128, 128, 2, "full", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");
+TJ_TMA_WS(64, true, 128, 128, 2, "causal", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");
+TJ_TMA_WS(96, false, 128, 128, 2, "full", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");
+TJ_TMA_WS(96, true, 128, 128, 2, "causal", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");
+TJ_TMA_WS(128, false, 128, 128, 2, "full", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");
+TJ_TMA_WS(128, true, 128, 128, 2, "causal", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");
+TJ_TMA_WS(64, false, 128, 128, 2, "full", examples::FlashAttnFwdTmaEdge, 1, "TmaEdge");
+TJ_TMA_WS(64, true, 128, 128, 2, "causal", examples::FlashAttnFwdTmaEdge, 1, "TmaEdge");
+TJ_TMA_WS(96, false, 128, 128, 2, "full", examples::FlashAttnFwdTmaEdge, 1, "TmaEdge");
+TJ_TMA_WS(96, true, 128, 128, 2, "causal", examples::FlashAttnFwdTmaEdge, 1, "TmaEdge");
+TJ_TMA_WS(128, false, 128, 128, 2, "full", examples::FlashAttnFwdTmaEdge, 1, "TmaEdge");
+TJ_TMA_WS(128, true, 128, 128, 2, "causal", examples::FlashAttnFwdTmaEdge, 1, "TmaEdge");
 // The plain order (flash_fwd_tma.hpp FlashAttnFwdTma) with a producer warp group; BLOCK_N = 192 = 64 x 3 is exact.
 TJ_TMA_WS(64, false, 128, 128, 2, "full", examples::FlashAttnFwdTma, 1, "TmaWs");
 TJ_TMA_WS(64, false, 128, 192, 2, "full", examples::FlashAttnFwdTma, 1, "TmaWs");

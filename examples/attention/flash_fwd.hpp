@@ -25,34 +25,39 @@ namespace tj = tilejit;
 inline constexpr float kAttnNegBig = -1e30f;          // "minus infinity" that keeps exp2 and max finite
 inline constexpr float kAttnLn2 = 0.6931471805599453f;
 
-/// The softmax of one block (see online_softmax_step): (m_new, p, alpha) with
-/// p = exp2(s·scale − m_new) [BLOCK_M, BLOCK_N] and alpha = exp2(m_i − m_new).
-/// One step of the online softmax. `scores` are the raw Q·Kᵀ [BLOCK_M, BLOCK_N]
-/// of keys n0 .. n0 + BLOCK_N for query rows `rm` (positions in the same
-/// sequence); keys at or past hi (and, causal, key j > row i) are masked to
-/// exactly -1e30. The scale is applied per row to the max and fused into
-/// exp2's argument (one FMA per score: s·scale − m), as FlashAttention does;
-/// scale_log2e > 0. A row with no visible key yet keeps m = -1e30 and
+/// The raw scores Q·Kᵀ [BLOCK_M, BLOCK_N] of keys n0 .. n0 + BLOCK_N for query
+/// rows `rm` (positions in the same sequence) with the keys at or past hi (and,
+/// causal, key j > row i) set to exactly -1e30.
+template <int BLOCK_N, bool CAUSAL, class Scores, class Rows>
+auto mask_scores(const Scores& scores, const Rows& rm, const tj::Int& n0, const tj::Int& hi) {
+  auto rn = n0 + tj::arange<BLOCK_N>();
+  auto col_ok = tj::expand_dims<0>(rn < hi);
+  auto mask = CAUSAL ? (col_ok & (tj::expand_dims<1>(rm) >= tj::expand_dims<0>(rn))) : (col_ok & (tj::expand_dims<1>(rm) >= 0));
+  return tj::where(mask, scores, kAttnNegBig);
+}
+
+/// mask_scores for the blocks that need it, a uniform branch for the rest:
+/// the block of keys n0 .. n0 + BLOCK_N is masked only when n0 >= edge (the
+/// caller's promise: every key of a block starting below `edge` is visible to
+/// every row, e.g. edge = S − BLOCK_N + 1 for full attention, start_m −
+/// BLOCK_N + 2 for causal). Written as a loop of zero or one iteration over the
+/// scores, so the compare, and and select per score run on the edge blocks
+/// only (FlashAttention-3 masks only its diagonal and last blocks, too).
+template <int BLOCK_N, bool CAUSAL, class Scores, class Rows>
+auto mask_scores_from(const Scores& scores, const Rows& rm, const tj::Int& n0, const tj::Int& hi, const tj::Int& edge) {
+  return tj::for_range(tj::maximum(n0, edge), n0 + 1, 1, scores,
+                       [&](tj::Int, auto s) { return mask_scores<BLOCK_N, CAUSAL>(s, rm, n0, hi); });
+}
+
+/// The softmax of one block of masked scores `s` [BLOCK_M, BLOCK_N] (see
+/// online_softmax_step): (m_new, p, alpha) with p = exp2(s·scale − m_new) and
+/// alpha = exp2(m_i − m_new). The scale is applied per row to the max and fused
+/// into exp2's argument (one FMA per score: s·scale − m), as FlashAttention
+/// does; scale_log2e > 0. A row with no visible key yet keeps m = -1e30 and
 /// subtracts 0, so exp2(-1e30·scale) = 0 for each of its scores and masked
-/// scores need no second select. Returns the updated (m, l, acc), acc +=
-/// P·load_v(n0) with V [BLOCK_N, HEAD_DIM].
-/// MASK = false (only for full attention whose key count is a multiple of
-/// BLOCK_N, which the caller guarantees): no key is masked, and the compare,
-/// and and select per score are not emitted.
-template <int BLOCK_N, bool CAUSAL, bool MASK = true, class Scores, class Rows, class M>
-auto softmax_block(const Scores& scores, const Rows& rm, const tj::Int& n0, const tj::Int& hi, const tj::Scalar<float>& scale_log2e,
-                   const M& m_i) {
-  static_assert(MASK || !CAUSAL, "causal attention masks its diagonal block");
-  auto s = [&] {
-    if constexpr (MASK) {
-      auto rn = n0 + tj::arange<BLOCK_N>();
-      auto col_ok = tj::expand_dims<0>(rn < hi);
-      auto mask = CAUSAL ? (col_ok & (tj::expand_dims<1>(rm) >= tj::expand_dims<0>(rn))) : (col_ok & (tj::expand_dims<1>(rm) >= 0));
-      return tj::where(mask, scores, kAttnNegBig);
-    } else {
-      return scores;
-    }
-  }();
+/// scores need no second select.
+template <class Scores, class M>
+auto softmax_of_masked(const Scores& s, const tj::Scalar<float>& scale_log2e, const M& m_i) {
   auto s_max = tj::max<1>(s);
   auto m_new = tj::where(s_max > kAttnNegBig, tj::maximum(m_i, s_max * scale_log2e), m_i);  // log2 units
   auto m_use = tj::where(m_new > kAttnNegBig, m_new, 0.0f);
@@ -61,12 +66,56 @@ auto softmax_block(const Scores& scores, const Rows& rm, const tj::Int& n0, cons
   return std::tuple{m_new, p, alpha};
 }
 
+/// The softmax of one block (see online_softmax_step): mask_scores, then
+/// softmax_of_masked. MASK = false (only for full attention whose key count is
+/// a multiple of BLOCK_N, which the caller guarantees): no key is masked, and
+/// the compare, and and select per score are not emitted.
+template <int BLOCK_N, bool CAUSAL, bool MASK = true, class Scores, class Rows, class M>
+auto softmax_block(const Scores& scores, const Rows& rm, const tj::Int& n0, const tj::Int& hi, const tj::Scalar<float>& scale_log2e,
+                   const M& m_i) {
+  static_assert(MASK || !CAUSAL, "causal attention masks its diagonal block");
+  if constexpr (MASK)
+    return softmax_of_masked(mask_scores<BLOCK_N, CAUSAL>(scores, rm, n0, hi), scale_log2e, m_i);
+  else
+    return softmax_of_masked(scores, scale_log2e, m_i);
+}
+
+/// Which key blocks a forward kernel masks (mask_scores): every block; only the
+/// blocks that can hold a masked key (mask_scores_from, with the edge the
+/// kernel computes); or none (full attention with S a multiple of BLOCK_N,
+/// the caller's promise — like Triton's EVEN_N).
+enum class KeyMask { every_block, edge_blocks, none };
+
+/// `scores` masked as KeyMask MASK says (`edge` is read for edge_blocks only).
+template <int BLOCK_N, bool CAUSAL, KeyMask MASK, class Scores, class Rows>
+auto mask_scores_as(const Scores& scores, const Rows& rm, const tj::Int& n0, const tj::Int& hi, const tj::Int& edge) {
+  static_assert(MASK != KeyMask::none || !CAUSAL, "causal attention masks its diagonal block");
+  if constexpr (MASK == KeyMask::every_block)
+    return mask_scores<BLOCK_N, CAUSAL>(scores, rm, n0, hi);
+  else if constexpr (MASK == KeyMask::edge_blocks)
+    return mask_scores_from<BLOCK_N, CAUSAL>(scores, rm, n0, hi, edge);
+  else
+    return scores;
+}
+
+/// One step of the online softmax on masked scores `s` [BLOCK_M, BLOCK_N] (keys n0 .. n0 + BLOCK_N):
+/// the updated (m, l, acc), acc += P·v_block() with V [BLOCK_N, HEAD_DIM] (loaded where the product needs it).
+template <class T, class Scores, class M, class L, class Acc, class VBlock>
+auto online_softmax_masked(const Scores& s, const tj::Scalar<float>& scale_log2e, const M& m_i, const L& l_i, const Acc& acc,
+                           VBlock v_block) {
+  auto [m_new, p, alpha] = softmax_of_masked(s, scale_log2e, m_i);
+  auto acc_new = tj::dot(tj::cast<T>(p), v_block(), acc * tj::expand_dims<1>(alpha));
+  return std::tuple{m_new, l_i * alpha + tj::sum<1>(p), acc_new};
+}
+
+/// One step of the online softmax. `scores` are the raw Q·Kᵀ [BLOCK_M, BLOCK_N] of keys n0 .. n0 + BLOCK_N
+/// for query rows `rm`, masked by mask_scores. Returns the updated (m, l, acc), acc += P·load_v(n0) with
+/// V [BLOCK_N, HEAD_DIM].
 template <int BLOCK_N, bool CAUSAL, class T, class Scores, class Rows, class M, class L, class Acc, class LoadV>
 auto online_softmax_step(const Scores& scores, const Rows& rm, const tj::Int& n0, const tj::Int& hi,
                          const tj::Scalar<float>& scale_log2e, const M& m_i, const L& l_i, const Acc& acc, LoadV load_v) {
-  auto [m_new, p, alpha] = softmax_block<BLOCK_N, CAUSAL>(scores, rm, n0, hi, scale_log2e, m_i);
-  auto acc_new = tj::dot(tj::cast<T>(p), load_v(n0), acc * tj::expand_dims<1>(alpha));
-  return std::tuple{m_new, l_i * alpha + tj::sum<1>(p), acc_new};
+  return online_softmax_masked<T>(mask_scores<BLOCK_N, CAUSAL>(scores, rm, n0, hi), scale_log2e, m_i, l_i, acc,
+                                  [&] { return load_v(n0); });
 }
 
 /// The online-softmax loop over keys [lo, hi) of one sequence, for query rows
@@ -75,11 +124,16 @@ auto online_softmax_step(const Scores& scores, const Rows& rm, const tj::Int& n0
 /// keys may hold anything finite), load_v(n0) gives V [BLOCK_N, HEAD_DIM].
 /// Returns (m, l, acc): the running max in log2 units, the sum of exp2, and
 /// the unnormalised output [BLOCK_M, HEAD_DIM] in f32.
+/// The carried (m, l, acc) before the first key block: m = -1e30, l = 0, acc = 0.
+template <int BLOCK_M, int HEAD_DIM>
+auto attend_init() {
+  return std::tuple{tj::full<float, BLOCK_M>(kAttnNegBig), tj::zeros<float, BLOCK_M>(), tj::zeros<float, BLOCK_M, HEAD_DIM>()};
+}
+
 template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, class LoadKT, class LoadV>
 auto attend(const tj::Tile<T, BLOCK_M, HEAD_DIM>& q_tile, const tj::Tile<std::int32_t, BLOCK_M>& rm, const tj::Int& lo,
             const tj::Int& hi, const tj::Scalar<float>& scale_log2e, LoadKT load_kt, LoadV load_v) {
-  auto init = std::tuple{tj::full<float, BLOCK_M>(kAttnNegBig), tj::zeros<float, BLOCK_M>(), tj::zeros<float, BLOCK_M, HEAD_DIM>()};
-  return tj::for_range(lo, hi, BLOCK_N, init, [&](tj::Int n0, auto m_i, auto l_i, auto acc) {
+  return tj::for_range(lo, hi, BLOCK_N, attend_init<BLOCK_M, HEAD_DIM>(), [&](tj::Int n0, auto m_i, auto l_i, auto acc) {
     return online_softmax_step<BLOCK_N, CAUSAL, T>(tj::dot(q_tile, load_kt(n0)), rm, n0, hi, scale_log2e, m_i, l_i, acc, load_v);
   });
 }

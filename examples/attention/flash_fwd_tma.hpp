@@ -50,6 +50,10 @@ struct FwdRows {
   auto load_q(const Q& q, const tj::Size& S) const { return q.load(bh * S + start_m, 0); }
   /// One past the last key these rows see: S, or (causal) the end of the diagonal block; >= 1 as start_m < S.
   tj::Int hi(const tj::Size& S) const { return CAUSAL ? tj::minimum(S, start_m + BLOCK_M) : tj::Int(S); }
+  /// The first key block start that can hold a key some row must not see (mask_scores_from's edge): a block
+  /// n0 .. n0 + BLOCK_N is all visible when n0 + BLOCK_N <= S (full) or n0 + BLOCK_N - 1 <= start_m (causal).
+  template <int BLOCK_N>
+  tj::Int mask_edge(const tj::Size& S) const { return CAUSAL ? start_m - (BLOCK_N - 2) : S - (BLOCK_N - 1); }
   /// O = acc / l into o [B·Hq, S, D] and the natural-log LSE into lse [B·Hq, S] (attend_finish).
   template <class T, class M, class L, class Acc>
   void store(const tj::Ptr<T>& o, const tj::Ptr<float>& lse, const tj::Size& S, const M& m_i, const L& l_i, const Acc& acc) const {
@@ -72,6 +76,28 @@ struct FlashAttnFwdTma {
         q_tile, p.rm, tj::scalar<std::int32_t>(0), hi, scale_log2e,
         [&](const tj::Int& n0) { return tj::trans(k.load(kv_row + n0, 0)); },
         [&](const tj::Int& n0) { return v.load(kv_row + n0, 0); });
+    p.store(o, lse, S, m_i, l_i, acc);
+  }
+};
+
+
+/// FlashAttnFwdTma masking only the key blocks that need it (mask_scores_from):
+/// the diagonal block(s) for causal attention, the last block when S is not a
+/// multiple of BLOCK_N; the other blocks skip the compare, and and select per
+/// score behind a uniform branch. Same shapes, descriptors and results.
+template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T>
+struct FlashAttnFwdTmaEdge {
+  void operator()(tj::Desc<T, BLOCK_M, HEAD_DIM> q, tj::Desc<T, BLOCK_N, HEAD_DIM> k, tj::Desc<T, BLOCK_N, HEAD_DIM> v, tj::Ptr<T> o,
+                  tj::Ptr<float> lse, tj::Size S, tj::Size group, tj::Scalar<float> scale_log2e) const {
+    const FwdRows<BLOCK_M, HEAD_DIM, CAUSAL> p(S, group);
+    auto q_tile = p.load_q(q, S);
+    auto hi = p.hi(S);
+    auto edge = p.template mask_edge<BLOCK_N>(S);
+    const auto& kv_row = p.kv_row;
+    auto [m_i, l_i, acc] = tj::for_range(0, hi, BLOCK_N, attend_init<BLOCK_M, HEAD_DIM>(), [&](tj::Int n0, auto m_i, auto l_i, auto acc) {
+      auto s = mask_scores_from<BLOCK_N, CAUSAL>(tj::dot(q_tile, tj::trans(k.load(kv_row + n0, 0))), p.rm, n0, hi, edge);
+      return online_softmax_masked<T>(s, scale_log2e, m_i, l_i, acc, [&] { return v.load(kv_row + n0, 0); });
+    });
     p.store(o, lse, S, m_i, l_i, acc);
   }
 };
@@ -129,7 +155,7 @@ namespace examples {
 /// after the loop on a V block copied before it. Same shapes, descriptors and
 /// results as FlashAttnFwdTma. Source: Shah et al., FlashAttention-3 (arXiv
 /// 2407.08608), §3.1 (ping-pong) and Algorithm 1.
-template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, bool MASK_KEYS = true>
+template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, KeyMask MASK = KeyMask::every_block>
 struct FlashAttnFwdTmaPingPongBody {
   void operator()(tj::Desc<T, BLOCK_M, HEAD_DIM> q, tj::Desc<T, BLOCK_N, HEAD_DIM> k, tj::Desc<T, BLOCK_N, HEAD_DIM> v, tj::Ptr<T> o,
                   tj::Ptr<float> lse, tj::Size S, tj::Size group, tj::Scalar<float> scale_log2e) const {
@@ -137,13 +163,14 @@ struct FlashAttnFwdTmaPingPongBody {
     auto q_tile = p.load_q(q, S);
     auto hi = p.hi(S);
     const auto& kv_row = p.kv_row;  // first row of this head's K and V in the 2-D view
+    auto edge = MASK == KeyMask::edge_blocks ? p.template mask_edge<BLOCK_N>(S) : hi;
     auto v_last = v.load(kv_row + (hi - 1) / BLOCK_N * BLOCK_N, 0);      // the last block's V, copied once
     auto init = std::tuple{tj::full<float, BLOCK_M>(kAttnNegBig), tj::zeros<float, BLOCK_M>(), tj::zeros<float, BLOCK_M, HEAD_DIM>(),
                            tj::zeros<float, BLOCK_M, BLOCK_N>()};
     auto [m_i, l_i, acc, p_last] = tj::for_range(0, hi, BLOCK_N, init, [&](tj::Int n0, auto m_i, auto l_i, auto acc, auto p_prev) {
       auto s = tj::dot(q_tile, tj::trans(k.load(kv_row + n0, 0)));
       auto o_prev = tj::dot(tj::cast<T>(p_prev), v.load(kv_row + n0 - BLOCK_N, 0), acc);
-      auto [m_new, prob, alpha] = softmax_block<BLOCK_N, CAUSAL, MASK_KEYS>(s, p.rm, n0, hi, scale_log2e, m_i);
+      auto [m_new, prob, alpha] = softmax_of_masked(mask_scores_as<BLOCK_N, CAUSAL, MASK>(s, p.rm, n0, hi, edge), scale_log2e, m_i);
       return std::tuple{m_new, l_i * alpha + tj::sum<1>(prob), o_prev * tj::expand_dims<1>(alpha), prob};
     });
     auto acc_all = tj::dot(tj::cast<T>(p_last), v_last, acc);
@@ -154,11 +181,16 @@ struct FlashAttnFwdTmaPingPongBody {
 template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T>
 struct FlashAttnFwdTmaPingPong : FlashAttnFwdTmaPingPongBody<BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, T> {};
 
+/// FlashAttnFwdTmaPingPong masking only the key blocks that need it (see
+/// FlashAttnFwdTmaEdge): any S, causal or not.
+template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T>
+struct FlashAttnFwdTmaPingPongEdge : FlashAttnFwdTmaPingPongBody<BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, T, KeyMask::edge_blocks> {};
+
 /// FlashAttnFwdTmaPingPong for full attention when S is a multiple of BLOCK_N
 /// (the caller's promise, like Triton's EVEN_N): no score is masked, which
 /// saves a compare, an and and a select per score. Not for causal attention.
 template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T>
-struct FlashAttnFwdTmaPingPongEvenN : FlashAttnFwdTmaPingPongBody<BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, T, false> {
+struct FlashAttnFwdTmaPingPongEvenN : FlashAttnFwdTmaPingPongBody<BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, T, KeyMask::none> {
   static_assert(!CAUSAL, "FlashAttnFwdTmaPingPongEvenN is for full attention");
 };
 

@@ -197,6 +197,38 @@ TEST_CASE("attention_tma_pingpong_interpreter_matches_f64") {
   check_tma<64, 32, 96, false, tj::f16, examples::FlashAttnFwdTmaPingPongEvenN>(dev, 1, 4, 2, 96, 4, 2, 1e-2);  // GQA
 }
 
+TEST_CASE("attention_tma_edge_mask_interpreter_matches_f64") {
+  // Only the blocks that can hold a masked key are masked: ragged S (the last block), causal with BLOCK_M = BLOCK_N
+  // (the diagonal block), causal with BLOCK_M > BLOCK_N (two masked blocks, one of them wholly masked for half the
+  // rows), BLOCK_M < BLOCK_N, GQA, one key, S a multiple of BLOCK_N (no block masked for full attention).
+  auto dev = tj::Device::interpreter();
+  check_tma<64, 64, 64, false, tj::bf16, examples::FlashAttnFwdTmaPingPongEdge>(dev, 1, 2, 1, 100, 4, 2, 2e-2);
+  check_tma<64, 64, 64, true, tj::bf16, examples::FlashAttnFwdTmaPingPongEdge>(dev, 1, 2, 1, 130, 4, 2, 2e-2);
+  check_tma<64, 32, 96, true, tj::f16, examples::FlashAttnFwdTmaPingPongEdge>(dev, 1, 4, 2, 70, 4, 2, 1e-2);
+  check_tma<64, 64, 64, false, tj::bf16, examples::FlashAttnFwdTmaPingPongEdge>(dev, 1, 2, 1, 128, 4, 2, 2e-2);
+  check_tma<64, 64, 64, true, tj::bf16, examples::FlashAttnFwdTmaPingPongEdge>(dev, 1, 1, 1, 1, 4, 2, 2e-2);
+  check_tma<64, 64, 128, true, tj::bf16, examples::FlashAttnFwdTmaEdge>(dev, 2, 2, 1, 150, 4, 2, 2e-2);
+  check_tma<64, 32, 64, true, tj::bf16, examples::FlashAttnFwdTmaEdge>(dev, 1, 2, 1, 97, 4, 2, 2e-2);
+  check_tma<32, 64, 96, true, tj::bf16, examples::FlashAttnFwdTmaEdge>(dev, 1, 2, 2, 75, 2, 2, 2e-2);
+  check_tma<64, 64, 64, false, tj::bf16, examples::FlashAttnFwdTmaEdge>(dev, 1, 4, 4, 90, 4, 2, 2e-2);
+}
+
+TEST_CASE("attention_tma_edge_mask_masks_behind_a_uniform_branch") {
+  // The edge kernels carry the same per-score mask as the masked kernel, but inside a loop of zero or one
+  // iteration (`for (int sN = max(n0, edge); sN < n0 + 1; ...)`) nested in the K loop, so it runs on edge blocks only.
+  const auto masked = sm90(8, 2, examples::FlashAttnFwdTmaPingPong<128, 128, 128, true, tj::bf16>{}, true);
+  const auto edge = sm90(8, 2, examples::FlashAttnFwdTmaPingPongEdge<128, 128, 128, true, tj::bf16>{}, true);
+  const auto plain = sm90(8, 2, examples::FlashAttnFwdTmaEdge<128, 128, 128, true, tj::bf16>{}, true);
+  CHECK(occurrences(edge.source, " ? ") >= 64);  // the mask is still there (the select per score) ...
+  for (const auto* g : {&masked, &edge, &plain}) CHECK(g->threads == 384);
+  // ... in a second consumer loop inside the first: one more `for (int` than the masked kernel.
+  CHECK(occurrences(edge.source, "for (int s") == occurrences(masked.source, "for (int s") + 1);
+  CHECK(occurrences(plain.source, "for (int s") == occurrences(masked.source, "for (int s") + 1);
+  CHECK(has_diagnostic(edge, "warp specialised: 8 consumer warp(s)"));
+  compiles_for_sm90a(edge.source, "attn_edge.cu");
+  compiles_for_sm90a(plain.source, "attn_edge_plain.cu");
+}
+
 TEST_CASE("attention_tma_even_n_emits_no_key_mask") {
   const auto masked = sm90(8, 2, examples::FlashAttnFwdTmaPingPong<128, 128, 128, false, tj::bf16>{}, true);
   const auto even = sm90(8, 2, examples::FlashAttnFwdTmaPingPongEvenN<128, 128, 128, false, tj::bf16>{}, true);
@@ -280,4 +312,11 @@ TEST_CASE("attention_tma_warp_specialised_gpu_matches_f64") {
   check_tma<128, 64, 64, true, tj::bf16, examples::FlashAttnFwdTmaPingPong>(dev, 1, 2, 1, 1, 8, 2, 2e-2, true, true);  // one key
   check_tma<128, 128, 128, false, tj::bf16, examples::FlashAttnFwdTmaPingPongEvenN>(dev, 1, 4, 1, 1024, 8, 2, 2e-2, true);
   check_tma<128, 128, 96, false, tj::bf16, examples::FlashAttnFwdTmaPingPongEvenN>(dev, 2, 4, 2, 256, 8, 2, 2e-2, true);
+  // Only the edge blocks masked: ragged and round S, causal and full, GQA, BLOCK_M > BLOCK_N.
+  check_tma<128, 128, 128, false, tj::bf16, examples::FlashAttnFwdTmaPingPongEdge>(dev, 1, 4, 1, 1000, 8, 2, 2e-2, true);
+  check_tma<128, 128, 128, true, tj::bf16, examples::FlashAttnFwdTmaPingPongEdge>(dev, 1, 4, 2, 1024, 8, 2, 2e-2, true);
+  check_tma<128, 128, 96, true, tj::f16, examples::FlashAttnFwdTmaPingPongEdge>(dev, 2, 2, 1, 333, 8, 2, 1e-2, true);
+  check_tma<128, 128, 64, true, tj::bf16, examples::FlashAttnFwdTmaEdge>(dev, 1, 4, 4, 777, 8, 2, 2e-2, true);
+  check_tma<128, 64, 128, true, tj::bf16, examples::FlashAttnFwdTmaEdge>(dev, 1, 2, 1, 300, 8, 3, 2e-2, true);
+  check_tma<128, 128, 64, false, tj::bf16, examples::FlashAttnFwdTmaEdge>(dev, 1, 2, 1, 1, 8, 2, 2e-2, true);  // one key
 }
