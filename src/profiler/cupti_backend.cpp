@@ -236,6 +236,8 @@ Loaded load() {
   get(a.activity_get_attribute, "cuptiActivityGetAttribute", /*required=*/false);
   get(a.get_version, "cuptiGetVersion", /*required=*/false);
   get(a.finalize, "cuptiFinalize", /*required=*/false);
+  get(a.activity_flush_period, "cuptiActivityFlushPeriod", /*required=*/false);
+  get(a.activity_enable_hw_trace, "cuptiActivityEnableHWTrace", /*required=*/false);
   get(a.get_graph_node_id, "cuptiGetGraphNodeId", /*required=*/false);
   get(a.get_graph_exec_id, "cuptiGetGraphExecId", /*required=*/false);
   get(a.pc_enable, "cuptiPCSamplingEnable", false);
@@ -447,7 +449,7 @@ class Hub {
       if (final_flush) flush_locked(wait_ms);
       pc_on_.store(false);
       pcs_.shutdown([&](const PcSamples& s) { deliver_pc(s); });
-      set_kernel_kind_locked(*api_.load(), CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+      set_kernel_kind_locked(*api_.load(), base_kind_);
     }
     if (refs_ == 1) {
       const Api& api = *api_.load();
@@ -477,6 +479,10 @@ class Hub {
     c.finalizes = finalizes_.load();
     c.per_thread_buffers = per_thread_.load();
     c.buffers_completed = buffers_completed_.load();
+    {
+      std::lock_guard k(knobs_mu_);
+      c.knobs = knobs_;
+    }
     std::lock_guard g(graph_mu_);
     c.graph_execs = exec_kernels_.size();
     return c;
@@ -644,8 +650,9 @@ class Hub {
       throw DeviceUnavailable("CUPTI backend: cuptiSubscribe failed: " + describe(api, r) + " [" +
                               api.library + "]");
     subscriber_ = sub;
+    const CUpti_ActivityKind kind = mode.serial_kernels ? CUPTI_ACTIVITY_KIND_KERNEL : CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
     auto fail = [&](const std::string& what, CUptiResult res, bool activity_on) {
-      if (activity_on) api.activity_disable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+      if (activity_on) api.activity_disable(kind);
       kernel_kind_.store(0);
       restore_attributes_locked(api);
       api.unsubscribe(subscriber_);
@@ -664,8 +671,12 @@ class Hub {
     //  * PER_THREAD_ACTIVITY_BUFFER = 1: each launching thread writes its
     //    records into its own buffer, without a lock shared with other
     //    threads (CUPTI 12.3+; the default in CUDA 13, set for older ones).
-    client_zeroes_.store(set_attribute_locked(api, CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, zeroed_out_));
-    per_thread_.store(set_attribute_locked(api, CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, per_thread_attr_));
+    //  * The "cupti:" knobs (HubMode), CUPTI's defaults where not asked for.
+    client_zeroes_.store(set_attribute_locked(api, CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, zeroed_out_, 1));
+    per_thread_.store(set_attribute_locked(api, CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, per_thread_attr_,
+                                           mode.per_thread_buffers ? 1 : 0) &&
+                      mode.per_thread_buffers);
+    apply_knobs_locked(api, mode);
     // Activity first, then the launch callbacks: a launch bound before its
     // kernel can be recorded would wait for a record that never comes.
     // Registered at every subscription (another tool may have registered its
@@ -673,11 +684,20 @@ class Hub {
     r = api.activity_register_callbacks(&Hub::on_buffer_requested, &Hub::on_buffer_completed);
     if (r != CUPTI_SUCCESS && registered_with_ != &api) fail("cuptiActivityRegisterCallbacks", r, false);
     registered_with_ = &api;
+    // After registration (CUPTI needs the buffer callbacks first), before any kind is on.
+    if (mode.flush_period_ms) {
+      const CUptiResult fr = api.activity_flush_period ? api.activity_flush_period(*mode.flush_period_ms)
+                                                       : CUPTI_ERROR_NOT_SUPPORTED;
+      flush_period_set_ = fr == CUPTI_SUCCESS;
+      knob_result_locked(api, fmt::format("flush_period={}", *mode.flush_period_ms), flush_period_set_, fr);
+    }
     kernel_kind_.store(0);
+    base_kind_ = kind;
     if (mode.kernel_activity) {
-      r = api.activity_enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
-      if (r != CUPTI_SUCCESS) fail("cuptiActivityEnable(CONCURRENT_KERNEL)", r, false);
-      kernel_kind_.store(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+      r = api.activity_enable(kind);
+      if (r != CUPTI_SUCCESS)
+        fail(mode.serial_kernels ? "cuptiActivityEnable(KERNEL)" : "cuptiActivityEnable(CONCURRENT_KERNEL)", r, false);
+      kernel_kind_.store(kind);
     }
     if (mode.launch_callbacks) {
       int enabled = 0;
@@ -718,11 +738,11 @@ class Hub {
     bool known = false;    // `before` was read
     std::uint8_t before = 0;
   };
-  /// Set `a` to 1 (mu_ held); true if CUPTI took it.
-  bool set_attribute_locked(const Api& api, CUpti_ActivityAttribute a, Attribute& keep) {
+  /// Set `a` to `value` (mu_ held); true if CUPTI took it.
+  bool set_attribute_locked(const Api& api, CUpti_ActivityAttribute a, Attribute& keep, std::uint8_t value) {
     keep = Attribute{};
     if (!api.activity_set_attribute) return false;
-    std::uint8_t old = 0, on = 1;
+    std::uint8_t old = 0, on = value;
     std::size_t n = sizeof old;
     keep.known = api.activity_get_attribute && api.activity_get_attribute(a, &n, &old) == CUPTI_SUCCESS;
     keep.before = old;
@@ -742,6 +762,68 @@ class Hub {
     restore_attribute_locked(api, CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER, per_thread_attr_);
     client_zeroes_.store(false);
     per_thread_.store(false);
+    // The knobs, last set first.
+    for (auto it = knob_attrs_.rbegin(); it != knob_attrs_.rend(); ++it) {
+      std::size_t n = it->size;
+      if (it->known && api.activity_set_attribute) api.activity_set_attribute(it->attr, &n, it->before);
+    }
+    knob_attrs_.clear();
+    if (std::exchange(flush_period_set_, false) && api.activity_flush_period) api.activity_flush_period(0);
+    if (std::exchange(hw_trace_set_, false) && api.activity_enable_hw_trace) api.activity_enable_hw_trace(0);
+  }
+
+  /// A knob's outcome (mu_ held): appended to knobs_, and a refusal said on stderr.
+  void knob_result_locked(const Api& api, const std::string& what, bool ok, CUptiResult r) {
+    std::lock_guard k(knobs_mu_);
+    if (!knobs_.empty()) knobs_ += ' ';
+    knobs_ += what;
+    if (ok) return;
+    const std::string why = describe(api, r);
+    knobs_ += " (refused: " + why + ")";
+    warn("CUPTI refused the mode knob '{}': {}; the session goes on without it", what, why);
+  }
+  /// Set an activity attribute of `size` bytes for a knob (mu_ held); the value found is put back at teardown.
+  void knob_attribute_locked(const Api& api, CUpti_ActivityAttribute a, const void* value, std::size_t size,
+                             const std::string& what) {
+    KnobAttribute keep{a, size};
+    CUptiResult r = CUPTI_ERROR_NOT_SUPPORTED;
+    if (api.activity_set_attribute) {
+      std::size_t n = size;
+      keep.known = api.activity_get_attribute && api.activity_get_attribute(a, &n, keep.before) == CUPTI_SUCCESS &&
+                   n == size;
+      n = size;
+      r = api.activity_set_attribute(a, &n, const_cast<void*>(value));
+      if (r == CUPTI_SUCCESS) knob_attrs_.push_back(keep);
+    }
+    knob_result_locked(api, what, r == CUPTI_SUCCESS, r);
+  }
+  /// The HubMode knobs that are activity attributes or switches (mu_ held; before the buffer
+  /// callbacks are registered and any kind is enabled). Kernel kind and flush period: setup_locked.
+  void apply_knobs_locked(const Api& api, const HubMode& mode) {
+    {
+      std::lock_guard k(knobs_mu_);
+      knobs_.clear();
+      if (mode.serial_kernels) knobs_ = "kind=serial";
+      if (!mode.per_thread_buffers) knobs_ += std::string(knobs_.empty() ? "" : " ") + "per_thread=off";
+    }
+    if (mode.host_pinned) {
+      const std::uint8_t v = *mode.host_pinned ? 1 : 0;
+      knob_attribute_locked(api, CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED, &v, sizeof v,
+                            v ? "pinned=on" : "pinned=off");
+    }
+    auto size_knob = [&](const std::optional<std::size_t>& v, CUpti_ActivityAttribute a, const char* name) {
+      if (!v) return;
+      const std::size_t value = *v;
+      knob_attribute_locked(api, a, &value, sizeof value, fmt::format("{}={}", name, value));
+    };
+    size_knob(mode.device_buffer_bytes, CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, "device_buffer");
+    size_knob(mode.device_buffer_pool_limit, CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_POOL_LIMIT, "pool_limit");
+    size_knob(mode.device_buffer_preallocate, CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE, "preallocate");
+    if (mode.hw_trace) {
+      const CUptiResult r = api.activity_enable_hw_trace ? api.activity_enable_hw_trace(1) : CUPTI_ERROR_NOT_SUPPORTED;
+      hw_trace_set_ = r == CUPTI_SUCCESS;
+      knob_result_locked(api, "hw_trace=on", hw_trace_set_, r);
+    }
   }
 
   /// `detach_cupti`: the calling thread's context was synchronized and every
@@ -988,6 +1070,17 @@ class Hub {
   std::atomic<bool> client_zeroes_{false};  // CUPTI told ZEROED_OUT_ACTIVITY_BUFFER = 1 (mu_ to change)
   std::atomic<bool> per_thread_{false};     // CUPTI told PER_THREAD_ACTIVITY_BUFFER = 1
   Attribute zeroed_out_, per_thread_attr_;  // what setup found (under mu_)
+  struct KnobAttribute {                    // an attribute a "cupti:" knob set (under mu_)
+    CUpti_ActivityAttribute attr;
+    std::size_t size = 0;
+    bool known = false;                     // `before` was read
+    alignas(8) std::uint8_t before[8] = {};
+  };
+  std::vector<KnobAttribute> knob_attrs_;
+  bool flush_period_set_ = false, hw_trace_set_ = false;  // under mu_
+  CUpti_ActivityKind base_kind_ = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;  // the mode's kernel kind (under mu_)
+  mutable std::mutex knobs_mu_;
+  std::string knobs_;                       // Counters::knobs
   std::atomic<std::uint64_t> finalizes_{0};
   std::atomic<int> kernel_kind_{0};         // activity kind of kernel records now; 0: none
   std::atomic<std::uint64_t> flush_calls_{0}, buffers_completed_{0};
@@ -1043,6 +1136,28 @@ std::unique_ptr<Backend> make_backend(const Api* api, Tuning tuning) {
 
 Counters counters() { return Hub::instance().counters(); }
 
+namespace {
+/// A decimal count with an optional binary suffix K, M or G (suffixes only where `sized`); nullopt if malformed
+/// or out of range.
+std::optional<std::uint64_t> parse_count(std::string_view v, bool sized) {
+  std::uint64_t scale = 1;
+  if (sized && !v.empty()) {
+    const char last = v.back();
+    if (last == 'K' || last == 'k') scale = 1ull << 10;
+    else if (last == 'M' || last == 'm') scale = 1ull << 20;
+    else if (last == 'G' || last == 'g') scale = 1ull << 30;
+    if (scale != 1) v.remove_suffix(1);
+  }
+  if (v.empty() || v.size() > 12) return std::nullopt;
+  std::uint64_t n = 0;
+  for (char c : v) {
+    if (c < '0' || c > '9') return std::nullopt;
+    n = n * 10 + static_cast<std::uint64_t>(c - '0');
+  }
+  return n * scale;
+}
+}  // namespace
+
 HubMode parse_hub_mode(std::string_view mode) {
   HubMode m;
   constexpr std::string_view kPrefix = "cupti:";
@@ -1055,11 +1170,36 @@ HubMode parse_hub_mode(std::string_view mode) {
     const std::size_t eq = tok.find('=');
     const std::string_view key = tok.substr(0, eq);
     const std::string_view val = eq == std::string_view::npos ? std::string_view{} : tok.substr(eq + 1);
-    if ((key != "activity" && key != "callbacks") || (val != "on" && val != "off"))
-      throw InvalidArgument(fmt::format("cupti backend: mode token '{}' in '{}' is not activity=on|off or "
-                                        "callbacks=on|off",
-                                        tok, mode));
-    (key == "activity" ? m.kernel_activity : m.launch_callbacks) = val == "on";
+    auto bad = [&](std::string_view expected) {
+      return InvalidArgument(fmt::format("cupti backend: mode token '{}' in '{}': {} (tokens: activity=on|off, "
+                                         "callbacks=on|off, kind=concurrent|serial, per_thread=on|off, pinned=on|off, "
+                                         "device_buffer=<bytes>[K|M|G], pool_limit=<n>, preallocate=<n>, "
+                                         "flush_period=<ms>, hw_trace=on|off)",
+                                         tok, mode, expected));
+    };
+    auto on_off = [&]() {
+      if (val != "on" && val != "off") throw bad(fmt::format("{} is on or off", key));
+      return val == "on";
+    };
+    auto count = [&](bool sized, std::uint64_t min, std::uint64_t max) {
+      const auto n = parse_count(val, sized);
+      if (!n || *n < min || *n > max)
+        throw bad(fmt::format("{} is a number from {} to {}{}", key, min, max, sized ? " (bytes; K, M, G suffixes)" : ""));
+      return *n;
+    };
+    if (key == "activity") m.kernel_activity = on_off();
+    else if (key == "callbacks") m.launch_callbacks = on_off();
+    else if (key == "per_thread") m.per_thread_buffers = on_off();
+    else if (key == "pinned") m.host_pinned = on_off();
+    else if (key == "hw_trace") m.hw_trace = on_off();
+    else if (key == "kind") {
+      if (val != "concurrent" && val != "serial") throw bad("kind is concurrent or serial");
+      m.serial_kernels = val == "serial";
+    } else if (key == "device_buffer") m.device_buffer_bytes = count(true, 4096, 1ull << 32);
+    else if (key == "pool_limit") m.device_buffer_pool_limit = count(false, 1, 1'000'000);
+    else if (key == "preallocate") m.device_buffer_preallocate = count(false, 0, 1'000'000);
+    else if (key == "flush_period") m.flush_period_ms = static_cast<std::uint32_t>(count(false, 0, 3'600'000));
+    else throw bad("unknown token");
   }
   return m;
 }
@@ -1073,10 +1213,11 @@ std::string report(const Counters& c) {
   std::string out = fmt::format(
       "cupti: {} records ({} incomplete, {} dropped); kernel kind {}; buffers of {} MiB: {} mapped ({} resident), "
       "{} out, {} handed out ({} mapped on demand), {} completed; CUPTI zeroes buffers: {}; per-thread buffers: {}; "
-      "{} flush calls; CUPTI detached {} time(s)",
+      "{} flush calls; CUPTI detached {} time(s){}{}",
       c.records, c.incomplete, c.dropped, kind, b.size >> 20, b.mapped, b.resident, b.out, b.takes, b.extra,
       c.buffers_completed, c.client_zeroes_buffers ? "no (tilejit does)" : "yes",
-      c.per_thread_buffers ? "yes" : "not set", c.flush_calls, c.finalizes);
+      c.per_thread_buffers ? "yes" : "not set", c.flush_calls, c.finalizes, c.knobs.empty() ? "" : "; knobs: ",
+      c.knobs);
   if (p.ranges > 0 || p.contexts > 0 || p.failed_contexts > 0 || !p.problem.empty())
     out += fmt::format(
         "; PC sampling: {} context(s) ({} failed), {} range(s) ({} empty), {} reads ({} failed), {} samples in PC "

@@ -145,6 +145,10 @@ struct Api {
   decltype(&::cuptiActivityGetAttribute) activity_get_attribute = nullptr;
   /// The loaded CUPTI's API version (optional; PC sampling checks it).
   decltype(&::cuptiGetVersion) get_version = nullptr;
+  /// CUPTI knobs of the "cupti:" mode tokens (optional: a knob asked for without
+  /// its entry point is reported as refused).
+  decltype(&::cuptiActivityFlushPeriod) activity_flush_period = nullptr;
+  decltype(&::cuptiActivityEnableHWTrace) activity_enable_hw_trace = nullptr;
   /// Detach CUPTI from the process when the last session stops (optional):
   /// unsubscribing alone leaves CUPTI's hooks in the driver, and every later
   /// launch pays for them.
@@ -192,14 +196,41 @@ struct Tuning {
 };
 
 /// What the first session's BackendConfig::mode asks of CUPTI. The default is
-/// what attribution needs; the "cupti:" mode tokens switch parts off to measure
-/// what each costs (profiler_bench BM_CuptiParts), e.g. "cupti:activity=off".
+/// what attribution needs, at the settings measured cheapest; the "cupti:" mode
+/// tokens change one part at a time, to measure what each costs (profiler_bench
+/// BM_CuptiParts and BM_CuptiKnobs; docs/profiler.md, "Overhead"):
+///
+///   activity=on|off        CONCURRENT_KERNEL (or KERNEL) records
+///   callbacks=on|off       launch API_ENTER/EXIT callbacks (correlation)
+///   kind=concurrent|serial kernel records from CONCURRENT_KERNEL (kernel code instrumented
+///                          for timestamps) or from KERNEL (no instrumentation; kernels serialized)
+///   per_thread=on|off      CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER (tilejit: on)
+///   pinned=on|off          CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED: CUPTI's
+///                          timestamp buffers in pinned host memory instead of device memory
+///   device_buffer=<size>   CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE (bytes; K, M, G suffixes)
+///   pool_limit=<n>         CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_POOL_LIMIT
+///   preallocate=<n>        CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE
+///   flush_period=<ms>      cuptiActivityFlushPeriod (0: CUPTI's own heuristics)
+///   hw_trace=on|off        cuptiActivityEnableHWTrace (kernel timestamps from hardware events;
+///                          CUPTI documents it for Blackwell only)
+///
+/// Unset knobs leave CUPTI's defaults. A knob CUPTI refuses is reported (once,
+/// on stderr, and in Counters::knobs) and the session goes on without it.
 struct HubMode {
-  bool kernel_activity = true;   ///< CONCURRENT_KERNEL records
+  bool kernel_activity = true;   ///< CONCURRENT_KERNEL (or KERNEL) records
   bool launch_callbacks = true;  ///< launch API_ENTER/EXIT callbacks (correlation)
+  bool serial_kernels = false;   ///< kind=serial: kernel records from CUPTI_ACTIVITY_KIND_KERNEL
+  bool per_thread_buffers = true;
+  std::optional<bool> host_pinned;
+  std::optional<std::size_t> device_buffer_bytes;
+  std::optional<std::size_t> device_buffer_pool_limit;
+  std::optional<std::size_t> device_buffer_preallocate;
+  std::optional<std::uint32_t> flush_period_ms;
+  bool hw_trace = false;
+  bool operator==(const HubMode&) const = default;
 };
-/// Parses "cupti:activity=off,callbacks=off" (other text: the defaults).
-/// Throws InvalidArgument for an unknown "cupti:" token.
+/// Parses "cupti:activity=off,callbacks=off" etc. (other text: the defaults).
+/// Throws InvalidArgument for an unknown "cupti:" token or a bad value.
 HubMode parse_hub_mode(std::string_view mode);
 
 // ---- activity buffers ------------------------------------------------------------------
@@ -372,6 +403,9 @@ struct Counters {
   std::uint64_t finalizes = 0;     ///< cuptiFinalize calls (CUPTI detached when the last session stopped)
   bool per_thread_buffers = false; ///< CUPTI keeps an activity buffer per thread (set at setup)
   std::uint64_t buffers_completed = 0;  ///< buffers CUPTI handed back
+  /// The "cupti:" knobs of the current (or last) setup, as applied: e.g.
+  /// "kind=serial pinned=on hw_trace=on (refused: CUPTI_ERROR_NOT_SUPPORTED (..))"; "" none.
+  std::string knobs;
 };
 
 /// counters() as one line of text (also tilejit::profiler::cupti_report()).

@@ -71,6 +71,15 @@ struct State {
   bool attributes = true;                      // the layer has cuptiActivitySet/GetAttribute
   std::uint8_t zeroed_out = 0;                 // CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER
   std::uint8_t per_thread = 0;                 // CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER
+  std::uint8_t host_pinned = 0;                // CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED
+  // size_t attributes, at CUPTI 13.0's documented defaults (DEVICE_BUFFER_SIZE, _POOL_LIMIT, _PRE_ALLOCATE_VALUE)
+  std::map<int, std::size_t> size_attrs = {{CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, 3'200'000},
+                                           {CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_POOL_LIMIT, 250},
+                                           {CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE, 3}};
+  bool attribute_set_while_on = false;         // a knob attribute changed while a kernel kind was on
+  std::uint32_t flush_period = 0;              // cuptiActivityFlushPeriod
+  CUptiResult hw_trace_result = CUPTI_ERROR_NOT_SUPPORTED;  // as on Hopper
+  int hw_trace = 0;                            // cuptiActivityEnableHWTrace(1) taken and not undone
   int finalizes = 0;                           // cuptiFinalize calls
   bool finalized_clean = true;                 // every finalize came after the forced flush and unsubscribe
   bool attached = false;                       // CUPTI attached to the process (subscribe .. finalize)
@@ -182,10 +191,19 @@ CUptiResult activity_disable(CUpti_ActivityKind k) {
 std::uint8_t* attribute(CUpti_ActivityAttribute a) {
   if (a == CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER) return &st().zeroed_out;
   if (a == CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER) return &st().per_thread;
+  if (a == CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED) return &st().host_pinned;
   return nullptr;
 }
 CUptiResult set_attribute(CUpti_ActivityAttribute a, size_t* n, void* v) {
   std::lock_guard g(st().mu);
+  if (auto it = st().size_attrs.find(a); it != st().size_attrs.end()) {
+    if (*n != sizeof(std::size_t)) return CUPTI_ERROR_INVALID_PARAMETER;
+    if (st().activity_on || st().kernel_kind_on) st().attribute_set_while_on = true;
+    it->second = *static_cast<std::size_t*>(v);
+    return CUPTI_SUCCESS;
+  }
+  if (a == CUPTI_ACTIVITY_ATTR_MEM_ALLOCATION_TYPE_HOST_PINNED && (st().activity_on || st().kernel_kind_on))
+    st().attribute_set_while_on = true;
   if (!attribute(a) || *n != sizeof(std::uint8_t)) return CUPTI_ERROR_INVALID_PARAMETER;
   if (a == CUPTI_ACTIVITY_ATTR_PER_THREAD_ACTIVITY_BUFFER && (st().activity_on || st().kernel_kind_on))
     FAIL("PER_THREAD_ACTIVITY_BUFFER changed while an activity kind is on (undefined in CUPTI)");
@@ -194,6 +212,12 @@ CUptiResult set_attribute(CUpti_ActivityAttribute a, size_t* n, void* v) {
 }
 CUptiResult get_attribute(CUpti_ActivityAttribute a, size_t* n, void* v) {
   std::lock_guard g(st().mu);
+  if (auto it = st().size_attrs.find(a); it != st().size_attrs.end()) {
+    if (*n < sizeof(std::size_t)) return CUPTI_ERROR_INVALID_PARAMETER;
+    *static_cast<std::size_t*>(v) = it->second;
+    *n = sizeof(std::size_t);
+    return CUPTI_SUCCESS;
+  }
   if (!attribute(a) || *n < sizeof(std::uint8_t)) return CUPTI_ERROR_INVALID_PARAMETER;
   *static_cast<std::uint8_t*>(v) = *attribute(a);
   *n = sizeof(std::uint8_t);
@@ -206,6 +230,17 @@ CUptiResult finalize() {
   st().attached = false;
   st().request = nullptr;  // CUPTI forgets the buffer callbacks: the next client registers its own
   st().complete = nullptr;
+  return CUPTI_SUCCESS;
+}
+CUptiResult flush_period(uint32_t ms) {
+  std::lock_guard g(st().mu);
+  st().flush_period = ms;
+  return CUPTI_SUCCESS;
+}
+CUptiResult enable_hw_trace(uint8_t on) {
+  std::lock_guard g(st().mu);
+  if (on && st().hw_trace_result != CUPTI_SUCCESS) return st().hw_trace_result;
+  st().hw_trace = on ? 1 : 0;
   return CUPTI_SUCCESS;
 }
 CUptiResult get_version(uint32_t* v) {
@@ -480,6 +515,8 @@ const cu::Api& api() {
     x.activity_set_attribute = &set_attribute;
     x.activity_get_attribute = &get_attribute;
     x.finalize = &finalize;
+    x.activity_flush_period = &flush_period;
+    x.activity_enable_hw_trace = &enable_hw_trace;
     x.get_graph_node_id = &graph_node_id;
     x.get_graph_exec_id = &graph_exec_id;
     x.driver_ready = &driver_ready;
@@ -533,6 +570,12 @@ void reset() {
   REQUIRE_FALSE(st().kernel_kind_on);
   st().zeroed_out = 0;
   st().per_thread = 0;
+  st().host_pinned = 0;
+  st().size_attrs = State{}.size_attrs;
+  st().attribute_set_while_on = false;
+  st().flush_period = 0;
+  st().hw_trace_result = CUPTI_ERROR_NOT_SUPPORTED;
+  st().hw_trace = 0;
   st().finalizes = 0;
   st().finalized_clean = true;
   st().zeroed_out_at_register = -1;
@@ -1685,6 +1728,138 @@ TEST_CASE("profiler cupti: \"cupti:\" modes switch the launch callbacks or the k
   }
 }
 
+TEST_CASE("profiler cupti: \"cupti:\" knob tokens parse to HubMode (no GPU)") {
+  CHECK(cu::parse_hub_mode("") == cu::HubMode{});
+  CHECK(cu::parse_hub_mode("cupti:") == cu::HubMode{});
+  CHECK(cu::parse_hub_mode("periodic_flushing") == cu::HubMode{});
+  const auto m = cu::parse_hub_mode(
+      "cupti:kind=serial,per_thread=off,pinned=on,device_buffer=32M,pool_limit=500,preallocate=8,flush_period=10,"
+      "hw_trace=on");
+  CHECK(m.kernel_activity);
+  CHECK(m.launch_callbacks);
+  CHECK(m.serial_kernels);
+  CHECK_FALSE(m.per_thread_buffers);
+  REQUIRE(m.host_pinned.has_value());
+  CHECK(*m.host_pinned);
+  CHECK(m.device_buffer_bytes == std::optional<std::size_t>(32u << 20));
+  CHECK(m.device_buffer_pool_limit == std::optional<std::size_t>(500));
+  CHECK(m.device_buffer_preallocate == std::optional<std::size_t>(8));
+  CHECK(m.flush_period_ms == std::optional<std::uint32_t>(10));
+  CHECK(m.hw_trace);
+  CHECK_FALSE(cu::parse_hub_mode("cupti:kind=concurrent").serial_kernels);
+  CHECK(cu::parse_hub_mode("cupti:pinned=off").host_pinned == std::optional<bool>(false));
+  CHECK(cu::parse_hub_mode("cupti:device_buffer=4096").device_buffer_bytes == std::optional<std::size_t>(4096));
+  CHECK(cu::parse_hub_mode("cupti:device_buffer=512k").device_buffer_bytes == std::optional<std::size_t>(512u << 10));
+  CHECK(cu::parse_hub_mode("cupti:device_buffer=1G").device_buffer_bytes == std::optional<std::size_t>(1u << 30));
+  CHECK(cu::parse_hub_mode("cupti:flush_period=0").flush_period_ms == std::optional<std::uint32_t>(0));
+  CHECK(cu::parse_hub_mode("cupti:preallocate=0").device_buffer_preallocate == std::optional<std::size_t>(0));
+  for (const char* bad : {"cupti:kind=parallel", "cupti:kind", "cupti:pinned=yes", "cupti:device_buffer=",
+                          "cupti:device_buffer=12Q", "cupti:device_buffer=100", "cupti:device_buffer=-1",
+                          "cupti:device_buffer=8G", "cupti:pool_limit=0", "cupti:pool_limit=1K",
+                          "cupti:flush_period=-5", "cupti:flush_period=99999999999", "cupti:hw_trace=1",
+                          "cupti:latency=on", "cupti:pinned=on,,kind=serial"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(cu::parse_hub_mode(bad), tilejit::InvalidArgument);
+  }
+  try {
+    cu::parse_hub_mode("cupti:device_buffer=lots");
+    FAIL("should have thrown");
+  } catch (const tilejit::InvalidArgument& e) {
+    CHECK(contains(e.what(), "mode token 'device_buffer=lots'"));
+    CHECK(contains(e.what(), "device_buffer is a number from 4096"));
+  }
+}
+
+TEST_CASE("profiler cupti: \"cupti:\" knobs reach CUPTI before activity is on, kernels stay attributed, all put back") {
+  fake::reset();
+  fake::register_fake();
+  auto dir = temp_dir("cupti_knobs");
+  {
+    auto s = tp::start((dir / "a").string(),
+                       {.backend = "cupti_fake",
+                        .mode = "cupti:kind=serial,per_thread=off,pinned=on,device_buffer=32M,pool_limit=500,"
+                                "preallocate=8,flush_period=10,hw_trace=on"});
+    REQUIRE(tp::stats(s).kernel_records);
+    CHECK(fake::st().kernel_kind_on);  // KERNEL, not CONCURRENT_KERNEL
+    CHECK_FALSE(fake::st().activity_on);
+    CHECK(fake::st().per_thread == 0);
+    CHECK(fake::st().zeroed_out == 1);  // tilejit's buffers still arrive zeroed
+    CHECK(fake::st().host_pinned == 1);
+    CHECK(fake::st().size_attrs[CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE] == 32u << 20);
+    CHECK(fake::st().size_attrs[CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_POOL_LIMIT] == 500);
+    CHECK(fake::st().size_attrs[CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_PRE_ALLOCATE_VALUE] == 8);
+    CHECK_FALSE(fake::st().attribute_set_while_on);
+    CHECK(fake::st().flush_period == 10);
+    CHECK(fake::st().hw_trace == 0);  // refused, as on Hopper
+    const auto c = cu::counters();
+    CHECK(c.kernel_kind == CUPTI_ACTIVITY_KIND_KERNEL);
+    CHECK_FALSE(c.per_thread_buffers);
+    CHECK(contains(c.knobs, "kind=serial"));
+    CHECK(contains(c.knobs, "per_thread=off"));
+    CHECK(contains(c.knobs, "pinned=on"));
+    CHECK(contains(c.knobs, "device_buffer=33554432"));
+    CHECK(contains(c.knobs, "flush_period=10"));
+    CHECK(contains(c.knobs, "hw_trace=on (refused: CUPTI_ERROR_NOT_SUPPORTED"));
+    CHECK(contains(cu::report(c), "knobs: kind=serial"));
+    const std::uint64_t t0 = tp::now_ns();
+    {
+      tp::Scope a("a");
+      for (std::uint32_t corr = 31; corr < 34; ++corr) {
+        fake::driver_launch(corr);
+        auto k = fake::kernel_record("k_serial", corr, t0 + corr * 1'000, 500);
+        k.kind = CUPTI_ACTIVITY_KIND_KERNEL;
+        fake::queue(k);
+      }
+    }
+    json root = json::parse(*tp::get(s, 0))[0];
+    CHECK(at(root, {"a", "k_serial"})["metrics"]["count"] == 3);
+    tp::finalize(s);
+  }
+  // Everything as CUPTI had it.
+  CHECK_FALSE(fake::st().kernel_kind_on);
+  CHECK(fake::st().host_pinned == 0);
+  CHECK(fake::st().size_attrs == fake::State{}.size_attrs);
+  CHECK(fake::st().flush_period == 0);
+  CHECK(fake::st().per_thread == 0);
+  CHECK(fake::st().zeroed_out == 0);
+  {
+    // The next session without knobs: CUPTI's defaults, CONCURRENT_KERNEL, per-thread buffers.
+    fake::st().hw_trace_result = CUPTI_SUCCESS;  // a CUPTI that takes it (Blackwell)
+    auto s = tp::start((dir / "b").string(), {.backend = "cupti_fake", .mode = "cupti:hw_trace=on"});
+    CHECK(fake::st().activity_on);
+    CHECK(fake::st().per_thread == 1);
+    CHECK(fake::st().hw_trace == 1);
+    CHECK(fake::st().size_attrs == fake::State{}.size_attrs);
+    CHECK(cu::counters().knobs == "hw_trace=on");
+    tp::finalize(s);
+    CHECK(fake::st().hw_trace == 0);  // undone at teardown
+  }
+  {
+    auto s = tp::start((dir / "c").string(), {.backend = "cupti_fake"});
+    CHECK(cu::counters().knobs.empty());
+    CHECK(cu::counters().kernel_kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+    tp::finalize(s);
+  }
+}
+
+TEST_CASE("profiler cupti: a session sampling PCs goes back to the mode's kernel kind when it stops") {
+  fake::reset();
+  fake::register_fake();
+  auto dir = temp_dir("cupti_knobs_pc");
+  // The first session asks for serial kernel records; a second one samples PCs and stops first.
+  auto a = tp::start((dir / "a").string(), {.backend = "cupti_fake_pc", .mode = "cupti:kind=serial"});
+  CHECK(cu::counters().kernel_kind == CUPTI_ACTIVITY_KIND_KERNEL);
+  tp::Options pc{.backend = "cupti_fake_pc"};
+  pc.pc_sampling.enabled = true;
+  auto b = tp::start((dir / "b").string(), pc);
+  CHECK(cu::counters().kernel_kind == CUPTI_ACTIVITY_KIND_KERNEL);
+  tp::finalize(b);
+  CHECK(cu::counters().kernel_kind == CUPTI_ACTIVITY_KIND_KERNEL);  // not CONCURRENT_KERNEL
+  CHECK(fake::st().kernel_kind_on);
+  CHECK_FALSE(fake::st().activity_on);
+  tp::finalize(a);
+}
+
 // ---- fault rules ---------------------------------------------------------------------------
 
 TEST_CASE("profiler cupti: CUPTI held by another profiler gives a message and a session without kernels") {
@@ -1807,6 +1982,46 @@ TEST_CASE("profiler cupti gpu: tilejit kernels of two scopes, with time, count a
     CHECK(kn["metrics"]["device_id"] == std::to_string(dev.ordinal()));
   }
   CHECK(j[1]["CUDA"][std::to_string(dev.ordinal())]["num_sms"].get<std::int64_t>() > 0);
+}
+
+TEST_CASE("profiler cupti gpu: every kernel record arrives, attributed, under each \"cupti:\" knob") {
+  if (!have_gpu()) return;
+  namespace tj = tilejit;
+  auto dev = tj::Device::best();
+  auto* p = static_cast<float*>(dev.alloc(4096));
+  auto k = tj::compile<examples::VecAdd<1024>>(dev, {.num_warps = 4});
+  k.launch(tj::Grid{1}, p, p, p, 1024);
+  dev.synchronize();
+  auto dir = temp_dir("cupti_gpu_knobs");
+  // The knobs profiler_bench BM_CuptiKnobs times, and hw_trace (documented for Blackwell only: on the
+  // H200 CUPTI is expected to refuse it and the session to go on without it).
+  constexpr int kLaunches = 2000;  // beyond one 128 KiB activity buffer of records
+  for (const char* mode : {"", "cupti:kind=serial", "cupti:per_thread=off", "cupti:pinned=on",
+                           "cupti:device_buffer=32M", "cupti:device_buffer=64K,pool_limit=4,preallocate=1",
+                           "cupti:flush_period=1", "cupti:hw_trace=on",
+                           "cupti:kind=serial,pinned=on,per_thread=off"}) {
+    CAPTURE(mode);
+    auto s = tp::start((dir / "k").string(), {.backend = "cupti", .mode = mode, .buffer_size = 128 << 10});
+    REQUIRE_MESSAGE(tp::stats(s).kernel_records, "the cupti backend did not start (see the message above)");
+    const std::string report = tp::cupti_report();
+    const std::uint64_t dropped0 = cu::counters().dropped;
+    {
+      tp::Scope a("knob");
+      for (int i = 0; i < kLaunches; ++i) k.launch(tj::Grid{1}, p, p, p, 1024);
+    }
+    dev.synchronize();
+    auto rep = tp::finalize(s);
+    MESSAGE(mode << ": " << report.substr(report.find("kernel kind")));
+    CHECK(cu::counters().dropped == dropped0);
+    REQUIRE(rep.files.size() == 1);
+    const json root = read_json(rep.files[0])[0];
+    const json& sc = at(root, {"knob"});
+    REQUIRE(sc["children"].size() == 1);
+    CHECK(sc["children"][0]["metrics"]["count"] == kLaunches);  // every record, under the scope that launched it
+    CHECK(sc["children"][0]["metrics"]["time (ns)"].get<std::int64_t>() > 0);
+    CHECK(child_names(root) == std::vector<std::string>{"knob"});  // nothing unattributed
+  }
+  dev.free(p);
 }
 
 TEST_CASE("profiler cupti gpu: CUPTI already subscribed elsewhere, then handed back") {
