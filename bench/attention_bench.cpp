@@ -110,7 +110,7 @@ void BM_FlashFwd(benchmark::State& st) {
 /// DK >= D on zero-padded heads (DK = D: exact); BLOCK_M = 16 x warps, BLOCK_N = BN, num_stages = STAGES.
 /// WS: 1 = a producer warp (CompileOptions::warp_specialize), 2 = that and the ping-pong schedule.
 template <int D, bool CAUSAL, int BM, int BN, int STAGES, int DK = D,
-          template <int, int, int, bool, class> class Kernel = examples::FlashAttnFwdTma, int WS = 0>
+          template <int, int, int, bool, class> class Kernel = examples::FlashAttnFwdTma, int WS = 0, bool OVERLAP = true>
 void BM_FlashFwdTma(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
   constexpr int WARPS = BM / 16;  // one warp group per 64 query rows
@@ -122,11 +122,11 @@ void BM_FlashFwdTma(benchmark::State& st) {
   const Desc dk(gpu(), x.k, tj::DType::bf16, {rows, DK}, {DK, 1}, {BN, DK});
   const Desc dv(gpu(), x.v, tj::DType::bf16, {rows, DK}, {DK, 1}, {BN, DK});
   auto kern = tj::compile<Kernel<BM, BN, DK, CAUSAL, tj::bf16>>(
-      gpu(), {.num_warps = WARPS, .num_stages = STAGES, .warp_specialize = WS >= 1, .pingpong = WS == 2});
+      gpu(), {.num_warps = WARPS, .num_stages = STAGES, .warp_specialize = WS >= 1, .pingpong = WS == 2, .overlap_register_wgmma = OVERLAP});
   const float scale = static_cast<float>(1.4426950408889634 / std::sqrt(double(D)));
   time_tflops(st, [&] { kern.launch(tj::Grid{S / BM, B * H}, dq, dk, dv, x.o, x.lse, S, 1, scale); }, x.flops(CAUSAL));
-  st.SetLabel(fmt::format("{}x{} stages {}{}{}", BM, BN, STAGES, DK != D ? fmt::format(", padded to {}", DK) : "",
-                          WS == 2 ? ", producer warp + ping-pong" : WS == 1 ? ", producer warp" : ""));
+  st.SetLabel(fmt::format("{}x{} stages {}{}{}{}", BM, BN, STAGES, DK != D ? fmt::format(", padded to {}", DK) : "",
+                          WS == 2 ? ", producer warp + ping-pong" : WS == 1 ? ", producer warp" : "", OVERLAP ? "" : ", P.V waited at once"));
 }
 
 /// Inputs of a backward run: random q, k, v, dO (B=4, H=32, S=4096, bf16), O and LSE from the forward, and
@@ -415,6 +415,25 @@ TJ_TMA_WS(96, false, 128, 128, 2, "full", examples::FlashAttnFwdTmaEdge, 1, "Tma
 TJ_TMA_WS(96, true, 128, 128, 2, "causal", examples::FlashAttnFwdTmaEdge, 1, "TmaEdge");
 TJ_TMA_WS(128, false, 128, 128, 2, "full", examples::FlashAttnFwdTmaEdge, 1, "TmaEdge");
 TJ_TMA_WS(128, true, 128, 128, 2, "causal", examples::FlashAttnFwdTmaEdge, 1, "TmaEdge");
+// The same with P_{j-1}.V_{j-1} waited for at once (overlap_register_wgmma = false: v0.5's code), and with the
+// ping-pong turns; D = 96 on heads zero-padded to 128 (the exact tile's gain is the time ratio).
+#define TJ_TMA_NOOVERLAP(D, C, NAME)                                                                            \
+  BENCHMARK(BM_FlashFwdTma<D, C, 128, 128, 2, D, examples::FlashAttnFwdTmaPingPongEdge, 1, false>)                \
+      ->Name("BM_FlashFwdPingPongEdgeNoOverlap/D" #D "/" NAME "/128x128/2")                                       \
+      ->UseManualTime()                                                                                           \
+      ->Unit(benchmark::kMillisecond)
+TJ_TMA_NOOVERLAP(64, false, "full");
+TJ_TMA_NOOVERLAP(64, true, "causal");
+TJ_TMA_NOOVERLAP(96, false, "full");
+TJ_TMA_NOOVERLAP(96, true, "causal");
+TJ_TMA_NOOVERLAP(128, false, "full");
+TJ_TMA_NOOVERLAP(128, true, "causal");
+TJ_TMA_WS(96, false, 128, 128, 2, "full", examples::FlashAttnFwdTmaPingPongEdge, 2, "PingPongEdgeTurns");
+TJ_TMA_WS(96, true, 128, 128, 2, "causal", examples::FlashAttnFwdTmaPingPongEdge, 2, "PingPongEdgeTurns");
+TJ_TMA_WS(128, false, 128, 128, 2, "full", examples::FlashAttnFwdTmaPingPongEdge, 2, "PingPongEdgeTurns");
+TJ_TMA_WS(128, true, 128, 128, 2, "causal", examples::FlashAttnFwdTmaPingPongEdge, 2, "PingPongEdgeTurns");
+BENCHMARK(BM_FlashFwdTma<96, false, 128, 128, 2, 128, examples::FlashAttnFwdTmaPingPongEdge, 1>)->Name("BM_FlashFwdPingPongEdgePadded/D96/full/128x128/2")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdTma<96, true, 128, 128, 2, 128, examples::FlashAttnFwdTmaPingPongEdge, 1>)->Name("BM_FlashFwdPingPongEdgePadded/D96/causal/128x128/2")->UseManualTime()->Unit(benchmark::kMillisecond);
 // The plain order (flash_fwd_tma.hpp FlashAttnFwdTma) with a producer warp group; BLOCK_N = 192 = 64 x 3 is exact.
 TJ_TMA_WS(64, false, 128, 128, 2, "full", examples::FlashAttnFwdTma, 1, "TmaWs");
 TJ_TMA_WS(64, false, 128, 192, 2, "full", examples::FlashAttnFwdTma, 1, "TmaWs");

@@ -36,14 +36,23 @@ namespace examples {
 /// view of k and v, the end of its key range (`hi`), and the epilogue (O and LSE
 /// of the rows < S, stored by pointer). The members are traced in this order,
 /// as each kernel used to write them.
-template <int BLOCK_M, int HEAD_DIM, bool CAUSAL>
+/// HEAVY_FIRST (causal): program 0 takes the last query block, the one with the most keys, so the longest
+/// programs start first and the short ones fill the tail (longest-processing-time-first, as FlashAttention's
+/// causal schedulers do); full attention is unaffected.
+template <int BLOCK_M, int HEAD_DIM, bool CAUSAL, bool HEAVY_FIRST = false>
 struct FwdRows {
   tj::Int start_m, bh, kv_row;
   tj::Tile<std::int32_t, BLOCK_M> rm;
   tj::Tile<std::int32_t, HEAD_DIM> rd;
   tj::Tile<bool, BLOCK_M> row_ok;
+  static tj::Int block_m() {
+    if constexpr (CAUSAL && HEAVY_FIRST)
+      return tj::num_programs(0) - 1 - tj::program_id(0);
+    else
+      return tj::program_id(0);
+  }
   FwdRows(const tj::Size& S, const tj::Size& group)
-      : start_m(tj::program_id(0) * BLOCK_M), bh(tj::program_id(1)), kv_row((bh / group) * S),
+      : start_m(block_m() * BLOCK_M), bh(tj::program_id(1)), kv_row((bh / group) * S),
         rm(start_m + tj::arange<BLOCK_M>()), rd(tj::arange<HEAD_DIM>()), row_ok(rm < S) {}
   /// The Q block of these rows (a descriptor over [B·Hq·S, D]).
   template <class Q>
@@ -84,12 +93,13 @@ struct FlashAttnFwdTma {
 /// FlashAttnFwdTma masking only the key blocks that need it (mask_scores_from):
 /// the diagonal block(s) for causal attention, the last block when S is not a
 /// multiple of BLOCK_N; the other blocks skip the compare, and and select per
-/// score behind a uniform branch. Same shapes, descriptors and results.
+/// score behind a uniform branch. Causal programs run heaviest first
+/// (FwdRows' HEAVY_FIRST). Same shapes, descriptors and results.
 template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T>
 struct FlashAttnFwdTmaEdge {
   void operator()(tj::Desc<T, BLOCK_M, HEAD_DIM> q, tj::Desc<T, BLOCK_N, HEAD_DIM> k, tj::Desc<T, BLOCK_N, HEAD_DIM> v, tj::Ptr<T> o,
                   tj::Ptr<float> lse, tj::Size S, tj::Size group, tj::Scalar<float> scale_log2e) const {
-    const FwdRows<BLOCK_M, HEAD_DIM, CAUSAL> p(S, group);
+    const FwdRows<BLOCK_M, HEAD_DIM, CAUSAL, true> p(S, group);
     auto q_tile = p.load_q(q, S);
     auto hi = p.hi(S);
     auto edge = p.template mask_edge<BLOCK_N>(S);
@@ -159,7 +169,7 @@ template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, KeyMask 
 struct FlashAttnFwdTmaPingPongBody {
   void operator()(tj::Desc<T, BLOCK_M, HEAD_DIM> q, tj::Desc<T, BLOCK_N, HEAD_DIM> k, tj::Desc<T, BLOCK_N, HEAD_DIM> v, tj::Ptr<T> o,
                   tj::Ptr<float> lse, tj::Size S, tj::Size group, tj::Scalar<float> scale_log2e) const {
-    const FwdRows<BLOCK_M, HEAD_DIM, CAUSAL> p(S, group);
+    const FwdRows<BLOCK_M, HEAD_DIM, CAUSAL, MASK == KeyMask::edge_blocks> p(S, group);
     auto q_tile = p.load_q(q, S);
     auto hi = p.hi(S);
     const auto& kv_row = p.kv_row;  // first row of this head's K and V in the 2-D view
@@ -182,7 +192,7 @@ template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T>
 struct FlashAttnFwdTmaPingPong : FlashAttnFwdTmaPingPongBody<BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, T> {};
 
 /// FlashAttnFwdTmaPingPong masking only the key blocks that need it (see
-/// FlashAttnFwdTmaEdge): any S, causal or not.
+/// FlashAttnFwdTmaEdge): any S, causal or not; causal programs heaviest first.
 template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T>
 struct FlashAttnFwdTmaPingPongEdge : FlashAttnFwdTmaPingPongBody<BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, T, KeyMask::edge_blocks> {};
 

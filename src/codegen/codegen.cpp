@@ -161,6 +161,7 @@ class Emitter {
     alias_.assign(N, -1);
     tma_param_.assign(k_.params.size(), 0);
     const auto ends = ir::loop_ends(k_);
+    loop_end_.assign(ends.begin(), ends.end());
     std::vector<int> parent(N, -1), stack;
     for (std::size_t id = 0; id < N; ++id) {
       const Node& n = k_.nodes[id];
@@ -787,12 +788,7 @@ class Emitter {
     const ir::Type& t = n.type;
     auto arg = [&](int j) { return n.args[static_cast<std::size_t>(j)]; };
     auto op = [&](int j, int r) { return opnd(id, j, r); };
-    if (!deferred_.empty()) {
-      bool reads = n.op == Op::loop_begin || n.op == Op::loop_end;
-      for (int a : n.args)
-        reads |= a >= 0 && std::find(deferred_.begin(), deferred_.end(), a) != deferred_.end();
-      if (reads) retire_deferred();
-    }
+    if (!deferred_.empty()) retire_deferred(deferred_needed_by(id));
     convert_operands(id);
     switch (n.op) {
       case Op::param: {
@@ -1407,29 +1403,63 @@ class Emitter {
     }
     emit_wgmma_instructions(id, acc, A, B, N, K, ta.dtype);
     if (async) return;
-    // Both operands in shared memory: the wait is deferred to the first node that reads the result (or the
-    // end of the iteration / a loop boundary), so independent work — e.g. the softmax of the previous scores
-    // while the next Q·Kᵀ runs — overlaps the tensor cores. A register-A wgmma waits at once: its A
-    // registers must not be reused while it reads them.
-    if (a_smem) {
+    // The wait is deferred to the first node that reads the result (or a loop boundary, or the end of the
+    // iteration), so independent work overlaps the tensor cores — e.g. the softmax of S_j while O += P_{j-1}·V_{j-1}
+    // runs (FlashAttention-3's intra-warp-group overlap, arXiv 2407.08608 §3.2). A register-A wgmma may be left
+    // in flight too (Options::overlap_register_wgmma): its A registers (tj_pa<id>) are packed for it alone and
+    // never written again.
+    if (a_smem || o_.overlap_register_wgmma) {
       deferred_.push_back(id);
       return;
     }
     line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");");
   }
 
-  /// Wait for every deferred wgmma, then pin their accumulator registers (an empty asm that "writes" them),
-  /// so no read of a result is scheduled before the wait (CUTLASS's warpgroup_fence_operand).
-  void retire_deferred() {
-    if (deferred_.empty()) return;
-    line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");  // deferred wgmma complete");
-    for (int d : deferred_) {
+  /// How many of the oldest deferred wgmma must complete before node `id` runs: up to the newest one it reads;
+  /// all at a loop boundary of a loop that issues wgmma (the count of groups in flight must not depend on the
+  /// trip count); for a loop without wgmma (e.g. the zero-or-one-trip mask of attention's edge blocks), up to
+  /// the newest one its body reads.
+  std::size_t deferred_needed_by(int id) const {
+    const Node& n = k_[id];
+    std::size_t need = 0;
+    auto reads = [&](int a) {
+      const auto it = std::find(deferred_.begin(), deferred_.end(), a);
+      if (it != deferred_.end()) need = std::max(need, static_cast<std::size_t>(it - deferred_.begin()) + 1);
+    };
+    if (n.op == Op::loop_begin || n.op == Op::loop_end) {
+      const int b = n.op == Op::loop_begin ? id : n.args[0];
+      const int e = loop_end_[static_cast<std::size_t>(b)];
+      bool has_dot = false;
+      for (int x = b; x <= e; ++x) has_dot |= k_[x].op == Op::dot;
+      if (has_dot) return deferred_.size();
+      if (n.op == Op::loop_begin)
+        for (int x = b; x <= e; ++x)
+          for (int a : k_[x].args)
+            if (a >= 0) reads(a);
+      return need;
+    }
+    for (int a : n.args)
+      if (a >= 0) reads(a);
+    return need;
+  }
+
+  /// Wait for the `count` oldest deferred wgmma (every one: count = all), leaving the newer ones in flight
+  /// (wgmma groups complete in order: wait_group N waits for all but the N most recent), then pin their
+  /// accumulator registers (an empty asm that "writes" them), so no read of a result is scheduled before the
+  /// wait (CUTLASS's warpgroup_fence_operand).
+  void retire_deferred(std::size_t count) {
+    if (count == 0) return;
+    line(fmt::format("asm volatile(\"wgmma.wait_group.sync.aligned {};\" ::: \"memory\");  // deferred wgmma complete",
+                     deferred_.size() - count));
+    for (std::size_t i = 0; i < count; ++i) {
+      const int d = deferred_[i];
       std::string cons;
       for (int r = 0; r < R(d); ++r) cons += fmt::format("{}\"+{}\"(v{}[{}])", r ? ", " : "", k_[d].type.dtype == DType::i32 ? 'r' : 'f', d, r);
       line(fmt::format("asm volatile(\"\" : {});", cons));
     }
-    deferred_.clear();
+    deferred_.erase(deferred_.begin(), deferred_.begin() + static_cast<std::ptrdiff_t>(count));
   }
+  void retire_deferred() { retire_deferred(deferred_.size()); }
 
   /// acc + a·b with AMD MFMA (CDNA wave64: v_mfma_f32_32x32x8 / 16x16x16,
   /// f16 or bf16 `_1k`), f32 accumulator in the MFMA layout
@@ -1615,7 +1645,8 @@ class Emitter {
   std::vector<int> tma_param_;  // per parameter: rows of its TMA box (0: not TMA-fed)
   int ring_bytes_ = 0;
   std::vector<Resident> resident_;
-  std::vector<int> deferred_;  // wgmma dots issued, not yet waited for (retire_deferred)
+  std::vector<int> deferred_;  // wgmma dots issued, not yet waited for, oldest first (retire_deferred)
+  std::vector<int> loop_end_;  // per loop_begin: its loop_end (ir::loop_ends)
   bool ws_ = false, pingpong_ = false;  // warp specialisation and the ping-pong schedule (decide_warp_specialization)
   std::vector<int> producer_deps_;      // scalars the producer warp recomputes, in program order
   int pp_first_ = -1, pp_last_ = -1;    // the span of wgmma the warp groups take turns over

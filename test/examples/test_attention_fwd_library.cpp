@@ -80,13 +80,15 @@ TEST_CASE("attention_library_forward_configs_compile_for_sm90a") {
     MESSAGE("skipping: ", why);
     return;
   }
-  // What Attention::forward picks on compute capability 9.0 (attention.hpp): D = 96 / 128 with a producer warp
-  // group and 128 x 128 tiles (FlashAttention-3's order for full attention), D = 64 128 x 64 with 3 stages.
+  // What Attention::forward picks on compute capability 9.0 (attention.hpp): a producer warp group, 128 x 128
+  // tiles in FlashAttention-3's order with only the edge key blocks masked (none for full attention with S a
+  // multiple of 128); D = 64 causal 128 x 64 with 3 stages.
   const tj::CompileOptions ws{.num_warps = 8, .num_stages = 2, .warp_specialize = true};
-  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPingPong<128, 128, 96, false, tj::bf16>>("sm_90a", ws));
-  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTma<128, 128, 96, true, tj::bf16>>("sm_90a", ws));
-  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPingPong<128, 128, 128, false, tj::f16>>("sm_90a", ws));
-  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTma<128, 128, 128, true, tj::f16>>("sm_90a", ws));
+  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPingPongEdge<128, 128, 96, false, tj::bf16>>("sm_90a", ws));
+  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPingPongEdge<128, 128, 96, true, tj::bf16>>("sm_90a", ws));
+  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPingPongEdge<128, 128, 128, true, tj::f16>>("sm_90a", ws));
+  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPingPongEdge<128, 128, 64, false, tj::bf16>>("sm_90a", ws));
+  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPingPongEvenN<128, 128, 128, false, tj::f16>>("sm_90a", ws));
   CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTma<128, 64, 64, true, tj::bf16>>("sm_90a", {.num_warps = 8, .num_stages = 3}));
 }
 
@@ -102,5 +104,7 @@ TEST_CASE("attention_library_forward_gpu_matches_f64") {
     forward_case<tj::bf16>(dev, 2, 4, 4, 1000, 128, causal, 2e-2);  // MQA
     forward_case<tj::f16>(dev, 1, 2, 1, 129, 128, causal, 1e-2);
     forward_case<tj::bf16>(dev, 1, 2, 1, 1, 96, causal, 2e-2);      // one token
+    forward_case<tj::bf16>(dev, 1, 4, 1, 512, 64, causal, 2e-2);    // S a multiple of 128 (full: no block masked)
+    forward_case<tj::f16>(dev, 2, 2, 2, 384, 128, causal, 1e-2);
   }
 }

@@ -229,6 +229,28 @@ TEST_CASE("attention_tma_edge_mask_masks_behind_a_uniform_branch") {
   compiles_for_sm90a(plain.source, "attn_edge_plain.cu");
 }
 
+TEST_CASE("attention_tma_pv_wgmma_stays_in_flight_during_the_softmax") {
+  // FlashAttention-3's order issues S_j = Q·K_jᵀ, then O += P_{j-1}·V_{j-1} (A = P in registers). With
+  // overlap_register_wgmma (the default) the softmax's first read of S_j waits for S_j alone (wait_group 1: the
+  // P·V group stays in flight) and P·V is waited for where O is rescaled; without it P·V is waited for at once.
+  auto gen = [](bool overlap) {
+    return tj::codegen::generate(tj::trace(examples::FlashAttnFwdTmaPingPongEdge<128, 128, 128, false, tj::bf16>{}), {},
+                                 tj::codegen::target_for("sm_90a"),
+                                 {.num_warps = 8, .num_stages = 2, .warp_specialize = true, .overlap_register_wgmma = overlap});
+  };
+  const auto on = gen(true), off = gen(false);
+  const std::string one = "wgmma.wait_group.sync.aligned 1;\" ::: \"memory\");  // deferred";
+  CHECK(occurrences(on.source, one) >= 1);
+  CHECK(occurrences(off.source, one) == 0);
+  // In the loop, between S_j's wait and the next wgmma.fence, on.source runs the softmax's exp2 with P·V in flight.
+  const auto w = on.source.find(one);
+  REQUIRE(w != std::string::npos);
+  const auto next_wait = on.source.find("wgmma.wait_group.sync.aligned 0;", w);
+  REQUIRE(next_wait != std::string::npos);
+  CHECK(on.source.substr(w, next_wait - w).find("tj_exp2(") != std::string::npos);
+  compiles_for_sm90a(on.source, "attn_overlap.cu");
+}
+
 TEST_CASE("attention_tma_even_n_emits_no_key_mask") {
   const auto masked = sm90(8, 2, examples::FlashAttnFwdTmaPingPong<128, 128, 128, false, tj::bf16>{}, true);
   const auto even = sm90(8, 2, examples::FlashAttnFwdTmaPingPongEvenN<128, 128, 128, false, tj::bf16>{}, true);

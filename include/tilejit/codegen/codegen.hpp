@@ -44,6 +44,12 @@ struct Options {
   /// last), so one group's non-tensor work overlaps the other's products
   /// (FlashAttention-3's ping-pong schedule, arXiv 2407.08608 §3.1).
   bool pingpong = false;
+  /// sm_90a: a wgmma with A in registers (attention's P·V) is left in flight
+  /// until a node reads its result, as one with both operands in shared
+  /// memory is, so e.g. the softmax of S_j overlaps O += P_{j-1}·V_{j-1}
+  /// (FlashAttention-3's intra-warp-group overlap, arXiv 2407.08608 §3.2).
+  /// false: it is waited for at once (the code of v0.5).
+  bool overlap_register_wgmma = true;
 };
 
 struct Generated {

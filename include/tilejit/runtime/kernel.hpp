@@ -54,11 +54,19 @@ struct CompileOptions {
   /// turns issuing each iteration's wgmma (FlashAttention-3's ping-pong), so
   /// one group's softmax or epilogue overlaps the other's tensor-core work.
   bool pingpong = false;
+  /// sm_90a: a wgmma with A in registers (attention's P·V) stays in flight
+  /// until its result is read, overlapping the work in between (e.g. the
+  /// softmax of the next scores); false: waited for at once.
+  bool overlap_register_wgmma = true;
 };
 
 /// The code generator's options for `o`.
 inline codegen::Options codegen_options(const CompileOptions& o) {
-  return {.num_warps = o.num_warps, .num_stages = o.num_stages, .warp_specialize = o.warp_specialize, .pingpong = o.pingpong};
+  return {.num_warps = o.num_warps,
+          .num_stages = o.num_stages,
+          .warp_specialize = o.warp_specialize,
+          .pingpong = o.pingpong,
+          .overlap_register_wgmma = o.overlap_register_wgmma};
 }
 
 /// What the last launch's JIT did (for tools and benchmarks).
