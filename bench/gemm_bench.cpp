@@ -10,6 +10,8 @@
 //                            layouts, index vectors rematerialised, 4x2 warp grid at 8 warps)
 //   BM_CublasTN/M/N/K        cublasGemmEx with B stored [N, K] (C = A·Bᵀ, the layout rung 5 computes)
 //   BM_TilejitV5/BMxBN/S     examples/gemm/matmul_v5.hpp (rung 5: descriptors, TMA ring of S stages, async wgmma)
+//   BM_TilejitV6Ws/BMxBN/S   examples/gemm/matmul_v6.hpp (rung 6: persistent grid of one program per SM, grouped tile
+//                            order, a producer warp group whose ring runs across tiles; BM_TilejitV6: no producer)
 // Counters: TFLOP/s (2·M·N·K per run). Without a GPU every case is skipped.
 #include <benchmark/benchmark.h>
 #include <cublasLt.h>
@@ -25,6 +27,7 @@
 #include "examples/gemm/matmul_v2.hpp"
 #include "examples/gemm/gemm.hpp"
 #include "examples/gemm/matmul_v5.hpp"
+#include "examples/gemm/matmul_v6.hpp"
 #include "tilejit/ir/remat.hpp"
 #include "tilejit/tilejit.hpp"
 
@@ -311,6 +314,20 @@ void BM_TilejitV5(benchmark::State& st) {
               (WS ? ", producer warp group" : ""));
 }
 
+/// Rung 6: the persistent grid (min(tiles, SMs) programs), with a producer warp group when WS.
+template <int BM, int BN, int STAGES, bool WS = true>
+void BM_TilejitV6(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  const long M = st.range(0), N = st.range(1), K = st.range(2);
+  Operands o(M, N, K);
+  const TnDescs d(o.a, o.b, tj::DType::bf16, M, N, K, BM, BN, 64);
+  auto k = tj::compile<examples::MatmulV6<BM, BN, tj::bf16>>(gpu(), {.num_warps = BM / 16, .num_stages = STAGES, .warp_specialize = WS});
+  const tj::Grid grid = examples::persistent_grid(M, N, BM, BN, gpu().num_sms());
+  timed(st, 2.0 * M * N * K, [&] { k.launch(grid, d.a, d.b, static_cast<float*>(o.c), M, N, K); });
+  st.SetLabel("BLOCK " + std::to_string(BM) + "x" + std::to_string(BN) + "x64 stages " + std::to_string(STAGES) + ", " +
+              std::to_string(grid.x) + " programs" + (WS ? ", producer warp group" : ""));
+}
+
 template <int BM, int BN, int BK, int NW>
 void BM_TilejitV1(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
@@ -382,6 +399,15 @@ BENCHMARK(BM_TilejitV5<256, 128, 4, true>)->Name("BM_TilejitV5Ws/256x128/4")->Ap
 BENCHMARK(BM_TilejitV5<64, 96, 6>)->Name("BM_TilejitV5/64x96/6")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TilejitV5<128, 96, 6>)->Name("BM_TilejitV5/128x96/6")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TilejitV5<64, 192, 6>)->Name("BM_TilejitV5/64x192/6")->Args({8192, 192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
+// Rung 6: persistent, warp-specialised (compare with BM_CublasTN and BM_TilejitV5Ws on the same shapes).
+void shapes_v6(benchmark::internal::Benchmark* b) {
+  b->Args({4096, 4096, 4096})->Args({8192, 8192, 8192})->Args({4096, 28672, 4096});
+  b->UseManualTime()->Unit(benchmark::kMillisecond);
+}
+BENCHMARK(BM_TilejitV6<128, 256, 4>)->Name("BM_TilejitV6Ws/128x256/4")->Apply(shapes_v6);
+BENCHMARK(BM_TilejitV6<128, 256, 3>)->Name("BM_TilejitV6Ws/128x256/3")->Apply(shapes_v6);
+BENCHMARK(BM_TilejitV6<256, 128, 4>)->Name("BM_TilejitV6Ws/256x128/4")->Apply(shapes_v6);
+BENCHMARK(BM_TilejitV6<128, 256, 4, false>)->Name("BM_TilejitV6/128x256/4")->Apply(shapes_v6);
 // Small M (decode: tokens in flight 1, 16, 128) on the Llama-3-8B projections.
 void shapes_small_m(benchmark::internal::Benchmark* b) {
   for (long m : {1, 16, 128})

@@ -230,6 +230,7 @@ class Emitter {
       r.off = ring_bytes_;
       ring_bytes_ += (r.bytes + 1023) / 1024 * 1024;
     }
+    parent_ = parent;
     decide_warp_specialization(parent, ends);
     // Barriers after all rings (8 bytes each): per stage a "full" one (the copies landed) and, warp-specialised,
     // an "empty" one (every consumer warp is done with the stage).
@@ -303,6 +304,9 @@ class Emitter {
   void emit_pipe_prologue(const Pipe& p) {
     if (ws_) {
       line(fmt::format("// loop %{}: its TMA copies are issued by the producer warp", p.loop));
+      if (const int O = parent_[static_cast<std::size_t>(p.loop)]; O >= 0)
+        line(fmt::format("const unsigned tj_it0{0} = tj_it{0};  // stages consumed before this run of loop %{0} (the ring continues across loop %{1})",
+                         p.loop, O));
       if (pingpong_) line("if (tj_warp / 4 == 1) asm volatile(\"bar.arrive 2, 256;\" ::: \"memory\");  // warp group 0 issues first");
       return;
     }
@@ -355,8 +359,12 @@ class Emitter {
                        p.prefetch > 0 ? p.async_dots.size() : std::size_t{0}));
     if (ws_) {
       // Release a stage no wgmma reads any more: this iteration's when nothing is left in flight, else the previous one's.
-      const int lag = !p.async_dots.empty() && p.prefetch > 0 ? 1 : 0;
-      line(lag ? fmt::format("__syncwarp(); if (tj_lane == 0 && tj_it{0} > 0) tj_mbar_arrive(tj_empty{0} + 8u * ((tj_it{0} - 1u) % {1}u));", L, p.stages)
+      // In a loop nested in a persistent loop the previous stage is this run's own (the last stage of the previous
+      // run is released after that run's loop).
+      const int lag = release_lag(p);
+      const std::string first = parent_[static_cast<std::size_t>(L)] >= 0 ? fmt::format("tj_it0{}", L) : "0";
+      line(lag ? fmt::format("__syncwarp(); if (tj_lane == 0 && tj_it{0} > {2}) tj_mbar_arrive(tj_empty{0} + 8u * ((tj_it{0} - 1u) % {1}u));", L,
+                             p.stages, first)
                : fmt::format("__syncwarp(); if (tj_lane == 0) tj_mbar_arrive(tj_empty{0} + 8u * tj_st{0});", L));
       line(fmt::format("++tj_it{};", L));
       return;
@@ -368,10 +376,20 @@ class Emitter {
     line(fmt::format("++tj_it{};", L));
   }
 
+  /// Warp-specialised consumers release a stage one iteration late when a wgmma reading it is left in flight.
+  static int release_lag(const Pipe& p) { return !p.async_dots.empty() && p.prefetch > 0 ? 1 : 0; }
+
   /// warp_specialize applies when every pipelined loop is outermost and its
   /// bounds and block coordinates come from scalars computed outside any loop
   /// (parameters, program ids, constants and arithmetic on them): the producer
   /// warp recomputes them on its own. Otherwise a diagnostic says why not.
+  /// A pipelined loop may also sit directly in one top-level loop (a persistent
+  /// loop over output tiles) whose bounds are such scalars and which copies
+  /// nothing by TMA itself; the inner loop's bounds and coordinates may then
+  /// also use the outer induction variable and scalar arithmetic on it in the
+  /// outer body (not loads, not values the outer loop carries). The producer
+  /// walks the same nest, and both sides keep the ring's counter across outer
+  /// iterations.
   void decide_warp_specialization(const std::vector<int>& parent, const std::vector<int>& ends) {
     if (!o_.warp_specialize) {
       if (o_.pingpong) plan_diag_.push_back("pingpong ignored: it needs warp_specialize");
@@ -383,10 +401,21 @@ class Emitter {
     if (threads_ + 4 * t_.warp_size > 1024)
       return no(fmt::format("num_warps = {} and the producer warp group make {} threads: a program has at most 1024", o_.num_warps,
                             threads_ + 4 * t_.warp_size));
-    std::vector<char> need(k_.nodes.size(), 0);
+    std::vector<char> need(k_.nodes.size(), 0), outer(k_.nodes.size(), 0);
     std::vector<int> todo;
     for (const Pipe& p : pipes_) {
-      if (parent[static_cast<std::size_t>(p.loop)] >= 0) return no(fmt::format("loop %{} is nested in loop %{}", p.loop, parent[static_cast<std::size_t>(p.loop)]));
+      // A pipelined loop directly inside one top-level loop (a persistent loop over output tiles): the producer walks
+      // both. Deeper nests, and an outer loop with TMA copies of its own, stay unspecialised.
+      if (const int O = parent[static_cast<std::size_t>(p.loop)]; O >= 0) {
+        if (const int O2 = parent[static_cast<std::size_t>(O)]; O2 >= 0)
+          return no(fmt::format("loop %{} is nested in loop %{}, itself nested in loop %{}: the producer walks one enclosing loop "
+                                "at most", p.loop, O, O2));
+        if (const int po = pipe_of_loop_[static_cast<std::size_t>(O)]; po >= 0)
+          return no(fmt::format("loop %{} is nested in loop %{}, which copies blocks by TMA outside it (desc_load %{})", p.loop, O,
+                                pipes_[static_cast<std::size_t>(po)].loads.front()));
+        outer[static_cast<std::size_t>(O)] = 1;
+        for (int a : k_[O].args) todo.push_back(a);
+      }
       for (int a : k_[p.loop].args) todo.push_back(a);
       for (int x : p.loads) {
         todo.push_back(k_[x].args[0]);
@@ -402,12 +431,31 @@ class Emitter {
       need[static_cast<std::size_t>(x)] = 1;
       for (int a : k_[x].args) todo.push_back(a);
     }
+    // In an enclosing loop's body, outside the pipelined loop: scalar arithmetic the producer repeats per outer
+    // iteration. Not a load (the producer runs ahead of the consumers' stores), not a value carried by the outer loop
+    // or produced by another loop (the producer would have to run that loop too). Checked last node first, so the
+    // diagnostic names the value nearest the coordinate.
+    for (std::size_t id = need.size(); id-- > 0;) {
+      const int L = parent[id];
+      if (!need[id] || L < 0 || !outer[static_cast<std::size_t>(L)] || pipe_of_loop_[id] >= 0) continue;  // (the pipelined loop's own induction variable)
+      const Op op = k_.nodes[id].op;
+      const bool pure = op == Op::constant || ir::is_binary(op) || op == Op::neg || op == Op::cast || op == Op::program_id ||
+                        op == Op::num_programs || op == Op::desc_field || op == Op::where;
+      if (tile(static_cast<int>(id)) || !pure)
+        return no(fmt::format("%{} ({}) in loop %{} feeds a loop bound or a block coordinate of a nested pipelined loop and is "
+                              "not scalar arithmetic on loop %{}'s induction variable and values computed outside loops",
+                              id, ir::name(op), L, L));
+    }
     for (std::size_t id = 0; id < need.size(); ++id) {
       if (!need[id]) continue;
       const int L = parent[id];
       const bool in_pipe = L >= 0 && pipe_of_loop_[static_cast<std::size_t>(L)] >= 0;
-      if (pipe_of_loop_[id] >= 0) continue;  // a pipelined loop's induction variable: the producer's own
+      if (pipe_of_loop_[id] >= 0 || outer[id]) continue;  // a loop's induction variable: the producer walks that loop too
       const Op op = k_.nodes[id].op;
+      if (L >= 0 && outer[static_cast<std::size_t>(L)]) {
+        outer_deps_.push_back(static_cast<int>(id));
+        continue;
+      }
       if (tile(static_cast<int>(id)) || op == Op::loop_carry || op == Op::loop_result || op == Op::loop_begin || (L >= 0 && !in_pipe))
         return no(fmt::format("%{} ({}) feeds a loop bound or a block coordinate and is not a scalar computed outside loops", id, ir::name(op)));
       if (!in_pipe) producer_deps_.push_back(static_cast<int>(id));
@@ -416,6 +464,10 @@ class Emitter {
     plan_diag_.push_back(fmt::format("warp specialised: {} consumer warp(s) with {} registers each and a producer warp group (24 "
                                      "registers) whose first lane issues the TMA copies of {} loop(s)",
                                      o_.num_warps, std::max(consumer_regs(), launch_regs()), pipes_.size()));
+    for (const Pipe& p : pipes_)
+      if (const int O = parent[static_cast<std::size_t>(p.loop)]; O >= 0)
+        plan_diag_.push_back(fmt::format("warp specialised: the producer walks loop %{} inside loop %{}; the ring's stages and phases "
+                                         "continue across loop %{}'s iterations (its copies run ahead into the next one)", p.loop, O, O));
     if (!o_.pingpong) return;
     if (o_.num_warps != 8) {
       plan_diag_.push_back(fmt::format("pingpong not applied: it needs two consumer warp groups (num_warps = 8), not {}", o_.num_warps));
@@ -426,6 +478,10 @@ class Emitter {
       return;
     }
     const Pipe& p = pipes_.front();
+    if (const int O = parent[static_cast<std::size_t>(p.loop)]; O >= 0) {
+      plan_diag_.push_back(fmt::format("pingpong not applied: loop %{} is nested in loop %{} (turns are kept to top-level loops)", p.loop, O));
+      return;
+    }
     for (int d = p.loop + 1; d < ends[static_cast<std::size_t>(p.loop)]; ++d)
       if (k_[d].op == Op::dot && parent[static_cast<std::size_t>(d)] == p.loop && plan_.dot_wgmma[static_cast<std::size_t>(d)]) {
         if (pp_first_ < 0) pp_first_ = d;
@@ -449,14 +505,34 @@ class Emitter {
     line("asm volatile(\"setmaxnreg.dec.sync.aligned.u32 24;\");  // registers go to the consumers");
     for (int d : producer_deps_) emit(d);
     line(fmt::format("if (tj_tid == {}) {{", threads_));
-    for (const Pipe& p : pipes_) {
+    auto walk = [&](const Pipe& p) {
       const int L = p.loop;
       const Node& lb = k_[L];
       emit_pipe_issue(p);
-      line(fmt::format("unsigned tj_it{} = 0;", L));
+      if (parent_[static_cast<std::size_t>(L)] < 0) line(fmt::format("unsigned tj_it{} = 0;", L));
       line(fmt::format("for (int s{0} = {1}; s{0} < {2}; s{0} += {3}, ++tj_it{0}) {{", L, v(lb.args[0], 0), v(lb.args[1], 0), v(lb.args[2], 0)));
       line(fmt::format("  if (tj_it{0} >= {1}u) tj_mbar_wait(tj_empty{0} + 8u * (tj_it{0} % {1}u), (tj_it{0} / {1}u - 1u) & 1u);", L, p.stages));
       line(fmt::format("  tj_issue{0}(s{0}, tj_it{0});", L));
+      line("}");
+    };
+    for (std::size_t i = 0; i < pipes_.size();) {
+      const int O = parent_[static_cast<std::size_t>(pipes_[i].loop)];
+      if (O < 0) {
+        walk(pipes_[i++]);
+        continue;
+      }
+      // A persistent loop: the same outer iterations as the consumers, the pipelined loops inside it in program order,
+      // each ring's counter kept across outer iterations (never reset), so the copies of the next outer iteration are
+      // issued while the consumers finish this one (its epilogue).
+      std::size_t j = i;
+      while (j < pipes_.size() && parent_[static_cast<std::size_t>(pipes_[j].loop)] == O) ++j;
+      for (std::size_t q = i; q < j; ++q) line(fmt::format("unsigned tj_it{} = 0;  // across all of loop %{}", pipes_[q].loop, O));
+      const Node& ob = k_[O];
+      line(fmt::format("for (int s{0} = {1}; s{0} < {2}; s{0} += {3}) {{  // loop %{0}, as the consumers walk it", O, v(ob.args[0], 0),
+                       v(ob.args[1], 0), v(ob.args[2], 0)));
+      for (int d : outer_deps_)
+        if (parent_[static_cast<std::size_t>(d)] == O) emit(d);
+      for (; i < j; ++i) walk(pipes_[i]);
       line("}");
     }
     line("}");
@@ -966,6 +1042,14 @@ class Emitter {
           line("if (tj_warp / 4 == 0) asm volatile(\"bar.sync 2, 256;\" ::: \"memory\");");
         if (pi >= 0 && !pipes_[static_cast<std::size_t>(pi)].async_dots.empty())
           line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");  // the accumulators are final");
+        if (pi >= 0 && ws_ && parent_[static_cast<std::size_t>(arg(0))] >= 0 && release_lag(pipes_[static_cast<std::size_t>(pi)])) {
+          // Nested in a persistent loop: the producer refills the last stage for the next outer iteration, so release it
+          // now (its wgmma has completed) rather than in the first iteration of the next run, after the epilogue.
+          const Pipe& p = pipes_[static_cast<std::size_t>(pi)];
+          line(fmt::format("if (tj_it{0} > tj_it0{0}) {{ __syncwarp(); if (tj_lane == 0) tj_mbar_arrive(tj_empty{0} + 8u * ((tj_it{0} - 1u) % {1}u)); }}"
+                           "  // the run's last stage",
+                           p.loop, p.stages));
+        }
         return;
       }
       case Op::loop_result:
@@ -1649,6 +1733,8 @@ class Emitter {
   std::vector<int> loop_end_;  // per loop_begin: its loop_end (ir::loop_ends)
   bool ws_ = false, pingpong_ = false;  // warp specialisation and the ping-pong schedule (decide_warp_specialization)
   std::vector<int> producer_deps_;      // scalars the producer warp recomputes, in program order
+  std::vector<int> outer_deps_;         // ... inside a loop that encloses a pipelined loop, per outer iteration (program order)
+  std::vector<int> parent_;             // per node: its innermost enclosing loop_begin (-1: none)
   int pp_first_ = -1, pp_last_ = -1;    // the span of wgmma the warp groups take turns over
   bool in_turn_ = false;                // emitting between pp_first_'s turn barrier and pp_last_'s hand-over
   mutable bool turn_conflict_ = false;  // sync() was emitted in a turn (turn_conflict())

@@ -16,6 +16,13 @@
 //     mbarriers, initialised with num_warps arrivals; each consumer warp
 //     arrives once per iteration (one tj_mbar_arrive per loop), after the
 //     wgmma reading the released stage has retired;
+//   - a pipelined loop nested in a loop over tiles (a persistent kernel): the
+//     producer walks the outer loop with the consumers' bounds, declares the
+//     ring's counter once before it (never reset per tile), and repeats the
+//     outer body's scalar arithmetic; the consumers snapshot the counter per
+//     run (tj_it0), release a run's last stage after its final wgmma wait
+//     (two arrives per loop when a wgmma is left in flight), and declare no
+//     counter inside the outer loop;
 //   - pingpong: group 1 arrives at barrier 2 before the loop, each group syncs
 //     on 2 + group before its first wgmma and arrives at 3 - group after its
 //     last, group 0 syncs on 2 after the loop; no consumer-wide barrier in
@@ -38,6 +45,7 @@
 #include "test/common/text.hpp"
 #include "examples/attention/flash_fwd_tma.hpp"
 #include "examples/gemm/matmul_v5.hpp"
+#include "examples/gemm/matmul_v6.hpp"
 
 namespace tj = tilejit;
 using bf = tj::bf16;
@@ -106,7 +114,8 @@ struct CausalBounds {
   }
 };
 
-/// A pipelined loop nested in another loop: must fall back.
+/// A pipelined loop nested in another loop that carries the accumulator into it (the outer induction variable
+/// moves A's rows): warp-specialised, the producer walks both loops.
 template <int BM, int BN, int BK = 64>
 struct Nested {
   void operator()(tj::Desc<bf, BM, BK> a, tj::Desc<bf, BN, BK> b, tj::Ptr<float> c, tj::Size N, tj::Size K, tj::Size J) const {
@@ -117,6 +126,71 @@ struct Nested {
       });
     });
     store_block<BM, BN>(c, m0, n0, N, acc);
+  }
+};
+
+/// Persistent: a loop over output tiles t = pid, pid + P, ... whose body runs a pipelined K loop at coordinates
+/// computed from t, and stores. The shapes of the outer loop the code generator takes or refuses (TileLoop).
+enum class TileLoop {
+  two_inner,         // two pipelined loops in the tile loop (two rings, both walked per tile)
+  split_range,       // the inner bounds from arithmetic on t (each tile a K range, split-K style)
+  carried_coord,     // refused: the row offset carried by the outer loop (a scalar loop_carry)
+  tile_carry,        // refused: the row offset a reduction of a tile the outer loop carries
+  loaded_tile,       // refused: the tile index read from memory in the outer body
+  outer_block,       // refused: descriptor blocks copied by TMA in the outer body (the outer loop has a ring of its own)
+  doubly_nested,     // refused: the tile loop itself inside another loop
+  bound_from_reduce  // refused: the tile count a reduction of a loaded tile
+};
+template <int BM, int BN, TileLoop S, int BK = 64>
+struct Persistent {
+  void operator()(tj::Desc<bf, BM, BK> a, tj::Desc<bf, BN, BK> b, tj::Desc<bf, BM, BK> a2, tj::Desc<bf, BN, BK> b2, tj::Ptr<float> c,
+                  tj::Ptr<std::int32_t> table, tj::Size M, tj::Size N, tj::Size K) const {
+    const tj::Int num_n = (N + (BN - 1)) / BN;
+    const tj::Int tiles = [&]() -> tj::Int {
+      if constexpr (S == TileLoop::bound_from_reduce) return tj::sum<0>(tj::load(table + tj::arange<16>()));
+      else return (M + (BM - 1)) / BM * num_n;
+    }();
+    auto k_loop = [&](const auto& da, const auto& db, const tj::Int& m0, const tj::Int& n0, const auto& lo, const auto& hi) {
+      return tj::for_range(lo, hi, BK, tj::zeros<float, BM, BN>(),
+                           [&](tj::Int k0, auto acc) { return tj::dot(da.load(m0, k0), tj::trans(db.load(n0, k0)), acc); });
+    };
+    auto tile = [&](const tj::Int& t) {
+      const tj::Int m0 = t / num_n * BM, n0 = t % num_n * BN;
+      if constexpr (S == TileLoop::two_inner) {
+        store_block<BM, BN>(c, m0, n0, N, k_loop(a, b, m0, n0, 0, K) + k_loop(a2, b2, m0, n0, 0, K) * 0.5f);
+      } else if constexpr (S == TileLoop::split_range) {
+        const tj::Int lo = t % 3 * (K / 3) / BK * BK;
+        store_block<BM, BN>(c, m0, n0, N, k_loop(a, b, m0, n0, lo, tj::minimum(lo + K / 3 + BK, K)));
+      } else if constexpr (S == TileLoop::loaded_tile) {
+        const tj::Int u = tj::load(table + t);
+        store_block<BM, BN>(c, m0, n0, N, k_loop(a, b, u / num_n * BM, n0, 0, K));
+      } else if constexpr (S == TileLoop::outer_block) {
+        // a rank-64 correction A2·B2ᵀ from blocks loaded once per tile, outside the K loop
+        auto corr = tj::dot(a2.load(m0, 0), tj::trans(b2.load(n0, 0)));
+        store_block<BM, BN>(c, m0, n0, N, k_loop(a, b, m0, n0, 0, K) + corr);
+      } else {
+        store_block<BM, BN>(c, m0, n0, N, k_loop(a, b, m0, n0, 0, K));
+      }
+    };
+    if constexpr (S == TileLoop::carried_coord) {
+      auto last = tj::for_range(tj::program_id(0), tiles, tj::num_programs(0), tj::scalar<std::int32_t>(0), [&](tj::Int t, auto m0) {
+        const tj::Int n0 = t % num_n * BN;
+        store_block<BM, BN>(c, m0, n0, N, k_loop(a, b, m0, n0, 0, K));
+        return m0 + BM;
+      });
+      (void)last;
+    } else if constexpr (S == TileLoop::tile_carry) {
+      auto last = tj::for_range(tj::program_id(0), tiles, tj::num_programs(0), tj::zeros<std::int32_t, 16>(), [&](tj::Int t, auto rows) {
+        const tj::Int m0 = tj::sum<0>(rows) / 16, n0 = t % num_n * BN;
+        store_block<BM, BN>(c, m0, n0, N, k_loop(a, b, m0, n0, 0, K));
+        return rows + BM;
+      });
+      (void)last;
+    } else if constexpr (S == TileLoop::doubly_nested) {
+      tj::for_range(0, 2, 1, [&](tj::Int) { tj::for_range(tj::program_id(0), tiles, tj::num_programs(0), tile); });
+    } else {
+      tj::for_range(tj::program_id(0), tiles, tj::num_programs(0), tile);
+    }
   }
 };
 
@@ -256,6 +330,28 @@ std::vector<int> pipe_loops(const tj::codegen::Generated& g) {
   return out;
 }
 
+/// The loop that encloses pipelined loop L in a warp-specialised kernel (from the "producer walks loop %L inside
+/// loop %O" diagnostic), -1 when L is outermost.
+int outer_of(const tj::codegen::Generated& g, int L) {
+  static const std::regex re(R"(the producer walks loop %(\d+) inside loop %(\d+);)");
+  for (const auto& d : g.diagnostics) {
+    std::smatch m;
+    if (std::regex_search(d, m, re) && std::stoi(m[1]) == L) return std::stoi(m[2]);
+  }
+  return -1;
+}
+
+/// Whether loop L leaves a wgmma in flight across iterations with a prefetch (stages > 1): its consumers then
+/// release each stage one iteration late.
+bool releases_late(const tj::codegen::Generated& g, int L, int stages) {
+  const std::regex re(fmt::format(R"(^loop %{}: TMA pipeline of .*, (\d+) wgmma left in flight)", L));
+  for (const auto& d : g.diagnostics) {
+    std::smatch m;
+    if (std::regex_search(d, m, re)) return std::stoi(m[1]) > 0 && stages > 1;
+  }
+  return false;
+}
+
 /// The text between `from` (inclusive) and the matching closing brace of the block it opens.
 std::string block_at(const std::string& s, std::size_t from) {
   const std::size_t open = s.find('{', from);
@@ -274,6 +370,55 @@ int expected_consumer_inc(int warps) {  // 0: no setmaxnreg.inc
     case 12: return 160;
     case 16: return 112;
     default: return -1;
+  }
+}
+
+/// The persistent-loop protocol of a pipelined loop L nested in loop O (see the file comment); `body` is the
+/// consumers' loop L.
+void check_nested(const std::string& P, const std::string& C, int L, int O, bool late, const std::string& body) {
+  // Same outer iteration space on both sides.
+  const std::regex ofor(fmt::format(R"(for \(int s{0} = ([^;]*); s{0} < ([^;]*); s{0} \+= ([^)]*)\) \{{)", O));
+  std::smatch pm, cm;
+  REQUIRE(std::regex_search(P, pm, ofor));
+  REQUIRE(std::regex_search(C, cm, ofor));
+  CHECK(occurrences(P, fmt::format("for (int s{} = ", O)) == 1);
+  CHECK(occurrences(C, fmt::format("for (int s{} = ", O)) == 1);
+  CHECK(pm[1].str() == cm[1].str());
+  CHECK(pm[2].str() == cm[2].str());
+  CHECK(pm[3].str() == cm[3].str());
+  // The producer: one counter, declared before the outer loop, counting on across tiles; the inner walk inside it.
+  const std::size_t pouter = P.find(pm[0].str());
+  const std::string pbody = block_at(P, pouter);
+  CHECK(occurrences(P, fmt::format("unsigned tj_it{} = 0;", L)) == 1);
+  CHECK(P.find(fmt::format("unsigned tj_it{} = 0;", L)) < pouter);
+  CHECK(pbody.find(fmt::format("for (int s{} = ", L)) != std::string::npos);
+  CHECK(pbody.find(fmt::format("tj_it{} = ", L)) == std::string::npos);  // never reset per tile
+  CHECK(pbody.find("tj_issue") != std::string::npos);
+  CHECK(pbody.find("tj_tma_load_2d(") != std::string::npos);
+  CHECK(pbody.find("tj_mbar_wait(tj_empty") != std::string::npos);
+  CHECK(pbody.find("tj_mbar_wait(tj_bar") == std::string::npos);  // the producer never waits for its own copies
+  CHECK(pbody.find("bar.sync") == std::string::npos);
+  // The consumers: the counter is the kernel-wide one (declared once, before the producer branch); per run of loop L
+  // only a snapshot.
+  const std::size_t couter = C.find(cm[0].str());
+  const std::string cbody = block_at(C, couter);
+  CHECK(C.find(fmt::format("unsigned tj_it{} = ", L)) == std::string::npos);
+  CHECK(cbody.find(fmt::format("tj_it{} = ", L)) == std::string::npos);
+  const std::size_t snap = cbody.find(fmt::format("const unsigned tj_it0{0} = tj_it{0};", L));
+  const std::size_t inner = cbody.find(fmt::format("for (int s{} = ", L));
+  REQUIRE(snap != std::string::npos);
+  REQUIRE(inner != std::string::npos);
+  CHECK(snap < inner);
+  CHECK(cbody.find("__syncthreads") == std::string::npos);
+  if (late) {
+    CHECK(body.find(fmt::format("tj_it{0} > tj_it0{0}) tj_mbar_arrive(tj_empty{0} + 8u * ((tj_it{0} - 1u)", L)) != std::string::npos);
+    // After the loop: its final wgmma wait, then the release of the run's last stage, inside the tile loop.
+    const std::size_t after = inner + block_at(cbody, inner).size();
+    const std::size_t wait0 = cbody.find("wgmma.wait_group.sync.aligned 0;", after);
+    const std::size_t last = cbody.find(fmt::format("if (tj_it{0} > tj_it0{0}) {{ __syncwarp(); if (tj_lane == 0) tj_mbar_arrive(tj_empty{0}", L), after);
+    REQUIRE(wait0 != std::string::npos);
+    REQUIRE(last != std::string::npos);
+    CHECK(wait0 < last);
   }
 }
 
@@ -363,7 +508,11 @@ WsResult check_ws(int warps, int stages, bool pingpong, const std::string& tag, 
     CHECK(C.find("tj_tma_load_2d(tj_ring") == std::string::npos);
     // Empty barriers: num_warps arrivals per phase; one arrive per warp and iteration; the producer waits.
     CHECK(occurrences(src, fmt::format("tj_mbar_init(tj_empty{} + 8 * s, {});", L, warps)) == 1);
-    CHECK(occurrences(src, fmt::format("tj_mbar_arrive(tj_empty{}", L)) == 1);
+    const int O = outer_of(g, L);
+    const bool late = releases_late(g, L, stages);
+    CAPTURE(O);
+    // Nested in a tile loop with a wgmma left in flight: a second arrive after the loop releases the run's last stage.
+    CHECK(occurrences(src, fmt::format("tj_mbar_arrive(tj_empty{}", L)) == (O >= 0 && late ? 2u : 1u));
     CHECK(occurrences(C, fmt::format("if (tj_lane == 0", L)) >= 1);
     CHECK(occurrences(P, fmt::format("tj_mbar_wait(tj_empty{}", L)) == 1);
     CHECK(occurrences(C, fmt::format("tj_mbar_wait(tj_empty{}", L)) == 0);
@@ -381,6 +530,7 @@ WsResult check_ws(int warps, int stages, bool pingpong, const std::string& tag, 
       CHECK(body.compare(wait, 32, "wgmma.wait_group.sync.aligned 0;") == 0);
       CHECK(body.find(fmt::format("8u * tj_st{});", L), rel) < body.find('\n', rel));
     }
+    if (O >= 0) check_nested(P, C, L, O, late, body);
   }
   // Pingpong.
   r.pingpong = has_diag(g, "pingpong: the warp groups take turns");
@@ -501,12 +651,65 @@ TEST_CASE("warp_specialize_edges_bounds_from_data") {
   CHECK(has_diag(gen<DataBound<128, 64, BoundFrom::loop_result>>("sm_90a", o), "feeds a loop bound or a block coordinate and is not a scalar computed outside loops"));
 }
 
-TEST_CASE("warp_specialize_edges_nested_pipelined_loop_falls_back") {
-  for (bool pp : {false, true}) {
-    const auto r = check_ws<Nested<128, 64>>(8, 2, pp, pp ? "nested_pp" : "nested");
-    CHECK(!r.applied);
+TEST_CASE("warp_specialize_edges_loop_nested_in_an_outer_loop") {
+  // The outer loop carries the accumulator into the inner one and moves A's rows: a tile value carried by the
+  // outer loop that feeds no coordinate is the consumers' business; the producer walks both loops.
+  for (int stages : {1, 2, 3}) {
+    const auto r = check_ws<Nested<128, 64>>(8, stages, false, fmt::format("nested_s{}", stages));
+    CHECK(r.applied);
+    CHECK(!std::regex_search(r.producer, std::regex(R"(float v\d+\[)")));  // no tile in the producer: the carries are the consumers'
   }
-  CHECK(has_diag(gen<Nested<128, 64>>("sm_90a", {.num_warps = 8, .num_stages = 2, .warp_specialize = true}), " is nested in loop %"));
+  const auto g = gen<Nested<128, 64>>("sm_90a", {.num_warps = 8, .num_stages = 2, .warp_specialize = true, .pingpong = true});
+  CHECK(has_diag(g, "warp specialised: the producer walks loop %"));
+  CHECK(has_diag(g, "pingpong not applied: loop %"));
+  CHECK(!check_ws<Nested<128, 64>>(8, 2, true, "nested_pp").pingpong);
+}
+
+TEST_CASE("warp_specialize_edges_persistent_tile_loops_taken") {
+  // Rung 6 itself: one, two and four consumer warp groups, one to four stages, plain and fused epilogues.
+  for (int stages = 1; stages <= 4; ++stages) {
+    CHECK(check_ws<examples::MatmulV6<64, 128, bf>>(4, stages, false, fmt::format("v6_w4_s{}", stages)).applied);
+    CHECK(check_ws<examples::MatmulV6<128, 256, bf>>(8, stages, stages % 2 == 0, fmt::format("v6_w8_s{}", stages)).applied);
+    if (stages >= 3) CHECK(check_ws<examples::MatmulV6<256, 128, bf>>(16, stages, false, fmt::format("v6_w16_s{}", stages)).applied);
+  }
+  const auto fused = check_ws<examples::MatmulV6Fused<128, 256, bf, examples::Act::gelu_tanh>>(8, 4, false, "v6_fused_gelu");
+  CHECK(fused.applied);
+  // The bias is the consumers' (a plain load in the tile loop): the producer reads no pointer argument.
+  CHECK(fused.producer.find("arg2") == std::string::npos);
+  CHECK(fused.producer.find("arg3") == std::string::npos);
+  // Two pipelined loops in the tile loop: two rings, walked in program order inside one producer tile loop.
+  const auto two = check_ws<Persistent<128, 64, TileLoop::two_inner>>(8, 3, false, "persistent_two_inner");
+  CHECK(two.applied);
+  const auto g2 = gen<Persistent<128, 64, TileLoop::two_inner>>("sm_90a", {.num_warps = 8, .num_stages = 3, .warp_specialize = true});
+  CHECK(has_diag(g2, "TMA copies of 2 loop(s)"));
+  int walked = 0;
+  for (const auto& d : g2.diagnostics) walked += d.find("warp specialised: the producer walks loop %") != std::string::npos;
+  CHECK(walked == 2);
+  // Inner bounds from arithmetic on the tile index (each tile its own K range).
+  const auto split = check_ws<Persistent<128, 64, TileLoop::split_range>>(8, 2, false, "persistent_split_range");
+  CHECK(split.applied);
+  CHECK(split.producer.find("tj_min(") != std::string::npos);
+}
+
+TEST_CASE("warp_specialize_edges_persistent_tile_loops_refused") {
+  const Opts o{.num_warps = 8, .num_stages = 2, .warp_specialize = true};
+  auto refused = [&](auto kernel, const std::string& tag, const std::string& why) {
+    using K = decltype(kernel);
+    CAPTURE(tag);
+    CHECK(!check_ws<K>(8, 2, false, tag).applied);
+    const auto g = gen<K>("sm_90a", o);
+    CHECK(has_diag(g, why));
+  };
+  refused(Persistent<128, 64, TileLoop::carried_coord>{}, "persistent_carried_coord",
+          "(loop_carry) in loop %");
+  refused(Persistent<128, 64, TileLoop::tile_carry>{}, "persistent_tile_carry", "(reduce_sum) in loop %");
+  refused(Persistent<128, 64, TileLoop::loaded_tile>{}, "persistent_loaded_tile", "(load) in loop %");
+  refused(Persistent<128, 64, TileLoop::outer_block>{}, "persistent_outer_block", "which copies blocks by TMA outside it (desc_load %");
+  refused(Persistent<128, 64, TileLoop::doubly_nested>{}, "persistent_doubly_nested", "itself nested in loop %");
+  refused(Persistent<128, 64, TileLoop::bound_from_reduce>{}, "persistent_bound_from_reduce",
+          "feeds a loop bound or a block coordinate and is not a scalar computed outside loops");
+  CHECK(has_diag(gen<Persistent<128, 64, TileLoop::carried_coord>>("sm_90a", o),
+                 "feeds a loop bound or a block coordinate of a nested pipelined loop and is not scalar arithmetic"));
 }
 
 // ---- warps, stages, dot forms ------------------------------------------------------------

@@ -102,4 +102,23 @@ auto for_range(const Lo& lo, const Hi& hi, const Step& step, const Init& init, B
   }
 }
 
+/// for (iv = lo; iv < hi; iv += step) with nothing carried: `body(iv)` returns nothing and works through
+/// side effects (stores), e.g. a persistent program's loop over the output tiles it owns:
+///   tj::for_range(tj::program_id(0), num_tiles, tj::num_programs(0), [&](tj::Int tile) { ...; tj::store(...); });
+template <class Lo, class Hi, class Step, class Body>
+  requires std::is_void_v<std::invoke_result_t<Body&, Int>>
+void for_range(const Lo& lo, const Hi& hi, const Step& step, Body&& body) {
+  const Int l = lang::as_int(lo), h = lang::as_int(hi), s = lang::as_int(step);
+  ir::Node b;
+  b.op = ir::Op::loop_begin;
+  b.type = lang::type_of<std::int32_t>();
+  b.args = {l.id(), h.id(), s.id()};
+  const int begin = lang::record(b);
+  body(Int(begin));
+  ir::Node e;
+  e.op = ir::Op::loop_end;
+  e.args[0] = begin;
+  lang::record(e);
+}
+
 }  // namespace tilejit
