@@ -23,9 +23,12 @@
 //   BM_Decode/{llama3_8b,phi3_mini}[/chunk]  one token per sequence against a 32K cache (the library's split, or a
 //                                            fixed split size: the sweep that picks it); GB/s of K and V read and
 //                                            its fraction of the copy bandwidth measured in the same run
+//   BM_DecodePointer/..., BM_DecodeTma/.../s{3,4ws,5ws}  the decode kernels launched directly: the pointer
+//                                            kernel (FlashDecodeSplit) and the Hopper one (FlashDecodeSplitTma)
 #include <benchmark/benchmark.h>
 
 #include <cmath>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -232,49 +235,133 @@ void BM_FlashBwdTma(benchmark::State& st) {
   st.SetLabel(fmt::format("kv {}x{} s{}, q {}x{} s{}", KV_BM, KV_BN, KV_ST, Q_BM, Q_BN, Q_ST));
 }
 
-/// Decode: B sequences of `len` cached tokens, one query token each; Hq / Hkv / D of the model.
-void BM_Decode(benchmark::State& st) {
-  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
-  const long long Hq = st.range(0), Hkv = st.range(1), D = st.range(2), len = st.range(3), B = st.range(4), chunk = st.range(5);
-  const std::size_t cache = static_cast<std::size_t>(B * Hkv * len * D);
-  std::vector<tj::bf16> h(cache);
-  std::mt19937 g(std::random_device{}());
-  std::uniform_real_distribution<float> u(-1, 1);
-  for (auto& x : h) x = tj::bf16(u(g));
-  auto* k = static_cast<tj::bf16*>(gpu().alloc(cache * 2));
-  auto* v = static_cast<tj::bf16*>(gpu().alloc(cache * 2));
-  gpu().copy_to_device(k, h.data(), cache * 2);
-  gpu().copy_to_device(v, h.data(), cache * 2);
-  auto* q = static_cast<tj::bf16*>(gpu().alloc(static_cast<std::size_t>(B * Hq * D) * 2));
-  auto* o = static_cast<tj::bf16*>(gpu().alloc(static_cast<std::size_t>(B * Hq * D) * 2));
-  gpu().copy_to_device(q, h.data(), static_cast<std::size_t>(B * Hq * D) * 2);
-  auto* lse = static_cast<float*>(gpu().alloc(static_cast<std::size_t>(B * Hq) * 4));
-  std::vector<std::int32_t> lens(static_cast<std::size_t>(B), static_cast<std::int32_t>(len));
-  auto* dlen = static_cast<std::int32_t*>(gpu().alloc(lens.size() * 4));
-  gpu().copy_to_device(dlen, lens.data(), lens.size() * 4);
-  examples::Attention<tj::bf16> attn(gpu());
-  const examples::AttnShape shape{.batch = B, .heads_q = Hq, .heads_kv = Hkv, .seqlen = 1, .head_dim = D};
-  auto run = [&] { attn.decode(q, k, v, dlen, o, lse, shape, len, chunk); };
+/// Decode inputs: B sequences of `len` cached tokens (caches [B, Hkv, len, D], bf16, the same random values in
+/// k and v), one query token each, and the copy bandwidth of this process (1 GiB device to device, bytes read +
+/// written). Kept between rows of the same shape (the Phi-3-mini caches are 1.5 GB each), freed on a new shape.
+struct DecodeData {
+  long long Hq, Hkv, D, len, B;
+  tj::bf16 *k = nullptr, *v = nullptr, *q = nullptr, *o = nullptr;
+  float* lse = nullptr;
+  std::int32_t* dlen = nullptr;
+  std::size_t cache = 0;
+  DecodeData(long long Hq_, long long Hkv_, long long D_, long long len_, long long B_) : Hq(Hq_), Hkv(Hkv_), D(D_), len(len_), B(B_) {
+    cache = static_cast<std::size_t>(B * Hkv * len * D);
+    // 16M random values, repeated over the caches (the values do not change the time).
+    std::vector<tj::bf16> h(std::size_t(1) << 24);
+    std::mt19937 g(std::random_device{}());
+    std::uniform_real_distribution<float> u(-1, 1);
+    for (auto& x : h) x = tj::bf16(u(g));
+    k = static_cast<tj::bf16*>(gpu().alloc(cache * 2));
+    v = static_cast<tj::bf16*>(gpu().alloc(cache * 2));
+    for (std::size_t at = 0; at < cache; at += h.size()) {
+      const std::size_t n = std::min(h.size(), cache - at);
+      gpu().copy_to_device(k + at, h.data(), n * 2);
+      gpu().copy_to_device(v + at, h.data(), n * 2);
+    }
+    q = static_cast<tj::bf16*>(gpu().alloc(static_cast<std::size_t>(B * Hq * D) * 2));
+    o = static_cast<tj::bf16*>(gpu().alloc(static_cast<std::size_t>(B * Hq * D) * 2));
+    gpu().copy_to_device(q, h.data(), static_cast<std::size_t>(B * Hq * D) * 2);
+    lse = static_cast<float*>(gpu().alloc(static_cast<std::size_t>(B * Hq) * 4));
+    std::vector<std::int32_t> lens(static_cast<std::size_t>(B), static_cast<std::int32_t>(len));
+    dlen = static_cast<std::int32_t*>(gpu().alloc(lens.size() * 4));
+    gpu().copy_to_device(dlen, lens.data(), lens.size() * 4);
+  }
+  ~DecodeData() { gpu().free(k), gpu().free(v), gpu().free(q), gpu().free(o), gpu().free(lse), gpu().free(dlen); }
+  DecodeData(const DecodeData&) = delete;
+  DecodeData& operator=(const DecodeData&) = delete;
+  double kv_bytes() const { return 2.0 * double(cache) * 2; }
+  /// The inputs of this shape (one shape kept at a time).
+  static DecodeData& get(long long Hq, long long Hkv, long long D, long long len, long long B) {
+    static std::unique_ptr<DecodeData> held;
+    if (!held || held->Hq != Hq || held->Hkv != Hkv || held->D != D || held->len != len || held->B != B) {
+      held.reset();
+      held = std::make_unique<DecodeData>(Hq, Hkv, D, len, B);
+    }
+    return *held;
+  }
+  /// The copy ceiling, measured once in this process: 1 GiB device-to-device, bytes read + written.
+  static double copy_tbs() {
+    static const double tbs = [] {
+      const std::size_t cb = std::size_t(1) << 30;
+      void* a = gpu().alloc(cb);
+      void* b = gpu().alloc(cb);
+      gpu().time_copies(b, a, cb, 2);
+      const double t = 2.0 * double(cb) / (gpu().time_copies(b, a, cb, 5) / 5 * 1e-3) / 1e12;
+      gpu().free(a), gpu().free(b);
+      return t;
+    }();
+    return tbs;
+  }
+};
+
+/// Time `run` (one decode) and report the K and V bytes read per second and their fraction of the copy bandwidth.
+template <class Run>
+void time_decode(benchmark::State& st, const DecodeData& d, Run run) {
   run();
   gpu().synchronize();
-  // The copy ceiling in the same process: 1 GiB device-to-device, bytes read + written.
-  const std::size_t cb = std::size_t(1) << 30;
-  void* a = gpu().alloc(cb);
-  void* b = gpu().alloc(cb);
-  gpu().time_copies(b, a, cb, 2);
-  const double copy_tbs = 2.0 * double(cb) / (gpu().time_copies(b, a, cb, 5) / 5 * 1e-3) / 1e12;
-  gpu().free(a), gpu().free(b);
+  const double copy = DecodeData::copy_tbs();
   double total_ms = 0;
   for (auto _ : st) {
     const double ms = gpu().time_ms({}, run);
     total_ms += ms;
     st.SetIterationTime(ms / 1e3);
   }
-  const double kv_bytes = 2.0 * double(cache) * 2;
-  const double tbs = kv_bytes / (total_ms / double(st.iterations()) * 1e-3) / 1e12;
+  const double tbs = d.kv_bytes() / (total_ms / double(st.iterations()) * 1e-3) / 1e12;
   st.counters["KV TB/s"] = tbs;
-  st.counters["of copy"] = tbs / copy_tbs;
-  gpu().free(k), gpu().free(v), gpu().free(q), gpu().free(o), gpu().free(lse), gpu().free(dlen);
+  st.counters["of copy"] = tbs / copy;
+}
+
+/// Decode through the library call (examples::Attention<bf16>::decode: FlashDecodeSplitTma on an H200): B
+/// sequences of `len` cached tokens, one query token each; Hq / Hkv / D of the model; `chunk` keys per split
+/// (0: the library's choice).
+void BM_Decode(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  const long long Hq = st.range(0), Hkv = st.range(1), D = st.range(2), len = st.range(3), B = st.range(4), chunk = st.range(5);
+  auto& d = DecodeData::get(Hq, Hkv, D, len, B);
+  examples::Attention<tj::bf16> attn(gpu());
+  const examples::AttnShape shape{.batch = B, .heads_q = Hq, .heads_kv = Hkv, .seqlen = 1, .head_dim = D};
+  time_decode(st, d, [&] { attn.decode(d.q, d.k, d.v, d.dlen, d.o, d.lse, shape, len, chunk); });
+}
+
+/// The two decode launches without the library: the split kernel (FlashDecodeSplit, the pointer path: STAGES = 0;
+/// else FlashDecodeSplitTma<64, D> with STAGES stages and, WS, a producer warp group), then FlashDecodeReduce.
+/// `chunk` 0: the library's choice for that path (two programs per SM for the pointer kernel, one for TMA).
+template <int D, int STAGES, bool WS>
+void BM_DecodeKernels(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  const long long Hq = st.range(0), Hkv = st.range(1), len = st.range(3), B = st.range(4);
+  long long chunk = st.range(5);
+  auto& d = DecodeData::get(Hq, Hkv, D, len, B);
+  const long long programs = B * Hkv;
+  if (chunk <= 0) {
+    const long long splits = STAGES ? std::max<long long>(1, std::min<long long>(64, gpu().num_sms() / programs))
+                                    : std::max<long long>(1, std::min<long long>(64, tj::cdiv(2LL * gpu().num_sms(), programs)));
+    chunk = std::max<long long>(64, tj::cdiv(tj::cdiv(len, splits), 64) * 64);
+  }
+  const long long splits = tj::cdiv(len, chunk);
+  auto* ws = static_cast<float*>(gpu().alloc(static_cast<std::size_t>(splits * B * Hq * (D + 2)) * 4));
+  float *o_part = ws, *ml_part = ws + splits * B * Hq * D;
+  const float sl2 = static_cast<float>(1.4426950408889634 / std::sqrt(double(D)));
+  auto reduce = tj::compile<examples::FlashDecodeReduce<D, tj::bf16>>(gpu(), {.num_warps = 1});
+  const tj::Grid grid{programs, splits};
+  if constexpr (STAGES == 0) {
+    auto split = tj::compile<examples::FlashDecodeSplit<64, D, tj::bf16>>(gpu(), {.num_warps = 4});
+    time_decode(st, d, [&] {
+      split.launch(grid, d.q, d.k, d.v, d.dlen, o_part, ml_part, Hq, Hq / Hkv, len, chunk, sl2);
+      reduce.launch(tj::Grid{B * Hq}, o_part, ml_part, d.o, d.lse, splits);
+    });
+  } else {
+    const tj::TensorDescriptor dk(gpu(), d.k, tj::DType::bf16, {B * Hkv * len, D}, {D, 1}, {64, D});
+    const tj::TensorDescriptor dv(gpu(), d.v, tj::DType::bf16, {B * Hkv * len, D}, {D, 1}, {64, D});
+    auto split = tj::compile<examples::FlashDecodeSplitTma<64, D, tj::bf16>>(
+        gpu(), {.num_warps = 4, .num_stages = STAGES, .warp_specialize = WS});
+    time_decode(st, d, [&] {
+      split.launch(grid, d.q, dk, dv, d.v, d.dlen, o_part, ml_part, Hq, Hq / Hkv, len, chunk, sl2);
+      reduce.launch(tj::Grid{B * Hq}, o_part, ml_part, d.o, d.lse, splits);
+    });
+  }
+  st.SetLabel(fmt::format("chunk {} ({} splits)", chunk, splits));
+  gpu().free(ws);
 }
 
 }  // namespace
@@ -319,22 +406,32 @@ TJ_BWD_SWEEP(128, 64, 64, 3, 128, 64, 3);
 TJ_BWD_SWEEP(128, 64, 128, 2, 128, 64, 3);
 TJ_BWD_SWEEP(128, 64, 64, 3, 128, 64, 2);
 // Llama-3-8B (32 query heads over 8 KV heads, D 128) and Phi-3-mini (32 heads, D 96), 32K cached tokens, 8 sequences.
-// The last argument is the split size in keys (0: the library's choice, enough splits for two programs per SM).
-BENCHMARK(BM_Decode)->Name("BM_Decode/llama3_8b")->Args({32, 8, 128, 32768, 8, 0})->UseManualTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_Decode)->Name("BM_Decode/phi3_mini")->Args({32, 32, 96, 32768, 8, 0})->UseManualTime()->Unit(benchmark::kMillisecond);
+// The last argument is the split size in keys (0: the library's choice). BM_Decode is the library call (on an
+// H200: FlashDecodeSplitTma with FlashDecodeTmaConfig, about one program per SM); BM_DecodePointer the pointer
+// kernel it takes elsewhere (two programs per SM); BM_DecodeTma/sN[ws] the TMA kernel with N stages and
+// (ws) a producer warp group, at the library's split (the library runs s4ws).
+// Rows of one shape run together (their inputs are kept between rows).
+#define TJ_DECODE(NAME, ...) BENCHMARK(__VA_ARGS__)->Name(NAME)->UseManualTime()->Unit(benchmark::kMillisecond)
+#define TJ_DECODE_ROWS(MODEL, D, ...)                                                                           \
+  TJ_DECODE("BM_Decode/" MODEL, BM_Decode)->Args({__VA_ARGS__, 0});                                             \
+  TJ_DECODE("BM_DecodePointer/" MODEL, BM_DecodeKernels<D, 0, false>)->Args({__VA_ARGS__, 0});                  \
+  TJ_DECODE("BM_DecodeTma/" MODEL "/s3", BM_DecodeKernels<D, 3, false>)->Args({__VA_ARGS__, 0});                \
+  TJ_DECODE("BM_DecodeTma/" MODEL "/s4ws", BM_DecodeKernels<D, 4, true>)->Args({__VA_ARGS__, 0});               \
+  TJ_DECODE("BM_DecodeTma/" MODEL "/s5ws", BM_DecodeKernels<D, 5, true>)->Args({__VA_ARGS__, 0})
+// The split size through the library (the TMA kernel on an H200, whose own choice on 132 SMs is 16384 keys for
+// Llama-3-8B and 32768 for Phi-3-mini).
+TJ_DECODE_ROWS("llama3_8b", 128, 32, 8, 128, 32768, 8);
 BENCHMARK(BM_Decode)
     ->Name("BM_Decode/llama3_8b/chunk")
-    ->Args({32, 8, 128, 32768, 8, 2048})
+    ->Args({32, 8, 128, 32768, 8, 4096})
     ->Args({32, 8, 128, 32768, 8, 1024})
-    ->Args({32, 8, 128, 32768, 8, 512})
-    ->Args({32, 8, 128, 32768, 8, 256})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
+TJ_DECODE_ROWS("phi3_mini", 96, 32, 32, 96, 32768, 8);
 BENCHMARK(BM_Decode)
     ->Name("BM_Decode/phi3_mini/chunk")
+    ->Args({32, 32, 96, 32768, 8, 8192})
     ->Args({32, 32, 96, 32768, 8, 2048})
-    ->Args({32, 32, 96, 32768, 8, 1024})
-    ->Args({32, 32, 96, 32768, 8, 512})
     ->UseManualTime()
     ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashFwd<64, false>)->Name("BM_FlashFwd/D64/full")->UseManualTime()->Unit(benchmark::kMillisecond);

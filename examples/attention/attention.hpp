@@ -11,7 +11,9 @@
 // The forward runs flash_fwd_tma.hpp (TMA + wgmma) on Hopper for D <= 128 with
 // 16-byte aligned q, k, v, and flash_fwd.hpp otherwise; the backward runs
 // flash_bwd_tma.hpp on Hopper with 16-byte aligned q, k, v, d_o, and
-// flash_bwd.hpp otherwise. Layouts are those of flash_fwd.hpp,
+// flash_bwd.hpp otherwise; decode runs FlashDecodeSplitTma (TMA + wgmma) on
+// Hopper for D <= 128 with 16-byte aligned caches, FlashDecodeSplit otherwise.
+// Layouts are those of flash_fwd.hpp,
 // flash_fwd_varlen.hpp, flash_decode.hpp and flash_bwd.hpp.
 // Every rule broken is an InvalidArgument naming the value and the rule:
 // extents >= 1; heads_q a multiple of heads_kv (grouped-query attention needs
@@ -170,8 +172,15 @@ class Attention {
   }
 
   /// One query token per sequence: q, o [B, Hq, D]; caches k, v [B, Hkv, s_max, D]; seqlens [B] (device memory,
-  /// read back to check); lse [B, Hq]. The cache is split into chunks of `chunk` keys (0: enough splits to give
-  /// every SM a program).
+  /// read back to check); lse [B, Hq]. The cache is split into chunks of `chunk` keys (0: automatic).
+  ///
+  /// On compute capability 9.0 with D <= 128 and k, v 16-byte aligned (TMA's rule; rows of 64, 96 or 128
+  /// elements are multiples of 16 bytes) the splits run FlashDecodeSplitTma with FlashDecodeTmaConfig's tiles:
+  /// the cache streamed by TMA and read in place by wgmma; the automatic chunk gives at most one program per SM
+  /// when B·Hkv allows (each holds a deep TMA ring, and one fits per SM). Elsewhere FlashDecodeSplit (pointer
+  /// loads, 16-row tiles) with enough splits for two programs per SM. FlashDecodeReduce merges the splits. No V
+  /// slot at or past seqlens[b] is read (K slots there may be, and their scores are replaced), so the cache past a
+  /// sequence's length may hold anything, NaN included.
   void decode(const T* q, const T* k, const T* v, const std::int32_t* seqlens, T* o, float* lse, const AttnShape& s,
               long long s_max, long long chunk = 0) {
     AttnShape one = s;
@@ -189,10 +198,17 @@ class Attention {
     for (std::size_t b = 0; b < len.size(); ++b)
       if (len[b] < 0 || len[b] > s_max)
         throw tj::InvalidArgument(fmt::format("attention decode: seqlens[{}] = {}: must be in [0, s_max = {}]", b, len[b], s_max));
+    auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };  // TMA's rule
+    const bool tma = dev_.compute_capability() == 90 && s.head_dim <= 128 && aligned(k) && aligned(v);
+    const long long programs = s.batch * s.heads_kv;
     if (chunk <= 0) {
-      const long long programs = s.batch * s.heads_kv;
-      const long long splits = std::max<long long>(1, std::min<long long>(64, tj::cdiv(2LL * dev_.num_sms(), programs)));
-      chunk = std::max<long long>(64, tj::cdiv(tj::cdiv(s_max, splits), 64) * 64);
+      using Cfg = FlashDecodeTmaConfig;
+      // TMA: at most one program per SM, each streaming a long chunk (a program's start and end are not
+      // overlapped by another's); pointers: enough programs for two per SM.
+      const long long splits = tma ? std::max<long long>(1, std::min<long long>(64, dev_.num_sms() / programs))
+                                   : std::max<long long>(1, std::min<long long>(64, tj::cdiv(2LL * dev_.num_sms(), programs)));
+      const long long step = tma ? Cfg::block_n : 64;
+      chunk = std::max<long long>(step, tj::cdiv(tj::cdiv(s_max, splits), step) * step);
     }
     const long long splits = std::max<long long>(1, tj::cdiv(s_max, chunk));
     fits_i32(splits * s.batch * s.heads_q * s.head_dim, "the split workspace [splits, B·Hq, D]");
@@ -204,12 +220,25 @@ class Attention {
     }
     float* o_part = ws_;
     float* ml_part = ws_ + splits * s.batch * s.heads_q * s.head_dim;
+    const float scale_log2e = static_cast<float>(s.softmax_scale() * kLog2e);
+    const tj::Grid grid{programs, splits};
     with_dim(s, [&]<int D, bool C>() {
-      auto& split = kernel<FlashDecodeSplit<64, D, T>>(4);
-      split.launch(tj::Grid{s.batch * s.heads_kv, splits}, q, k, v, seqlens, o_part, ml_part, s.heads_q, group, s_max, chunk,
-                   static_cast<float>(s.softmax_scale() * kLog2e));
-      auto& reduce = kernel<FlashDecodeReduce<D, T>>(1);
-      reduce.launch(tj::Grid{s.batch * s.heads_q}, o_part, ml_part, o, lse, splits);
+      bool done = false;
+      if constexpr (D <= 128) {
+        if (tma) {  // Hopper: flash_decode.hpp's FlashDecodeSplitTma
+          using Cfg = FlashDecodeTmaConfig;
+          const long long rows = s.batch * s.heads_kv * s_max;
+          const tj::TensorDescriptor dk(dev_, const_cast<T*>(k), tj::dtype_v<T>, {rows, D}, {D, 1}, {Cfg::block_n, D});
+          const tj::TensorDescriptor dv(dev_, const_cast<T*>(v), tj::dtype_v<T>, {rows, D}, {D, 1}, {Cfg::block_n, D});
+          kernel<FlashDecodeSplitTma<Cfg::block_n, D, T>>(4, Cfg::stages, Cfg::warp_specialize)
+              .launch(grid, q, dk, dv, v, seqlens, o_part, ml_part, s.heads_q, group, s_max, chunk, scale_log2e);
+          done = true;
+        }
+      }
+      if (!done)
+        kernel<FlashDecodeSplit<64, D, T>>(4).launch(grid, q, k, v, seqlens, o_part, ml_part, s.heads_q, group, s_max, chunk,
+                                                     scale_log2e);
+      kernel<FlashDecodeReduce<D, T>>(1).launch(tj::Grid{s.batch * s.heads_q}, o_part, ml_part, o, lse, splits);
     });
   }
 

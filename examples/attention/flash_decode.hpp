@@ -11,6 +11,9 @@
 // loads along D; Kᵀ is the K tile transposed in registers) and converted to
 // the mma operand layouts through shared memory (ir/layout_plan.hpp). It
 // writes the partial (m, l) and the unnormalised O of each head.
+// On Hopper, FlashDecodeSplitTma is launch 1 instead: the same grid, rows and
+// partials, with 64 rows (one warp group's wgmma M) and the cache streamed by
+// TMA into wgmma with no register round trip (see its comment).
 // Launch 2, FlashDecodeReduce, grid (B·Hq): merges the splits of one head —
 // m* = max m_s, l = Σ l_s·2^(m_s − m*), O = Σ O_s·2^(m_s − m*) / l — and writes
 // O and the natural-log LSE (-1e30 and O = 0 for an empty cache).
@@ -23,28 +26,52 @@
 
 namespace examples {
 
+/// What both split kernels compute per program before and after their loops:
+/// the KV head and split, the key range [lo, hi) of this split (hi < lo for a
+/// split past the cache's length: nothing to read), the rows (query heads of
+/// the group, padded to ROWS) and the partials' epilogue. Traced in this order.
+template <int ROWS, int HEAD_DIM>
+struct DecodeRows {
+  tj::Int bkv, split, Hkv, b, len, lo, hi;
+  tj::Tile<std::int32_t, ROWS> r, head;   // row r = query head (bkv % Hkv) · group + r; head: its row in q [B·Hq, D]
+  tj::Tile<bool, ROWS> row_ok;            // r < group
+  tj::Tile<std::int32_t, HEAD_DIM> rd;
+  DecodeRows(const tj::Ptr<std::int32_t>& seqlens, const tj::Size& Hq, const tj::Size& group, const tj::Size& chunk)
+      : bkv(tj::program_id(0)),  // b · Hkv + kv head
+        split(tj::program_id(1)), Hkv(Hq / group), b(bkv / Hkv), len(tj::load(seqlens + b)), lo(split * chunk),
+        hi(tj::minimum(len, lo + chunk)), r(tj::arange<ROWS>()), head(b * Hq + (bkv % Hkv) * group + r), row_ok(r < group),
+        rd(tj::arange<HEAD_DIM>()) {}
+  /// The group's query rows of q [B, Hq, D] (rows >= group read as 0).
+  template <class T>
+  auto load_q(const tj::Ptr<T>& q) const {
+    return tj::load(q + tj::expand_dims<1>(head) * HEAD_DIM + tj::expand_dims<0>(rd), tj::expand_dims<1>(row_ok), 0.0f);
+  }
+  /// The rows' partial (m, l) and unnormalised O into ml_part and o_part (rows < group only).
+  template <class M, class L, class Acc>
+  void store(const tj::Ptr<float>& o_part, const tj::Ptr<float>& ml_part, const tj::Size& Hq, const M& m_i, const L& l_i,
+             const Acc& acc) const {
+    auto BHq = tj::num_programs(0) / Hkv * Hq;  // B · Hq
+    auto slot = split * BHq + head;
+    tj::store(o_part + tj::expand_dims<1>(slot) * HEAD_DIM + tj::expand_dims<0>(rd), acc, tj::expand_dims<1>(row_ok));
+    tj::store(ml_part + slot * 2, m_i, row_ok);
+    tj::store(ml_part + slot * 2 + 1, l_i, row_ok);
+  }
+};
+
 template <int BLOCK_N, int HEAD_DIM, class T, int ROWS = 16>
 struct FlashDecodeSplit {
   void operator()(tj::Ptr<T> q, tj::Ptr<T> k, tj::Ptr<T> v, tj::Ptr<std::int32_t> seqlens, tj::Ptr<float> o_part,
                   tj::Ptr<float> ml_part, tj::Size Hq, tj::Size group, tj::Size S_max, tj::Size chunk,
                   tj::Scalar<float> scale_log2e) const {
-    auto bkv = tj::program_id(0);  // b · Hkv + kv head
-    auto split = tj::program_id(1);
-    auto Hkv = Hq / group;
-    auto b = bkv / Hkv;
-    auto len = tj::load(seqlens + b);
-    auto lo = split * chunk;
-    auto hi = tj::minimum(len, lo + chunk);
-    auto r = tj::arange<ROWS>();            // row r = query head (bkv % Hkv) · group + r
-    auto head = b * Hq + (bkv % Hkv) * group + r;
-    auto row_ok = r < group;
-    auto rd = tj::arange<HEAD_DIM>();
-    auto q_tile = tj::load(q + tj::expand_dims<1>(head) * HEAD_DIM + tj::expand_dims<0>(rd), tj::expand_dims<1>(row_ok), 0.0f);
-    auto kv_base = bkv * S_max * HEAD_DIM;
+    const DecodeRows<ROWS, HEAD_DIM> p(seqlens, Hq, group, chunk);
+    const auto& rd = p.rd;
+    const auto& hi = p.hi;
+    auto q_tile = p.load_q(q);
+    auto kv_base = p.bkv * S_max * HEAD_DIM;
     // Non-causal: the one new token sees the whole cache; rows are heads, not positions. Both cache tiles are
     // read row-major, [BLOCK_N, D] with D contiguous (16-byte loads); Kᵀ is the K tile transposed in registers.
     auto [m_i, l_i, acc] = attend<ROWS, BLOCK_N, HEAD_DIM, false, T>(
-        q_tile, r, lo, hi, scale_log2e,
+        q_tile, p.r, p.lo, hi, scale_log2e,
         [&](const tj::Int& n0) {
           auto rn = n0 + tj::arange<BLOCK_N>();
           return tj::trans(tj::load(k + kv_base + tj::expand_dims<1>(rn) * HEAD_DIM + tj::expand_dims<0>(rd),
@@ -54,12 +81,72 @@ struct FlashDecodeSplit {
           auto rn = n0 + tj::arange<BLOCK_N>();
           return tj::load(v + kv_base + tj::expand_dims<1>(rn) * HEAD_DIM + tj::expand_dims<0>(rd), tj::expand_dims<1>(rn < hi), 0.0f);
         });
-    auto BHq = tj::num_programs(0) / Hkv * Hq;  // B · Hq
-    auto slot = split * BHq + head;
-    tj::store(o_part + tj::expand_dims<1>(slot) * HEAD_DIM + tj::expand_dims<0>(rd), acc, tj::expand_dims<1>(row_ok));
-    tj::store(ml_part + slot * 2, m_i, row_ok);
-    tj::store(ml_part + slot * 2 + 1, l_i, row_ok);
+    p.store(o_part, ml_part, Hq, m_i, l_i, acc);
   }
+};
+
+/// FlashDecodeSplit on Hopper: the same grid, rows, partials and results, with
+/// the cache streamed by TMA and read in place by wgmma.
+///
+/// k_desc and v_desc see the caches as 2-D [B·Hkv·S_max, D] tensors with
+/// [BLOCK_N, D] blocks; this program's rows start at bkv·S_max.
+///   - The whole blocks of its range, keys [lo, whole) with whole = lo +
+///     ⌊(hi − lo) / BLOCK_N⌋·BLOCK_N, run through `attend_from` with
+///     descriptor loads at the loop's induction variable: on sm_90a a
+///     num_stages TMA + mbarrier ring (filled by a producer warp group with
+///     CompileOptions::warp_specialize), S = Q·Kᵀ with Q in registers (wgmma's
+///     register-A form) and Kᵀ the K-major trans of the K block, O += P·V with
+///     P in registers and V read MN-major. No key of a whole block is masked.
+///   - The tail, keys [whole, hi) (fewer than BLOCK_N; only in the split that
+///     holds the cache's end), is one more online-softmax step, run first by
+///     every program: its K block is copied once by TMA (from row −BLOCK_N, wholly
+///     out of bounds and so TMA's zero fill, when there is no tail), keys >= hi
+///     are masked, and its V rows are masked pointer
+///     loads from v (the cache itself, [B, Hkv, S_max, D]).
+/// So no V row at or past seqlens[b] is ever read: cache slots past a
+/// sequence's length may hold anything, NaN included, as with
+/// FlashDecodeSplit. (A TMA V block reaching past hi would feed them to P·V,
+/// where 0·NaN = NaN; K rows past hi are harmless, their scores are replaced.)
+///
+/// ROWS = 64, the wgmma M of one warp group (num_warps = 4); rows >= group are
+/// zero queries whose results are not stored. `chunk` should be a multiple of
+/// BLOCK_N, so that only the split holding the cache's end has a tail.
+/// Off sm_90a (the interpreter, sm_80, HIP) the descriptor loads are masked
+/// loads and the kernel computes the same.
+template <int BLOCK_N, int HEAD_DIM, class T, int ROWS = 64>
+struct FlashDecodeSplitTma {
+  void operator()(tj::Ptr<T> q, tj::Desc<T, BLOCK_N, HEAD_DIM> k_desc, tj::Desc<T, BLOCK_N, HEAD_DIM> v_desc, tj::Ptr<T> v,
+                  tj::Ptr<std::int32_t> seqlens, tj::Ptr<float> o_part, tj::Ptr<float> ml_part, tj::Size Hq, tj::Size group,
+                  tj::Size S_max, tj::Size chunk, tj::Scalar<float> scale_log2e) const {
+    const DecodeRows<ROWS, HEAD_DIM> p(seqlens, Hq, group, chunk);
+    const auto& hi = p.hi;
+    auto q_tile = p.load_q(q);
+    auto kv_row = p.bkv * S_max;  // this KV head's first row in the 2-D view
+    auto whole = p.lo + (tj::maximum(hi, p.lo) - p.lo) / BLOCK_N * BLOCK_N;  // end of the whole blocks
+    // The tail first (the online softmax does not care about the order of its blocks): Q is converted to the
+    // wgmma operand layout once, before the loop, for both products that read it.
+    auto k_tail = tj::where(whole < hi, kv_row + whole, -BLOCK_N);
+    auto init = attend_init<ROWS, HEAD_DIM>();
+    auto [m_t, l_t, acc_t] = online_softmax_step<BLOCK_N, false, T>(
+        tj::dot(q_tile, tj::trans(k_desc.load(k_tail, 0))), p.r, whole, hi, scale_log2e, std::get<0>(init), std::get<1>(init),
+        std::get<2>(init), [&](const tj::Int& n0) {
+          auto rn = n0 + tj::arange<BLOCK_N>();
+          return tj::load(v + kv_row * HEAD_DIM + tj::expand_dims<1>(rn) * HEAD_DIM + tj::expand_dims<0>(p.rd), tj::expand_dims<1>(rn < hi),
+                          0.0f);
+        });
+    auto [m_i, l_i, acc] = attend_from<ROWS, BLOCK_N, HEAD_DIM, false, T, /*MASK=*/false>(
+        std::tuple{m_t, l_t, acc_t}, q_tile, p.r, p.lo, whole, scale_log2e,
+        [&](const tj::Int& n0) { return tj::trans(k_desc.load(kv_row + n0, 0)); },
+        [&](const tj::Int& n0) { return v_desc.load(kv_row + n0, 0); });
+    p.store(o_part, ml_part, Hq, m_i, l_i, acc);
+  }
+};
+
+/// The tiles Attention<T>::decode runs FlashDecodeSplitTma with (num_warps = 4): 64-key blocks, a ring of 4
+/// stages filled by a producer warp group (one program per SM: 170 KB of shared memory at D = 96 / 128).
+struct FlashDecodeTmaConfig {
+  static constexpr int block_n = 64, stages = 4;
+  static constexpr bool warp_specialize = true;
 };
 
 template <int HEAD_DIM, class T>

@@ -110,32 +110,49 @@ auto online_softmax_masked(const Scores& s, const tj::Scalar<float>& scale_log2e
 
 /// One step of the online softmax. `scores` are the raw Q·Kᵀ [BLOCK_M, BLOCK_N] of keys n0 .. n0 + BLOCK_N
 /// for query rows `rm`, masked by mask_scores. Returns the updated (m, l, acc), acc += P·load_v(n0) with
-/// V [BLOCK_N, HEAD_DIM].
-template <int BLOCK_N, bool CAUSAL, class T, class Scores, class Rows, class M, class L, class Acc, class LoadV>
+/// V [BLOCK_N, HEAD_DIM]. MASK = false: no key is masked (the caller guarantees every key is visible).
+template <int BLOCK_N, bool CAUSAL, class T, bool MASK = true, class Scores, class Rows, class M, class L, class Acc, class LoadV>
 auto online_softmax_step(const Scores& scores, const Rows& rm, const tj::Int& n0, const tj::Int& hi,
                          const tj::Scalar<float>& scale_log2e, const M& m_i, const L& l_i, const Acc& acc, LoadV load_v) {
-  return online_softmax_masked<T>(mask_scores<BLOCK_N, CAUSAL>(scores, rm, n0, hi), scale_log2e, m_i, l_i, acc,
-                                  [&] { return load_v(n0); });
+  static_assert(MASK || !CAUSAL, "causal attention masks its diagonal block");
+  auto s = [&] {
+    if constexpr (MASK)
+      return mask_scores<BLOCK_N, CAUSAL>(scores, rm, n0, hi);
+    else
+      return scores;
+  }();
+  return online_softmax_masked<T>(s, scale_log2e, m_i, l_i, acc, [&] { return load_v(n0); });
 }
 
-/// The online-softmax loop over keys [lo, hi) of one sequence, for query rows
-/// `rm` (see online_softmax_step for the masking).
-/// load_kt(n0) gives Kᵀ [HEAD_DIM, BLOCK_N] (keys n0 .. n0 + BLOCK_N; out-of-range
-/// keys may hold anything finite), load_v(n0) gives V [BLOCK_N, HEAD_DIM].
-/// Returns (m, l, acc): the running max in log2 units, the sum of exp2, and
-/// the unnormalised output [BLOCK_M, HEAD_DIM] in f32.
-/// The carried (m, l, acc) before the first key block: m = -1e30, l = 0, acc = 0.
+/// The online-softmax state before any key: (m, l, acc) = (-1e30, 0, 0).
 template <int BLOCK_M, int HEAD_DIM>
 auto attend_init() {
   return std::tuple{tj::full<float, BLOCK_M>(kAttnNegBig), tj::zeros<float, BLOCK_M>(), tj::zeros<float, BLOCK_M, HEAD_DIM>()};
 }
 
+/// The online-softmax loop over keys [lo, hi) of one sequence, for query rows
+/// `rm` (see online_softmax_step for the masking), continuing from the state
+/// `init` ((m, l, acc) as attend returns them; attend_init() before any key).
+/// load_kt(n0) gives Kᵀ [HEAD_DIM, BLOCK_N] (keys n0 .. n0 + BLOCK_N; out-of-range
+/// keys may hold anything finite), load_v(n0) gives V [BLOCK_N, HEAD_DIM].
+/// Returns (m, l, acc): the running max in log2 units, the sum of exp2, and
+/// the unnormalised output [BLOCK_M, HEAD_DIM] in f32. MASK = false: the
+/// caller guarantees that every block is whole (hi - lo a multiple of BLOCK_N,
+/// not causal), and no key is masked.
+template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, bool MASK = true, class Init, class LoadKT, class LoadV>
+auto attend_from(const Init& init, const tj::Tile<T, BLOCK_M, HEAD_DIM>& q_tile, const tj::Tile<std::int32_t, BLOCK_M>& rm,
+                 const tj::Int& lo, const tj::Int& hi, const tj::Scalar<float>& scale_log2e, LoadKT load_kt, LoadV load_v) {
+  return tj::for_range(lo, hi, BLOCK_N, init, [&](tj::Int n0, auto m_i, auto l_i, auto acc) {
+    return online_softmax_step<BLOCK_N, CAUSAL, T, MASK>(tj::dot(q_tile, load_kt(n0)), rm, n0, hi, scale_log2e, m_i, l_i, acc, load_v);
+  });
+}
+
+/// attend_from(attend_init(), ...): the loop over keys [lo, hi) from the start.
 template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, class LoadKT, class LoadV>
 auto attend(const tj::Tile<T, BLOCK_M, HEAD_DIM>& q_tile, const tj::Tile<std::int32_t, BLOCK_M>& rm, const tj::Int& lo,
             const tj::Int& hi, const tj::Scalar<float>& scale_log2e, LoadKT load_kt, LoadV load_v) {
-  return tj::for_range(lo, hi, BLOCK_N, attend_init<BLOCK_M, HEAD_DIM>(), [&](tj::Int n0, auto m_i, auto l_i, auto acc) {
-    return online_softmax_step<BLOCK_N, CAUSAL, T>(tj::dot(q_tile, load_kt(n0)), rm, n0, hi, scale_log2e, m_i, l_i, acc, load_v);
-  });
+  return attend_from<BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, T>(attend_init<BLOCK_M, HEAD_DIM>(), q_tile, rm, lo, hi, scale_log2e, load_kt,
+                                                           load_v);
 }
 
 /// O = acc / l (0 for rows with no key) and the natural-log LSE (-1e30 for them).
