@@ -531,6 +531,18 @@ TJ_TMA_WS(128, false, 128, 128, 2, "full", examples::FlashAttnFwdTmaPingPongEdge
 TJ_TMA_WS(128, true, 128, 128, 2, "causal", examples::FlashAttnFwdTmaPingPongEdge, 2, "PingPongEdgeTurns");
 BENCHMARK(BM_FlashFwdTma<96, false, 128, 128, 2, 128, examples::FlashAttnFwdTmaPingPongEdge, 1>)->Name("BM_FlashFwdPingPongEdgePadded/D96/full/128x128/2")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashFwdTma<96, true, 128, 128, 2, 128, examples::FlashAttnFwdTmaPingPongEdge, 1>)->Name("BM_FlashFwdPingPongEdgePadded/D96/causal/128x128/2")->UseManualTime()->Unit(benchmark::kMillisecond);
+// D = 128 with BLOCK_N = 96 (32 x 3) and 112 (16 x 7): exact mixed-radix tiles; the S and P registers shrink
+// from 64 to 48 / 56 per thread, so P.V can stay in flight without spilling (128 x 128 spills 28-44 bytes).
+TJ_TMA_WS(128, false, 128, 96, 2, "full", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");
+TJ_TMA_WS(128, true, 128, 96, 2, "causal", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");
+TJ_TMA_WS(128, false, 128, 96, 3, "full", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");
+TJ_TMA_WS(128, true, 128, 96, 3, "causal", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");
+TJ_TMA_WS(128, false, 128, 112, 2, "full", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");
+TJ_TMA_WS(128, true, 128, 112, 2, "causal", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");
+TJ_TMA_WS(128, false, 128, 112, 2, "full", examples::FlashAttnFwdTmaPingPongEdge, 2, "PingPongEdgeTurns");
+TJ_TMA_WS(128, false, 128, 96, 2, "full", examples::FlashAttnFwdTmaPingPongEdge, 2, "PingPongEdgeTurns");
+TJ_TMA_WS(96, true, 128, 96, 2, "causal", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");
+TJ_TMA_WS(96, false, 128, 96, 3, "full", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");
 // The plain order (flash_fwd_tma.hpp FlashAttnFwdTma) with a producer warp group; BLOCK_N = 192 = 64 x 3 is exact.
 TJ_TMA_WS(64, false, 128, 128, 2, "full", examples::FlashAttnFwdTma, 1, "TmaWs");
 TJ_TMA_WS(64, false, 128, 192, 2, "full", examples::FlashAttnFwdTma, 1, "TmaWs");

@@ -211,6 +211,8 @@ TEST_CASE("attention_tma_edge_mask_interpreter_matches_f64") {
   check_tma<64, 32, 64, true, tj::bf16, examples::FlashAttnFwdTmaEdge>(dev, 1, 2, 1, 97, 4, 2, 2e-2);
   check_tma<32, 64, 96, true, tj::bf16, examples::FlashAttnFwdTmaEdge>(dev, 1, 2, 2, 75, 2, 2, 2e-2);
   check_tma<64, 64, 64, false, tj::bf16, examples::FlashAttnFwdTmaEdge>(dev, 1, 4, 4, 90, 4, 2, 2e-2);
+  check_tma<64, 112, 64, true, tj::bf16, examples::FlashAttnFwdTmaPingPongEdge>(dev, 1, 2, 1, 300, 4, 2, 2e-2);  // 16 x 7 keys
+  check_tma<64, 96, 64, false, tj::bf16, examples::FlashAttnFwdTmaPingPongEdge>(dev, 1, 2, 2, 250, 4, 2, 2e-2);  // 32 x 3 keys
 }
 
 TEST_CASE("attention_tma_edge_mask_masks_behind_a_uniform_branch") {
@@ -341,4 +343,9 @@ TEST_CASE("attention_tma_warp_specialised_gpu_matches_f64") {
   check_tma<128, 128, 64, true, tj::bf16, examples::FlashAttnFwdTmaEdge>(dev, 1, 4, 4, 777, 8, 2, 2e-2, true);
   check_tma<128, 64, 128, true, tj::bf16, examples::FlashAttnFwdTmaEdge>(dev, 1, 2, 1, 300, 8, 3, 2e-2, true);
   check_tma<128, 128, 64, false, tj::bf16, examples::FlashAttnFwdTmaEdge>(dev, 1, 2, 1, 1, 8, 2, 2e-2, true);  // one key
+  // BLOCK_N = 112 (16 x 7) and 96 (32 x 3) at D = 128: exact mixed-radix key blocks.
+  check_tma<128, 112, 128, false, tj::bf16, examples::FlashAttnFwdTmaPingPongEdge>(dev, 1, 4, 1, 1000, 8, 2, 2e-2, true);
+  check_tma<128, 112, 128, true, tj::bf16, examples::FlashAttnFwdTmaPingPongEdge>(dev, 1, 4, 2, 1024, 8, 2, 2e-2, true);
+  check_tma<128, 96, 128, true, tj::f16, examples::FlashAttnFwdTmaPingPongEdge>(dev, 2, 2, 1, 333, 8, 3, 1e-2, true);
+  check_tma<128, 96, 128, false, tj::bf16, examples::FlashAttnFwdTmaPingPongEdge>(dev, 1, 2, 1, 4096, 8, 2, 2e-2, true);
 }
