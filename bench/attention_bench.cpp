@@ -543,6 +543,12 @@ TJ_TMA_WS(128, false, 128, 112, 2, "full", examples::FlashAttnFwdTmaPingPongEdge
 TJ_TMA_WS(128, false, 128, 96, 2, "full", examples::FlashAttnFwdTmaPingPongEdge, 2, "PingPongEdgeTurns");
 TJ_TMA_WS(96, true, 128, 96, 2, "causal", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");
 TJ_TMA_WS(96, false, 128, 96, 3, "full", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");
+// D = 64 causal (the library's weakest case): edge-masked kernels at BLOCK_N = 64, with and without a producer warp.
+TJ_TMA_WS(64, true, 128, 64, 2, "causal", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");
+TJ_TMA_WS(64, true, 128, 64, 3, "causal", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");
+TJ_TMA_WS(64, true, 128, 64, 3, "causal", examples::FlashAttnFwdTmaEdge, 0, "TmaEdgeNoWs");
+TJ_TMA_WS(64, true, 128, 128, 2, "causal", examples::FlashAttnFwdTmaEdge, 0, "TmaEdgeNoWs");
+TJ_TMA_WS(64, true, 128, 64, 3, "causal", examples::FlashAttnFwdTmaEdge, 1, "TmaEdge");
 // The plain order (flash_fwd_tma.hpp FlashAttnFwdTma) with a producer warp group; BLOCK_N = 192 = 64 x 3 is exact.
 TJ_TMA_WS(64, false, 128, 128, 2, "full", examples::FlashAttnFwdTma, 1, "TmaWs");
 TJ_TMA_WS(64, false, 128, 192, 2, "full", examples::FlashAttnFwdTma, 1, "TmaWs");

@@ -121,13 +121,12 @@ class Attention {
       if constexpr (D <= 128) {
         auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };  // TMA's rule
         if (dev_.compute_capability() == 90 && aligned(q) && aligned(k) && aligned(v)) {  // Hopper: flash_fwd_tma.hpp
-          // The configurations measured fastest on the H200 (docs/perf.md, v0.6): a producer warp group
-          // (warp_specialize) and 128 x 128 tiles in FlashAttention-3's order, masking only the edge key blocks
-          // (no block at all for full attention when S is a multiple of 128); D = 64 causal keeps 128 x 64 with
-          // 3 stages and no producer warp, where the edge-masked kernel measured no faster.
+          // The configuration measured fastest on the H200 for every head dim and mask (docs/perf.md, v0.6): a
+          // producer warp group (warp_specialize) and 128 x 128 tiles in FlashAttention-3's order, masking only
+          // the edge key blocks (no block at all for full attention when S is a multiple of 128).
           using Desc = tj::TensorDescriptor;
-          constexpr bool ws = D > 64 || !C;
-          constexpr int BM = 128, BN = ws ? 128 : 64, stages = ws ? 2 : 3;
+          constexpr bool ws = true;
+          constexpr int BM = 128, BN = 128, stages = 2;
           const long long rq = s.batch * s.heads_q * s.seqlen, rkv = s.batch * s.heads_kv * s.seqlen;
           const Desc dq(dev_, const_cast<T*>(q), tj::dtype_v<T>, {rq, D}, {D, 1}, {BM, D});
           const Desc dk(dev_, const_cast<T*>(k), tj::dtype_v<T>, {rkv, D}, {D, 1}, {BN, D});
@@ -136,9 +135,7 @@ class Attention {
           auto run = [&]<class K>(tj::Kernel<K>& kern) {
             kern.launch(grid, dq, dk, dv, o, lse, s.seqlen, s.heads_q / s.heads_kv, scale_log2e);
           };
-          if constexpr (!ws)
-            run(kernel<FlashAttnFwdTma<BM, BN, D, C, T>>(8, stages));
-          else if (!C && s.seqlen % BN == 0)
+          if (!C && s.seqlen % BN == 0)
             run(kernel<FlashAttnFwdTmaPingPongEvenN<BM, BN, D, false, T>>(8, stages, ws));
           else
             run(kernel<FlashAttnFwdTmaPingPongEdge<BM, BN, D, C, T>>(8, stages, ws));

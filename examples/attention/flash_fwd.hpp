@@ -161,7 +161,8 @@ auto attend_finish(const tj::Tile<float, BLOCK_M>& m_i, const tj::Tile<float, BL
                    const tj::Tile<float, BLOCK_M, HEAD_DIM>& acc) {
   auto has = l_i > 0.0f;
   auto safe_l = tj::where(has, l_i, 1.0f);
-  auto out = tj::where(tj::expand_dims<1>(has), acc / tj::expand_dims<1>(safe_l), 0.0f);
+  // One reciprocal per row and a multiply per element (FlashAttention's epilogue), not an IEEE divide per element.
+  auto out = tj::where(tj::expand_dims<1>(has), acc * tj::expand_dims<1>(1.0f / safe_l), 0.0f);
   auto lse = tj::where(has, m_i * kAttnLn2 + tj::log(safe_l), kAttnNegBig);
   return std::tuple{out, lse};
 }

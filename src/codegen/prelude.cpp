@@ -29,8 +29,16 @@ static __device__ __forceinline__ float tj_shfl_xor(float v, int m) { return __s
 static __device__ __forceinline__ int tj_shfl_xor(int v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
 static __device__ __forceinline__ long long tj_shfl_xor(long long v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
 static __device__ __forceinline__ float tj_fmod(float a, float b) { return fmodf(a, b); }
+// max / min that propagate NaN (a NaN input gives the canonical NaN, as torch and Triton's maximum do): one
+// FMNMX.NAN from sm_80 on (PTX "max.NaN", "min.NaN"), not the compare, compare and select of the portable form
+// (attention's row max runs one per score).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+static __device__ __forceinline__ float tj_max(float a, float b) { float r; asm("max.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }
+static __device__ __forceinline__ float tj_min(float a, float b) { float r; asm("min.NaN.f32 %0, %1, %2;" : "=f"(r) : "f"(a), "f"(b)); return r; }
+#else
 static __device__ __forceinline__ float tj_max(float a, float b) { return (a != a || b != b) ? __int_as_float(0x7fc00000) : fmaxf(a, b); }
 static __device__ __forceinline__ float tj_min(float a, float b) { return (a != a || b != b) ? __int_as_float(0x7fc00000) : fminf(a, b); }
+#endif
 // Two f32 -> one .b32 of two 16-bit values, `lo` in the low half (PTX cvt packs its first source high).
 static __device__ __forceinline__ unsigned tj_pack_f16x2(float lo, float hi) { unsigned r; asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r; }
 static __device__ __forceinline__ unsigned tj_pack_bf16x2(float lo, float hi) { unsigned r; asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo)); return r; }

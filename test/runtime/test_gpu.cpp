@@ -191,3 +191,64 @@ TEST_CASE("gpu_loops_match_the_interpreter") {
   CHECK(nested == nested_ref);
   gpu.free(dx), gpu.free(dout), gpu.free(dch), gpu.free(dn);
 }
+
+namespace {
+/// maximum / minimum of two [4, 32] tiles and the row max / min: NaN in, NaN out (the semantics of torch and Triton,
+/// one max.NaN / min.NaN instruction on sm_80+).
+struct NanMaxMin {
+  void operator()(tj::Ptr<float> x, tj::Ptr<float> y, tj::Ptr<float> mx, tj::Ptr<float> mn, tj::Ptr<float> rmax, tj::Ptr<float> rmin) const {
+    auto r = tj::arange<4>();
+    auto offs = tj::expand_dims<1>(r) * 32 + tj::expand_dims<0>(tj::arange<32>());
+    auto a = tj::load(x + offs), b = tj::load(y + offs);
+    tj::store(mx + offs, tj::maximum(a, b));
+    tj::store(mn + offs, tj::minimum(a, b));
+    tj::store(rmax + r, tj::max<1>(a));
+    tj::store(rmin + r, tj::min<1>(a));
+  }
+};
+
+/// Runs NanMaxMin on `dev` and checks every output against the rule: NaN if an input is NaN, else std::max/min.
+void check_nan_max_min(const tj::Device& dev) {
+  auto x = testing::random_floats(128, -4, 4, 71), y = testing::random_floats(128, -4, 4, 72);
+  const float nan = std::nanf("");
+  x[3] = nan, y[40] = nan, x[70] = y[70] = nan;  // rows 0 and 2 hold a NaN of x; rows 1 and 3 none
+  std::vector<float> mx(128), mn(128), rmax(4), rmin(4);
+  const bool gpu = dev.backend() != tj::Backend::interpreter;
+  auto up = [&](std::vector<float>& h) {
+    if (!gpu) return h.data();
+    auto* p = static_cast<float*>(dev.alloc(h.size() * 4));
+    dev.copy_to_device(p, h.data(), h.size() * 4);
+    return p;
+  };
+  float *dx = up(x), *dy = up(y), *dmx = up(mx), *dmn = up(mn), *drmax = up(rmax), *drmin = up(rmin);
+  tj::compile<NanMaxMin>(dev, {.num_warps = 2}).launch(tj::Grid{1}, dx, dy, dmx, dmn, drmax, drmin);
+  if (gpu) {
+    dev.copy_to_host(mx.data(), dmx, 512), dev.copy_to_host(mn.data(), dmn, 512);
+    dev.copy_to_host(rmax.data(), drmax, 16), dev.copy_to_host(rmin.data(), drmin, 16);
+    for (float* p : {dx, dy, dmx, dmn, drmax, drmin}) dev.free(p);
+  }
+  for (int i = 0; i < 128; ++i) {
+    CAPTURE(i);
+    const bool has_nan = std::isnan(x[i]) || std::isnan(y[i]);
+    CHECK(std::isnan(mx[i]) == has_nan);
+    CHECK(std::isnan(mn[i]) == has_nan);
+    if (!has_nan) CHECK(mx[i] == std::max(x[i], y[i]));
+    if (!has_nan) CHECK(mn[i] == std::min(x[i], y[i]));
+  }
+  for (int r = 0; r < 4; ++r) {
+    CAPTURE(r);
+    const bool has_nan = std::any_of(x.begin() + 32 * r, x.begin() + 32 * r + 32, [](float v) { return std::isnan(v); });
+    CHECK(std::isnan(rmax[r]) == has_nan);
+    CHECK(std::isnan(rmin[r]) == has_nan);
+    if (!has_nan) CHECK(rmax[r] == *std::max_element(x.begin() + 32 * r, x.begin() + 32 * r + 32));
+    if (!has_nan) CHECK(rmin[r] == *std::min_element(x.begin() + 32 * r, x.begin() + 32 * r + 32));
+  }
+}
+}  // namespace
+
+TEST_CASE("maximum_minimum_propagate_nan_interpreter") { check_nan_max_min(tj::Device::interpreter()); }
+
+TEST_CASE("gpu_maximum_minimum_propagate_nan") {
+  if (!have_gpu()) return;
+  check_nan_max_min(tj::Device::best());
+}
