@@ -12,13 +12,19 @@
 //   BM_TilejitV5/BMxBN/S     examples/gemm/matmul_v5.hpp (rung 5: descriptors, TMA ring of S stages, async wgmma)
 //   BM_TilejitV6Ws/BMxBN/S   examples/gemm/matmul_v6.hpp (rung 6: persistent grid of one program per SM, grouped tile
 //                            order, a producer warp group whose ring runs across tiles; BM_TilejitV6: no producer)
+//   BM_TilejitGemm/...       examples/gemm/gemm.hpp, the library call: on first use of a shape it races its 16
+//                            candidates (rung 5 and rung 6 configs) and launches the winner, named in the label;
+//                            split-K for small M. /large: 4096^3, 8192^3 and Llama-3-8B at M = 4096 and 16384,
+//                            beside BM_CublasTN/large on the same shapes.
 // Counters: TFLOP/s (2·M·N·K per run). Without a GPU every case is skipped.
 #include <benchmark/benchmark.h>
 #include <cublasLt.h>
 #include <cublas_v2.h>
 #include <dlfcn.h>
 
+#include <cstdio>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "examples/gemm/matmul_v1.hpp"
@@ -294,9 +300,14 @@ void BM_TilejitGemm(benchmark::State& st) {
   const auto* a = static_cast<const tj::bf16*>(o.a);
   const auto* b = static_cast<const tj::bf16*>(o.b);
   timed(st, 2.0 * M * N * K, [&] { gemm(a, b, static_cast<float*>(o.c), M, N, K); });
-  const auto sk = examples::Gemm<tj::bf16>::split_k_for(M, N, K, gpu().num_sms());
-  st.SetLabel(sk.splits > 1 ? "split-K " + std::to_string(sk.splits) + " x " + std::to_string(sk.k_split)
-                            : "tuned " + gemm.report(M, N, K).best_config().str());
+  using G = examples::Gemm<tj::bf16>;
+  const auto sk = G::split_k_for(M, N, K, gpu().num_sms());
+  if (sk.splits > 1) return st.SetLabel("split-K " + std::to_string(sk.splits) + " x " + std::to_string(sk.k_split));
+  const auto& r = gemm.report(M, N, K);
+  char tuned[96];
+  std::snprintf(tuned, sizeof tuned, " (%s %.0f ms)", r.tuned ? "tuned in" : "stored winner read in", r.total_ms);
+  st.SetLabel("won " + r.best_config().str() + (G::persistent(r.best_config()) ? ": rung 6, persistent + producer warp group" : ": rung 5") +
+              tuned);
 }
 
 /// WS: with a producer warp group (CompileOptions::warp_specialize).
@@ -408,6 +419,19 @@ BENCHMARK(BM_TilejitV6<128, 256, 4>)->Name("BM_TilejitV6Ws/128x256/4")->Apply(sh
 BENCHMARK(BM_TilejitV6<128, 256, 3>)->Name("BM_TilejitV6Ws/128x256/3")->Apply(shapes_v6);
 BENCHMARK(BM_TilejitV6<256, 128, 4>)->Name("BM_TilejitV6Ws/256x128/4")->Apply(shapes_v6);
 BENCHMARK(BM_TilejitV6<128, 256, 4, false>)->Name("BM_TilejitV6/128x256/4")->Apply(shapes_v6);
+// The library call on the large shapes: square, and Llama-3-8B's QKV, gate+up and down projections at M = 4096 and
+// 16384 (its attention output projection N = K = 4096 is 4096^3 at M = 4096), beside cuBLAS TN.
+void shapes_large(benchmark::internal::Benchmark* b) {
+  b->Args({4096, 4096, 4096})->Args({8192, 8192, 8192});
+  for (long m : {4096, 16384}) {
+    b->Args({m, 6144, 4096});
+    if (m != 4096) b->Args({m, 4096, 4096});
+    b->Args({m, 28672, 4096})->Args({m, 4096, 14336});
+  }
+  b->UseManualTime()->Unit(benchmark::kMillisecond);
+}
+BENCHMARK(BM_CublasTN)->Name("BM_CublasTN/large")->Apply(shapes_large);
+BENCHMARK(BM_TilejitGemm)->Name("BM_TilejitGemm/large")->Apply(shapes_large);
 // Small M (decode: tokens in flight 1, 16, 128) on the Llama-3-8B projections.
 void shapes_small_m(benchmark::internal::Benchmark* b) {
   for (long m : {1, 16, 128})

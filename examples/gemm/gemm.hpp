@@ -1,11 +1,14 @@
-// examples/gemm/gemm.hpp — rung 5 as a library call: an autotuned GEMM.
+// examples/gemm/gemm.hpp — rungs 5 and 6 as a library call: an autotuned GEMM.
 //
 //   examples::Gemm<tj::bf16> gemm(dev);
 //   gemm(a, b, c, M, N, K);   // C[M, N] (f32) = A[M, K] · B[N, K]ᵀ, device pointers, row-major
 //
-// The first call for a shape tunes 16 configs of MatmulV5 (power-of-two and
-// NPOT BLOCK_N side by side: 64, 96, 128, 192, 256) and stores the winner on
-// disk per device and key {M, N, K, dtype}; later calls — in this process or
+// The first call for a shape races 16 candidates (candidates()): 11 configs of
+// rung 5 (MatmulV5, one program per output tile; power-of-two and NPOT
+// BLOCK_N side by side: 64, 96, 128, 192, 256) and 5 of rung 6 (MatmulV6, a
+// persistent grid of min(tiles, SMs) programs with a producer warp group;
+// 128x256, 256x128, 128x192, 128x128) — and stores the winner on disk per
+// device and key {M, N, K, dtype, cands}; later calls — in this process or
 // another — launch the stored winner. Configs that cannot run (shared memory,
 // registers) are skipped with their reason in the tuner's report. Small M
 // (decode) with few output tiles instead splits K over more programs and sums
@@ -23,32 +26,53 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "examples/gemm/matmul_v5.hpp"
+#include "examples/gemm/matmul_v6.hpp"
 #include "tilejit/runtime/autotune.hpp"
 
 namespace examples {
 
 template <class T>
 class Gemm {
+  /// Rung 5: one program per output tile, CTA-barrier pipeline of `stages` stages.
   template <int BM, int BN>
-  static auto candidate(int stages) {
+  static auto rung5(int stages) {
     return tj::cand<MatmulV5<BM, BN, T>>(tj::Config{{{"BM", BM}, {"BN", BN}}, BM / 16, stages});
   }
+  /// Rung 6: persistent (grid() launches min(tiles, SMs) programs), with a producer warp group. PERSISTENT and WS
+  /// name it in the config (and in the stored winner); grid() reads PERSISTENT.
+  template <int BM, int BN>
+  static auto rung6_ws(int stages) {
+    return tj::cand<MatmulV6<BM, BN, T>>(tj::Config{{{"BM", BM}, {"BN", BN}, {"PERSISTENT", 1}, {"WS", 1}}, BM / 16, stages},
+                                         {.warp_specialize = true});
+  }
   using Sig = tj::signature_t<MatmulV5<128, 128, T>>;
+  static_assert(std::is_same_v<Sig, tj::signature_t<MatmulV6<128, 256, T>>>, "rungs 5 and 6 take the same arguments");
 
  public:
   static constexpr int BLOCK_K = MatmulV5<128, 128, T>::BLOCK_K;
+  /// The version of candidates(), part of every tuning key: bump it whenever the list changes, so that a winner
+  /// stored by an older process (chosen from another race) is not reused. 1: the 16 rung-5 configs (no "cands"
+  /// in the key); 2: 11 rung-5 configs + 5 rung-6 persistent warp-specialised ones.
+  static constexpr int CANDIDATES_VERSION = 2;
 
-  /// The 16 configs: BLOCK_M 64 (one warp group) or 128 (two), BLOCK_N from 64
-  /// to 256 including the NPOT 96 and 192, 3 to 6 stages.
+  /// The 16 configs. Rung 5 (11): BLOCK_M 64 (one warp group) or 128 (two), BLOCK_N from 64 to 256 including the
+  /// NPOT 96 and 192, 3 to 8 stages. The configs docs/gemm.md records as H200 winners or best fixed configs are kept
+  /// (128x256/4 on the large shapes, 128x192/4 on gate+up, 64x96/6 and 64x192/6 on narrow N, 64x96 and 128x128 at
+  /// M = 128 — the latter's stage count was not recorded, /4 is kept); dropped from the first list of 16, each a
+  /// second stage count of a tile that stays: 128x192/3, 128x128/5, 64x256/3, 64x192/4, 64x128/5. Rung 6 (5), with a
+  /// producer warp group: 128x256/4 and /3, 256x128/4 (four consumer warp groups), the NPOT 128x192/4, 128x128/4.
   static std::vector<tj::Candidate<Sig>> candidates() {
-    return {candidate<128, 256>(3), candidate<128, 256>(4), candidate<128, 192>(3), candidate<128, 192>(4),
-            candidate<128, 128>(4), candidate<128, 128>(5), candidate<128, 96>(5),  candidate<128, 64>(6),
-            candidate<64, 256>(3),  candidate<64, 256>(4),  candidate<64, 192>(4),  candidate<64, 192>(6),
-            candidate<64, 128>(5),  candidate<64, 128>(6),  candidate<64, 96>(6),   candidate<64, 64>(8)};
+    return {rung5<128, 256>(3),   rung5<128, 256>(4),   rung5<128, 192>(4),    rung5<128, 128>(4),
+            rung5<128, 96>(5),    rung5<128, 64>(6),    rung5<64, 256>(4),     rung5<64, 192>(6),
+            rung5<64, 128>(6),    rung5<64, 96>(6),     rung5<64, 64>(8),      rung6_ws<128, 256>(4),
+            rung6_ws<128, 256>(3), rung6_ws<256, 128>(4), rung6_ws<128, 192>(4), rung6_ws<128, 128>(4)};
   }
+  /// True for a rung-6 (persistent) config.
+  static bool persistent(const tj::Config& c) { return c.params.contains("PERSISTENT"); }
 
   explicit Gemm(tj::Device dev, tj::TuneOptions opt = {}) : dev_(dev), tuner_("gemm_tn_" + std::string(tj::name(tj::dtype_v<T>)), candidates(), with_device(std::move(opt), dev)) {}
 
@@ -61,7 +85,7 @@ class Gemm {
     // Block [64, BLOCK_K] here; each config's kernel re-encodes the blocks it loads (once per tensor).
     D da(dev_, const_cast<T*>(a), tj::dtype_v<T>, {M, K}, {K, 1}, {64, BLOCK_K}, {.swizzle = D::Swizzle::b128});
     D db(dev_, const_cast<T*>(b), tj::dtype_v<T>, {N, K}, {K, 1}, {64, BLOCK_K}, {.swizzle = D::Swizzle::b128});
-    tuner_.launch(key(M, N, K), grid(M, N), da, db, c, M, N, K);
+    tuner_.launch(key(M, N, K), grid(M, N, dev_.num_sms()), da, db, c, M, N, K);
   }
   /// The tuning report of a shape already run. Throws InvalidArgument for a shape that takes the split-K path
   /// (small M: a fixed kernel, never tuned; split_k_for tells which).
@@ -96,10 +120,16 @@ class Gemm {
   }
 
   static tj::TuneKey key(long long M, long long N, long long K) {
-    return tj::TuneKey{{"M", M}, {"N", N}, {"K", K}, {"dtype", std::string(tj::name(tj::dtype_v<T>))}};
+    return tj::TuneKey{{"M", M}, {"N", N}, {"K", K}, {"dtype", std::string(tj::name(tj::dtype_v<T>))}, {"cands", CANDIDATES_VERSION}};
   }
-  static auto grid(long long M, long long N) {
-    return [M, N](const tj::Config& c) { return tj::Grid{tj::cdiv(M, c.param("BM")) * tj::cdiv(N, c.param("BN"))}; };
+  /// The launch grid of a config: one program per [BM, BN] tile (rung 5), or min(tiles, sms) programs that walk
+  /// the tiles (rung 6; `sms` = the device's SM count).
+  static auto grid(long long M, long long N, int sms) {
+    return [M, N, sms](const tj::Config& c) {
+      const long long bm = c.param("BM"), bn = c.param("BN");
+      if (persistent(c)) return persistent_grid(M, N, static_cast<int>(bm), static_cast<int>(bn), sms);
+      return tj::Grid{tj::cdiv(M, bm) * tj::cdiv(N, bn)};
+    };
   }
 
   static void check(const T* a, const T* b, const float* c, long long M, long long N, long long K) {

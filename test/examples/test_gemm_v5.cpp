@@ -803,7 +803,7 @@ TEST_CASE("gemm_tuned_reuse_in_a_child_process") {
   o.cache_dir = std::filesystem::path(dir);
   examples::Gemm<tj::bf16> gemm(dev, o);
   const auto t0 = std::chrono::steady_clock::now();
-  const auto& r = gemm.tuner().tune(examples::Gemm<tj::bf16>::key(4096, 4096, 4096), examples::Gemm<tj::bf16>::grid(4096, 4096),
+  const auto& r = gemm.tuner().tune(examples::Gemm<tj::bf16>::key(4096, 4096, 4096), examples::Gemm<tj::bf16>::grid(4096, 4096, dev.num_sms()),
                                     D(dev, da, tj::DType::bf16, {4096, 4096}, {4096, 1}, {64, 64}, {.swizzle = D::Swizzle::b128}),
                                     D(dev, db, tj::DType::bf16, {4096, 4096}, {4096, 1}, {64, 64}, {.swizzle = D::Swizzle::b128}), dc,
                                     4096, 4096, 4096);
