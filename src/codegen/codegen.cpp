@@ -691,51 +691,90 @@ class Emitter {
       if (a < 0 || !tile(a)) continue;
       const ir::TileLayout want = plan_.operand_layout(k_, id, j);
       if (want == TL(a)) continue;
-      const std::string key = conversion_key(a, want);
-      if (conversions_.count(key)) continue;
-      const std::string name = fmt::format("x{}_{}", a, conversions_.size());
-      conversions_[key] = name;
-      const ir::Type& t = k_[a].type;
-      if (const auto perm = thread_local_permutation(TL(a), want, t.rank)) {
-        // Every thread already holds the elements it needs (e.g. the row statistics of two wgmma accumulators
-        // of different N): a register copy, no shared memory.
-        line(fmt::format("// %{}: L{} to L{} is a permutation of each thread's registers", a, TL(a).layout, want.layout));
-        line(fmt::format("{} {}[{}];", reg_type(t), name, regs(want)));
-        for (int r = 0; r < regs(want); ++r) line(fmt::format("{}[{}] = {};", name, r, v(a, (*perm)[static_cast<std::size_t>(r)])));
-        plan_diag_.push_back(fmt::format("converted %{} from L{} to L{} for %{} ({}) in registers (same lanes and warps)", a,
-                                         TL(a).layout, want.layout, id, ir::name(k_[id].op)));
-        continue;
-      }
-      const bool half = t.dtype == DType::f16 || t.dtype == DType::bf16;
-      const std::string st = t.is_ptr ? storage_type(t.dtype) + "*" : storage_type(t.dtype);
-      const int esize = t.is_ptr ? 8 : size_bytes(t.dtype);
-      const int cols = t.rank == 2 ? t.shape[1] : t.shape[0];
-      const int rows = t.rank == 2 ? t.shape[0] : 1;
-      const int stride = t.rank == 2 ? cols + std::max(1, 4 / esize) : cols;  // one bank of padding per row
-      smem_bytes_ = std::max(smem_bytes_, rows * stride * esize);
-      auto index = [&](const ir::TileLayout& tl, int r) {
-        return t.rank == 2 ? fmt::format("{} * {} + {}", coord(tl, r, 0), stride, coord(tl, r, 1)) : coord(tl, r, 0);
-      };
-      const std::string buf = fmt::format("(({}*)tj_smem)", st);
-      line(fmt::format("// convert %{} from L{} to L{} through shared memory", a, TL(a).layout, want.layout));
-      const std::string own = owner_predicate(TL(a));
-      for (int r = 0; r < R(a); ++r) {
-        if (canonical(r, a) != r) continue;
-        std::string val = half ? fmt::format("{}({})", t.dtype == DType::f16 ? "tj_f32_to_f16" : "tj_f32_to_bf16", v(a, r)) : v(a, r);
-        std::string st_line = fmt::format("{}[{}] = {};", buf, index(TL(a), r), val);
-        line(own.empty() ? st_line : fmt::format("if ({}) {}", own, st_line));
-      }
-      line(sync());
-      line(fmt::format("{} {}[{}];", reg_type(t), name, regs(want)));
-      for (int r = 0; r < regs(want); ++r) {
-        std::string ld = fmt::format("{}[{}]", buf, index(want, r));
-        if (half) ld = fmt::format("{}({})", t.dtype == DType::f16 ? "tj_f16_to_f32" : "tj_bf16_to_f32", ld);
-        line(fmt::format("{}[{}] = {};", name, r, ld));
-      }
-      line(sync());
-      plan_diag_.push_back(fmt::format("converted %{} from L{} to L{} for %{} ({}) through {} bytes of shared memory", a,
-                                       TL(a).layout, want.layout, id, ir::name(k_[id].op), rows * stride * esize));
+      convert(a, want, id, -1);
     }
+  }
+
+  /// Value `a` in layout `want` for node `id` (the first of its users when
+  /// hoisted before loop `hoisted`, else -1): emitted once per scope. The
+  /// converted registers `x<a>_<n>` are reused by later users that can see
+  /// their declaration: one made inside a loop body is forgotten at the end of
+  /// that loop (conv_scopes_). n counts every conversion made before, so
+  /// names are unique in the kernel.
+  void convert(int a, const ir::TileLayout& want, int id, int hoisted) {
+    const std::string key = conversion_key(a, want);
+    if (conversions_.count(key)) return;
+    const std::string name = fmt::format("x{}_{}", a, conversions_made_++);
+    conversions_[key] = name;
+    if (!conv_scopes_.empty()) conv_scopes_.back().push_back(key);
+    const std::string where = hoisted >= 0 ? fmt::format(" before loop %{} (%{} is loop-invariant)", hoisted, a) : "";
+    const ir::Type& t = k_[a].type;
+    if (const auto perm = thread_local_permutation(TL(a), want, t.rank)) {
+      // Every thread already holds the elements it needs (e.g. the row statistics of two wgmma accumulators
+      // of different N): a register copy, no shared memory.
+      line(fmt::format("// %{}: L{} to L{} is a permutation of each thread's registers", a, TL(a).layout, want.layout));
+      line(fmt::format("{} {}[{}];", reg_type(t), name, regs(want)));
+      for (int r = 0; r < regs(want); ++r) line(fmt::format("{}[{}] = {};", name, r, v(a, (*perm)[static_cast<std::size_t>(r)])));
+      plan_diag_.push_back(fmt::format("converted %{} from L{} to L{} for %{} ({}){} in registers (same lanes and warps)", a,
+                                       TL(a).layout, want.layout, id, ir::name(k_[id].op), where));
+      return;
+    }
+    const bool half = t.dtype == DType::f16 || t.dtype == DType::bf16;
+    const std::string st = t.is_ptr ? storage_type(t.dtype) + "*" : storage_type(t.dtype);
+    const int esize = t.is_ptr ? 8 : size_bytes(t.dtype);
+    const int cols = t.rank == 2 ? t.shape[1] : t.shape[0];
+    const int rows = t.rank == 2 ? t.shape[0] : 1;
+    const int stride = t.rank == 2 ? cols + std::max(1, 4 / esize) : cols;  // one bank of padding per row
+    smem_bytes_ = std::max(smem_bytes_, rows * stride * esize);
+    auto index = [&](const ir::TileLayout& tl, int r) {
+      return t.rank == 2 ? fmt::format("{} * {} + {}", coord(tl, r, 0), stride, coord(tl, r, 1)) : coord(tl, r, 0);
+    };
+    const std::string buf = fmt::format("(({}*)tj_smem)", st);
+    line(fmt::format("// convert %{} from L{} to L{} through shared memory", a, TL(a).layout, want.layout));
+    const std::string own = owner_predicate(TL(a));
+    for (int r = 0; r < R(a); ++r) {
+      if (canonical(r, a) != r) continue;
+      std::string val = half ? fmt::format("{}({})", t.dtype == DType::f16 ? "tj_f32_to_f16" : "tj_f32_to_bf16", v(a, r)) : v(a, r);
+      std::string st_line = fmt::format("{}[{}] = {};", buf, index(TL(a), r), val);
+      line(own.empty() ? st_line : fmt::format("if ({}) {}", own, st_line));
+    }
+    line(sync());
+    line(fmt::format("{} {}[{}];", reg_type(t), name, regs(want)));
+    for (int r = 0; r < regs(want); ++r) {
+      std::string ld = fmt::format("{}[{}]", buf, index(want, r));
+      if (half) ld = fmt::format("{}({})", t.dtype == DType::f16 ? "tj_f16_to_f32" : "tj_bf16_to_f32", ld);
+      line(fmt::format("{}[{}] = {};", name, r, ld));
+    }
+    line(sync());
+    plan_diag_.push_back(fmt::format("converted %{} from L{} to L{} for %{} ({}){} through {} bytes of shared memory", a,
+                                     TL(a).layout, want.layout, id, ir::name(k_[id].op), where, rows * stride * esize));
+  }
+
+  /// Before loop `L`: the conversions its body needs of values computed
+  /// before it (loop-invariant: one conversion instead of a shared-memory
+  /// round trip and two barriers per iteration, and in scope after the loop
+  /// too) — when that is no more registers than converting in the loop: the
+  /// value is read in no other layout from the loop on, so its registers die
+  /// here and the converted copy, no larger, lives across the loop in their
+  /// place. Any other conversion is made in the body, where it is needed, and
+  /// forgotten at the loop's end.
+  void hoist_conversions(int L) {
+    const int e = loop_end_[static_cast<std::size_t>(L)];
+    for (int id = L + 1; id < e; ++id)
+      for (int j = 0; j < 3; ++j) {
+        const int a = k_[id].args[static_cast<std::size_t>(j)];
+        if (a < 0 || a >= L || !tile(a)) continue;
+        const ir::TileLayout want = plan_.operand_layout(k_, id, j);
+        if (want == TL(a) || conversions_.count(conversion_key(a, want)) || regs(want) > R(a) || !only_read_as(a, want, L)) continue;
+        convert(a, want, id, L);
+      }
+  }
+  /// Every read of value `a` by node `from` or a later one wants it in layout `want`.
+  bool only_read_as(int a, const ir::TileLayout& want, int from) const {
+    for (int id = from; id < static_cast<int>(k_.nodes.size()); ++id)
+      for (int j = 0; j < 3; ++j)
+        if (k_[id].args[static_cast<std::size_t>(j)] == a && !(plan_.operand_layout(k_, id, j) == want)) return false;
+    return true;
   }
 
   /// When layouts `from` and `to` of a rank-`rank` tile give every lane and
@@ -1006,7 +1045,9 @@ class Emitter {
         }
         const int pi = pipe_of_loop_[static_cast<std::size_t>(id)];
         if (pi >= 0) emit_pipe_prologue(pipes_[static_cast<std::size_t>(pi)]);
+        hoist_conversions(id);
         line(fmt::format("for (int s{0} = {1}; s{0} < {2}; s{0} += {3}) {{", id, v(arg(0), 0), v(arg(1), 0), v(arg(2), 0)));
+        conv_scopes_.emplace_back();
         if (pi >= 0) emit_pipe_wait(pipes_[static_cast<std::size_t>(pi)]);
         return;
       }
@@ -1038,6 +1079,8 @@ class Emitter {
             line(fmt::format("s{} = y{};", c, c));
         }
         line("}");
+        for (const std::string& key : conv_scopes_.back()) conversions_.erase(key);  // declared in the loop body
+        conv_scopes_.pop_back();
         if (pi >= 0 && pingpong_)  // warp group 1 handed a last turn to group 0 in its final iteration: take it
           line("if (tj_warp / 4 == 0) asm volatile(\"bar.sync 2, 256;\" ::: \"memory\");");
         if (pi >= 0 && !pipes_[static_cast<std::size_t>(pi)].async_dots.empty())
@@ -1741,7 +1784,9 @@ class Emitter {
   std::string producer_;
   std::string pipe_preamble_;
   std::string body_;
-  std::map<std::string, std::string> conversions_;  // (value, target layout) -> converted register array
+  std::map<std::string, std::string> conversions_;  // (value, target layout) -> converted register array, in scope now
+  int conversions_made_ = 0;
+  std::vector<std::vector<std::string>> conv_scopes_;  // per enclosing loop body being emitted: the conversions declared in it
   std::vector<std::string> plan_diag_;
   std::vector<ir::AxisInfo> axes_;
 };
