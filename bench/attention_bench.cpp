@@ -207,7 +207,7 @@ void BM_AttnBackward(benchmark::State& st) {
 /// below finds the best dK/dV and the best dQ configuration separately.
 template <int D, bool CAUSAL, int KV_BM = examples::FlashBwdTmaConfig<D>::kv_block_m, int KV_BN = examples::FlashBwdTmaConfig<D>::kv_block_n,
           int KV_ST = examples::FlashBwdTmaConfig<D>::kv_stages, int Q_BM = examples::FlashBwdTmaConfig<D>::q_block_m,
-          int Q_BN = examples::FlashBwdTmaConfig<D>::q_block_n, int Q_ST = examples::FlashBwdTmaConfig<D>::q_stages>
+          int Q_BN = examples::FlashBwdTmaConfig<D>::q_block_n, int Q_ST = examples::FlashBwdTmaConfig<D>::q_stages, int WS = 0>
 void BM_FlashBwdTma(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
   const BwdData<D, CAUSAL> b;
@@ -218,8 +218,8 @@ void BM_FlashBwdTma(benchmark::State& st) {
   const Desc kv_k = desc(b.k, KV_BN), kv_v = desc(b.v, KV_BN), kv_q = desc(b.q, KV_BM), kv_do = desc(b.d_o, KV_BM);
   const Desc q_q = desc(b.q, Q_BM), q_do = desc(b.d_o, Q_BM), q_k = desc(b.k, Q_BN), q_v = desc(b.v, Q_BN);
   auto pre = tj::compile<examples::FlashBwdPreprocess<64, D, tj::bf16>>(gpu(), {.num_warps = 4});
-  auto kv = tj::compile<examples::FlashBwdKVTma<KV_BM, KV_BN, D, CAUSAL, tj::bf16>>(gpu(), {.num_warps = KV_BN / 16, .num_stages = KV_ST});
-  auto qk = tj::compile<examples::FlashBwdQTma<Q_BM, Q_BN, D, CAUSAL, tj::bf16>>(gpu(), {.num_warps = Q_BM / 16, .num_stages = Q_ST});
+  auto kv = tj::compile<examples::FlashBwdKVTma<KV_BM, KV_BN, D, CAUSAL, tj::bf16>>(gpu(), {.num_warps = KV_BN / 16, .num_stages = KV_ST, .warp_specialize = (WS & 1) != 0});
+  auto qk = tj::compile<examples::FlashBwdQTma<Q_BM, Q_BN, D, CAUSAL, tj::bf16>>(gpu(), {.num_warps = Q_BM / 16, .num_stages = Q_ST, .warp_specialize = (WS & 2) != 0});
   const float sc = static_cast<float>(1.0 / std::sqrt(double(D))), sc2 = static_cast<float>(1.4426950408889634 / std::sqrt(double(D)));
   auto run_kv = [&] { kv.launch(tj::Grid{S / KV_BN, B * H}, kv_k, kv_v, kv_q, kv_do, b.lse, b.delta, b.dk, b.dv, S, 1, sc, sc2); };
   auto run_q = [&] { qk.launch(tj::Grid{S / Q_BM, B * H}, q_q, q_do, q_k, q_v, b.lse, b.delta, b.dq, S, 1, sc, sc2); };
@@ -232,7 +232,8 @@ void BM_FlashBwdTma(benchmark::State& st) {
   for (int i = 0; i < 5; ++i) kv_ms += gpu().time_ms({}, run_kv) / 5, q_ms += gpu().time_ms({}, run_q) / 5;
   st.counters["kv ms"] = kv_ms;
   st.counters["q ms"] = q_ms;
-  st.SetLabel(fmt::format("kv {}x{} s{}, q {}x{} s{}", KV_BM, KV_BN, KV_ST, Q_BM, Q_BN, Q_ST));
+  st.SetLabel(fmt::format("kv {}x{} s{}{}, q {}x{} s{}{}", KV_BM, KV_BN, KV_ST, (WS & 1) ? " ws" : "", Q_BM, Q_BN, Q_ST,
+                          (WS & 2) ? " ws" : ""));
 }
 
 /// Decode inputs: B sequences of `len` cached tokens (caches [B, Hkv, len, D], bf16, the same random values in
@@ -385,6 +386,22 @@ BENCHMARK(BM_AttnBackward<64, false>)->Name("BM_AttnBackward/D64/full")->UseManu
 BENCHMARK(BM_AttnBackward<64, true>)->Name("BM_AttnBackward/D64/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttnBackward<128, false>)->Name("BM_AttnBackward/D128/full")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttnBackward<128, true>)->Name("BM_AttnBackward/D128/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
+// With a producer warp group (warp_specialize) for dK/dV (WS 1), dQ (2) or both (3), the library's tiles.
+#define TJ_BWD_WS(D, C, NAME, WS)                                                                                   \
+  BENCHMARK(BM_FlashBwdTma<D, C, examples::FlashBwdTmaConfig<D>::kv_block_m, examples::FlashBwdTmaConfig<D>::kv_block_n, \
+                           examples::FlashBwdTmaConfig<D>::kv_stages, examples::FlashBwdTmaConfig<D>::q_block_m,            \
+                           examples::FlashBwdTmaConfig<D>::q_block_n, examples::FlashBwdTmaConfig<D>::q_stages, WS>)         \
+      ->Name("BM_FlashBwdTmaWs" #WS "/D" #D "/" NAME)                                                             \
+      ->UseManualTime()                                                                                           \
+      ->Unit(benchmark::kMillisecond)
+TJ_BWD_WS(64, false, "full", 1);
+TJ_BWD_WS(64, false, "full", 2);
+TJ_BWD_WS(64, false, "full", 3);
+TJ_BWD_WS(64, true, "causal", 3);
+TJ_BWD_WS(128, false, "full", 1);
+TJ_BWD_WS(128, false, "full", 2);
+TJ_BWD_WS(128, false, "full", 3);
+TJ_BWD_WS(128, true, "causal", 3);
 // D = 64 full, the one shape below torch flash (240.6 vs 258.0 TFLOP/s): dK/dV and dQ configurations around the
 // first library config (kv 64x128 s2, q 128x64 s2), each varied with the other kept (the winners, kv 64x64 s3 and
 // q s3, are now FlashBwdTmaConfig<64>); "kv ms" / "q ms" pick each launch's best.

@@ -272,13 +272,13 @@ class Attention {
           {
             const Desc dk_d = desc(k, rkv, Cfg::kv_block_n), dv_d = desc(v, rkv, Cfg::kv_block_n);
             const Desc dq_d = desc(q, rq, Cfg::kv_block_m), ddo_d = desc(d_o, rq, Cfg::kv_block_m);
-            kernel<FlashBwdKVTma<Cfg::kv_block_m, Cfg::kv_block_n, D, C, T>>(Cfg::kv_warps, Cfg::kv_stages)
+            kernel<FlashBwdKVTma<Cfg::kv_block_m, Cfg::kv_block_n, D, C, T>>(Cfg::kv_warps, Cfg::kv_stages, Cfg::kv_ws)
                 .launch(tj::Grid{tj::cdiv(s.seqlen, Cfg::kv_block_n), s.batch * s.heads_kv}, dk_d, dv_d, dq_d, ddo_d, lse, delta, dk, dv,
                         s.seqlen, group, sc, sl2);
           }
           const Desc dq_d = desc(q, rq, Cfg::q_block_m), ddo_d = desc(d_o, rq, Cfg::q_block_m);
           const Desc dk_d = desc(k, rkv, Cfg::q_block_n), dv_d = desc(v, rkv, Cfg::q_block_n);
-          kernel<FlashBwdQTma<Cfg::q_block_m, Cfg::q_block_n, D, C, T>>(Cfg::q_warps, Cfg::q_stages)
+          kernel<FlashBwdQTma<Cfg::q_block_m, Cfg::q_block_n, D, C, T>>(Cfg::q_warps, Cfg::q_stages, Cfg::q_ws)
               .launch(tj::Grid{tj::cdiv(s.seqlen, Cfg::q_block_m), s.batch * s.heads_q}, dq_d, ddo_d, dk_d, dv_d, lse, delta, dq, s.seqlen,
                       group, sc, sl2);
           return;

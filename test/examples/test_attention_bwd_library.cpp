@@ -144,15 +144,17 @@ TEST_CASE("attention_backward_library_tma_kernels_compile_for_sm90a") {
     using Cfg = examples::FlashBwdTmaConfig<D>;
     using KV = examples::FlashBwdKVTma<Cfg::kv_block_m, Cfg::kv_block_n, D, C, tj::bf16>;
     using Q = examples::FlashBwdQTma<Cfg::q_block_m, Cfg::q_block_n, D, C, tj::bf16>;
-    const auto kv = tj::compile_for_arch<KV>("sm_90a", {.num_warps = Cfg::kv_warps, .num_stages = Cfg::kv_stages});
-    const auto qk = tj::compile_for_arch<Q>("sm_90a", {.num_warps = Cfg::q_warps, .num_stages = Cfg::q_stages});
+    const auto kv =
+        tj::compile_for_arch<KV>("sm_90a", {.num_warps = Cfg::kv_warps, .num_stages = Cfg::kv_stages, .warp_specialize = Cfg::kv_ws});
+    const auto qk =
+        tj::compile_for_arch<Q>("sm_90a", {.num_warps = Cfg::q_warps, .num_stages = Cfg::q_stages, .warp_specialize = Cfg::q_ws});
     CHECK(!kv.binary.bytes.empty());
     CHECK(!qk.binary.bytes.empty());
   });
   // f16 shares the code path; one config is enough to show it compiles.
   using Cfg = examples::FlashBwdTmaConfig<128>;
   CHECK_NOTHROW(tj::compile_for_arch<examples::FlashBwdKVTma<Cfg::kv_block_m, Cfg::kv_block_n, 128, true, tj::f16>>(
-      "sm_90a", {.num_warps = Cfg::kv_warps, .num_stages = Cfg::kv_stages}));
+      "sm_90a", {.num_warps = Cfg::kv_warps, .num_stages = Cfg::kv_stages, .warp_specialize = Cfg::kv_ws}));
 }
 
 TEST_CASE("attention_backward_library_gpu_matches_f64") {

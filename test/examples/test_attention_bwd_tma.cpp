@@ -25,8 +25,10 @@ namespace {
 
 /// Forward through the library (O, LSE), delta, then FlashBwdKVTma and FlashBwdQTma.
 template <int BM, int BN, int HD, bool CAUSAL, class T>
-void bwd_tma_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int stages) {
+void bwd_tma_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int stages, bool kv_ws = false, bool q_ws = false) {
   CAPTURE(HD);
+  CAPTURE(kv_ws);
+  CAPTURE(q_ws);
   CAPTURE(S);
   CAPTURE(CAUSAL);
   CAPTURE(Hq);
@@ -67,14 +69,14 @@ void bwd_tma_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int stag
   {
     D dk_d(dev, pk, dt, {rk, HD}, {HD, 1}, {BN, HD}), dv_d(dev, pv, dt, {rk, HD}, {HD, 1}, {BN, HD});
     D dq_d(dev, pq, dt, {rq, HD}, {HD, 1}, {BM, HD}), ddo_d(dev, pdo, dt, {rq, HD}, {HD, 1}, {BM, HD});
-    auto kv = tj::compile<examples::FlashBwdKVTma<BM, BN, HD, CAUSAL, T>>(dev, {.num_warps = BN / 16, .num_stages = stages});
+    auto kv = tj::compile<examples::FlashBwdKVTma<BM, BN, HD, CAUSAL, T>>(dev, {.num_warps = BN / 16, .num_stages = stages, .warp_specialize = kv_ws});
     kv.launch(tj::Grid{tj::cdiv(S, BN), B * Hkv}, dk_d, dv_d, dq_d, ddo_d, pl, pdl, pdk, pdv, S, group, sc, sc2);
   }
   {
     D dq_d(dev, pq, dt, {rq, HD}, {HD, 1}, {BN, HD}), ddo_d(dev, pdo, dt, {rq, HD}, {HD, 1}, {BN, HD});
     D dk_d(dev, pk, dt, {rk, HD}, {HD, 1}, {BM, HD}), dv_d(dev, pv, dt, {rk, HD}, {HD, 1}, {BM, HD});
     // The dQ kernel's query block is BN rows (BN / 16 warps) and its key block BM: the roles swap.
-    auto qk = tj::compile<examples::FlashBwdQTma<BN, BM, HD, CAUSAL, T>>(dev, {.num_warps = BN / 16, .num_stages = stages});
+    auto qk = tj::compile<examples::FlashBwdQTma<BN, BM, HD, CAUSAL, T>>(dev, {.num_warps = BN / 16, .num_stages = stages, .warp_specialize = q_ws});
     qk.launch(tj::Grid{tj::cdiv(S, BN), B * Hq}, dq_d, ddo_d, dk_d, dv_d, pl, pdl, pdq, S, group, sc, sc2);
   }
   down(dq, pdq), down(dk, pdk), down(dv, pdv);
@@ -134,4 +136,10 @@ TEST_CASE("attention_bwd_tma_gpu_matches_f64") {
   bwd_tma_case<64, 128, 96, true, tj::bf16>(dev, 1, 4, 2, 257, 2);
   bwd_tma_case<64, 128, 128, true, tj::bf16>(dev, 2, 4, 4, 256, 2);
   bwd_tma_case<64, 128, 128, false, tj::f16>(dev, 1, 2, 1, 200, 3);
+  // With a producer warp group: dK/dV's pipelined loop sits in the loop over the group's query heads (the producer
+  // walks both; its ring runs on across heads), dQ's loop is top-level.
+  bwd_tma_case<64, 128, 64, false, tj::bf16>(dev, 1, 4, 1, 300, 2, true, true);
+  bwd_tma_case<64, 128, 128, true, tj::bf16>(dev, 2, 4, 2, 256, 2, true, true);
+  bwd_tma_case<64, 64, 96, true, tj::f16>(dev, 1, 4, 4, 200, 3, true, false);
+  bwd_tma_case<64, 128, 128, false, tj::bf16>(dev, 1, 2, 1, 129, 2, false, true);
 }
