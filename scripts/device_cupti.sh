@@ -18,12 +18,7 @@
 #   cp -L /usr/lib/x86_64-linux-gnu/{libfmt.so.9,libxxhash.so.0,libbenchmark.so.1debian} .carry/ && strip .carry/tilejit_tests .carry/profiler_bench
 # then run this script on the device with carry [".carry"]:  bash scripts/device_cupti.sh
 # Logs go to $OUT (profiler_gpu.txt, profiler_cpu.txt, paired.txt, knobs.txt).
-set -u
-B=${1:-.carry}
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-export TILEJIT_CACHE_DIR=/tmp/tj-cache LD_LIBRARY_PATH=$PWD/$B
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+. "$(dirname "$0")/device_common.sh" "$@"
 
 echo "== 1. profiler GPU tests (attribution, each cupti: knob, CUPTI held elsewhere, graph, PC sampling)"
 timeout 60 "$B/tilejit_tests" -tc='profiler cupti gpu*' -s > "$OUT/profiler_gpu.txt" 2>&1

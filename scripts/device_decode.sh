@@ -8,12 +8,7 @@
 #   rm -rf .carry && mkdir -p .carry && cp build-rel/test/tilejit_tests build-rel/bench/attention_bench .carry/
 #   cp -L /usr/lib/x86_64-linux-gnu/{libfmt.so.9,libxxhash.so.0,libbenchmark.so.1debian} .carry/ && strip .carry/*_bench .carry/tilejit_tests
 # then run this script on the device with carry [".carry"]:  bash scripts/device_decode.sh
-set -u
-B=${1:-.carry}
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-export TILEJIT_CACHE_DIR=/tmp/tj-cache LD_LIBRARY_PATH=$PWD/$B
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+. "$(dirname "$0")/device_common.sh" "$@"
 echo "== decode GPU tests: the library call (TMA on an H200; the pointer kernel for a misaligned cache) and the TMA configs"
 timeout 120 "$B/tilejit_tests" -tc='attention_decode_tma_library_gpu*,attention_decode_tma_configs_gpu*' > "$OUT/decode_tests.txt" 2>&1
 echo "rc $?"; grep -E "ERROR|FAILED|test cases|assertions|CRASH" "$OUT/decode_tests.txt" | head -30

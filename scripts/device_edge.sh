@@ -2,12 +2,7 @@
 # The edge-masked forward (2026-11-29, fifth session): FlashAttnFwdTma{PingPong,}Edge mask only the key blocks
 # that can hold a masked key. GPU tests, synccheck, and speed beside the kernels the library uses today.
 # Build and carry as scripts/device_run_pending.sh says (tilejit_tests, attention_bench).
-set -u
-B=${1:-.carry}
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-export TILEJIT_CACHE_DIR=/tmp/tj-cache LD_LIBRARY_PATH=$PWD/$B
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+. "$(dirname "$0")/device_common.sh" "$@"
 echo "== GPU tests of the Hopper forward (edge-masked cases included)"
 timeout 200 "$B/tilejit_tests" -tc='attention_tma*gpu*,attention_library_forward_gpu*' > "$OUT/tests.txt" 2>&1; echo "rc $?"
 grep -E "ERROR|test cases|assertions|CRASH" "$OUT/tests.txt" | head -20

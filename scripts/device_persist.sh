@@ -8,13 +8,8 @@
 #   rm -rf .carry && mkdir -p .carry && cp build-rel/test/tilejit_tests build-rel/bench/gemm_bench .carry/
 #   cp -L /usr/lib/x86_64-linux-gnu/{libfmt.so.9,libxxhash.so.0,libbenchmark.so.1debian} .carry/ && strip .carry/gemm_bench .carry/tilejit_tests
 # then run this script on the device with carry [".carry"]: bash scripts/device_persist.sh
-set -u
-B=${1:-.carry}
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-export TILEJIT_CACHE_DIR=/tmp/tj-cache LD_LIBRARY_PATH=$PWD/$B
+. "$(dirname "$0")/device_common.sh" "$@"
 SAN=/usr/local/cuda/bin/compute-sanitizer
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 echo "== rung 6 GPU tests (poisoned outputs, fresh inputs, every element against f64; also fills the kernel cache)"
 timeout -k 5 75 "$B/tilejit_tests" -tc='gemm_v6_gpu*' > "$OUT/v6_gpu_tests.txt" 2>&1; echo "rc $? (124: timed out)"
 grep -E "ERROR|test cases|assertions|CRASH|skipping" "$OUT/v6_gpu_tests.txt" | head -20

@@ -9,12 +9,7 @@
 #   rm -rf .carry && mkdir -p .carry && cp build-rel/test/tilejit_tests build-rel/bench/{attention_bench,gemm_bench,profiler_bench} .carry/
 #   cp -L /usr/lib/x86_64-linux-gnu/{libfmt.so.9,libxxhash.so.0,libbenchmark.so.1debian} .carry/ && strip .carry/*_bench .carry/tilejit_tests
 # then run this script on the device with carry [".carry"].
-set -u
-B=${1:-.carry}
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-export TILEJIT_CACHE_DIR=/tmp/tj-cache LD_LIBRARY_PATH=$PWD/$B
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+. "$(dirname "$0")/device_common.sh" "$@"
 echo "== warp-specialised GPU tests (gemm_v5_warp includes a light 128x64 kernel that hung before __maxnreg__)"
 timeout 150 "$B/tilejit_tests" -tc='gemm_v5_warp*,attention_tma_warp*,attention_library_forward_gpu*' > "$OUT/ws.txt" 2>&1; echo "rc $?"
 grep -E "ERROR|test cases|assertions|CRASH" "$OUT/ws.txt" | head -20

@@ -13,12 +13,7 @@
 #   rm -rf .carry && mkdir -p .carry && cp build-rel/test/tilejit_tests build-rel/bench/profiler_bench .carry/
 #   cp -L /usr/lib/x86_64-linux-gnu/{libfmt.so.9,libxxhash.so.0,libbenchmark.so.1debian} .carry/ && strip .carry/tilejit_tests .carry/profiler_bench
 # then run this script on the device with carry [".carry"]. Logs go to $OUT.
-set -u
-B=${1:-.carry}
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-export TILEJIT_CACHE_DIR=/tmp/tj-cache LD_LIBRARY_PATH=$PWD/$B
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
+. "$(dirname "$0")/device_common.sh" "$@"
 
 echo "== 1. profiler GPU tests (attribution, CUPTI held elsewhere, graph, PC sampling), PC-sampling reads traced"
 TILEJIT_PC_SAMPLING_TRACE=1 timeout 70 "$B/tilejit_tests" -tc='profiler cupti gpu*' -s > "$OUT/profiler_gpu.txt" 2>&1

@@ -4,12 +4,7 @@
 # the library forward and backward (the codegen change touches the backward's register-A wgmma too); then the
 # CUPTI knobs (scripts/device_cupti.sh). Build and carry: tilejit_tests, attention_bench, profiler_bench as
 # scripts/device_run_pending.sh says.
-set -u
-B=${1:-.carry}
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-export TILEJIT_CACHE_DIR=/tmp/tj-cache LD_LIBRARY_PATH=$PWD/$B
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+. "$(dirname "$0")/device_common.sh" "$@"
 echo "== GPU tests: Hopper forward, library forward and backward, Hopper backward, GEMM rung 5"
 timeout 240 "$B/tilejit_tests" -tc='attention_tma*gpu*,attention_library_forward_gpu*,attention_backward_library_gpu*,attention_bwd_tma_gpu*,gemm_v5_gpu_matches*,gemm_v5_warp*' > "$OUT/tests.txt" 2>&1; echo "rc $?"
 grep -E "ERROR|test cases|assertions|CRASH" "$OUT/tests.txt" | head -20

@@ -2,12 +2,7 @@
 # v0.6, third call: the forward's BLOCK_N sweep at D = 128 (96 = 32x3 and 112 = 16x7 beside 128), GPU tests of
 # those tiles, the library forward, and torch SDPA (flash, cuDNN) in the same call. Carry tilejit_tests and
 # attention_bench (scripts/device_run_pending.sh says how).
-set -u
-B=${1:-.carry}
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-export TILEJIT_CACHE_DIR=/tmp/tj-cache LD_LIBRARY_PATH=$PWD/$B
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+. "$(dirname "$0")/device_common.sh" "$@"
 echo "== GPU tests of the Hopper forward (BLOCK_N 96 / 112 cases included)"
 timeout -k 5 150 "$B/tilejit_tests" -tc='attention_tma_warp_specialised_gpu*' > "$OUT/tests.txt" 2>&1; echo "rc $?"
 grep -E "ERROR|test cases|assertions|CRASH" "$OUT/tests.txt" | head -20

@@ -2,12 +2,7 @@
 # v0.6, fourth call: NaN-propagating max/min as one max.NaN instruction, the epilogue's reciprocal, and D = 64
 # causal candidates. GPU tests (ops, the forward), then the forward rows and the library calls. Carry
 # tilejit_tests and attention_bench (scripts/device_run_pending.sh says how).
-set -u
-B=${1:-.carry}
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-export TILEJIT_CACHE_DIR=/tmp/tj-cache LD_LIBRARY_PATH=$PWD/$B
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+. "$(dirname "$0")/device_common.sh" "$@"
 echo "== GPU tests: NaN max/min, all ops vs the interpreter, softmax, Hopper forward, library forward and backward"
 timeout -k 5 200 "$B/tilejit_tests" -tc='gpu_*,attention_tma_warp_specialised_gpu*,attention_library_forward_gpu*,attention_backward_library_gpu*' > "$OUT/tests.txt" 2>&1; echo "rc $?"
 grep -E "ERROR|test cases|assertions|CRASH" "$OUT/tests.txt" | head -20

@@ -2,12 +2,7 @@
 # v0.6, last call: the backward with producer warp groups (dK/dV's loop nested in the loop over query heads,
 # which the code generator now specialises; dQ's loop top-level), GPU tests of those, and the library calls
 # after the D64-causal switch. Carry tilejit_tests and attention_bench.
-set -u
-B=${1:-.carry}
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-export TILEJIT_CACHE_DIR=/tmp/tj-cache LD_LIBRARY_PATH=$PWD/$B
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+. "$(dirname "$0")/device_common.sh" "$@"
 echo "== GPU tests: Hopper backward (producer warp groups included), library forward and backward, conversions"
 timeout -k 5 150 "$B/tilejit_tests" -tc='attention_bwd_tma_gpu*,attention_library_forward_gpu*,attention_backward_library_gpu*' > "$OUT/tests.txt" 2>&1; echo "rc $?"
 grep -E "ERROR|test cases|assertions|CRASH" "$OUT/tests.txt" | head -20
