@@ -43,6 +43,7 @@ class Emitter {
   Generated run() {
     if (ws_) emit_producer();
     for (std::size_t id = 0; id < k_.nodes.size(); ++id) emit(static_cast<int>(id));
+    retire_deferred();  // a wgmma whose result nothing read must not be in flight (reading shared memory) at exit
     Generated g;
     g.kernel_name = k_.name;
     g.threads = threads_ + (ws_ ? 4 * t_.warp_size : 0);
@@ -217,8 +218,11 @@ class Emitter {
         const int c = n.args[2];
         if (k_[c].op != Op::loop_carry || k_[c].args[1] != p.loop) continue;
         bool ok = true;
+        // The carry is read by this dot, its own yield and the loop's result only: another carry's yield that
+        // copies it (e.g. `prev = acc`) must see the value before the product, which an in-place wgmma overwrites.
         for (int u : uses[static_cast<std::size_t>(c)])
-          if (u != static_cast<int>(d) && k_[u].op != Op::loop_yield && k_[u].op != Op::loop_result) ok = false;
+          if (u != static_cast<int>(d) && !(k_[u].op == Op::loop_yield && k_[u].args[0] == c) && k_[u].op != Op::loop_result)
+            ok = false;
         for (int u : uses[d])
           if (k_[u].op != Op::loop_yield || k_[u].args[0] != c) ok = false;
         if (!ok) continue;
