@@ -160,10 +160,13 @@ namespace examples {
 /// .warp_specialize = true, .pingpong = true}, a producer warp issues the copies
 /// and the two warp groups take turns over the two products, so one group's
 /// softmax runs under the other's tensor-core work. The loop carries P (f32);
-/// P_{-1} = 0, so the block read at j = 0 (row −BLOCK_N: the previous head's
-/// rows, or TMA's zero fill) contributes nothing; the last block's P·V runs
-/// after the loop on a V block copied before it. Same shapes, descriptors and
-/// results as FlashAttnFwdTma. Source: Shah et al., FlashAttention-3 (arXiv
+/// P_{-1} = 0, so the block read at j = 0 (this head's first block) contributes
+/// nothing; the last block's P·V runs after the loop on a V block copied before
+/// it. Same shapes, descriptors and results as FlashAttnFwdTma. V must be
+/// finite where it is read: with S not a multiple of BLOCK_N the last block
+/// holds rows of the next KV head (or TMA's zero fill), multiplied by P = 0,
+/// and a NaN or Inf there gives NaN (0·NaN) in this head's output; with S a
+/// multiple of BLOCK_N (and S >= BLOCK_N) every V row read is this head's own. Source: Shah et al., FlashAttention-3 (arXiv
 /// 2407.08608), §3.1 (ping-pong) and Algorithm 1.
 template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, KeyMask MASK = KeyMask::every_block>
 struct FlashAttnFwdTmaPingPongBody {
@@ -179,7 +182,9 @@ struct FlashAttnFwdTmaPingPongBody {
                            tj::zeros<float, BLOCK_M, BLOCK_N>()};
     auto [m_i, l_i, acc, p_last] = tj::for_range(0, hi, BLOCK_N, init, [&](tj::Int n0, auto m_i, auto l_i, auto acc, auto p_prev) {
       auto s = tj::dot(q_tile, tj::trans(k.load(kv_row + n0, 0)));
-      auto o_prev = tj::dot(tj::cast<T>(p_prev), v.load(kv_row + n0 - BLOCK_N, 0), acc);
+      // P_{-1} = 0: at j = 0 any V block gives 0, as long as it is finite — so read this head's first block, not
+      // the previous head's last one (a NaN or Inf there would make 0·NaN = NaN here).
+      auto o_prev = tj::dot(tj::cast<T>(p_prev), v.load(kv_row + tj::maximum(n0 - BLOCK_N, 0), 0), acc);
       auto [m_new, prob, alpha] = softmax_of_masked(mask_scores_as<BLOCK_N, CAUSAL, MASK>(s, p.rm, n0, hi, edge), scale_log2e, m_i);
       return std::tuple{m_new, l_i * alpha + tj::sum<1>(prob), o_prev * tj::expand_dims<1>(alpha), prob};
     });

@@ -253,6 +253,50 @@ TEST_CASE("attention_tma_pv_wgmma_stays_in_flight_during_the_softmax") {
   compiles_for_sm90a(on.source, "attn_overlap.cu");
 }
 
+TEST_CASE("attention_tma_fa3_order_reads_no_v_row_of_another_head_when_s_is_a_multiple_of_block_n") {
+  // Two KV heads, S = 128 = 2 blocks of 64: head 0's V is NaN in its last block. FlashAttention-3's order reads
+  // a V block at j = 0 with P_{-1} = 0; it must be head 1's own first block, not head 0's last (0·NaN = NaN).
+  auto dev = tj::Device::interpreter();
+  constexpr int S = 128, HD = 64, BM = 64, BN = 64;
+  auto gen = [&](unsigned salt) { return testing::random_tensor<tj::bf16>(2 * S * HD, salt, -2, 2); };
+  auto q = gen(91), k = gen(92), v = gen(93);
+  for (int r = S - BN; r < S; ++r)
+    for (int d = 0; d < HD; ++d) v[static_cast<std::size_t>(r) * HD + d] = tj::bf16(std::nanf(""));
+  std::vector<tj::bf16> o(q.size());
+  std::vector<float> lse(2 * S);
+  const long long rows = 2 * S;
+  D dq(dev, q.data(), tj::DType::bf16, {rows, HD}, {HD, 1}, {BM, HD});
+  D dk(dev, k.data(), tj::DType::bf16, {rows, HD}, {HD, 1}, {BN, HD});
+  D dv(dev, v.data(), tj::DType::bf16, {rows, HD}, {HD, 1}, {BN, HD});
+  const double scale = 1.0 / 8.0;
+  auto head1 = [&](const std::vector<tj::bf16>& x) {
+    std::vector<double> out(static_cast<std::size_t>(S) * HD);
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(x[static_cast<std::size_t>(S) * HD + i]);
+    return out;
+  };
+  for (bool causal : {false, true}) {
+    CAPTURE(causal);
+    const auto ref = testing::attention_ref(head1(q), head1(k), head1(v), S, S, HD, causal, scale);
+    auto run = [&]<class K>() {
+      std::fill(o.begin(), o.end(), tj::bf16(0.0f));
+      tj::compile<K>(dev, {.num_warps = 4, .num_stages = 2}).launch(tj::Grid{S / BM, 2}, dq, dk, dv, o.data(), lse.data(), S, 1,
+                                                                    static_cast<float>(scale * 1.4426950408889634));
+      std::vector<double> got(static_cast<std::size_t>(S) * HD);
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        got[i] = static_cast<float>(o[static_cast<std::size_t>(S) * HD + i]);
+        REQUIRE(std::isfinite(got[i]));
+      }
+      CHECK(testing::rel_error(got, ref.o) < 2e-2);
+    };
+    if (causal) {
+      run.template operator()<examples::FlashAttnFwdTmaPingPongEdge<BM, BN, HD, true, tj::bf16>>();
+    } else {
+      run.template operator()<examples::FlashAttnFwdTmaPingPongEdge<BM, BN, HD, false, tj::bf16>>();
+      run.template operator()<examples::FlashAttnFwdTmaPingPongEvenN<BM, BN, HD, false, tj::bf16>>();
+    }
+  }
+}
+
 TEST_CASE("attention_tma_even_n_emits_no_key_mask") {
   const auto masked = sm90(8, 2, examples::FlashAttnFwdTmaPingPong<128, 128, 128, false, tj::bf16>{}, true);
   const auto even = sm90(8, 2, examples::FlashAttnFwdTmaPingPongEvenN<128, 128, 128, false, tj::bf16>{}, true);
