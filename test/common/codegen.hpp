@@ -1,6 +1,7 @@
 // Checks on generated kernels shared by the code-generation tests: whether a
 // diagnostic was reported, and whether NVRTC compiles the text for sm_90a.
 #pragma once
+#include <regex>
 #include <string>
 
 #include <doctest/doctest.h>
@@ -25,6 +26,27 @@ inline void compiles_for_sm90a(const std::string& src, const std::string& name) 
   req.name = name;
   req.arch = "sm_90a";
   CHECK(!tilejit::runtime::compile(req).binary.bytes.empty());
+}
+
+/// NVRTC compiles `src` for sm_90a with ptxas -v: a binary, 0 bytes of spill stores and loads, no serialised
+/// wgmma; the registers used go to the test log. Skipped when NVRTC is absent.
+inline void compiles_for_sm90a_without_spills(const std::string& src, const std::string& name) {
+  CAPTURE(name);
+  std::string why;
+  if (!tilejit::runtime::compiler_available(tilejit::runtime::Compiler::nvrtc, &why)) return;
+  tilejit::runtime::JitRequest req;
+  req.source = src;
+  req.name = name;
+  req.arch = "sm_90a";
+  req.options = {"--ptxas-options=-v"};
+  const auto res = tilejit::runtime::compile(req);
+  CHECK(!res.binary.bytes.empty());
+  std::smatch m;
+  REQUIRE(std::regex_search(res.log, m, std::regex(R"((\d+) bytes spill stores, (\d+) bytes spill loads)")));
+  CHECK(std::stoi(m[1]) == 0);
+  CHECK(std::stoi(m[2]) == 0);
+  CHECK(res.log.find("wgmma.mma_async instructions are serialized") == std::string::npos);
+  MESSAGE(name, ": ", std::regex_search(res.log, m, std::regex(R"(Used (\d+) registers)")) ? m[0].str() : "?");
 }
 
 }  // namespace testing

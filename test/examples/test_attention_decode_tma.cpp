@@ -213,20 +213,9 @@ TEST_CASE("attention_decode_tma_compiles_for_sm90a_without_spills") {
     return;
   }
   auto ptxas = [](const tj::codegen::Generated& g, const char* what) {
-    tj::runtime::JitRequest req;
-    req.source = g.source;
-    req.name = std::string(what) + ".cu";
-    req.arch = "sm_90a";
-    req.options = {"--ptxas-options=-v"};
-    const auto res = tj::runtime::compile(req);
-    CHECK(!res.binary.bytes.empty());
-    std::smatch m;
-    REQUIRE(std::regex_search(res.log, m, std::regex(R"((\d+) bytes spill stores, (\d+) bytes spill loads)")));
-    CHECK(std::stoi(m[1]) == 0);
-    CHECK(std::stoi(m[2]) == 0);
-    CHECK(res.log.find("wgmma.mma_async instructions are serialized") == std::string::npos);
-    if (std::regex_search(res.log, m, std::regex(R"(Used (\d+) registers)"))) MESSAGE(std::string(what), ": ", m[1].str(), " registers, no spills");
+    testing::compiles_for_sm90a_without_spills(g.source, std::string(what) + ".cu");
   };
+
   using examples::FlashDecodeSplitTma;
   using Cfg = examples::FlashDecodeTmaConfig;
   ptxas(sm90(FlashDecodeSplitTma<Cfg::block_n, 128, tj::bf16>{}, Cfg::stages, Cfg::warp_specialize), "decode_tma_d128_library");

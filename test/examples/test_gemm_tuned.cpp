@@ -173,19 +173,7 @@ TEST_CASE("gemm_tuned_candidates_compile_for_sm90a_without_spills") {
       CHECK(testing::has_diagnostic(g, "warp specialised: " + std::to_string(c.config.num_warps) + " consumer warp(s)"));
     else
       CHECK(g.source.find("setmaxnreg") == std::string::npos);
-    tj::runtime::JitRequest req;
-    req.source = g.source;
-    req.name = "gemm_candidate.cu";
-    req.arch = "sm_90a";
-    req.options = {"--ptxas-options=-v"};
-    const auto res = tj::runtime::compile(req);
-    CHECK(!res.binary.bytes.empty());
-    std::smatch m;
-    REQUIRE(std::regex_search(res.log, m, std::regex(R"((\d+) bytes spill stores, (\d+) bytes spill loads)")));
-    CHECK(std::stoi(m[1]) == 0);
-    CHECK(std::stoi(m[2]) == 0);
-    CHECK(res.log.find("wgmma.mma_async instructions are serialized") == std::string::npos);
-    MESSAGE(what, ": ", std::regex_search(res.log, m, std::regex(R"(Used (\d+) registers)")) ? m[0].str() : "?");
+    testing::compiles_for_sm90a_without_spills(g.source, what + ".cu");
   }
 }
 
