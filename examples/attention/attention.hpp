@@ -110,7 +110,9 @@ class Attention {
     return longest;
   }
 
-  /// q, o [B·Hq, S, D]; k, v [B·Hkv, S, D]; lse [B·Hq, S].
+  /// q, o [B·Hq, S, D]; k, v [B·Hkv, S, D]; lse [B·Hq, S]. On Hopper with S not a multiple of 128, the last key
+  /// block of each head also reads the first V rows of the next KV head (weighted by exactly 0): v must then be
+  /// finite in every head, as a NaN or Inf there would give NaN (0·NaN) in the neighbouring head's output.
   void forward(const T* q, const T* k, const T* v, T* o, float* lse, const AttnShape& s) {
     check(s);
     fits_i32(s.batch * s.heads_q * s.seqlen * s.head_dim, "q [B·Hq, S, D]");
