@@ -164,7 +164,7 @@ struct FlashDecodeReduce {
       auto a = tj::exp2(m - m_new), a_s = tj::exp2(m_s - m_new);
       return std::tuple{m_new, l * a + l_s * a_s, acc * a + tj::load(o_part + slot * HEAD_DIM + rd) * a_s};
     });
-    auto has = l > 0.0f;
+    auto has = l != 0.0f;  // false only for an empty cache; NaN (NaN in q or the cache) stays NaN
     auto safe_l = tj::where(has, l, 1.0f);
     tj::store(o + bh * HEAD_DIM + rd, tj::cast<T>(tj::where(has, acc / safe_l, 0.0f)));
     tj::store(lse + bh, tj::where(has, m * kAttnLn2 + tj::log(safe_l), kAttnNegBig));

@@ -155,11 +155,12 @@ auto attend(const tj::Tile<T, BLOCK_M, HEAD_DIM>& q_tile, const tj::Tile<std::in
                                                            load_v);
 }
 
-/// O = acc / l (0 for rows with no key) and the natural-log LSE (-1e30 for them).
+/// O = acc / l (0 for rows with no key) and the natural-log LSE (-1e30 for them). A row whose scores held a
+/// NaN (NaN in q or k) has l = NaN: its O and LSE are NaN, as torch's are — not the zeros of an empty row.
 template <int BLOCK_M, int HEAD_DIM>
 auto attend_finish(const tj::Tile<float, BLOCK_M>& m_i, const tj::Tile<float, BLOCK_M>& l_i,
                    const tj::Tile<float, BLOCK_M, HEAD_DIM>& acc) {
-  auto has = l_i > 0.0f;
+  auto has = l_i != 0.0f;  // l >= 0: false only for a row with no key; true for NaN
   auto safe_l = tj::where(has, l_i, 1.0f);
   // One reciprocal per row and a multiply per element (FlashAttention's epilogue), not an IEEE divide per element.
   auto out = tj::where(tj::expand_dims<1>(has), acc * tj::expand_dims<1>(1.0f / safe_l), 0.0f);

@@ -297,6 +297,31 @@ TEST_CASE("attention_tma_fa3_order_reads_no_v_row_of_another_head_when_s_is_a_mu
   }
 }
 
+TEST_CASE("attention_tma_nan_in_q_gives_nan_in_its_row_only") {
+  // NaN in one query row: that row's O and LSE are NaN (as torch's are), not the zeros of a row with no key;
+  // every other row is finite. Full and causal, edge-masked FA3 order.
+  auto dev = tj::Device::interpreter();
+  constexpr int S = 100, HD = 64, BM = 64, BN = 64, bad = 70;
+  auto q = testing::random_tensor<tj::bf16>(S * HD, 95, -2, 2), k = testing::random_tensor<tj::bf16>(S * HD, 96, -2, 2),
+       v = testing::random_tensor<tj::bf16>(S * HD, 97, -2, 2);
+  q[static_cast<std::size_t>(bad) * HD + 3] = tj::bf16(std::nanf(""));
+  D dq(dev, q.data(), tj::DType::bf16, {S, HD}, {HD, 1}, {BM, HD});
+  D dk(dev, k.data(), tj::DType::bf16, {S, HD}, {HD, 1}, {BN, HD});
+  D dv(dev, v.data(), tj::DType::bf16, {S, HD}, {HD, 1}, {BN, HD});
+  std::vector<tj::bf16> o(q.size());
+  std::vector<float> lse(S);
+  auto run = [&]<class K>() {
+    tj::compile<K>(dev, {.num_warps = 4, .num_stages = 2}).launch(tj::Grid{2, 1}, dq, dk, dv, o.data(), lse.data(), S, 1, 0.18f);
+    for (int r = 0; r < S; ++r) {
+      CAPTURE(r);
+      CHECK(std::isnan(lse[r]) == (r == bad));
+      for (int d = 0; d < HD; ++d) CHECK(std::isnan(static_cast<float>(o[static_cast<std::size_t>(r) * HD + d])) == (r == bad));
+    }
+  };
+  run.template operator()<examples::FlashAttnFwdTmaPingPongEdge<BM, BN, HD, false, tj::bf16>>();
+  run.template operator()<examples::FlashAttnFwdTmaPingPongEdge<BM, BN, HD, true, tj::bf16>>();
+}
+
 TEST_CASE("attention_tma_even_n_emits_no_key_mask") {
   const auto masked = sm90(8, 2, examples::FlashAttnFwdTmaPingPong<128, 128, 128, false, tj::bf16>{}, true);
   const auto even = sm90(8, 2, examples::FlashAttnFwdTmaPingPongEvenN<128, 128, 128, false, tj::bf16>{}, true);
