@@ -1,8 +1,10 @@
 // Checks on generated kernels shared by the code-generation tests: whether a
 // diagnostic was reported, and whether NVRTC compiles the text for sm_90a.
 #pragma once
+#include <optional>
 #include <regex>
 #include <string>
+#include <vector>
 
 #include <doctest/doctest.h>
 
@@ -17,36 +19,37 @@ inline bool has_diagnostic(const tilejit::codegen::Generated& g, const std::stri
   return false;
 }
 
-/// NVRTC compiles `src` (named `name` in its log) for sm_90a to a non-empty binary; skipped when NVRTC is absent.
-inline void compiles_for_sm90a(const std::string& src, const std::string& name) {
+/// NVRTC's result for `src` (named `name` in its log) on sm_90a with `options`; nullopt when NVRTC is absent.
+inline std::optional<tilejit::runtime::JitResult> compile_sm90a(const std::string& src, const std::string& name,
+                                                                std::vector<std::string> options = {}) {
   std::string why;
-  if (!tilejit::runtime::compiler_available(tilejit::runtime::Compiler::nvrtc, &why)) return;
+  if (!tilejit::runtime::compiler_available(tilejit::runtime::Compiler::nvrtc, &why)) return std::nullopt;
   tilejit::runtime::JitRequest req;
   req.source = src;
   req.name = name;
   req.arch = "sm_90a";
-  CHECK(!tilejit::runtime::compile(req).binary.bytes.empty());
+  req.options = std::move(options);
+  return tilejit::runtime::compile(req);
+}
+
+/// NVRTC compiles `src` (named `name` in its log) for sm_90a to a non-empty binary; skipped when NVRTC is absent.
+inline void compiles_for_sm90a(const std::string& src, const std::string& name) {
+  if (const auto res = compile_sm90a(src, name)) CHECK(!res->binary.bytes.empty());
 }
 
 /// NVRTC compiles `src` for sm_90a with ptxas -v: a binary, 0 bytes of spill stores and loads, no serialised
 /// wgmma; the registers used go to the test log. Skipped when NVRTC is absent.
 inline void compiles_for_sm90a_without_spills(const std::string& src, const std::string& name) {
   CAPTURE(name);
-  std::string why;
-  if (!tilejit::runtime::compiler_available(tilejit::runtime::Compiler::nvrtc, &why)) return;
-  tilejit::runtime::JitRequest req;
-  req.source = src;
-  req.name = name;
-  req.arch = "sm_90a";
-  req.options = {"--ptxas-options=-v"};
-  const auto res = tilejit::runtime::compile(req);
-  CHECK(!res.binary.bytes.empty());
+  const auto res = compile_sm90a(src, name, {"--ptxas-options=-v"});
+  if (!res) return;
+  CHECK(!res->binary.bytes.empty());
   std::smatch m;
-  REQUIRE(std::regex_search(res.log, m, std::regex(R"((\d+) bytes spill stores, (\d+) bytes spill loads)")));
+  REQUIRE(std::regex_search(res->log, m, std::regex(R"((\d+) bytes spill stores, (\d+) bytes spill loads)")));
   CHECK(std::stoi(m[1]) == 0);
   CHECK(std::stoi(m[2]) == 0);
-  CHECK(res.log.find("wgmma.mma_async instructions are serialized") == std::string::npos);
-  MESSAGE(name, ": ", std::regex_search(res.log, m, std::regex(R"(Used (\d+) registers)")) ? m[0].str() : "?");
+  CHECK(res->log.find("wgmma.mma_async instructions are serialized") == std::string::npos);
+  MESSAGE(name, ": ", std::regex_search(res->log, m, std::regex(R"(Used (\d+) registers)")) ? m[0].str() : "?");
 }
 
 }  // namespace testing

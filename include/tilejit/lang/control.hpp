@@ -59,6 +59,25 @@ T result_of(const T& carry) {
 template <class X> struct carried_tile { using type = decltype(tile_of(std::declval<X>())); };
 template <class X> using carried_t = typename carried_tile<std::remove_cvref_t<X>>::type;
 
+/// Records a loop_begin over [lo, hi) by step; returns its node (the induction variable).
+template <class Lo, class Hi, class Step>
+int begin_loop(const Lo& lo, const Hi& hi, const Step& step) {
+  const Int l = as_int(lo), h = as_int(hi), s = as_int(step);
+  ir::Node b;
+  b.op = ir::Op::loop_begin;
+  b.type = type_of<std::int32_t>();
+  b.args = {l.id(), h.id(), s.id()};
+  return record(b);
+}
+
+/// Records the loop_end of the loop begun at node `begin`.
+inline void end_loop(int begin) {
+  ir::Node e;
+  e.op = ir::Op::loop_end;
+  e.args[0] = begin;
+  record(e);
+}
+
 }  // namespace lang
 
 /// for (iv = lo; iv < hi; iv += step) with carried tiles. `init` is one tile
@@ -68,12 +87,7 @@ template <class X> using carried_t = typename carried_tile<std::remove_cvref_t<X
 /// lo, hi, step: Int / Size scalars or C++ ints; step must be positive.
 template <class Lo, class Hi, class Step, class Init, class Body>
 auto for_range(const Lo& lo, const Hi& hi, const Step& step, const Init& init, Body&& body) {
-  const Int l = lang::as_int(lo), h = lang::as_int(hi), s = lang::as_int(step);
-  ir::Node b;
-  b.op = ir::Op::loop_begin;
-  b.type = lang::type_of<std::int32_t>();
-  b.args = {l.id(), h.id(), s.id()};
-  const int begin = lang::record(b);
+  const int begin = lang::begin_loop(lo, hi, step);
   const Int iv(begin);
   if constexpr (requires { std::tuple_size<Init>::value; }) {
     auto carries = std::apply(
@@ -83,10 +97,7 @@ auto for_range(const Lo& lo, const Hi& hi, const Step& step, const Init& init, B
                   "for_range: the body must return the carried tiles with their types unchanged (same order, dtype, shape)");
     [&]<std::size_t... I>(std::index_sequence<I...>) { (lang::yield(std::get<I>(carries), std::get<I>(next)), ...); }(
         std::make_index_sequence<std::tuple_size_v<decltype(carries)>>{});
-    ir::Node e;
-    e.op = ir::Op::loop_end;
-    e.args[0] = begin;
-    lang::record(e);
+    lang::end_loop(begin);
     return std::apply([&](const auto&... c) { return std::tuple{lang::result_of(c)...}; }, carries);
   } else {
     auto carry = lang::make_carry(lang::tile_of(init), begin);
@@ -94,10 +105,7 @@ auto for_range(const Lo& lo, const Hi& hi, const Step& step, const Init& init, B
     static_assert(std::is_same_v<decltype(next), decltype(carry)>,
                   "for_range: the body must return the carried tile with its type unchanged (same dtype and shape)");
     lang::yield(carry, next);
-    ir::Node e;
-    e.op = ir::Op::loop_end;
-    e.args[0] = begin;
-    lang::record(e);
+    lang::end_loop(begin);
     return lang::result_of(carry);
   }
 }
@@ -108,17 +116,9 @@ auto for_range(const Lo& lo, const Hi& hi, const Step& step, const Init& init, B
 template <class Lo, class Hi, class Step, class Body>
   requires std::is_void_v<std::invoke_result_t<Body&, Int>>
 void for_range(const Lo& lo, const Hi& hi, const Step& step, Body&& body) {
-  const Int l = lang::as_int(lo), h = lang::as_int(hi), s = lang::as_int(step);
-  ir::Node b;
-  b.op = ir::Op::loop_begin;
-  b.type = lang::type_of<std::int32_t>();
-  b.args = {l.id(), h.id(), s.id()};
-  const int begin = lang::record(b);
+  const int begin = lang::begin_loop(lo, hi, step);
   body(Int(begin));
-  ir::Node e;
-  e.op = ir::Op::loop_end;
-  e.args[0] = begin;
-  lang::record(e);
+  lang::end_loop(begin);
 }
 
 }  // namespace tilejit
