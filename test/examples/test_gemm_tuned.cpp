@@ -14,6 +14,7 @@
 
 #include "examples/gemm/gemm.hpp"
 #include "test/common/codegen.hpp"
+#include "test/common/gemm_problem.hpp"
 #include "test/common/random.hpp"
 
 namespace tj = tilejit;
@@ -21,34 +22,9 @@ using G = examples::Gemm<tj::bf16>;
 
 namespace {
 
-/// C = A·Bᵀ, A [M, K] and B [N, K] fresh random bf16 in [-1, 1]; per element the f64 reference and Σ|a||b|.
-struct Problem {
-  int M, N, K;
-  std::vector<tj::bf16> a, b;
-  std::vector<double> ref, mag;
-  Problem(int m, int n, int k, unsigned salt) : M(m), N(n), K(k) {
-    a = testing::random_tensor<tj::bf16>(static_cast<std::size_t>(m) * k, salt);
-    b = testing::random_tensor<tj::bf16>(static_cast<std::size_t>(n) * k, salt + 1);
-    ref.assign(static_cast<std::size_t>(m) * n, 0.0);
-    mag.assign(ref.size(), 0.0);
-    std::vector<double> bd(b.size());
-    for (std::size_t i = 0; i < b.size(); ++i) bd[i] = static_cast<float>(b[i]);
-    for (int i = 0; i < m; ++i) {
-      std::vector<double> ad(static_cast<std::size_t>(k));
-      for (int kk = 0; kk < k; ++kk) ad[static_cast<std::size_t>(kk)] = static_cast<float>(a[static_cast<std::size_t>(i) * k + kk]);
-      for (int j = 0; j < n; ++j) {
-        const double* bj = bd.data() + static_cast<std::size_t>(j) * k;
-        double s = 0, sa = 0;
-        for (int kk = 0; kk < k; ++kk) {
-          const double p = ad[static_cast<std::size_t>(kk)] * bj[kk];
-          s += p;
-          sa += std::abs(p);
-        }
-        ref[static_cast<std::size_t>(i) * n + j] = s;
-        mag[static_cast<std::size_t>(i) * n + j] = sa;
-      }
-    }
-  }
+/// A bf16 GemmTN that checks a result.
+struct Problem : testing::GemmTN<tj::bf16> {
+  using GemmTN::GemmTN;
   /// Every element written (no NaN left of the poison) and within f32 accumulation error of f64.
   void check(const std::vector<float>& c) const {
     const double elem = 1e-6 + K * 6e-8;  // γ_K = K·u for f32 sums of exact products, u = 2^-24

@@ -12,6 +12,7 @@
 
 #include "examples/gemm/matmul_v6.hpp"
 #include "test/common/codegen.hpp"
+#include "test/common/gemm_problem.hpp"
 #include "test/common/random.hpp"
 #include "test/common/text.hpp"
 
@@ -20,32 +21,8 @@ using D = tj::TensorDescriptor;
 
 namespace {
 
-/// C = A·Bᵀ, A [M, K] and B [N, K] fresh random in [-1, 1]; per element the f64 reference and Σ|a||b| (for the
-/// element's own error bound).
 template <class T>
-struct Problem {
-  int M, N, K;
-  std::vector<T> a, b;
-  std::vector<double> ref, mag;
-  Problem(int m, int n, int k, unsigned salt) : M(m), N(n), K(k) {
-    a = testing::random_tensor<T>(static_cast<std::size_t>(m) * k, salt);
-    b = testing::random_tensor<T>(static_cast<std::size_t>(n) * k, salt + 1);
-    ref.assign(static_cast<std::size_t>(m) * n, 0.0);
-    mag.assign(ref.size(), 0.0);
-    for (int i = 0; i < m; ++i)
-      for (int j = 0; j < n; ++j) {
-        double s = 0, sa = 0;
-        for (int kk = 0; kk < k; ++kk) {
-          const double p = static_cast<double>(static_cast<float>(a[static_cast<std::size_t>(i) * k + kk])) *
-                           static_cast<float>(b[static_cast<std::size_t>(j) * k + kk]);
-          s += p;
-          sa += std::abs(p);
-        }
-        ref[static_cast<std::size_t>(i) * n + j] = s;
-        mag[static_cast<std::size_t>(i) * n + j] = sa;
-      }
-  }
-};
+using Problem = testing::GemmTN<T>;
 
 struct Run {
   int stages = 3;

@@ -1,0 +1,44 @@
+// C = A·Bᵀ test problems shared by the GEMM tests: fresh random inputs and an f64 reference with, per element,
+// Σ|a·b| (the scale of that element's own accumulation error bound).
+#pragma once
+#include <cmath>
+#include <cstddef>
+#include <vector>
+
+#include "test/common/random.hpp"
+
+namespace testing {
+
+/// A [M, K] and B [N, K] fresh random in [-1, 1] (testing::random_tensor, salts `salt` and `salt + 1`); ref[i·N + j]
+/// = Σ_k a[i][k]·b[j][k] in f64 over the rounded inputs and mag[i·N + j] = Σ_k |a[i][k]·b[j][k]|.
+template <class T>
+struct GemmTN {
+  int M, N, K;
+  std::vector<T> a, b;
+  std::vector<double> ref, mag;
+  GemmTN(int m, int n, int k, unsigned salt)
+      : M(m), N(n), K(k), a(random_tensor<T>(static_cast<std::size_t>(m) * k, salt)),
+        b(random_tensor<T>(static_cast<std::size_t>(n) * k, salt + 1)) {
+    ref.assign(static_cast<std::size_t>(m) * n, 0.0);
+    mag.assign(ref.size(), 0.0);
+    std::vector<double> bd(b.size());
+    for (std::size_t i = 0; i < b.size(); ++i) bd[i] = static_cast<float>(b[i]);
+    std::vector<double> ad(static_cast<std::size_t>(k));
+    for (int i = 0; i < m; ++i) {
+      for (int kk = 0; kk < k; ++kk) ad[static_cast<std::size_t>(kk)] = static_cast<float>(a[static_cast<std::size_t>(i) * k + kk]);
+      for (int j = 0; j < n; ++j) {
+        const double* bj = bd.data() + static_cast<std::size_t>(j) * k;
+        double s = 0, sa = 0;
+        for (int kk = 0; kk < k; ++kk) {
+          const double p = ad[static_cast<std::size_t>(kk)] * bj[kk];
+          s += p;
+          sa += std::abs(p);
+        }
+        ref[static_cast<std::size_t>(i) * n + j] = s;
+        mag[static_cast<std::size_t>(i) * n + j] = sa;
+      }
+    }
+  }
+};
+
+}  // namespace testing
