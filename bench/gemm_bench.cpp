@@ -12,6 +12,8 @@
 //   BM_TilejitV5/BMxBN/S     examples/gemm/matmul_v5.hpp (rung 5: descriptors, TMA ring of S stages, async wgmma)
 //   BM_TilejitV6Ws/BMxBN/S   examples/gemm/matmul_v6.hpp (rung 6: persistent grid of one program per SM, grouped tile
 //                            order, a producer warp group whose ring runs across tiles; BM_TilejitV6: no producer)
+//   BM_TilejitV7/BMxBN/S/CL  examples/gemm/matmul_v7.hpp (rung 7: clusters of CL programs sharing B's block through
+//                            TMA multicast, a producer warp group; CL = 1: the same kernel without clusters)
 //   BM_TilejitGemm/...       examples/gemm/gemm.hpp, the library call: on first use of a shape it races its 16
 //                            candidates (rung 5 and rung 6 configs) and launches the winner, named in the label;
 //                            split-K for small M. /large: 4096^3, 8192^3 and Llama-3-8B at M = 4096 and 16384,
@@ -34,6 +36,7 @@
 #include "examples/gemm/gemm.hpp"
 #include "examples/gemm/matmul_v5.hpp"
 #include "examples/gemm/matmul_v6.hpp"
+#include "examples/gemm/matmul_v7.hpp"
 #include "tilejit/ir/remat.hpp"
 #include "tilejit/tilejit.hpp"
 
@@ -339,6 +342,21 @@ void BM_TilejitV6(benchmark::State& st) {
               std::to_string(grid.x) + " programs" + (WS ? ", producer warp group" : ""));
 }
 
+/// Rung 7: clusters of CL programs sharing B's block by TMA multicast (one program per tile, a producer warp group).
+template <int BM, int BN, int STAGES, int CL>
+void BM_TilejitV7(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  const long M = st.range(0), N = st.range(1), K = st.range(2);
+  Operands o(M, N, K);
+  const TnDescs d(o.a, o.b, tj::DType::bf16, M, N, K, BM, BN, 64);
+  auto k = tj::compile<examples::MatmulV7<BM, BN, tj::bf16, CL>>(
+      gpu(), {.num_warps = BM / 16, .num_stages = STAGES, .warp_specialize = true, .num_ctas = CL});
+  const tj::Grid grid{examples::cluster_grid<BM, BN, CL>(M, N)};
+  timed(st, 2.0 * M * N * K, [&] { k.launch(grid, d.a, d.b, static_cast<float*>(o.c), M, N, K); });
+  st.SetLabel("BLOCK " + std::to_string(BM) + "x" + std::to_string(BN) + "x64 stages " + std::to_string(STAGES) + ", clusters of " +
+              std::to_string(CL) + ", B multicast");
+}
+
 template <int BM, int BN, int BK, int NW>
 void BM_TilejitV1(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
@@ -419,6 +437,13 @@ BENCHMARK(BM_TilejitV6<128, 256, 4>)->Name("BM_TilejitV6Ws/128x256/4")->Apply(sh
 BENCHMARK(BM_TilejitV6<128, 256, 3>)->Name("BM_TilejitV6Ws/128x256/3")->Apply(shapes_v6);
 BENCHMARK(BM_TilejitV6<256, 128, 4>)->Name("BM_TilejitV6Ws/256x128/4")->Apply(shapes_v6);
 BENCHMARK(BM_TilejitV6<128, 256, 4, false>)->Name("BM_TilejitV6/128x256/4")->Apply(shapes_v6);
+// Rung 7: clusters and TMA multicast, on the large shapes (BM_TilejitV7/.../1: the same kernel without clusters).
+BENCHMARK(BM_TilejitV7<128, 256, 4, 2>)->Name("BM_TilejitV7/128x256/4/2")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitV7<128, 256, 3, 2>)->Name("BM_TilejitV7/128x256/3/2")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitV7<128, 256, 4, 1>)->Name("BM_TilejitV7/128x256/4/1")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitV7<256, 128, 4, 2>)->Name("BM_TilejitV7/256x128/4/2")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitV7<128, 192, 4, 2>)->Name("BM_TilejitV7/128x192/4/2")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitV7<128, 128, 4, 4>)->Name("BM_TilejitV7/128x128/4/4")->Apply(shapes_tn);
 // The library call on the large shapes: square, and Llama-3-8B's QKV, gate+up and down projections at M = 4096 and
 // 16384 (its attention output projection N = K = 4096 is 4096^3 at M = 4096), beside cuBLAS TN.
 void shapes_large(benchmark::internal::Benchmark* b) {

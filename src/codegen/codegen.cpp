@@ -47,6 +47,7 @@ class Emitter {
     Generated g;
     g.kernel_name = k_.name;
     g.threads = threads_ + (ws_ ? 4 * t_.warp_size : 0);
+    g.num_ctas = cluster_;
     const bool dynamic = ring_bytes_ > 0;
     if (!dynamic && smem_bytes_ > 48 * 1024)
       throw Unsupported(fmt::format("kernel {} needs {} bytes of shared memory for layout conversions and reductions; "
@@ -78,7 +79,8 @@ class Emitter {
     // Warp-specialised: `.maxnreg` (__maxnreg__) fixes the launch allocation at launch_regs() per thread, the pool
     // setmaxnreg redistributes; with __launch_bounds__ alone ptxas may allocate fewer (58 for a 128x64 GEMM) and the
     // consumers' setmaxnreg.inc would wait forever for registers the program never had.
-    src += ws_ ? fmt::format("\nextern \"C\" __global__ void __maxnreg__({}) {}(", launch_regs(), k_.name)
+    const std::string cluster_dims = cluster_ > 1 ? fmt::format("__cluster_dims__({}, 1, 1) ", cluster_) : "";
+    src += ws_ ? fmt::format("\nextern \"C\" __global__ void {}__maxnreg__({}) {}(", cluster_dims, launch_regs(), k_.name)
                : fmt::format("\nextern \"C\" __global__ void __launch_bounds__({}) {}(", g.threads, k_.name);
     for (std::size_t i = 0; i < k_.params.size(); ++i) {
       const auto& p = k_.params[i];
@@ -107,6 +109,10 @@ class Emitter {
     // sit in a loop that ran zero times, the program must still not exit with the bulk copy in flight.
     for (const Resident& r : resident_)
       src += fmt::format("  if (tj_tid == 0) tj_mbar_wait(tj_rbar{}, 0u);  // block %{} has landed before the program exits\n", r.node, r.node);
+    // A cluster's programs write each other's shared memory (multicast copies) and barriers (stage releases): none
+    // exits while another may still do so. (The producer warp groups have exited; a cluster barrier waits only for
+    // threads that have not.)
+    if (cluster_ > 1) src += "  tj_cluster_sync();  // every program of the cluster is done with the others' shared memory\n";
     src += "}\n";
     g.source = std::move(src);
     return g;
@@ -135,13 +141,36 @@ class Emitter {
   }
   int block_bytes(int id) const { return slabs_of(id) * k_[id].type.shape[0] * 128; }
   /// Thread 0's copies of block `x` into shared address `dst` at coordinates (row, col), completing on `bar`.
-  std::string tma_copies(int x, const std::string& dst, const std::string& row, const std::string& col, const std::string& bar) const {
+  /// A multicast block of a pipelined loop (multicast(x)): only the cluster's first program copies it, into every
+  /// program's shared memory at the same offset, completing on every program's barrier at the same offset.
+  std::string tma_copies(int x, const std::string& dst, const std::string& row, const std::string& col, const std::string& bar,
+                         bool in_pipe = false) const {
     const ir::Type& t = k_[x].type;
+    const bool mc = in_pipe && multicast(x);
+    const int param = k_[k_[x].args[0]].i;
+    const bool split = mc && mc_split_[static_cast<std::size_t>(param)];
     std::string out;
-    for (int s = 0; s < slabs_of(x); ++s)
-      out += fmt::format("tj_tma_load_2d({} + {}u, &s{}.map, (int)({}) + {}, (int)({}), {}); ", dst, s * t.shape[0] * 128, k_[x].args[0], col,
-                         s * (128 / size_bytes(t.dtype)), row, bar);
-    return out;
+    for (int s = 0; s < slabs_of(x); ++s) {
+      const std::string at = fmt::format("{} + {}u", dst, s * t.shape[0] * 128), x0 = fmt::format("(int)({}) + {}", col, s * (128 / size_bytes(t.dtype)));
+      if (split) {  // rank r copies rows [r·R/C, (r+1)·R/C) of the block to every program
+        const int part = t.shape[0] / cluster_;
+        out += fmt::format("tj_tma_load_2d_multicast({} + tj_crank * {}u, &s{}.map, {}, (int)({}) + (int)tj_crank * {}, {}, {}); ", at, part * 128,
+                           k_[x].args[0], x0, row, part, bar, (1 << cluster_) - 1);
+      } else {
+        const std::string args = fmt::format("{}, &s{}.map, {}, (int)({}), {}", at, k_[x].args[0], x0, row, bar);
+        out += mc ? fmt::format("tj_tma_load_2d_multicast({}, {}); ", args, (1 << cluster_) - 1) : fmt::format("tj_tma_load_2d({}); ", args);
+      }
+    }
+    return mc && !split ? fmt::format("if (tj_crank == 0) {{ {}}} ", out) : out;
+  }
+  /// desc_load `x` was written load_multicast and this kernel runs in clusters.
+  bool multicast(int x) const { return cluster_ > 1 && k_[x].i == 1; }
+  /// A consumer warp's release of the stage barrier at `bar` (after __syncwarp): by lane 0, or in a cluster in every
+  /// program of the cluster, whose producers may multicast into this program's stage — lane r arrives in rank r's
+  /// barrier, the cluster's arrivals issued at once.
+  std::string release(const std::string& cond, const std::string& bar) const {
+    return cluster_ > 1 ? fmt::format("if (tj_lane < {}{}) tj_mbar_arrive_remote({}, (unsigned)tj_lane)", cluster_, cond, bar)
+                        : fmt::format("if (tj_lane == 0{}) tj_mbar_arrive({})", cond, bar);
   }
   // ---- the TMA pipeline -----------------------------------------------------------
   /// The desc_loads left in the IR are the ones generate() gave to TMA (each
@@ -236,6 +265,7 @@ class Emitter {
     }
     parent_ = parent;
     decide_warp_specialization(parent, ends);
+    decide_cluster();
     // Barriers after all rings (8 bytes each): per stage a "full" one (the copies landed) and, warp-specialised,
     // an "empty" one (every consumer warp is done with the stage).
     for (Pipe& p : pipes_) {
@@ -257,7 +287,7 @@ class Emitter {
       if (ws_)
         pipe_preamble_ += fmt::format("  const unsigned tj_empty{0} = tj_bar{0} + {1}u;  // per stage: every consumer warp released it\n"
                                       "  if (tj_tid == 0) {{ for (int s = 0; s < {2}; ++s) tj_mbar_init(tj_empty{0} + 8 * s, {3}); tj_mbar_fence_init(); }}\n",
-                                      L, 8 * p.stages, p.stages, o_.num_warps);
+                                      L, 8 * p.stages, p.stages, o_.num_warps * cluster_);
       plan_diag_.push_back(fmt::format("loop %{}: TMA pipeline of {} stage(s) x {} bytes ({} block(s)), {} wgmma left in flight "
                                        "across iterations", L, p.stages, p.stage_bytes, p.loads.size(), p.async_dots.size()));
     }
@@ -268,7 +298,13 @@ class Emitter {
       plan_diag_.push_back(fmt::format("desc_load %{}: copied once by TMA into {} bytes of shared memory ({} slab(s) of 128 bytes)",
                                        r.node, r.bytes, slabs_of(r.node)));
     }
-    if (!pipes_.empty() || !resident_.empty()) pipe_preamble_ += "  __syncthreads();\n";
+    if (cluster_ > 1) {
+      // The barriers are initialised in every program of the cluster before any program multicasts into them.
+      pipe_preamble_ += "  const unsigned tj_crank = tj_cluster_rank();  // this program's rank in its cluster\n";
+      pipe_preamble_ += "  tj_cluster_sync();  // every program's barriers are initialised\n";
+    } else if (!pipes_.empty() || !resident_.empty()) {
+      pipe_preamble_ += "  __syncthreads();\n";
+    }
   }
   const Resident* resident_of(int id) const {
     for (const Resident& r : resident_)
@@ -339,7 +375,7 @@ class Emitter {
     for (std::size_t i = 0; i < p.loads.size(); ++i) {
       const int x = p.loads[i];
       line(fmt::format("  {{ const tj_v8 c = tj_at{}(iv); {}}}", x,
-                       tma_copies(x, fmt::format("tj_ring{} + st * {}u + {}u", L, p.stage_bytes, p.offset[i]), "c.w[1]", "c.w[0]", "bar")));
+                       tma_copies(x, fmt::format("tj_ring{} + st * {}u + {}u", L, p.stage_bytes, p.offset[i]), "c.w[1]", "c.w[0]", "bar", true)));
     }
     line("};");
   }
@@ -367,9 +403,9 @@ class Emitter {
       // run is released after that run's loop).
       const int lag = release_lag(p);
       const std::string first = parent_[static_cast<std::size_t>(L)] >= 0 ? fmt::format("tj_it0{}", L) : "0";
-      line(lag ? fmt::format("__syncwarp(); if (tj_lane == 0 && tj_it{0} > {2}) tj_mbar_arrive(tj_empty{0} + 8u * ((tj_it{0} - 1u) % {1}u));", L,
-                             p.stages, first)
-               : fmt::format("__syncwarp(); if (tj_lane == 0) tj_mbar_arrive(tj_empty{0} + 8u * tj_st{0});", L));
+      line(lag ? fmt::format("__syncwarp(); {};", release(fmt::format(" && tj_it{} > {}", L, first),
+                                                            fmt::format("tj_empty{0} + 8u * ((tj_it{0} - 1u) % {1}u)", L, p.stages)))
+               : fmt::format("__syncwarp(); {};", release("", fmt::format("tj_empty{0} + 8u * tj_st{0}", L))));
       line(fmt::format("++tj_it{};", L));
       return;
     }
@@ -378,6 +414,33 @@ class Emitter {
       line(fmt::format("if (tj_tid == 0 && s{} + {} * {} < {}) tj_issue{}(s{} + {} * {}, tj_it{} + {}u);", L, p.prefetch, step, hi, L, L,
                        p.prefetch, step, L, p.prefetch));
     line(fmt::format("++tj_it{};", L));
+  }
+
+  /// Clusters (num_ctas > 1) need the producer warp group's empty barriers: a program's stage may be refilled only
+  /// when every program of its cluster has released it.
+  void decide_cluster() {
+    if (o_.num_ctas <= 1) return;
+    if (!ws_) {
+      plan_diag_.push_back(fmt::format("num_ctas = {} not applied: clusters need warp specialisation (its stage barriers)", o_.num_ctas));
+      return;
+    }
+    cluster_ = o_.num_ctas;
+    int mc = 0;
+    // A descriptor whose every TMA block is multicast, with rows a multiple of 8 per program (the 128B swizzle's
+    // 1024-byte period), is copied in C slices, one per program (its TMA box R/C rows): the cluster's TMA units share
+    // the copy, as CUTLASS's multicast loads do. Otherwise the first program copies the whole block.
+    mc_split_.assign(k_.params.size(), 1);
+    for (const Pipe& p : pipes_)
+      for (int x : p.loads) {
+        const auto param = static_cast<std::size_t>(k_[k_[x].args[0]].i);
+        mc += k_[x].i == 1;
+        if (k_[x].i != 1 || k_[x].type.shape[0] % (8 * cluster_) != 0) mc_split_[param] = 0;
+      }
+    for (const Resident& r : resident_) mc_split_[static_cast<std::size_t>(k_[k_[r.node].args[0]].i)] = 0;
+    for (std::size_t i = 0; i < k_.params.size(); ++i)
+      if (tma_param_[i] && mc_split_[i]) tma_param_[i] /= cluster_;
+    plan_diag_.push_back(fmt::format("clusters of {} programs along x: {} pipelined block(s) multicast (read from L2 once per cluster), "
+                                     "each stage released in every program of the cluster", cluster_, mc));
   }
 
   /// Warp-specialised consumers release a stage one iteration late when a wgmma reading it is left in flight.
@@ -1093,9 +1156,8 @@ class Emitter {
           // Nested in a persistent loop: the producer refills the last stage for the next outer iteration, so release it
           // now (its wgmma has completed) rather than in the first iteration of the next run, after the epilogue.
           const Pipe& p = pipes_[static_cast<std::size_t>(pi)];
-          line(fmt::format("if (tj_it{0} > tj_it0{0}) {{ __syncwarp(); if (tj_lane == 0) tj_mbar_arrive(tj_empty{0} + 8u * ((tj_it{0} - 1u) % {1}u)); }}"
-                           "  // the run's last stage",
-                           p.loop, p.stages));
+          line(fmt::format("if (tj_it{0} > tj_it0{0}) {{ __syncwarp(); {1}; }}  // the run's last stage", p.loop,
+                           release("", fmt::format("tj_empty{0} + 8u * ((tj_it{0} - 1u) % {1}u)", p.loop, p.stages))));
         }
         return;
       }
@@ -1774,11 +1836,13 @@ class Emitter {
   std::vector<Pipe> pipes_;
   std::vector<int> pipe_of_loop_, alias_;  // per node: index into pipes_ (-1), register alias (-1)
   std::vector<int> tma_param_;  // per parameter: rows of its TMA box (0: not TMA-fed)
+  std::vector<char> mc_split_;  // per parameter: its multicast blocks are copied in num_ctas slices (decide_cluster)
   int ring_bytes_ = 0;
   std::vector<Resident> resident_;
   std::vector<int> deferred_;  // wgmma dots issued, not yet waited for, oldest first (retire_deferred)
   std::vector<int> loop_end_;  // per loop_begin: its loop_end (ir::loop_ends)
   bool ws_ = false, pingpong_ = false;  // warp specialisation and the ping-pong schedule (decide_warp_specialization)
+  int cluster_ = 1;                     // programs per cluster (decide_cluster)
   std::vector<int> producer_deps_;      // scalars the producer warp recomputes, in program order
   std::vector<int> outer_deps_;         // ... inside a loop that encloses a pipelined loop, per outer iteration (program order)
   std::vector<int> parent_;             // per node: its innermost enclosing loop_begin (-1: none)
@@ -1921,6 +1985,8 @@ Generated generate(const ir::Kernel& k, const ir::Specialization& spec, const Ta
                                       o.num_warps, t.warp_size, o.num_warps * t.warp_size));
   if (o.num_stages < 1 || o.num_stages > 8)
     throw InvalidArgument(fmt::format("num_stages = {}: must be in [1, 8]", o.num_stages));
+  if (o.num_ctas != 1 && o.num_ctas != 2 && o.num_ctas != 4)
+    throw InvalidArgument(fmt::format("num_ctas = {}: a cluster is 1, 2 or 4 programs", o.num_ctas));
   // Descriptor loads: TMA where the pipeline takes them, masked loads elsewhere.
   const std::vector<char> keep = tma_loads(k, t, o);
   const ir::Kernel lowered = ir::lower_descriptors(k, [&](int id) { return keep[static_cast<std::size_t>(id)] != 0; });

@@ -204,6 +204,28 @@ static __device__ __forceinline__ void tj_tma_load_2d(unsigned dst, const void* 
   asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
                :: "r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar) : "memory");
 }
+// Thread-block clusters (sm_90; PTX ISA "Cluster", "mapa", "barrier.cluster", TMA ".multicast::cluster").
+static __device__ __forceinline__ unsigned tj_cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+// Every thread of the cluster that has not exited: release this program's writes, acquire the others'.
+static __device__ __forceinline__ void tj_cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// One arrival on the barrier at CTA-relative address `bar` in the program of rank `rank` of this cluster (mapa maps
+// the address into that program's shared memory). Default semantics (release, CTA scope), as for a local arrival:
+// a release at cluster scope would fence every earlier memory operation of the thread cluster-wide, once per stage.
+static __device__ __forceinline__ void tj_mbar_arrive_remote(unsigned bar, unsigned rank) {
+  asm volatile("{\n .reg .b32 ra;\n mapa.shared::cluster.u32 ra, %0, %1;\n mbarrier.arrive.shared::cluster.b64 _, [ra];\n}"
+               :: "r"(bar), "r"(rank) : "memory");
+}
+// tj_tma_load_2d into the same offset `dst` of every program in `mask` (bit r: rank r), completing on each one's `bar`.
+static __device__ __forceinline__ void tj_tma_load_2d_multicast(unsigned dst, const void* map, int x, int y, unsigned bar, unsigned mask) {
+  asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;"
+               :: "r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar), "h"((unsigned short)mask) : "memory");
+}
 )";
 }
 

@@ -135,6 +135,7 @@ std::string print(const Kernel& k) {
     if (n.op == Op::constant) out += is_float(n.type.dtype) ? fmt::format(" {}", n.f) : fmt::format(" {}", n.i);
     if (n.op == Op::param) out += fmt::format(" #{}", n.i);
     if (n.op == Op::desc_field) out += fmt::format(" field={}", n.i);
+    if (n.op == Op::desc_load && n.i == 1) out += " multicast";
     if (n.op == Op::program_id || n.op == Op::num_programs || n.op == Op::expand_dims || is_reduce(n.op))
       out += fmt::format(" axis={}", n.axis);
     out += "\n";

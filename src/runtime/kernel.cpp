@@ -35,6 +35,8 @@ KernelCore::KernelCore(Device dev, ir::Kernel ir, CompileOptions opt)
     throw InvalidArgument(fmt::format("num_warps = {}: must be a power of two in [1, 32]", nw));
   if (opt_.num_stages < 1 || opt_.num_stages > 8)
     throw InvalidArgument(fmt::format("num_stages = {}: must be in [1, 8]", opt_.num_stages));
+  if (opt_.num_ctas != 1 && opt_.num_ctas != 2 && opt_.num_ctas != 4)
+    throw InvalidArgument(fmt::format("num_ctas = {}: a cluster is 1, 2 or 4 programs", opt_.num_ctas));
   if (dev_.backend() != Backend::interpreter) {
     target_ = codegen::target_for(opt_.arch.empty() ? dev_.arch() : opt_.arch);
     const bool cuda = dev_.backend() == Backend::cuda;
@@ -185,6 +187,9 @@ void KernelCore::launch(const Grid& g, Stream s, std::span<ArgSlot> args) {
   for (int d = 0; d < 3; ++d)
     if (dims[d] < 1 || dims[d] > limits[d])
       throw InvalidArgument(fmt::format("grid.{} = {}: must be in [1, {}]", "xyz"[d], dims[d], limits[d]));
+  if (g.x % opt_.num_ctas != 0)
+    throw InvalidArgument(fmt::format("grid.x = {}: must be a multiple of num_ctas = {} (programs run in clusters of {} along x)", g.x,
+                                      opt_.num_ctas, opt_.num_ctas));
   const std::uint64_t key = check_args(args);
 
   // The profiler's launch hook (every backend): one relaxed atomic load when no session listens.

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "test/common/random.hpp"
+#include "tilejit/tilejit.hpp"
 
 namespace testing {
 
@@ -39,6 +40,32 @@ struct GemmTN {
       }
     }
   }
+  /// C [M, N] (f32, poisoned with NaN before the run): every element written, each within elem · mag of ref
+  /// (elem < 0: f32 accumulation of exact products, 1e-6 + K · 6e-8, i.e. γ_K = K·u with u = 2^-24), and the
+  /// relative Frobenius error below `tol`.
+  void check(const std::vector<float>& c, double tol, double elem = -1) const {
+    if (elem < 0) elem = 1e-6 + K * 6e-8;
+    std::size_t unwritten = 0, outside = 0;
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      if (std::isnan(c[i])) {
+        ++unwritten;
+        continue;
+      }
+      outside += std::abs(c[i] - ref[i]) > elem * mag[i] + 1e-6;
+    }
+    CHECK(unwritten == 0);
+    CHECK(outside == 0);
+    CHECK(rel_error(c, ref) < tol);
+  }
 };
+
+/// `host`'s data on `dev`: a device copy for a GPU (free it with dev.free), the host pointer itself for the interpreter.
+template <class X>
+X* on_device(const tilejit::Device& dev, std::vector<X>& host) {
+  if (dev.backend() == tilejit::Backend::interpreter) return host.data();
+  auto* p = static_cast<X*>(dev.alloc(host.size() * sizeof(X)));
+  dev.copy_to_device(p, host.data(), host.size() * sizeof(X));
+  return p;
+}
 
 }  // namespace testing

@@ -30,14 +30,7 @@ struct Run {
   bool ws = false;
 };
 
-/// Device buffers for the GPU, host pointers for the interpreter.
-template <class X>
-X* on(const tj::Device& dev, std::vector<X>& host) {
-  if (dev.backend() == tj::Backend::interpreter) return host.data();
-  auto* p = static_cast<X*>(dev.alloc(host.size() * sizeof(X)));
-  dev.copy_to_device(p, host.data(), host.size() * sizeof(X));
-  return p;
-}
+using testing::on_device;
 
 /// Rung 6 (plain epilogue) on `dev`: outputs poisoned (NaN), every element must be written and lie within
 /// `elem` · Σ|a||b| (f32 accumulation of exact products: about K · 2^-24 at worst) of f64, and the relative
@@ -55,9 +48,9 @@ void run_v6(const tj::Device& dev, int M, int N, int K, Run r, double tol = 1e-5
   Problem<T> p(M, N, K, static_cast<unsigned>(M * 7 + N * 3 + K));
   const bool gpu = dev.backend() != tj::Backend::interpreter;
   std::vector<float> c(static_cast<std::size_t>(M) * N, std::nanf(""));
-  T* da = on(dev, p.a);
-  T* db = on(dev, p.b);
-  float* dc = on(dev, c);
+  T* da = on_device(dev, p.a);
+  T* db = on_device(dev, p.b);
+  float* dc = on_device(dev, c);
   using Kern = examples::MatmulV6<BM, BN, T>;
   D a(dev, da, tj::dtype_v<T>, {M, K}, {K, 1}, {BM, Kern::BLOCK_K}, {.swizzle = D::Swizzle::b128});
   D b(dev, db, tj::dtype_v<T>, {N, K}, {K, 1}, {BN, Kern::BLOCK_K}, {.swizzle = D::Swizzle::b128});
@@ -69,18 +62,7 @@ void run_v6(const tj::Device& dev, int M, int N, int K, Run r, double tol = 1e-5
     dev.copy_to_host(c.data(), dc, c.size() * sizeof(float));
     dev.free(da), dev.free(db), dev.free(dc);
   }
-  if (elem < 0) elem = 1e-6 + K * 6e-8;  // γ_K = K·u for f32 sums, u = 2^-24
-  std::size_t unwritten = 0, outside = 0;
-  for (std::size_t i = 0; i < c.size(); ++i) {
-    if (std::isnan(c[i])) {
-      ++unwritten;
-      continue;
-    }
-    outside += std::abs(c[i] - p.ref[i]) > elem * p.mag[i] + 1e-6;
-  }
-  CHECK(unwritten == 0);
-  CHECK(outside == 0);
-  CHECK(testing::rel_error(c, p.ref) < tol);
+  p.check(c, tol, elem);
 }
 
 double act_ref(examples::Act a, double x) {
@@ -106,10 +88,10 @@ void run_v6_fused(const tj::Device& dev, int M, int N, int K, Run r, float alpha
   auto bias = testing::random_floats(static_cast<std::size_t>(N), -1, 1, 99);
   const bool gpu = dev.backend() != tj::Backend::interpreter;
   std::vector<Out> c(static_cast<std::size_t>(M) * N, Out(std::nanf("")));
-  tj::bf16* da = on(dev, p.a);
-  tj::bf16* db = on(dev, p.b);
-  float* dbias = on(dev, bias);
-  Out* dc = on(dev, c);
+  tj::bf16* da = on_device(dev, p.a);
+  tj::bf16* db = on_device(dev, p.b);
+  float* dbias = on_device(dev, bias);
+  Out* dc = on_device(dev, c);
   D a(dev, da, tj::DType::bf16, {M, K}, {K, 1}, {BM, 64}, {.swizzle = D::Swizzle::b128});
   D b(dev, db, tj::DType::bf16, {N, K}, {K, 1}, {BN, 64}, {.swizzle = D::Swizzle::b128});
   auto k = tj::compile<examples::MatmulV6Fused<BM, BN, tj::bf16, ACT, Out>>(

@@ -50,6 +50,15 @@ struct Options {
   /// (FlashAttention-3's intra-warp-group overlap, arXiv 2407.08608 §3.2).
   /// false: it is waited for at once (the code of v0.5).
   bool overlap_register_wgmma = true;
+  /// sm_90a, with warp_specialize: programs run in thread-block clusters of
+  /// num_ctas (1, 2 or 4) consecutive programs along grid x
+  /// (`__cluster_dims__(num_ctas, 1, 1)`; the launch's grid x must be a
+  /// multiple). A descriptor block loaded with `load_multicast` in a pipelined
+  /// loop is read from L2 once per cluster — the cluster's first program issues
+  /// one TMA copy multicast into every program's shared memory — and each
+  /// consumer warp releases a stage in every program of the cluster. 1: no
+  /// cluster. Where warp specialisation is not applied, 1 with a diagnostic.
+  int num_ctas = 1;
 };
 
 struct Generated {
@@ -66,6 +75,7 @@ struct Generated {
   /// block wider than that is copied as several boxes (128-byte slabs).
   std::vector<std::array<int, 2>> tma_boxes;
   std::vector<std::string> diagnostics;  // layout choices and fallbacks
+  int num_ctas = 1;       // programs per cluster along grid x (__cluster_dims__), 1: none
 };
 
 /// Generate the kernel text. `spec` may be empty (no specialisation).

@@ -62,7 +62,8 @@ enum class Op : std::uint8_t {
   loop_result,   // args[0] = loop_carry: the carried value after the loop
   // tensor descriptors (runtime/tensor_descriptor.hpp)
   desc_load,     // args: descriptor, c0, c1 (i32 element offsets, outermost first): the block at (c0, c1),
-                 // out-of-bounds elements zero; type = [block0, block1]
+                 // out-of-bounds elements zero; type = [block0, block1]; i = 1: the same block in every program
+                 // of a cluster (Desc::load_multicast)
   desc_field,    // args[0] = descriptor; i: 0 base (ptr), 1 shape[0], 2 shape[1], 3 strides[0] (i32 elements),
                  // 4 OobFill (i32: 1 = NaN)
   trans,         // args[0] [M,N] -> [N,M]

@@ -69,15 +69,20 @@ class Desc {
   /// The [B0, B1] block at element offsets (i, j); out-of-bounds elements are the descriptor's OobFill (0 or NaN).
   template <class I, class J>
   Tile<T, B0, B1> load(const I& i, const J& j) const {
-    const Int ci = lang::index_of(i), cj = lang::index_of(j);
-    ir::Node n;
-    n.op = ir::Op::desc_load;
-    n.type = lang::type_of<T, B0, B1>();
-    n.args = {id_, ci.id(), cj.id()};
-    return Tile<T, B0, B1>(lang::record(n));
+    return load_node(i, j, false);
   }
 
-  /// Store `t` as the [B0, B1] block at element offsets (i, j); elements out of
+  /// load(i, j) of a block that every program of a thread-block cluster loads at the same (i, j) in the same
+  /// iteration (e.g. GEMM's B block for programs that share output columns): with CompileOptions::num_ctas > 1 on
+  /// sm_90a, in a warp-specialised TMA pipeline, the cluster's first program copies it once from L2 into every
+  /// program's shared memory (TMA multicast). The caller promises the coordinates agree across the cluster (else
+  /// the programs read each other's block); everywhere else this is load(i, j).
+  template <class I, class J>
+  Tile<T, B0, B1> load_multicast(const I& i, const J& j) const {
+    return load_node(i, j, true);
+  }
+
+    /// Store `t` as the [B0, B1] block at element offsets (i, j); elements out of
   /// bounds are dropped.
   template <class I, class J>
   void store(const I& i, const J& j, const Tile<T, B0, B1>& t) const {
@@ -92,6 +97,17 @@ class Desc {
   }
 
  private:
+  /// The desc_load node; i = 1 marks a multicast block.
+  template <class I, class J>
+  Tile<T, B0, B1> load_node(const I& i, const J& j, bool multicast) const {
+    const Int ci = lang::index_of(i), cj = lang::index_of(j);
+    ir::Node n;
+    n.op = ir::Op::desc_load;
+    n.type = lang::type_of<T, B0, B1>();
+    n.args = {id_, ci.id(), cj.id()};
+    n.i = multicast ? 1 : 0;
+    return Tile<T, B0, B1>(lang::record(n));
+  }
   Int field(int f) const {
     ir::Node n;
     n.op = ir::Op::desc_field;

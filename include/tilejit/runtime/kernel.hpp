@@ -58,6 +58,12 @@ struct CompileOptions {
   /// until its result is read, overlapping the work in between (e.g. the
   /// softmax of the next scores); false: waited for at once.
   bool overlap_register_wgmma = true;
+  /// sm_90a with warp_specialize: thread-block clusters of num_ctas (1, 2 or
+  /// 4) consecutive programs along grid x; blocks loaded with
+  /// `Desc::load_multicast` are read once per cluster and multicast into each
+  /// program's shared memory (TMA multicast). The launch's grid x must be a
+  /// multiple of num_ctas (InvalidArgument otherwise, on every device).
+  int num_ctas = 1;
 };
 
 /// The code generator's options for `o`.
@@ -66,7 +72,8 @@ inline codegen::Options codegen_options(const CompileOptions& o) {
           .num_stages = o.num_stages,
           .warp_specialize = o.warp_specialize,
           .pingpong = o.pingpong,
-          .overlap_register_wgmma = o.overlap_register_wgmma};
+          .overlap_register_wgmma = o.overlap_register_wgmma,
+          .num_ctas = o.num_ctas};
 }
 
 /// What the last launch's JIT did (for tools and benchmarks).

@@ -1,0 +1,61 @@
+// examples/gemm/matmul_v7.hpp — rung 7 of the GEMM ladder: thread-block clusters and TMA multicast.
+//
+// C[M, N] = A[M, K] · B[N, K]ᵀ as rung 5 (one program per output tile, a TMA ring, async wgmma), with a
+// producer warp group (CompileOptions::warp_specialize) and programs launched in clusters of CLUSTER
+// (CompileOptions::num_ctas = CLUSTER): the CLUSTER programs of a cluster own vertically adjacent tiles
+// (block rows m, m + 1, ... of the same block column n0), so each K step they need the same [BLOCK_N, BLOCK_K]
+// block of B. It is loaded with `load_multicast`: the cluster's first program copies it from L2 once, into
+// every program's shared memory. Per K step a program then reads BLOCK_M + BLOCK_N / CLUSTER rows from L2
+// instead of BLOCK_M + BLOCK_N (128x256 tiles, CLUSTER = 2: 256 instead of 384 rows, a third less L2 traffic);
+// cuBLAS's Hopper kernels run in clusters of two for the same reason.
+//
+// Tile order: clusters walk "cluster tiles" of CLUSTER·BLOCK_M rows by BLOCK_N columns in Triton's grouped
+// order (GROUP_M cluster-tile rows at a time). A cluster tile that runs past M still runs every program of
+// the cluster through the whole K loop (the multicast needs every program's buffers); the rows past M read
+// the descriptor's zero fill and are not stored.
+//
+// Host side (rung 5's descriptors):
+//   kernel.launch(Grid{cluster_grid<BLOCK_M, BLOCK_N, CLUSTER>(M, N)}, a, b, C, M, N, K);
+// compiled with {.num_warps = BLOCK_M / 16, .num_stages = S, .warp_specialize = true, .num_ctas = CLUSTER}.
+// Without warp_specialize (or off sm_90a) the same kernel runs with each program loading its own B block.
+#pragma once
+#include <tilejit/tilejit.hpp>
+
+namespace examples {
+namespace tj = tilejit;
+
+/// Programs of rung 7: every cluster tile's CLUSTER programs (a multiple of CLUSTER).
+template <int BLOCK_M, int BLOCK_N, int CLUSTER>
+long long cluster_grid(long long M, long long N) {
+  return tj::cdiv(M, static_cast<long long>(BLOCK_M) * CLUSTER) * CLUSTER * tj::cdiv(N, static_cast<long long>(BLOCK_N));
+}
+
+template <int BLOCK_M, int BLOCK_N, class T, int CLUSTER = 2, int GROUP_M = 4>
+struct MatmulV7 {
+  static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "a cluster is 1, 2 or 4 programs");
+  static constexpr int BLOCK_K = 128 / static_cast<int>(sizeof(T));
+  using Out = tj::lang::dot_acc_t<T>;
+  void operator()(tj::Desc<T, BLOCK_M, BLOCK_K> a, tj::Desc<T, BLOCK_N, BLOCK_K> b, tj::Ptr<Out> c, tj::Size M, tj::Size N,
+                  tj::Size K) const {
+    // pid -> (cluster tile (cm, cn) in grouped order, rank r in the cluster) -> block (cm·CLUSTER + r, cn).
+    const tj::Int pid = tj::program_id(0);
+    const tj::Int cid = pid / CLUSTER, rank = pid % CLUSTER;
+    const tj::Int num_cm = (M + (BLOCK_M * CLUSTER - 1)) / (BLOCK_M * CLUSTER);
+    const tj::Int num_n = (N + (BLOCK_N - 1)) / BLOCK_N;
+    const tj::Int per_group = num_n * GROUP_M;
+    const tj::Int first_cm = cid / per_group * GROUP_M;
+    const tj::Int group_rows = tj::minimum(num_cm - first_cm, GROUP_M);
+    const tj::Int cm = first_cm + cid % per_group % group_rows;
+    const tj::Int cn = cid % per_group / group_rows;
+    const tj::Int m0 = (cm * CLUSTER + rank) * BLOCK_M;
+    const tj::Int n0 = cn * BLOCK_N;
+    auto acc = tj::for_range(0, K, BLOCK_K, tj::zeros<Out, BLOCK_M, BLOCK_N>(), [&](tj::Int k0, auto acc) {
+      return tj::dot(a.load(m0, k0), tj::trans(b.load_multicast(n0, k0)), acc);
+    });
+    auto rm = m0 + tj::arange<BLOCK_M>();
+    auto rn = n0 + tj::arange<BLOCK_N>();
+    tj::store(c + tj::expand_dims<1>(rm) * N + tj::expand_dims<0>(rn), acc, tj::expand_dims<1>(rm < M) & tj::expand_dims<0>(rn < N));
+  }
+};
+
+}  // namespace examples
