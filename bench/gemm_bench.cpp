@@ -13,7 +13,8 @@
 //   BM_TilejitV6Ws/BMxBN/S   examples/gemm/matmul_v6.hpp (rung 6: persistent grid of one program per SM, grouped tile
 //                            order, a producer warp group whose ring runs across tiles; BM_TilejitV6: no producer)
 //   BM_TilejitV7/BMxBN/S/CL  examples/gemm/matmul_v7.hpp (rung 7: clusters of CL programs sharing B's block through
-//                            TMA multicast, a producer warp group; CL = 1: the same kernel without clusters)
+//                            TMA multicast, a producer warp group; CL = 1: the same kernel without clusters);
+//                            BM_TilejitV7P: the persistent form (rung 6 with clusters)
 //   BM_TilejitGemm/...       examples/gemm/gemm.hpp, the library call: on first use of a shape it races its 16
 //                            candidates (rung 5 and rung 6 configs) and launches the winner, named in the label;
 //                            split-K for small M. /large: 4096^3, 8192^3 and Llama-3-8B at M = 4096 and 16384,
@@ -342,19 +343,21 @@ void BM_TilejitV6(benchmark::State& st) {
               std::to_string(grid.x) + " programs" + (WS ? ", producer warp group" : ""));
 }
 
-/// Rung 7: clusters of CL programs sharing B's block by TMA multicast (one program per tile, a producer warp group).
-template <int BM, int BN, int STAGES, int CL>
+/// Rung 7: clusters of CL programs sharing B's block by TMA multicast, a producer warp group; one program per tile,
+/// or PERSISTENT (MatmulV7Persistent on cluster_persistent_grid).
+template <int BM, int BN, int STAGES, int CL, bool PERSISTENT = false>
 void BM_TilejitV7(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
   const long M = st.range(0), N = st.range(1), K = st.range(2);
   Operands o(M, N, K);
   const TnDescs d(o.a, o.b, tj::DType::bf16, M, N, K, BM, BN, 64);
-  auto k = tj::compile<examples::MatmulV7<BM, BN, tj::bf16, CL>>(
-      gpu(), {.num_warps = BM / 16, .num_stages = STAGES, .warp_specialize = true, .num_ctas = CL});
-  const tj::Grid grid{examples::cluster_grid<BM, BN, CL>(M, N)};
+  using Kern = std::conditional_t<PERSISTENT, examples::MatmulV7Persistent<BM, BN, tj::bf16, CL>, examples::MatmulV7<BM, BN, tj::bf16, CL>>;
+  auto k = tj::compile<Kern>(gpu(), {.num_warps = BM / 16, .num_stages = STAGES, .warp_specialize = true, .num_ctas = CL});
+  const tj::Grid grid = PERSISTENT ? examples::cluster_persistent_grid(M, N, BM, BN, CL, gpu().num_sms())
+                                   : tj::Grid{examples::cluster_grid<BM, BN, CL>(M, N)};
   timed(st, 2.0 * M * N * K, [&] { k.launch(grid, d.a, d.b, static_cast<float*>(o.c), M, N, K); });
   st.SetLabel("BLOCK " + std::to_string(BM) + "x" + std::to_string(BN) + "x64 stages " + std::to_string(STAGES) + ", clusters of " +
-              std::to_string(CL) + ", B multicast");
+              std::to_string(CL) + ", B multicast" + (PERSISTENT ? ", persistent (" + std::to_string(grid.x) + " programs)" : ""));
 }
 
 template <int BM, int BN, int BK, int NW>
@@ -444,6 +447,10 @@ BENCHMARK(BM_TilejitV7<128, 256, 4, 1>)->Name("BM_TilejitV7/128x256/4/1")->Apply
 BENCHMARK(BM_TilejitV7<256, 128, 4, 2>)->Name("BM_TilejitV7/256x128/4/2")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitV7<128, 192, 4, 2>)->Name("BM_TilejitV7/128x192/4/2")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitV7<128, 128, 4, 4>)->Name("BM_TilejitV7/128x128/4/4")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitV7<128, 256, 4, 2, true>)->Name("BM_TilejitV7P/128x256/4/2")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitV7<128, 256, 3, 2, true>)->Name("BM_TilejitV7P/128x256/3/2")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitV7<256, 128, 4, 2, true>)->Name("BM_TilejitV7P/256x128/4/2")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitV7<128, 256, 4, 4, true>)->Name("BM_TilejitV7P/128x256/4/4")->Apply(shapes_tn);
 // The library call on the large shapes: square, and Llama-3-8B's QKV, gate+up and down projections at M = 4096 and
 // 16384 (its attention output projection N = K = 4096 is 4096^3 at M = 4096), beside cuBLAS TN.
 void shapes_large(benchmark::internal::Benchmark* b) {

@@ -18,8 +18,16 @@
 //   kernel.launch(Grid{cluster_grid<BLOCK_M, BLOCK_N, CLUSTER>(M, N)}, a, b, C, M, N, K);
 // compiled with {.num_warps = BLOCK_M / 16, .num_stages = S, .warp_specialize = true, .num_ctas = CLUSTER}.
 // Without warp_specialize (or off sm_90a) the same kernel runs with each program loading its own B block.
+//
+// MatmulV7Persistent is rung 6 with clusters: min(cluster tiles, SMs / CLUSTER) clusters, cluster c walking
+// cluster tiles c, c + P, ... (P clusters) in grouped order, the producer's ring running on across tiles (the next
+// tile's copies in flight during this one's epilogue); launch it on cluster_persistent_grid(...).
 #pragma once
+#include <algorithm>
+
 #include <tilejit/tilejit.hpp>
+
+#include "examples/gemm/matmul_v6.hpp"  // GroupedTiles
 
 namespace examples {
 namespace tj = tilejit;
@@ -55,6 +63,34 @@ struct MatmulV7 {
     auto rm = m0 + tj::arange<BLOCK_M>();
     auto rn = n0 + tj::arange<BLOCK_N>();
     tj::store(c + tj::expand_dims<1>(rm) * N + tj::expand_dims<0>(rn), acc, tj::expand_dims<1>(rm < M) & tj::expand_dims<0>(rn < N));
+  }
+};
+
+/// The persistent grid of rung 7: one program per SM in whole clusters, never more clusters than cluster tiles.
+inline tj::Grid cluster_persistent_grid(long long M, long long N, int block_m, int block_n, int cluster, int sms) {
+  const long long tiles = tj::cdiv(M, static_cast<long long>(block_m) * cluster) * tj::cdiv(N, static_cast<long long>(block_n));
+  return tj::Grid{static_cast<int>(std::max(1LL, std::min<long long>(tiles, sms / cluster)) * cluster)};
+}
+
+template <int BLOCK_M, int BLOCK_N, class T, int CLUSTER = 2, int GROUP_M = 4>
+struct MatmulV7Persistent {
+  static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "a cluster is 1, 2 or 4 programs");
+  static constexpr int BLOCK_K = 128 / static_cast<int>(sizeof(T));
+  using Out = tj::lang::dot_acc_t<T>;
+  void operator()(tj::Desc<T, BLOCK_M, BLOCK_K> a, tj::Desc<T, BLOCK_N, BLOCK_K> b, tj::Ptr<Out> c, tj::Size M, tj::Size N,
+                  tj::Size K) const {
+    const tj::Int rank = tj::program_id(0) % CLUSTER;
+    const GroupedTiles<BLOCK_M * CLUSTER, BLOCK_N, GROUP_M> tiles(M, N);  // cluster tiles
+    tj::for_range(tj::program_id(0) / CLUSTER, tiles.count, tj::num_programs(0) / CLUSTER, [&](tj::Int t) {
+      const auto [cm0, n0] = tiles.origin(t);
+      const tj::Int m0 = cm0 + rank * BLOCK_M;
+      auto acc = tj::for_range(0, K, BLOCK_K, tj::zeros<Out, BLOCK_M, BLOCK_N>(), [&](tj::Int k0, auto acc) {
+        return tj::dot(a.load(m0, k0), tj::trans(b.load_multicast(n0, k0)), acc);
+      });
+      auto rm = m0 + tj::arange<BLOCK_M>();
+      auto rn = n0 + tj::arange<BLOCK_N>();
+      tj::store(c + tj::expand_dims<1>(rm) * N + tj::expand_dims<0>(rn), acc, tj::expand_dims<1>(rm < M) & tj::expand_dims<0>(rn < N));
+    });
   }
 };
 

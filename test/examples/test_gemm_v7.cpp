@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <regex>
+#include <type_traits>
 #include <vector>
 
 #include "examples/gemm/matmul_v7.hpp"
@@ -21,9 +22,10 @@ using testing::on_device;
 
 namespace {
 
-/// Rung 7 with clusters of CL on `dev` (warp-specialised, as the library compiles it), checked against f64.
-template <int BM, int BN, class T, int CL>
-void run_v7(const tj::Device& dev, int M, int N, int K, int stages = 4, bool ws = true) {
+/// Rung 7 with clusters of CL on `dev` (warp-specialised, as the library compiles it), checked against f64;
+/// PERSISTENT: MatmulV7Persistent on `programs` programs (0: cluster_persistent_grid on the device's SMs).
+template <int BM, int BN, class T, int CL, bool PERSISTENT = false>
+void run_v7(const tj::Device& dev, int M, int N, int K, int stages = 4, bool ws = true, int programs = 0) {
   CAPTURE(M);
   CAPTURE(N);
   CAPTURE(K);
@@ -38,11 +40,16 @@ void run_v7(const tj::Device& dev, int M, int N, int K, int stages = 4, bool ws 
   T* da = on_device(dev, p.a);
   T* db = on_device(dev, p.b);
   float* dc = on_device(dev, c);
-  using Kern = examples::MatmulV7<BM, BN, T, CL>;
+  using Kern = std::conditional_t<PERSISTENT, examples::MatmulV7Persistent<BM, BN, T, CL>, examples::MatmulV7<BM, BN, T, CL>>;
+  CAPTURE(PERSISTENT);
   D a(dev, da, tj::dtype_v<T>, {M, K}, {K, 1}, {BM, Kern::BLOCK_K}, {.swizzle = D::Swizzle::b128});
   D b(dev, db, tj::dtype_v<T>, {N, K}, {K, 1}, {BN, Kern::BLOCK_K}, {.swizzle = D::Swizzle::b128});
   auto k = tj::compile<Kern>(dev, {.num_warps = BM / 16, .num_stages = stages, .warp_specialize = ws, .num_ctas = CL});
-  k.launch(tj::Grid{examples::cluster_grid<BM, BN, CL>(M, N)}, a, b, dc, M, N, K);
+  const tj::Grid grid = !PERSISTENT ? tj::Grid{examples::cluster_grid<BM, BN, CL>(M, N)}
+                        : programs > 0 ? tj::Grid{programs}
+                                       : examples::cluster_persistent_grid(M, N, BM, BN, CL, dev.num_sms());
+  CAPTURE(grid.x);
+  k.launch(grid, a, b, dc, M, N, K);
   if (gpu) {
     dev.copy_to_host(c.data(), dc, c.size() * sizeof(float));
     dev.free(da), dev.free(db), dev.free(dc);
@@ -71,6 +78,11 @@ TEST_CASE("gemm_v7_interpreter_matches_f64") {
   run_v7<64, 96, tj::bf16, 4>(dev, 64 * 5 + 1, 96 * 2 - 7, 72);
   // Clusters of 1 (rung 5's order with multicast loads that are ordinary loads).
   run_v7<64, 64, tj::f16, 1>(dev, 100, 64, 64);
+  // Persistent: 3 x 3 cluster tiles on 2 clusters of 2; 2 x 2 on 4 clusters (two own none); 8 block rows by 2 block
+  // columns in clusters of 4 on 1 cluster (grouped order across more rows than GROUP_M).
+  run_v7<64, 64, tj::bf16, 2, true>(dev, 64 * 6 - 9, 64 * 3 - 1, 72, 4, true, 4);
+  run_v7<64, 96, tj::bf16, 2, true>(dev, 200, 150, 136, 4, true, 8);
+  run_v7<64, 64, tj::bf16, 4, true>(dev, 64 * 8, 100, 64, 4, true, 4);
 }
 
 TEST_CASE("gemm_v7_cluster_grid_counts_whole_clusters") {
@@ -78,6 +90,24 @@ TEST_CASE("gemm_v7_cluster_grid_counts_whole_clusters") {
   CHECK(examples::cluster_grid<128, 256, 2>(129, 256) == 2);    // one cluster tile: 2 programs, the second past M
   CHECK(examples::cluster_grid<128, 256, 2>(257, 257) == 8);    // 2 cluster-tile rows x 2 block columns x 2
   CHECK(examples::cluster_grid<64, 96, 4>(64 * 5 + 1, 96) == 8);
+}
+
+TEST_CASE("gemm_v7_cluster_persistent_grid_is_whole_clusters_at_most_one_per_sm") {
+  CHECK(examples::cluster_persistent_grid(8192, 8192, 128, 256, 2, 132).x == 132);
+  CHECK(examples::cluster_persistent_grid(8192, 8192, 128, 256, 4, 132).x == 132);
+  CHECK(examples::cluster_persistent_grid(8192, 8192, 128, 256, 4, 130).x == 128);
+  CHECK(examples::cluster_persistent_grid(300, 300, 128, 256, 2, 132).x == 8);  // 2 x 2 cluster tiles
+  CHECK(examples::cluster_persistent_grid(300, 200, 128, 256, 4, 132).x == 4);  // 1 cluster tile
+  CHECK(examples::cluster_persistent_grid(1, 1, 128, 256, 2, 132).x == 2);
+}
+
+TEST_CASE("gemm_v7_persistent_sm90a_walks_cluster_tiles_and_releases_the_last_stage_in_every_program") {
+  const auto g = sm90(examples::MatmulV7Persistent<128, 256, tj::bf16, 2>{}, 8, 4, true, 2);
+  CHECK(g.num_ctas == 2);
+  CHECK(testing::has_diagnostic(g, "the ring's stages and phases continue across loop"));
+  CHECK(testing::occurrences(g.source, "tj_tma_load_2d_multicast(tj_ring") == 1);
+  CHECK(g.source.find("if (tj_lane < 2) tj_mbar_arrive_remote(tj_empty") != std::string::npos);  // the run's last stage
+  testing::compiles_for_sm90a_without_spills(g.source, "matmul_v7p_128x256_c2.cu");
 }
 
 TEST_CASE("gemm_v7_sm90a_cluster_multicasts_b_once_and_releases_stages_in_every_program") {
@@ -165,4 +195,7 @@ TEST_CASE("gemm_v7_gpu_matches_f64") {
   run_v7<64, 48, tj::bf16, 4>(dev, 500, 150, 200);      // B copied whole by the first program of 4
   run_v7<128, 256, tj::bf16, 1>(dev, 300, 500, 200);
   run_v7<128, 256, tj::bf16, 2>(dev, 300, 500, 200, 4, false);  // num_ctas without warp specialisation: no cluster
+  run_v7<128, 256, tj::bf16, 2, true>(dev, 1000, 1200, 1000);           // persistent, every SM
+  run_v7<128, 256, tj::bf16, 2, true>(dev, 1000, 1200, 1000, 4, true, 6);  // persistent, 3 clusters for 20 cluster tiles
+  run_v7<128, 128, tj::f16, 4, true>(dev, 1100, 300, 256, 3);
 }
