@@ -17,8 +17,12 @@
 //                            BM_TilejitV7P: the persistent form (rung 6 with clusters)
 //   BM_TilejitGemm/...       examples/gemm/gemm.hpp, the library call: on first use of a shape it races its 16
 //                            candidates (rung 5 and rung 6 configs) and launches the winner, named in the label;
-//                            split-K for small M. /large: 4096^3, 8192^3 and Llama-3-8B at M = 4096 and 16384,
-//                            beside BM_CublasTN/large on the same shapes.
+//                            small M runs the swap-AB kernel, narrow N rung 5's split-K on 128-row blocks (the label
+//                            names the plan). /large: 4096^3, 8192^3 and Llama-3-8B at M = 4096 and 16384, beside
+//                            BM_CublasTN/large on the same shapes; /small: M = 1, 16, 128; /narrow: N = 96, 192.
+//   BM_TilejitSmallM/...     the small-M path with its split count forced (none; twice the rule's)
+//   BM_TilejitSplitK/BMxBN/S rung 5's split-K kernel + SplitKReduce with the 4th argument's splits (the former
+//                            small-M path; narrow-N candidates)
 // Counters: TFLOP/s (2·M·N·K per run). Without a GPU every case is skipped.
 #include <benchmark/benchmark.h>
 #include <cublasLt.h>
@@ -305,8 +309,7 @@ void BM_TilejitGemm(benchmark::State& st) {
   const auto* b = static_cast<const tj::bf16*>(o.b);
   timed(st, 2.0 * M * N * K, [&] { gemm(a, b, static_cast<float*>(o.c), M, N, K); });
   using G = examples::Gemm<tj::bf16>;
-  const auto sk = G::split_k_for(M, N, K, gpu().num_sms());
-  if (sk.splits > 1) return st.SetLabel("split-K " + std::to_string(sk.splits) + " x " + std::to_string(sk.k_split));
+  if (const std::string fixed = G::describe(M, N, K, gpu().num_sms()); !fixed.empty()) return st.SetLabel(fixed);
   const auto& r = gemm.report(M, N, K);
   char tuned[96];
   std::snprintf(tuned, sizeof tuned, " (%s %.0f ms)", r.tuned ? "tuned in" : "stored winner read in", r.total_ms);
@@ -358,6 +361,54 @@ void BM_TilejitV7(benchmark::State& st) {
   timed(st, 2.0 * M * N * K, [&] { k.launch(grid, d.a, d.b, static_cast<float*>(o.c), M, N, K); });
   st.SetLabel("BLOCK " + std::to_string(BM) + "x" + std::to_string(BN) + "x64 stages " + std::to_string(STAGES) + ", clusters of " +
               std::to_string(CL) + ", B multicast" + (PERSISTENT ? ", persistent (" + std::to_string(grid.x) + " programs)" : ""));
+}
+
+/// The library's small-M path with a forced plan (Gemm::run_small_m; compare with BM_TilejitGemm/small, which runs
+/// the rule's plan): the rule's BLOCK_M (the smallest >= M where the rule does not apply) and SPLITS = 1 (no split),
+/// 0 (the rule's count, the BLOCK_M forced) or -2 (twice the rule's).
+template <int SPLITS>
+void BM_TilejitSmallM(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  const long M = st.range(0), N = st.range(1), K = st.range(2);
+  using G = examples::Gemm<tj::bf16>;
+  Operands o(M, N, K);
+  static G gemm(gpu());
+  const G::SmallM rule = G::small_m_for(M, N, K, gpu().num_sms());
+  int bm = rule.block_m;
+  if (!bm)
+    for (const auto& k : G::SMALL_M_KERNELS)
+      if (!bm && k.block_m >= M) bm = k.block_m;
+  const long long splits = SPLITS == 0 ? rule.splits : SPLITS < 0 ? -SPLITS * rule.splits : SPLITS;
+  const G::SmallM p = G::small_m_plan(M, N, K, bm, splits);
+  const auto* a = static_cast<const tj::bf16*>(o.a);
+  const auto* b = static_cast<const tj::bf16*>(o.b);
+  timed(st, 2.0 * M * N * K, [&] { gemm.run_small_m(a, b, static_cast<float*>(o.c), M, N, K, p); });
+  st.SetLabel("swap AB [64 x " + std::to_string(p.block_m) + "], " + std::to_string(p.stages) + " stages, " + std::to_string(p.splits) +
+              " split(s) of " + std::to_string(p.k_split) + ", " + std::to_string(p.tiles * p.splits) + " programs");
+}
+
+/// Rung 5's split-K kernel MatmulV5SplitK<BM, BN> (STAGES stages) into a workspace, then SplitKReduce, with the 4th
+/// argument's number of K splits (each a multiple of 64): the small-M path before the swap-AB kernel (64x128, 4
+/// stages, the split counts docs/gemm.md records), and narrow-N candidates. Descriptors built once (the library call
+/// builds them per call).
+template <int BM, int BN, int STAGES>
+void BM_TilejitSplitK(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  const long M = st.range(0), N = st.range(1), K = st.range(2), want = st.range(3);
+  Operands o(M, N, K);
+  const TnDescs d(o.a, o.b, tj::DType::bf16, M, N, K, BM, BN, 64);
+  auto k = tj::compile<examples::MatmulV5SplitK<BM, BN, tj::bf16>>(gpu(), {.num_warps = BM / 16, .num_stages = STAGES});
+  auto reduce = tj::compile<examples::SplitKReduce<1024>>(gpu(), {.num_warps = 4});
+  const long k_split = tj::cdiv(tj::cdiv(K, want), 64) * 64, splits = tj::cdiv(K, k_split);
+  auto* ws = static_cast<float*>(gpu().alloc(static_cast<std::size_t>(splits * M * N) * 4));
+  const tj::Grid grid{tj::cdiv(M, BM) * tj::cdiv(N, BN), splits};
+  timed(st, 2.0 * M * N * K, [&] {
+    k.launch(grid, d.a, d.b, ws, M, N, K, k_split);
+    reduce.launch(tj::Grid{tj::cdiv(M * N, 1024)}, ws, static_cast<float*>(o.c), M * N, splits);
+  });
+  gpu().free(ws);
+  st.SetLabel("BLOCK " + std::to_string(BM) + "x" + std::to_string(BN) + "x64 stages " + std::to_string(STAGES) + ", " +
+              std::to_string(splits) + " splits of " + std::to_string(k_split) + ", " + std::to_string(grid.x * grid.y) + " programs");
 }
 
 template <int BM, int BN, int BK, int NW>
@@ -475,6 +526,30 @@ BENCHMARK(BM_TilejitGemm)->Name("BM_TilejitGemm/small")->Apply(shapes_small_m);
 BENCHMARK(BM_TilejitV5<64, 64, 8>)->Name("BM_TilejitV5/64x64/8/small")->Apply(shapes_small_m);
 BENCHMARK(BM_TilejitV5<64, 128, 6>)->Name("BM_TilejitV5/64x128/6/small")->Apply(shapes_small_m);
 BENCHMARK(BM_TilejitV5<128, 128, 4>)->Name("BM_TilejitV5/128x128/4/small")->Apply(shapes_small_m);
+// The small-M path's split count: none, the rule's (BM_TilejitGemm/small), twice the rule's.
+BENCHMARK(BM_TilejitSmallM<1>)->Name("BM_TilejitSmallM/nosplit")->Apply(shapes_small_m);
+BENCHMARK(BM_TilejitSmallM<-2>)->Name("BM_TilejitSmallM/2xsplits")->Apply(shapes_small_m);
+// The former small-M path (rung 5's split-K on 64x128 tiles, 4 stages) with the split counts it chose on the H200.
+BENCHMARK(BM_TilejitSplitK<64, 128, 4>)
+    ->Name("BM_TilejitSplitK/64x128/4/small")
+    ->Args({1, 6144, 4096, 11})->Args({1, 4096, 4096, 8})->Args({1, 28672, 4096, 7})->Args({1, 4096, 14336, 8})
+    ->Args({16, 6144, 4096, 11})->Args({16, 4096, 4096, 8})->Args({16, 28672, 4096, 7})->Args({16, 4096, 14336, 8})
+    ->Args({128, 4096, 4096, 4})->Args({128, 4096, 14336, 4})
+    ->UseManualTime()->Unit(benchmark::kMillisecond);
+// Narrow N (M = K = 8192, N = 96 and 192; compare with BM_CublasTN/8192/96/8192 and /8192/192/8192): the library call
+// (the narrow-N path: 128-row blocks, 2 K splits), split-K candidates, and rung 5 unsplit with deeper rings.
+void shapes_narrow(benchmark::internal::Benchmark* b) { b->Args({8192, 96, 8192})->Args({8192, 192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond); }
+BENCHMARK(BM_TilejitGemm)->Name("BM_TilejitGemm/narrow")->Apply(shapes_narrow);
+BENCHMARK(BM_TilejitSplitK<128, 96, 7>)->Name("BM_TilejitSplitK/128x96/7/narrow")->Args({8192, 96, 8192, 2})->Args({8192, 96, 8192, 3})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TilejitSplitK<64, 96, 5>)->Name("BM_TilejitSplitK/64x96/5/narrow")->Args({8192, 96, 8192, 2})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TilejitSplitK<256, 96, 4>)->Name("BM_TilejitSplitK/256x96/4/narrow")->Args({8192, 96, 8192, 4})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TilejitSplitK<128, 192, 5>)->Name("BM_TilejitSplitK/128x192/5/narrow")->Args({8192, 192, 8192, 2})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TilejitSplitK<64, 192, 3>)->Name("BM_TilejitSplitK/64x192/3/narrow")->Args({8192, 192, 8192, 2})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TilejitSplitK<256, 192, 3>)->Name("BM_TilejitSplitK/256x192/3/narrow")->Args({8192, 192, 8192, 4})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TilejitV5<64, 96, 8>)->Name("BM_TilejitV5Narrow/64x96/8")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TilejitV5<128, 96, 7>)->Name("BM_TilejitV5Narrow/128x96/7")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TilejitV5<64, 192, 7>)->Name("BM_TilejitV5Narrow/64x192/7")->Args({8192, 192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TilejitV5<128, 192, 5>)->Name("BM_TilejitV5Narrow/128x192/5")->Args({8192, 192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
 
 // f8 e4m3 against cuBLASLt.
 void shapes_f8(benchmark::internal::Benchmark* b) {

@@ -3,16 +3,18 @@
 //   examples::Gemm<tj::bf16> gemm(dev);
 //   gemm(a, b, c, M, N, K);   // C[M, N] (f32) = A[M, K] · B[N, K]ᵀ, device pointers, row-major
 //
-// The first call for a shape races 16 candidates (candidates()): 11 configs of
-// rung 5 (MatmulV5, one program per output tile; power-of-two and NPOT
-// BLOCK_N side by side: 64, 96, 128, 192, 256) and 5 of rung 6 (MatmulV6, a
-// persistent grid of min(tiles, SMs) programs with a producer warp group;
-// 128x256, 256x128, 128x192, 128x128) — and stores the winner on disk per
-// device and key {M, N, K, dtype, cands}; later calls — in this process or
-// another — launch the stored winner. Configs that cannot run (shared memory,
-// registers) are skipped with their reason in the tuner's report. Small M
-// (decode) with few output tiles instead splits K over more programs and sums
-// the partial products in a second launch (MatmulV5SplitK + SplitKReduce).
+// Three paths, chosen by the shape alone (path_for):
+//  - small M (decode: M <= 16, or M <= 128 with few output tiles; small_m_for): the swap-AB kernel of
+//    matmul_small_m.hpp, Cᵀ tiles with N on wgmma's 64-row side and M on its N side (8 to 128), K split over
+//    enough programs to stream B from every SM; the splits are summed by SplitKReduce in a second launch;
+//  - narrow N (N <= 192 with at most half the SMs given a 128-row block; narrow_n_for): rung 5's split-K kernel
+//    on [128 x 96]-style tiles with a deep ring, two or more K splits so that every SM streams A, and SplitKReduce;
+//  - everything else races 16 candidates (candidates()): 11 configs of rung 5 (MatmulV5, one program per output
+//    tile; power-of-two and NPOT BLOCK_N side by side: 64, 96, 128, 192, 256) and 5 of rung 6 (MatmulV6, a
+//    persistent grid of min(tiles, SMs) programs with a producer warp group; 128x256, 256x128, 128x192,
+//    128x128) — and stores the winner on disk per device and key {M, N, K, dtype, cands}; later calls — in this
+//    process or another — launch the stored winner. Configs that cannot run (shared memory, registers) are
+//    skipped with their reason in the tuner's report.
 //
 // Rules checked before anything reaches the device (InvalidArgument naming
 // the value and the rule): M, N, K >= 1; M x N < 2^31 (32-bit offsets into C; A and
@@ -24,11 +26,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "examples/gemm/matmul_small_m.hpp"
 #include "examples/gemm/matmul_v5.hpp"
 #include "examples/gemm/matmul_v6.hpp"
 #include "tilejit/runtime/autotune.hpp"
@@ -74,49 +80,167 @@ class Gemm {
   /// True for a rung-6 (persistent) config.
   static bool persistent(const tj::Config& c) { return c.params.contains("PERSISTENT"); }
 
-  explicit Gemm(tj::Device dev, tj::TuneOptions opt = {}) : dev_(dev), tuner_("gemm_tn_" + std::string(tj::name(tj::dtype_v<T>)), candidates(), with_device(std::move(opt), dev)) {}
+  explicit Gemm(tj::Device dev, tj::TuneOptions opt = {})
+      : dev_(dev), stream_(opt.stream), tuner_("gemm_tn_" + std::string(tj::name(tj::dtype_v<T>)), candidates(), with_device(std::move(opt), dev)) {}
 
-  /// C[M, N] (f32) = A[M, K] · B[N, K]ᵀ on the tuner's stream (TuneOptions::stream). See the file comment for the rules.
-  /// Small M with few output tiles takes the split-K path (split_k_for).
+  /// C[M, N] (f32) = A[M, K] · B[N, K]ᵀ on the tuner's stream (TuneOptions::stream). See the file comment for the rules
+  /// and the three paths (path_for).
   void operator()(const T* a, const T* b, float* c, long long M, long long N, long long K) {
     check(a, b, c, M, N, K);
-    if (const SplitK sk = split_k_for(M, N, K, dev_.num_sms()); sk.splits > 1) return split_k(a, b, c, M, N, K, sk);
+    const int sms = dev_.num_sms();
+    if (SmallM p = small_m_for(M, N, K, sms); p.block_m) {
+      // AMD's MFMA tiles are 16 wide at the least: no [64 x 8] accumulator there.
+      if (p.block_m < 16 && dev_.backend() == tj::Backend::hip) p = small_m_plan(M, N, K, 16, p.splits);
+      return small_m(a, b, c, M, N, K, p);
+    }
+    if (const NarrowN p = narrow_n_for(M, N, K, sms); p.block_n) return narrow_n(a, b, c, M, N, K, p);
     using D = tj::TensorDescriptor;
     // Block [64, BLOCK_K] here; each config's kernel re-encodes the blocks it loads (once per tensor).
     D da(dev_, const_cast<T*>(a), tj::dtype_v<T>, {M, K}, {K, 1}, {64, BLOCK_K}, {.swizzle = D::Swizzle::b128});
     D db(dev_, const_cast<T*>(b), tj::dtype_v<T>, {N, K}, {K, 1}, {64, BLOCK_K}, {.swizzle = D::Swizzle::b128});
-    tuner_.launch(key(M, N, K), grid(M, N, dev_.num_sms()), da, db, c, M, N, K);
+    tuner_.launch(key(M, N, K), grid(M, N, sms), da, db, c, M, N, K);
   }
-  /// The tuning report of a shape already run. Throws InvalidArgument for a shape that takes the split-K path
-  /// (small M: a fixed kernel, never tuned; split_k_for tells which).
+  /// The tuning report of a shape already run. Throws InvalidArgument for a shape that runs a fixed kernel (the
+  /// small-M or narrow-N path: never tuned; path_for tells which).
   const tj::TuneReport& report(long long M, long long N, long long K) const {
-    if (const SplitK sk = split_k_for(M, N, K, dev_.num_sms()); sk.splits > 1)
-      throw tj::InvalidArgument(fmt::format("gemm: M = {}, N = {}, K = {} runs split-K ({} splits of {}), a fixed kernel: it has no "
-                                            "tuning report", M, N, K, sk.splits, sk.k_split));
+    if (const std::string fixed = describe(M, N, K, dev_.num_sms()); !fixed.empty())
+      throw tj::InvalidArgument(fmt::format("gemm: M = {}, N = {}, K = {} runs {}, a fixed kernel: it has no tuning report", M, N, K, fixed));
     return tuner_.report(key(M, N, K));
   }
   tj::Autotuner<Sig>& tuner() { return tuner_; }
 
-  /// Split-K plan for small M, on [64 x 128] tiles: the number of K splits (each a multiple of
-  /// BLOCK_K with at least 4 steps, at most 16 splits) that best fills the last wave of programs
-  /// (two per SM) — kept only when it beats no split by 5 points of occupancy. Taken for M <= 16
-  /// (the partial sums are tiny), and for M <= 128 only while the tiles fill at most half the SMs.
-  /// splits = 1: no split.
-  struct SplitK {
-    long long splits = 1, k_split = 0;
+  /// Which kernel a shape runs: the small-M path, the narrow-N path, or the race's winner.
+  enum class Path { tuned, small_m, narrow_n };
+  static Path path_for(long long M, long long N, long long K, int sms) {
+    if (small_m_for(M, N, K, sms).block_m) return Path::small_m;
+    if (narrow_n_for(M, N, K, sms).block_n) return Path::narrow_n;
+    return Path::tuned;
+  }
+
+  /// A small-M kernel (matmul_small_m.hpp, B tiles of SMALL_M_BLOCK_N rows): wgmma's N side BLOCK_M, its ring's
+  /// stages, and how many of its programs fit on one Hopper SM (228 KiB of shared memory, 1 KiB of it reserved per
+  /// program; the ring is stages x (8 KiB of B + BLOCK_M x 128 bytes of A), plus its barriers and 1 KiB of alignment).
+  struct SmallMKernel {
+    int block_m, stages, per_sm;
   };
-  static SplitK split_k_for(long long M, long long N, long long K, int sms) {
-    const long long tiles = tj::cdiv(M, 64) * tj::cdiv(N, 128);
-    if (M > 128 || (M > 16 && tiles * 2 > sms) || sms < 1) return {};
-    const long long max_splits = std::min<long long>(16, K / (4 * BLOCK_K));
-    const long long slots = 2LL * sms;  // the split kernel (4 stages, 96 KiB) fits two programs per SM
-    auto occupancy = [&](long long s) { return double(tiles * s) / double(tj::cdiv(tiles * s, slots) * slots); };
-    long long best = 1;
-    for (long long s = 2; s <= max_splits; ++s)
-      if (occupancy(s) > occupancy(best) + 0.05) best = s;
-    if (best < 2) return {};
-    const long long k_split = tj::cdiv(tj::cdiv(K, best), BLOCK_K) * BLOCK_K;
-    return {tj::cdiv(K, k_split), k_split};
+  static constexpr int SMALL_M_BLOCK_N = 64;  // one warp group: the most programs for a given N
+  /// 8 / 8 stages (74 KiB), 16 / 7 (72 KiB), 32 / 6 (74 KiB), 64 / 4 (66 KiB): three programs per SM; 128 / 4 (98 KiB): two.
+  static constexpr std::array<SmallMKernel, 5> SMALL_M_KERNELS{{{8, 8, 3}, {16, 7, 3}, {32, 6, 3}, {64, 4, 3}, {128, 4, 2}}};
+
+  /// The small-M plan: MatmulSmallM<SMALL_M_BLOCK_N, block_m, T> on `tiles` tiles of Cᵀ, each summed over K by
+  /// `splits` programs (k_split elements of K each, a multiple of BLOCK_K); SplitKReduce adds the splits when there
+  /// are several. block_m = 0: not taken.
+  struct SmallM {
+    int block_m = 0, stages = 0, per_sm = 0;
+    long long tiles = 0, splits = 1, k_split = 0;
+  };
+  /// Taken for M <= 16 always (the race's tiles have 64 rows at least), and for 16 < M <= 128 where the former
+  /// split-K path went, which this kernel replaces: while [64 x 128] tiles would fill at most half the SMs and K is
+  /// long enough to split (more tiles than that: the race's one-program-per-tile kernels fill the machine,
+  /// 1.01-1.02x cuBLAS at M = 128 on the H200). block_m is the
+  /// smallest kernel's BLOCK_M >= M. Splits: enough for two programs per SM (2 x sms, ceil), no more than fit at
+  /// once (per_sm x sms), at most 16 of at least 4 K steps each, and the partial sums [splits, M, N] f32 within
+  /// max(B's bytes / 8, 8 MiB) (written and read once more; a few per cent of B at M <= 16) and 32-bit offsets.
+  /// K's steps are shared evenly (small_m_plan).
+  static SmallM small_m_for(long long M, long long N, long long K, int sms) {
+    if (M > 128 || sms < 1) return {};
+    if (M > 16 && tj::cdiv(M, 64) * tj::cdiv(N, 128) * 2 > sms) return {};
+    int block_m = SMALL_M_KERNELS.back().block_m, per_sm = 1;
+    for (const SmallMKernel& k : SMALL_M_KERNELS)
+      if (k.block_m >= M) {
+        block_m = k.block_m, per_sm = k.per_sm;
+        break;
+      }
+    const long long tiles = tj::cdiv(M, block_m) * tj::cdiv(N, SMALL_M_BLOCK_N);
+    const long long steps = tj::cdiv(K, BLOCK_K), slots = per_sm * static_cast<long long>(sms);
+    const long long ws_cap = std::max(N * K * static_cast<long long>(sizeof(T)) / 8, 8LL << 20);
+    long long max_s = std::max(1LL, std::min(16LL, steps / 4));
+    while (max_s > 1 && (max_s * M * N * 4 > ws_cap || max_s * M * N > 2147483647LL)) --max_s;
+    long long s = std::min(max_s, tj::cdiv(2LL * sms, tiles));
+    if (tiles * s > slots) s = std::max(1LL, std::min(s, slots / tiles));
+    const SmallM p = small_m_plan(M, N, K, block_m, s);
+    if (M > 16 && p.splits < 2) return {};
+    return p;
+  }
+  /// The small-M plan with BLOCK_M = block_m (one of SMALL_M_KERNELS; InvalidArgument otherwise) and K's steps shared
+  /// evenly by `splits` programs per tile (fewer when K has fewer steps; the last split is the short one).
+  static SmallM small_m_plan(long long M, long long N, long long K, int block_m, long long splits) {
+    SmallM p;
+    for (const SmallMKernel& k : SMALL_M_KERNELS)
+      if (k.block_m == block_m) p.block_m = k.block_m, p.stages = k.stages, p.per_sm = k.per_sm;
+    if (!p.block_m) throw tj::InvalidArgument(fmt::format("gemm: small-M BLOCK_M = {}: must be 8, 16, 32, 64 or 128", block_m));
+    p.tiles = tj::cdiv(M, p.block_m) * tj::cdiv(N, SMALL_M_BLOCK_N);
+    std::tie(p.splits, p.k_split) = even_splits(K, splits);
+    return p;
+  }
+
+  /// A narrow-N kernel: rung 5's split-K kernel MatmulV5SplitK<NARROW_N_BLOCK_M, block_n, T> (two consumer warp
+  /// groups) and its ring's stages: 64 / 8, 96 / 7, 128 / 6, 192 / 5 — 192 to 202 KiB, one program per SM.
+  struct NarrowNKernel {
+    int block_n, stages;
+  };
+  static constexpr int NARROW_N_BLOCK_M = 128;
+  static constexpr std::array<NarrowNKernel, 4> NARROW_N_KERNELS{{{64, 8}, {96, 7}, {128, 6}, {192, 5}}};
+  /// The narrow-N plan: `tiles` blocks of NARROW_N_BLOCK_M rows by block_n (>= N: one block column), `splits`
+  /// programs per block over K, SplitKReduce. block_n = 0: not taken.
+  struct NarrowN {
+    int block_n = 0, stages = 0;
+    long long tiles = 0, splits = 1, k_split = 0;
+  };
+  /// Taken for N <= 192 (not small M) while the 128-row blocks fill at most half the SMs: at M = K = 8192, N = 96
+  /// rung 5's best (64 x 96, 6 stages) runs 128 programs, one per SM, each with 5 x 8 KiB of A in flight, and reads
+  /// A at ~3.1 TB/s (43 us; 49 us at N = 192 with twice the multiplies): bound, we read it, by A's copies in flight
+  /// (docs/gemm.md, "Side rung"). 128-row
+  /// blocks with a ring of 5-8 stages hold 64-112 KiB of A in flight per SM, and splitting K gives back the
+  /// programs: splits = SMs / blocks (one wave), at most 16 of at least 8 K steps, the partial sums within a
+  /// quarter of A's bytes and 32-bit offsets, and at least 2 (else the race).
+  static NarrowN narrow_n_for(long long M, long long N, long long K, int sms) {
+    if (N > 192 || sms < 1 || small_m_for(M, N, K, sms).block_m) return {};
+    const long long tiles = tj::cdiv(M, NARROW_N_BLOCK_M);
+    if (tiles * 2 > sms) return {};
+    const long long steps = tj::cdiv(K, BLOCK_K);
+    long long s = std::min({sms / tiles, 16LL, steps / 8});
+    while (s > 1 && (s * M * N * 4 > M * K * static_cast<long long>(sizeof(T)) / 4 || s * M * N > 2147483647LL)) --s;
+    if (s < 2) return {};
+    for (const NarrowNKernel& k : NARROW_N_KERNELS)
+      if (k.block_n >= N) return narrow_n_plan(M, N, K, k.block_n, s);
+    return {};
+  }
+  /// The narrow-N plan with BLOCK_N = block_n (one of NARROW_N_KERNELS; InvalidArgument otherwise), `splits` as in
+  /// small_m_plan.
+  static NarrowN narrow_n_plan(long long M, long long N, long long K, int block_n, long long splits) {
+    NarrowN p;
+    for (const NarrowNKernel& k : NARROW_N_KERNELS)
+      if (k.block_n == block_n) p.block_n = k.block_n, p.stages = k.stages;
+    if (!p.block_n) throw tj::InvalidArgument(fmt::format("gemm: narrow-N BLOCK_N = {}: must be 64, 96, 128 or 192", block_n));
+    p.tiles = tj::cdiv(M, NARROW_N_BLOCK_M) * tj::cdiv(N, p.block_n);
+    std::tie(p.splits, p.k_split) = even_splits(K, splits);
+    return p;
+  }
+
+  /// Runs a given small-M plan (small_m_for's or small_m_plan's): the path operator() takes for small M, forced —
+  /// for tests and benchmarks. The rules of operator(), plus a plan that matches the shape (InvalidArgument).
+  void run_small_m(const T* a, const T* b, float* c, long long M, long long N, long long K, const SmallM& p) {
+    check(a, b, c, M, N, K);
+    check_plan(small_m_plan(M, N, K, p.block_m, p.splits), p, M * N, K, "small-M");
+    small_m(a, b, c, M, N, K, p);
+  }
+  /// Runs a given narrow-N plan, as run_small_m.
+  void run_narrow_n(const T* a, const T* b, float* c, long long M, long long N, long long K, const NarrowN& p) {
+    check(a, b, c, M, N, K);
+    check_plan(narrow_n_plan(M, N, K, p.block_n, p.splits), p, M * N, K, "narrow-N");
+    narrow_n(a, b, c, M, N, K, p);
+  }
+
+  /// The fixed kernel a shape runs, in words ("" when it runs the race's winner): report()'s error, bench labels.
+  static std::string describe(long long M, long long N, long long K, int sms) {
+    if (const SmallM p = small_m_for(M, N, K, sms); p.block_m)
+      return fmt::format("the small-M kernel (swap AB: [{} x {}] tiles of C^T, {} stages; {})", SMALL_M_BLOCK_N, p.block_m, p.stages,
+                         p.splits > 1 ? fmt::format("split-K {} x {} + reduce", p.splits, p.k_split) : std::string("no split"));
+    if (const NarrowN p = narrow_n_for(M, N, K, sms); p.block_n)
+      return fmt::format("the narrow-N kernel ([{} x {}] tiles, {} stages; split-K {} x {} + reduce)", NARROW_N_BLOCK_M, p.block_n,
+                         p.stages, p.splits, p.k_split);
+    return {};
   }
 
   static tj::TuneKey key(long long M, long long N, long long K) {
@@ -156,26 +280,99 @@ class Gemm {
   }
 
  private:
-  void split_k(const T* a, const T* b, float* c, long long M, long long N, long long K, SplitK sk) {
-    using D = tj::TensorDescriptor;
-    const std::size_t need = static_cast<std::size_t>(sk.splits * M * N) * 4;
+  /// `splits` programs sharing K's BLOCK_K steps evenly: (splits, k_split), splits clamped to [1, steps].
+  static std::pair<long long, long long> even_splits(long long K, long long splits) {
+    const long long steps = tj::cdiv(K, BLOCK_K);
+    const long long k_split = tj::cdiv(steps, std::clamp(splits, 1LL, steps)) * BLOCK_K;
+    return {tj::cdiv(K, k_split), k_split};
+  }
+  template <class Plan>
+  static void check_plan(const Plan& want, const Plan& p, long long mn, long long K, const char* what) {
+    if (want.tiles != p.tiles || want.splits != p.splits || want.k_split != p.k_split)
+      throw tj::InvalidArgument(fmt::format("gemm: {} plan with {} tiles, {} splits of {} does not fit this shape (K = {}): "
+                                            "{} tiles, {} splits of {}; build it with the plan functions",
+                                            what, p.tiles, p.splits, p.k_split, K, want.tiles, want.splits, want.k_split));
+    if (p.splits * mn > 2147483647LL)
+      throw tj::InvalidArgument(fmt::format("gemm: {} plan: {} splits of C's {} elements: the partial sums are indexed with "
+                                            "32-bit offsets, at most 2^31 - 1 elements; use fewer splits", what, p.splits, mn));
+  }
+  /// The split-K workspace [splits, M, N], grown as needed (kept: decode calls the same shapes again and again).
+  float* workspace(long long elems) {
+    const std::size_t need = static_cast<std::size_t>(elems) * 4;
     if (ws_bytes_ < need) {
       if (ws_) dev_.free(ws_);
+      ws_ = nullptr, ws_bytes_ = 0;
       ws_ = static_cast<float*>(dev_.alloc(need));
       ws_bytes_ = need;
     }
-    D da(dev_, const_cast<T*>(a), tj::dtype_v<T>, {M, K}, {K, 1}, {64, BLOCK_K}, {.swizzle = D::Swizzle::b128});
-    D db(dev_, const_cast<T*>(b), tj::dtype_v<T>, {N, K}, {K, 1}, {128, BLOCK_K}, {.swizzle = D::Swizzle::b128});
-    split_.launch(tj::Grid{tj::cdiv(M, 64) * tj::cdiv(N, 128), sk.splits}, da, db, ws_, M, N, K, sk.k_split);
-    reduce_.launch(tj::Grid{tj::cdiv(M * N, 1024)}, ws_, c, M * N, sk.splits);
+    return ws_;
+  }
+  void small_m(const T* a, const T* b, float* c, long long M, long long N, long long K, const SmallM& p) {
+    using D = tj::TensorDescriptor;
+    // The kernels' own blocks and swizzle: no re-encoding at launch.
+    D db(dev_, const_cast<T*>(b), tj::dtype_v<T>, {N, K}, {K, 1}, {SMALL_M_BLOCK_N, BLOCK_K}, {.swizzle = D::Swizzle::b128});
+    D da(dev_, const_cast<T*>(a), tj::dtype_v<T>, {M, K}, {K, 1}, {p.block_m, BLOCK_K}, {.swizzle = D::Swizzle::b128});
+    float* out = p.splits > 1 ? workspace(p.splits * M * N) : c;
+    const tj::Grid g{p.tiles, p.splits};
+    auto go = [&](auto& kernel) { kernel.launch(stream_, g, db, da, out, M, N, K, p.k_split); };
+    switch (p.block_m) {
+      case 8: go(small8_); break;
+      case 16: go(small16_); break;
+      case 32: go(small32_); break;
+      case 64: go(small64_); break;
+      default: go(small128_); break;
+    }
+    if (p.splits > 1) reduce_.launch(stream_, tj::Grid{tj::cdiv(M * N, 1024)}, ws_, c, M * N, p.splits);
+  }
+  void narrow_n(const T* a, const T* b, float* c, long long M, long long N, long long K, const NarrowN& p) {
+    using D = tj::TensorDescriptor;
+    D da(dev_, const_cast<T*>(a), tj::dtype_v<T>, {M, K}, {K, 1}, {NARROW_N_BLOCK_M, BLOCK_K}, {.swizzle = D::Swizzle::b128});
+    D db(dev_, const_cast<T*>(b), tj::dtype_v<T>, {N, K}, {K, 1}, {p.block_n, BLOCK_K}, {.swizzle = D::Swizzle::b128});
+    float* ws = workspace(p.splits * M * N);
+    const tj::Grid g{p.tiles, p.splits};
+    auto go = [&](auto& kernel) { kernel.launch(stream_, g, da, db, ws, M, N, K, p.k_split); };
+    switch (p.block_n) {
+      case 64: go(narrow64_); break;
+      case 96: go(narrow96_); break;
+      case 128: go(narrow128_); break;
+      default: go(narrow192_); break;
+    }
+    reduce_.launch(stream_, tj::Grid{tj::cdiv(M * N, 1024)}, ws, c, M * N, p.splits);
   }
   static tj::TuneOptions with_device(tj::TuneOptions o, const tj::Device& d) {
     if (!o.device) o.device = d;
     return o;
   }
+  static constexpr int small_stages(int block_m) {
+    for (const SmallMKernel& k : SMALL_M_KERNELS)
+      if (k.block_m == block_m) return k.stages;
+    return 0;
+  }
+  static constexpr int narrow_stages(int block_n) {
+    for (const NarrowNKernel& k : NARROW_N_KERNELS)
+      if (k.block_n == block_n) return k.stages;
+    return 0;
+  }
+  template <int BM>
+  using SmallKernel = tj::Kernel<MatmulSmallM<SMALL_M_BLOCK_N, BM, T>>;
+  template <int BN>
+  using NarrowKernel = tj::Kernel<MatmulV5SplitK<NARROW_N_BLOCK_M, BN, T>>;
+  static tj::CompileOptions small_options(int block_m) { return {.num_warps = SMALL_M_BLOCK_N / 16, .num_stages = small_stages(block_m)}; }
+  static tj::CompileOptions narrow_options(int block_n) { return {.num_warps = NARROW_N_BLOCK_M / 16, .num_stages = narrow_stages(block_n)}; }
+
   tj::Device dev_;
+  tj::Stream stream_;
   tj::Autotuner<Sig> tuner_;
-  tj::Kernel<MatmulV5SplitK<64, 128, T>> split_{dev_, {}, {.num_warps = 4, .num_stages = 4}};
+  // Traced here, compiled at their first launch (through the kernel cache).
+  SmallKernel<8> small8_{dev_, {}, small_options(8)};
+  SmallKernel<16> small16_{dev_, {}, small_options(16)};
+  SmallKernel<32> small32_{dev_, {}, small_options(32)};
+  SmallKernel<64> small64_{dev_, {}, small_options(64)};
+  SmallKernel<128> small128_{dev_, {}, small_options(128)};
+  NarrowKernel<64> narrow64_{dev_, {}, narrow_options(64)};
+  NarrowKernel<96> narrow96_{dev_, {}, narrow_options(96)};
+  NarrowKernel<128> narrow128_{dev_, {}, narrow_options(128)};
+  NarrowKernel<192> narrow192_{dev_, {}, narrow_options(192)};
   tj::Kernel<SplitKReduce<1024>> reduce_{dev_, {}, {.num_warps = 4}};
   float* ws_ = nullptr;
   std::size_t ws_bytes_ = 0;

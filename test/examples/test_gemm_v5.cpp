@@ -612,7 +612,7 @@ TEST_CASE("gemm_v5_gpu_small_for_the_sanitizers") {
   run_v5<128, 128, tj::bf16>(dev, 200, 130, 64 * 5, 3, 1e-5, true);  // warp-specialised
 }
 
-TEST_CASE("gemm_split_k_gpu_matches_f64") {
+TEST_CASE("gemm_small_m_split_k_gpu_matches_f64") {
   auto dev = tj::Device::best();
   if (dev.backend() != tj::Backend::cuda || dev.compute_capability() < 90) {
     MESSAGE("no Hopper GPU: skipping");
@@ -622,7 +622,7 @@ TEST_CASE("gemm_split_k_gpu_matches_f64") {
     CAPTURE(M);
     CAPTURE(N);
     CAPTURE(K);
-    const auto sk = examples::Gemm<tj::bf16>::split_k_for(M, N, K, dev.num_sms());
+    const auto sk = examples::Gemm<tj::bf16>::small_m_for(M, N, K, dev.num_sms());  // the swap-AB kernel, split
     CAPTURE(sk.splits);
     CHECK(sk.splits > 1);
     ProblemTN<tj::bf16> p(M, N, K, static_cast<unsigned>(M + N));
@@ -691,39 +691,9 @@ TEST_CASE("gemm_tuned_interpreter_tunes_16_configs_and_matches_f64") {
   int timed = 0;
   for (const auto& cr : r.candidates) timed += cr.status == tj::CandidateReport::Status::timed;
   CHECK(timed == 16);
-  // A split-K shape has no tuning report, and says so.
-  REQUIRE(examples::Gemm<tj::bf16>::split_k_for(1, 128, 4096, dev.num_sms()).splits > 1);  // one output tile: split
-  CHECK_THROWS_WITH_AS(gemm.report(1, 128, 4096), doctest::Contains("runs split-K"), tj::InvalidArgument);
-}
-
-TEST_CASE("gemm_split_k_plan_fills_the_sms_for_small_m") {
-  using G = examples::Gemm<tj::bf16>;
-  CHECK(G::split_k_for(4096, 4096, 4096, 132).splits == 1);  // big M: no split
-  const auto d1 = G::split_k_for(1, 4096, 4096, 132);         // 32 tiles -> 8 splits of 512: 256 of 264 slots
-  CHECK(d1.splits == 8);
-  CHECK(d1.k_split == 512);
-  CHECK(G::split_k_for(1, 28672, 4096, 132).splits == 7);     // 224 tiles: 85% of a wave -> 1568 programs, 99% of 6 waves
-  CHECK(G::split_k_for(128, 28672, 4096, 132).splits == 1);   // M = 128 with many tiles: partial sums not worth it
-  CHECK(G::split_k_for(1, 4096, 128, 132).splits == 1);       // K too short to split
-  const auto d2 = G::split_k_for(16, 4096, 14336, 132);
-  CHECK(d2.k_split % G::BLOCK_K == 0);
-  CHECK((d2.splits - 1) * d2.k_split < 14336);
-  CHECK(d2.splits * d2.k_split >= 14336);
-}
-
-TEST_CASE("gemm_split_k_interpreter_matches_f64") {
-  const auto dev = tj::Device::interpreter();
-  const int sms = dev.num_sms();
-  CAPTURE(sms);
-  ProblemTN<tj::bf16> p(16, 100, 1024, 21);
-  REQUIRE(examples::Gemm<tj::bf16>::split_k_for(16, 100, 1024, sms).splits >= (sms >= 2 ? 2 : 1));
-  std::vector<float> c(16 * 100, std::nanf(""));
-  tj::TuneOptions o;
-  o.cache_dir = std::filesystem::path{};
-  examples::Gemm<tj::bf16> gemm(dev, o);
-  gemm(p.a.data(), p.b.data(), c.data(), 16, 100, 1024);
-  for (float v : c) REQUIRE(!std::isnan(v));
-  CHECK(testing::rel_error(c, p.ref) < 1e-6);
+  // A small-M shape runs a fixed kernel: no tuning report, and it says so (test_gemm_small_m.cpp has the paths).
+  REQUIRE(examples::Gemm<tj::bf16>::path_for(1, 128, 4096, dev.num_sms()) == examples::Gemm<tj::bf16>::Path::small_m);
+  CHECK_THROWS_WITH_AS(gemm.report(1, 128, 4096), doctest::Contains("a fixed kernel"), tj::InvalidArgument);
 }
 
 TEST_CASE("gemm_tuned_gpu_16_configs_then_reuse_by_a_second_process") {
