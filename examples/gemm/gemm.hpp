@@ -10,9 +10,9 @@
 //  - narrow N (N <= 192 with at most half the SMs given a 128-row block; narrow_n_for): rung 5's split-K kernel
 //    on [128 x 96]-style tiles with a deep ring, two or more K splits so that every SM streams A, and SplitKReduce;
 //  - everything else races 16 candidates (candidates()): 11 configs of rung 5 (MatmulV5, one program per output
-//    tile; power-of-two and NPOT BLOCK_N side by side: 64, 96, 128, 192, 256) and 5 of rung 6 (MatmulV6, a
-//    persistent grid of min(tiles, SMs) programs with a producer warp group; 128x256, 256x128, 128x192,
-//    128x128) — and stores the winner on disk per device and key {M, N, K, dtype, cands}; later calls — in this
+//    tile; power-of-two and NPOT BLOCK_N side by side: 64, 96, 128, 192, 256), 3 of rung 6 (MatmulV6, a
+//    persistent grid of min(tiles, SMs) programs with a producer warp group; 128x256, 256x128, 128x192) and 2 of rung 7
+//    (MatmulV7Persistent: rung 6 in clusters of two programs that share B's block by TMA multicast) — and stores the winner on disk per device and key {M, N, K, dtype, cands}; later calls — in this
 //    process or another — launch the stored winner. Configs that cannot run (shared memory, registers) are
 //    skipped with their reason in the tuner's report.
 //
@@ -37,6 +37,7 @@
 #include "examples/gemm/matmul_small_m.hpp"
 #include "examples/gemm/matmul_v5.hpp"
 #include "examples/gemm/matmul_v6.hpp"
+#include "examples/gemm/matmul_v7.hpp"
 #include "tilejit/runtime/autotune.hpp"
 
 namespace examples {
@@ -55,6 +56,14 @@ class Gemm {
     return tj::cand<MatmulV6<BM, BN, T>>(tj::Config{{{"BM", BM}, {"BN", BN}, {"PERSISTENT", 1}, {"WS", 1}}, BM / 16, stages},
                                          {.warp_specialize = true});
   }
+  /// Rung 7 persistent: rung 6 in clusters of CLUSTER programs sharing B's block by TMA multicast. CLUSTER names it
+  /// in the config; grid() launches whole clusters.
+  template <int BM, int BN, int CLUSTER>
+  static auto rung7p(int stages) {
+    return tj::cand<MatmulV7Persistent<BM, BN, T, CLUSTER>>(
+        tj::Config{{{"BM", BM}, {"BN", BN}, {"PERSISTENT", 1}, {"WS", 1}, {"CLUSTER", CLUSTER}}, BM / 16, stages},
+        {.warp_specialize = true, .num_ctas = CLUSTER});
+  }
   using Sig = tj::signature_t<MatmulV5<128, 128, T>>;
   static_assert(std::is_same_v<Sig, tj::signature_t<MatmulV6<128, 256, T>>>, "rungs 5 and 6 take the same arguments");
 
@@ -62,20 +71,23 @@ class Gemm {
   static constexpr int BLOCK_K = MatmulV5<128, 128, T>::BLOCK_K;
   /// The version of candidates(), part of every tuning key: bump it whenever the list changes, so that a winner
   /// stored by an older process (chosen from another race) is not reused. 1: the 16 rung-5 configs (no "cands"
-  /// in the key); 2: 11 rung-5 configs + 5 rung-6 persistent warp-specialised ones.
-  static constexpr int CANDIDATES_VERSION = 2;
+  /// in the key); 2: 11 rung-5 configs + 5 rung-6 persistent warp-specialised ones; 3: 11 rung 5, 3 rung 6, 2 rung 7
+  /// persistent in clusters of 2.
+  static constexpr int CANDIDATES_VERSION = 3;
 
   /// The 16 configs. Rung 5 (11): BLOCK_M 64 (one warp group) or 128 (two), BLOCK_N from 64 to 256 including the
   /// NPOT 96 and 192, 3 to 8 stages. The configs docs/gemm.md records as H200 winners or best fixed configs are kept
   /// (128x256/4 on the large shapes, 128x192/4 on gate+up, 64x96/6 and 64x192/6 on narrow N, 64x96 and 128x128 at
   /// M = 128 — the latter's stage count was not recorded, /4 is kept); dropped from the first list of 16, each a
-  /// second stage count of a tile that stays: 128x192/3, 128x128/5, 64x256/3, 64x192/4, 64x128/5. Rung 6 (5), with a
-  /// producer warp group: 128x256/4 and /3, 256x128/4 (four consumer warp groups), the NPOT 128x192/4, 128x128/4.
+  /// second stage count of a tile that stays: 128x192/3, 128x128/5, 64x256/3, 64x192/4, 64x128/5. Rung 6 (3), with a
+  /// producer warp group: 128x256/4, 256x128/4 (four consumer warp groups), the NPOT 128x192/4; rung 7 persistent
+  /// (2), clusters of 2 with B multicast: 128x256/4 and 256x128/4 (they replaced rung 6's 128x256/3 and 128x128/4,
+  /// which never won on the H200).
   static std::vector<tj::Candidate<Sig>> candidates() {
-    return {rung5<128, 256>(3),   rung5<128, 256>(4),   rung5<128, 192>(4),    rung5<128, 128>(4),
-            rung5<128, 96>(5),    rung5<128, 64>(6),    rung5<64, 256>(4),     rung5<64, 192>(6),
-            rung5<64, 128>(6),    rung5<64, 96>(6),     rung5<64, 64>(8),      rung6_ws<128, 256>(4),
-            rung6_ws<128, 256>(3), rung6_ws<256, 128>(4), rung6_ws<128, 192>(4), rung6_ws<128, 128>(4)};
+    return {rung5<128, 256>(3),    rung5<128, 256>(4),    rung5<128, 192>(4),    rung5<128, 128>(4),
+            rung5<128, 96>(5),     rung5<128, 64>(6),     rung5<64, 256>(4),     rung5<64, 192>(6),
+            rung5<64, 128>(6),     rung5<64, 96>(6),      rung5<64, 64>(8),      rung6_ws<128, 256>(4),
+            rung6_ws<256, 128>(4), rung6_ws<128, 192>(4), rung7p<128, 256, 2>(4), rung7p<256, 128, 2>(4)};
   }
   /// True for a rung-6 (persistent) config.
   static bool persistent(const tj::Config& c) { return c.params.contains("PERSISTENT"); }
@@ -251,6 +263,8 @@ class Gemm {
   static auto grid(long long M, long long N, int sms) {
     return [M, N, sms](const tj::Config& c) {
       const long long bm = c.param("BM"), bn = c.param("BN");
+      if (c.params.contains("CLUSTER"))
+        return cluster_persistent_grid(M, N, static_cast<int>(bm), static_cast<int>(bn), static_cast<int>(c.param("CLUSTER")), sms);
       if (persistent(c)) return persistent_grid(M, N, static_cast<int>(bm), static_cast<int>(bn), sms);
       return tj::Grid{tj::cdiv(M, bm) * tj::cdiv(N, bn)};
     };

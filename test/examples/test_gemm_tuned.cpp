@@ -77,10 +77,10 @@ TEST_CASE("gemm_tuned_candidates_race_rung5_pow2_and_npot_beside_rung6_persisten
       "BM=64 BN=96 num_warps=4 num_stages=6",
       "BM=64 BN=64 num_warps=4 num_stages=8",
       "BM=128 BN=256 PERSISTENT=1 WS=1 num_warps=8 num_stages=4",
-      "BM=128 BN=256 PERSISTENT=1 WS=1 num_warps=8 num_stages=3",
       "BM=256 BN=128 PERSISTENT=1 WS=1 num_warps=16 num_stages=4",
       "BM=128 BN=192 PERSISTENT=1 WS=1 num_warps=8 num_stages=4",
-      "BM=128 BN=128 PERSISTENT=1 WS=1 num_warps=8 num_stages=4",
+      "BM=128 BN=256 CLUSTER=2 PERSISTENT=1 WS=1 num_warps=8 num_stages=4",
+      "BM=256 BN=128 CLUSTER=2 PERSISTENT=1 WS=1 num_warps=16 num_stages=4",
   };
   CHECK(names() == expected);
   CHECK(cands.size() <= 16);  // "16 configs tuned in < 3 s"
@@ -110,12 +110,18 @@ TEST_CASE("gemm_tuned_candidates_race_rung5_pow2_and_npot_beside_rung6_persisten
     const long long bm = c.config.param("BM"), bn = c.config.param("BN");
     const long long tiles = tj::cdiv(8192, bm) * tj::cdiv(3000, bn);
     const tj::Grid g = G::grid(8192, 3000, 132)(c.config);
+    if (c.config.params.contains("CLUSTER")) {  // whole clusters of 2, one program per SM: 66 clusters
+      CHECK(c.config.param("CLUSTER") == 2);
+      CHECK(g.x == 132);
+      CHECK(G::grid(100, 100, 132)(c.config).x == 2);  // one cluster tile: one cluster
+      continue;
+    }
     CHECK(g.x == (G::persistent(c.config) ? std::min(tiles, 132LL) : tiles));
     CHECK(G::grid(100, 100, 132)(c.config).x == tj::cdiv(100, bm) * tj::cdiv(100, bn));  // fewer tiles than SMs
   }
   // The key names the candidate list's version: winners stored from another race are not reused.
   CHECK(G::key(4096, 4096, 4096).str().find("cands=" + std::to_string(G::CANDIDATES_VERSION)) != std::string::npos);
-  CHECK(G::CANDIDATES_VERSION >= 2);
+  CHECK(G::CANDIDATES_VERSION >= 3);
 }
 
 TEST_CASE("gemm_tuned_candidates_compile_for_sm90a_without_spills") {
