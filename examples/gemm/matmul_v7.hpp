@@ -38,6 +38,18 @@ long long cluster_grid(long long M, long long N) {
   return tj::cdiv(M, static_cast<long long>(BLOCK_M) * CLUSTER) * CLUSTER * tj::cdiv(N, static_cast<long long>(BLOCK_N));
 }
 
+/// The tile at (m0, n0): the K loop with B's block multicast across the cluster, then the masked store.
+template <int BLOCK_M, int BLOCK_N, int BLOCK_K, class T, class Out>
+void v7_tile(const tj::Desc<T, BLOCK_M, BLOCK_K>& a, const tj::Desc<T, BLOCK_N, BLOCK_K>& b, const tj::Ptr<Out>& c, const tj::Int& m0,
+             const tj::Int& n0, const tj::Int& M, const tj::Int& N, const tj::Int& K) {
+  auto acc = tj::for_range(0, K, BLOCK_K, tj::zeros<Out, BLOCK_M, BLOCK_N>(), [&](tj::Int k0, auto acc) {
+    return tj::dot(a.load(m0, k0), tj::trans(b.load_multicast(n0, k0)), acc);
+  });
+  auto rm = m0 + tj::arange<BLOCK_M>();
+  auto rn = n0 + tj::arange<BLOCK_N>();
+  tj::store(c + tj::expand_dims<1>(rm) * N + tj::expand_dims<0>(rn), acc, tj::expand_dims<1>(rm < M) & tj::expand_dims<0>(rn < N));
+}
+
 template <int BLOCK_M, int BLOCK_N, class T, int CLUSTER = 2, int GROUP_M = 4>
 struct MatmulV7 {
   static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "a cluster is 1, 2 or 4 programs");
@@ -45,24 +57,10 @@ struct MatmulV7 {
   using Out = tj::lang::dot_acc_t<T>;
   void operator()(tj::Desc<T, BLOCK_M, BLOCK_K> a, tj::Desc<T, BLOCK_N, BLOCK_K> b, tj::Ptr<Out> c, tj::Size M, tj::Size N,
                   tj::Size K) const {
-    // pid -> (cluster tile (cm, cn) in grouped order, rank r in the cluster) -> block (cm·CLUSTER + r, cn).
-    const tj::Int pid = tj::program_id(0);
-    const tj::Int cid = pid / CLUSTER, rank = pid % CLUSTER;
-    const tj::Int num_cm = (M + (BLOCK_M * CLUSTER - 1)) / (BLOCK_M * CLUSTER);
-    const tj::Int num_n = (N + (BLOCK_N - 1)) / BLOCK_N;
-    const tj::Int per_group = num_n * GROUP_M;
-    const tj::Int first_cm = cid / per_group * GROUP_M;
-    const tj::Int group_rows = tj::minimum(num_cm - first_cm, GROUP_M);
-    const tj::Int cm = first_cm + cid % per_group % group_rows;
-    const tj::Int cn = cid % per_group / group_rows;
-    const tj::Int m0 = (cm * CLUSTER + rank) * BLOCK_M;
-    const tj::Int n0 = cn * BLOCK_N;
-    auto acc = tj::for_range(0, K, BLOCK_K, tj::zeros<Out, BLOCK_M, BLOCK_N>(), [&](tj::Int k0, auto acc) {
-      return tj::dot(a.load(m0, k0), tj::trans(b.load_multicast(n0, k0)), acc);
-    });
-    auto rm = m0 + tj::arange<BLOCK_M>();
-    auto rn = n0 + tj::arange<BLOCK_N>();
-    tj::store(c + tj::expand_dims<1>(rm) * N + tj::expand_dims<0>(rn), acc, tj::expand_dims<1>(rm < M) & tj::expand_dims<0>(rn < N));
+    // pid -> (cluster tile in grouped order, rank r in the cluster) -> the tile r block rows below its origin.
+    const GroupedTiles<BLOCK_M * CLUSTER, BLOCK_N, GROUP_M> tiles(M, N);  // cluster tiles
+    const auto [cm0, n0] = tiles.origin(tj::program_id(0) / CLUSTER);
+    v7_tile<BLOCK_M, BLOCK_N, BLOCK_K>(a, b, c, cm0 + tj::program_id(0) % CLUSTER * BLOCK_M, n0, M, N, K);
   }
 };
 
@@ -83,13 +81,7 @@ struct MatmulV7Persistent {
     const GroupedTiles<BLOCK_M * CLUSTER, BLOCK_N, GROUP_M> tiles(M, N);  // cluster tiles
     tj::for_range(tj::program_id(0) / CLUSTER, tiles.count, tj::num_programs(0) / CLUSTER, [&](tj::Int t) {
       const auto [cm0, n0] = tiles.origin(t);
-      const tj::Int m0 = cm0 + rank * BLOCK_M;
-      auto acc = tj::for_range(0, K, BLOCK_K, tj::zeros<Out, BLOCK_M, BLOCK_N>(), [&](tj::Int k0, auto acc) {
-        return tj::dot(a.load(m0, k0), tj::trans(b.load_multicast(n0, k0)), acc);
-      });
-      auto rm = m0 + tj::arange<BLOCK_M>();
-      auto rn = n0 + tj::arange<BLOCK_N>();
-      tj::store(c + tj::expand_dims<1>(rm) * N + tj::expand_dims<0>(rn), acc, tj::expand_dims<1>(rm < M) & tj::expand_dims<0>(rn < N));
+      v7_tile<BLOCK_M, BLOCK_N, BLOCK_K>(a, b, c, cm0 + rank * BLOCK_M, n0, M, N, K);
     });
   }
 };
