@@ -77,6 +77,10 @@ class Desc {
     return Tile<T, B0, B1>(lang::record(n));
   }
 
+  /// The tensor's extent along dim 0 (its rows) and dim 1, read from the argument at run time.
+  Int rows() const { return field(1); }
+  Int cols() const { return field(2); }
+
   /// Store `t` as the [B0, B1] block at element offsets (i, j); elements out of
   /// bounds are dropped.
   template <class I, class J>
