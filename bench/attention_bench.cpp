@@ -13,12 +13,17 @@
 //   BM_FlashFwdTmaWs/...                     FlashAttnFwdTma with a producer warp group (warp_specialize)
 //   BM_FlashFwdPingPongEvenN/...             FlashAttnFwdTmaPingPongEvenN: no key masked (S a multiple of BLOCK_N)
 //   BM_FlashFwd{PingPong,Tma}Edge/...        FlashAttnFwdTma{PingPong,}Edge: only the edge key blocks masked
+//   BM_FlashFwdPersistent[EvenN]/...         flash_fwd_persistent.hpp: PingPongEdge's body (EvenN: no key masked) in
+//                                            one program per SM walking the (query block, head) items; causal
+//                                            heaviest first in sections of heads sized for L2 (Sec1: one KV head
+//                                            per section; SecAll: one section, global heaviest-first order)
 //   BM_FlashFwdPadded/D96                    D = 96 run as the D = 128 kernel on zero-padded heads
 //                                            (TFLOP/s still counts D = 96: the exact tile's gain is the time ratio)
 //   BM_FlashBwd/D{64,128}/{full,causal}      flash_bwd.hpp, pointer loads (3 launches; the library's path off Hopper)
 //   BM_FlashBwdTma/D{64,128}/{full,causal}   flash_bwd_tma.hpp (Hopper: TMA + wgmma) with FlashBwdTmaConfig<D>
 //   BM_FlashBwdTma/D64/full/kv.../q...       a sweep of its dK/dV and dQ tiles and stages (per-launch ms counters)
 //   BM_AttnForward/D{64,96,128}/{full,causal} examples::Attention<bf16>::forward, the library call
+//   BM_AttnForwardPersistent/...             the same with set_persistent_forward(true)
 //   BM_AttnBackward/D{64,128}/{full,causal}  examples::Attention<bf16>::backward, the library call
 //   BM_Decode/{llama3_8b,phi3_mini}[/chunk]  one token per sequence against a 32K cache (the library's split, or a
 //                                            fixed split size: the sweep that picks it); GB/s of K and V read and
@@ -34,6 +39,7 @@
 
 #include "examples/attention/attention.hpp"
 #include "examples/attention/flash_fwd.hpp"
+#include "examples/attention/flash_fwd_persistent.hpp"
 #include "examples/attention/flash_bwd_tma.hpp"
 #include "examples/attention/flash_fwd_tma.hpp"
 #include "tilejit/tilejit.hpp"
@@ -87,12 +93,13 @@ struct FwdData {
 
 /// The library call, `examples::Attention<bf16>::forward` (on the H200: the configuration it picks per head dim
 /// and mask, docs/perf.md v0.5).
-template <int D, bool CAUSAL>
+template <int D, bool CAUSAL, bool PERSISTENT = examples::Attention<tj::bf16>::kPersistentForward>
 void BM_AttnForward(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
   const FwdData<D> x;
   constexpr int B = FwdData<D>::B, H = FwdData<D>::H, S = FwdData<D>::S;
   examples::Attention<tj::bf16> attn(gpu());
+  attn.set_persistent_forward(PERSISTENT);
   const examples::AttnShape shape{.batch = B, .heads_q = H, .heads_kv = H, .seqlen = S, .head_dim = D, .causal = CAUSAL};
   time_tflops(st, [&] { attn.forward(x.q, x.k, x.v, x.o, x.lse, shape); }, x.flops(CAUSAL));
 }
@@ -130,6 +137,29 @@ void BM_FlashFwdTma(benchmark::State& st) {
   time_tflops(st, [&] { kern.launch(tj::Grid{S / BM, B * H}, dq, dk, dv, x.o, x.lse, S, 1, scale); }, x.flops(CAUSAL));
   st.SetLabel(fmt::format("{}x{} stages {}{}{}{}", BM, BN, STAGES, DK != D ? fmt::format(", padded to {}", DK) : "",
                           WS == 2 ? ", producer warp + ping-pong" : WS == 1 ? ", producer warp" : "", OVERLAP ? "" : ", P.V waited at once"));
+}
+
+/// The persistent Hopper forward (flash_fwd_persistent.hpp) at 128 x 128, 2 stages, a producer warp group, as
+/// the library would run it: min(items, SMs) programs. MASK: edge_blocks or none (EvenN); L2: FwdItems' section
+/// size in K and V elements (0: the kernel's default, 32 MiB).
+template <int D, bool CAUSAL, examples::KeyMask MASK = examples::KeyMask::edge_blocks, int L2 = 0>
+void BM_FlashFwdPersistent(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  constexpr int BM = 128, BN = 128;
+  const FwdData<D> x;
+  constexpr int B = FwdData<D>::B, H = FwdData<D>::H, S = FwdData<D>::S;
+  using Desc = tj::TensorDescriptor;
+  const long long rows = static_cast<long long>(B) * H * S;
+  const Desc dq(gpu(), x.q, tj::DType::bf16, {rows, D}, {D, 1}, {BM, D});
+  const Desc dk(gpu(), x.k, tj::DType::bf16, {rows, D}, {D, 1}, {BN, D});
+  const Desc dv(gpu(), x.v, tj::DType::bf16, {rows, D}, {D, 1}, {BN, D});
+  using K = examples::FlashAttnFwdTmaPersistent<BM, BN, D, CAUSAL, tj::bf16, MASK,
+                                                (L2 > 0 ? L2 : examples::kFwdSectionElems<tj::bf16>)>;
+  auto kern = tj::compile<K>(gpu(), {.num_warps = 8, .num_stages = 2, .warp_specialize = true});
+  const tj::Grid grid = examples::fwd_persistent_grid(S, B * H, BM, gpu().num_sms());
+  const float scale = static_cast<float>(1.4426950408889634 / std::sqrt(double(D)));
+  time_tflops(st, [&] { kern.launch(grid, dq, dk, dv, x.o, x.lse, S, 1, scale); }, x.flops(CAUSAL));
+  st.SetLabel(fmt::format("128x128 stages 2, producer warp, {} programs", grid.x));
 }
 
 /// Inputs of a backward run: random q, k, v, dO (B=4, H=32, S=4096, bf16), O and LSE from the forward, and
@@ -382,6 +412,35 @@ BENCHMARK(BM_AttnForward<96, false>)->Name("BM_AttnForward/D96/full")->UseManual
 BENCHMARK(BM_AttnForward<96, true>)->Name("BM_AttnForward/D96/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttnForward<128, false>)->Name("BM_AttnForward/D128/full")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttnForward<128, true>)->Name("BM_AttnForward/D128/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
+#define TJ_ATTN_PERSISTENT(D, C, NAME)                                                                           \
+  BENCHMARK(BM_AttnForward<D, C, true>)->Name("BM_AttnForwardPersistent/D" #D "/" NAME)->UseManualTime()->Unit(benchmark::kMillisecond)
+TJ_ATTN_PERSISTENT(64, false, "full");
+TJ_ATTN_PERSISTENT(64, true, "causal");
+TJ_ATTN_PERSISTENT(96, false, "full");
+TJ_ATTN_PERSISTENT(96, true, "causal");
+TJ_ATTN_PERSISTENT(128, false, "full");
+TJ_ATTN_PERSISTENT(128, true, "causal");
+// The persistent forward beside BM_FlashFwdPingPongEdge (same body, one program per item); EvenN: no key masked;
+// causal section sizes: one KV head (Sec1: LPT within each head, as the one-program-per-item grid orders its
+// blocks) and one section for all heads (SecAll: global LPT, no L2 grouping).
+#define TJ_PERSISTENT(D, C, NAME, KNAME, ...)                                                                    \
+  BENCHMARK(BM_FlashFwdPersistent<D, C __VA_OPT__(, ) __VA_ARGS__>)                                              \
+      ->Name("BM_FlashFwdPersistent" KNAME "/D" #D "/" NAME "/128x128/2")                                        \
+      ->UseManualTime()                                                                                          \
+      ->Unit(benchmark::kMillisecond)
+TJ_PERSISTENT(64, false, "full", "");
+TJ_PERSISTENT(64, true, "causal", "");
+TJ_PERSISTENT(96, false, "full", "");
+TJ_PERSISTENT(96, true, "causal", "");
+TJ_PERSISTENT(128, false, "full", "");
+TJ_PERSISTENT(128, true, "causal", "");
+TJ_PERSISTENT(64, false, "full", "EvenN", examples::KeyMask::none);
+TJ_PERSISTENT(96, false, "full", "EvenN", examples::KeyMask::none);
+TJ_PERSISTENT(128, false, "full", "EvenN", examples::KeyMask::none);
+TJ_PERSISTENT(64, true, "causal", "Sec1", examples::KeyMask::edge_blocks, 1);
+TJ_PERSISTENT(128, true, "causal", "Sec1", examples::KeyMask::edge_blocks, 1);
+TJ_PERSISTENT(64, true, "causal", "SecAll", examples::KeyMask::edge_blocks, 1 << 30);
+TJ_PERSISTENT(128, true, "causal", "SecAll", examples::KeyMask::edge_blocks, 1 << 30);
 BENCHMARK(BM_AttnBackward<64, false>)->Name("BM_AttnBackward/D64/full")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttnBackward<64, true>)->Name("BM_AttnBackward/D64/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttnBackward<128, false>)->Name("BM_AttnBackward/D128/full")->UseManualTime()->Unit(benchmark::kMillisecond);

@@ -9,7 +9,8 @@
 //
 // Head dims 64, 96 (exact, no padding), 128 and 256 (backward: up to 128).
 // The forward runs flash_fwd_tma.hpp (TMA + wgmma) on Hopper for D <= 128 with
-// 16-byte aligned q, k, v, and flash_fwd.hpp otherwise; the backward runs
+// 16-byte aligned q, k, v (flash_fwd_persistent.hpp's persistent kernel when
+// set_persistent_forward(true)), and flash_fwd.hpp otherwise; the backward runs
 // flash_bwd_tma.hpp on Hopper with 16-byte aligned q, k, v, d_o, and
 // flash_bwd.hpp otherwise; decode runs FlashDecodeSplitTma (TMA + wgmma) on
 // Hopper for D <= 128 with 16-byte aligned caches, FlashDecodeSplit otherwise.
@@ -36,6 +37,7 @@
 #include "examples/attention/flash_bwd_tma.hpp"
 #include "examples/attention/flash_decode.hpp"
 #include "examples/attention/flash_fwd.hpp"
+#include "examples/attention/flash_fwd_persistent.hpp"
 #include "examples/attention/flash_fwd_tma.hpp"
 #include "examples/attention/flash_fwd_varlen.hpp"
 
@@ -54,6 +56,14 @@ template <class T>
 class Attention {
  public:
   explicit Attention(tj::Device dev) : dev_(std::move(dev)) {}
+
+  /// Whether new objects run the Hopper forward persistently (flash_fwd_persistent.hpp: one program per SM
+  /// walking the (query block, head) items, causal heaviest first) rather than one program per item. Off until
+  /// measured faster on the H200 (bench rows BM_FlashFwdPersistent*, BM_AttnForwardPersistent).
+  static constexpr bool kPersistentForward = false;
+  /// Per object: take (true) or not (false) the persistent Hopper forward; same results either way.
+  void set_persistent_forward(bool on) { persistent_forward_ = on; }
+  bool persistent_forward() const { return persistent_forward_; }
 
   /// The common rules (see the file comment). `min_seqlen` is 0 for varlen (max_seqlen 0: every sequence empty).
   static void check(const AttnShape& s, long long min_seqlen = 1) {
@@ -133,11 +143,16 @@ class Attention {
           const Desc dq(dev_, const_cast<T*>(q), tj::dtype_v<T>, {rq, D}, {D, 1}, {BM, D});
           const Desc dk(dev_, const_cast<T*>(k), tj::dtype_v<T>, {rkv, D}, {D, 1}, {BN, D});
           const Desc dv(dev_, const_cast<T*>(v), tj::dtype_v<T>, {rkv, D}, {D, 1}, {BN, D});
-          const tj::Grid grid{tj::cdiv(s.seqlen, BM), s.batch * s.heads_q};
+          const tj::Grid grid = persistent_forward_ ? fwd_persistent_grid(s.seqlen, s.batch * s.heads_q, BM, dev_.num_sms())
+                                                    : tj::Grid{tj::cdiv(s.seqlen, BM), s.batch * s.heads_q};
           auto run = [&]<class K>(tj::Kernel<K>& kern) {
             kern.launch(grid, dq, dk, dv, o, lse, s.seqlen, s.heads_q / s.heads_kv, scale_log2e);
           };
-          if (!C && s.seqlen % BN == 0)
+          if (persistent_forward_ && !C && s.seqlen % BN == 0)
+            run(kernel<FlashAttnFwdTmaPersistent<BM, BN, D, false, T, KeyMask::none>>(8, stages, ws));
+          else if (persistent_forward_)
+            run(kernel<FlashAttnFwdTmaPersistent<BM, BN, D, C, T>>(8, stages, ws));
+          else if (!C && s.seqlen % BN == 0)
             run(kernel<FlashAttnFwdTmaPingPongEvenN<BM, BN, D, false, T>>(8, stages, ws));
           else
             run(kernel<FlashAttnFwdTmaPingPongEdge<BM, BN, D, C, T>>(8, stages, ws));
@@ -326,6 +341,7 @@ class Attention {
   }
 
   tj::Device dev_;
+  bool persistent_forward_ = kPersistentForward;
   std::map<std::type_index, std::shared_ptr<void>> kernels_;
   float* ws_ = nullptr;
   std::size_t ws_bytes_ = 0;

@@ -54,6 +54,10 @@ struct FwdRows {
   FwdRows(const tj::Size& S, const tj::Size& group)
       : start_m(block_m() * BLOCK_M), bh(tj::program_id(1)), kv_row((bh / group) * S),
         rm(start_m + tj::arange<BLOCK_M>()), rd(tj::arange<HEAD_DIM>()), row_ok(rm < S) {}
+  /// The rows of query block `block_m` of query head `head` (a persistent kernel's work item).
+  FwdRows(const tj::Size& S, const tj::Size& group, const tj::Int& block_m, const tj::Int& head)
+      : start_m(block_m * BLOCK_M), bh(head), kv_row((bh / group) * S), rm(start_m + tj::arange<BLOCK_M>()), rd(tj::arange<HEAD_DIM>()),
+        row_ok(rm < S) {}
   /// The Q block of these rows (a descriptor over [B·Hq·S, D]).
   template <class Q>
   auto load_q(const Q& q, const tj::Size& S) const { return q.load(bh * S + start_m, 0); }
@@ -168,6 +172,24 @@ namespace examples {
 /// and a NaN or Inf there gives NaN (0·NaN) in this head's output; with S a
 /// multiple of BLOCK_N (and S >= BLOCK_N) every V row read is this head's own. Source: Shah et al., FlashAttention-3 (arXiv
 /// 2407.08608), §3.1 (ping-pong) and Algorithm 1.
+/// FlashAttention-3's loop over the keys [0, hi) of one head (FlashAttnFwdTmaPingPongBody): iteration j issues
+/// S_j = Q·K_jᵀ and O += P_{j-1}·V_{j-1}, then the softmax of S_j, masked as MASK says (`edge`: see
+/// mask_scores_from). Returns (m, l, acc, P of the last block): the last block's P·V is the caller's.
+template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, KeyMask MASK, class QTile, class KDesc, class VDesc, class Rows>
+auto fa3_keys(const QTile& q_tile, const KDesc& k, const VDesc& v, const tj::Int& kv_row, const Rows& rm, const tj::Int& hi,
+              const tj::Int& edge, const tj::Scalar<float>& scale_log2e) {
+  auto init = std::tuple{tj::full<float, BLOCK_M>(kAttnNegBig), tj::zeros<float, BLOCK_M>(), tj::zeros<float, BLOCK_M, HEAD_DIM>(),
+                         tj::zeros<float, BLOCK_M, BLOCK_N>()};
+  return tj::for_range(0, hi, BLOCK_N, init, [&](tj::Int n0, auto m_i, auto l_i, auto acc, auto p_prev) {
+    auto s = tj::dot(q_tile, tj::trans(k.load(kv_row + n0, 0)));
+    // P_{-1} = 0: at j = 0 any V block gives 0, as long as it is finite — so read this head's first block, not
+    // the previous head's last one (a NaN or Inf there would make 0·NaN = NaN here).
+    auto o_prev = tj::dot(tj::cast<T>(p_prev), v.load(kv_row + tj::maximum(n0 - BLOCK_N, 0), 0), acc);
+    auto [m_new, prob, alpha] = softmax_of_masked(mask_scores_as<BLOCK_N, CAUSAL, MASK>(s, rm, n0, hi, edge), scale_log2e, m_i);
+    return std::tuple{m_new, l_i * alpha + tj::sum<1>(prob), o_prev * tj::expand_dims<1>(alpha), prob};
+  });
+}
+
 template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, KeyMask MASK = KeyMask::every_block>
 struct FlashAttnFwdTmaPingPongBody {
   void operator()(tj::Desc<T, BLOCK_M, HEAD_DIM> q, tj::Desc<T, BLOCK_N, HEAD_DIM> k, tj::Desc<T, BLOCK_N, HEAD_DIM> v, tj::Ptr<T> o,
@@ -178,16 +200,7 @@ struct FlashAttnFwdTmaPingPongBody {
     const auto& kv_row = p.kv_row;  // first row of this head's K and V in the 2-D view
     auto edge = MASK == KeyMask::edge_blocks ? p.template mask_edge<BLOCK_N>(S) : hi;
     auto v_last = v.load(kv_row + (hi - 1) / BLOCK_N * BLOCK_N, 0);      // the last block's V, copied once
-    auto init = std::tuple{tj::full<float, BLOCK_M>(kAttnNegBig), tj::zeros<float, BLOCK_M>(), tj::zeros<float, BLOCK_M, HEAD_DIM>(),
-                           tj::zeros<float, BLOCK_M, BLOCK_N>()};
-    auto [m_i, l_i, acc, p_last] = tj::for_range(0, hi, BLOCK_N, init, [&](tj::Int n0, auto m_i, auto l_i, auto acc, auto p_prev) {
-      auto s = tj::dot(q_tile, tj::trans(k.load(kv_row + n0, 0)));
-      // P_{-1} = 0: at j = 0 any V block gives 0, as long as it is finite — so read this head's first block, not
-      // the previous head's last one (a NaN or Inf there would make 0·NaN = NaN here).
-      auto o_prev = tj::dot(tj::cast<T>(p_prev), v.load(kv_row + tj::maximum(n0 - BLOCK_N, 0), 0), acc);
-      auto [m_new, prob, alpha] = softmax_of_masked(mask_scores_as<BLOCK_N, CAUSAL, MASK>(s, p.rm, n0, hi, edge), scale_log2e, m_i);
-      return std::tuple{m_new, l_i * alpha + tj::sum<1>(prob), o_prev * tj::expand_dims<1>(alpha), prob};
-    });
+    auto [m_i, l_i, acc, p_last] = fa3_keys<BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, T, MASK>(q_tile, k, v, kv_row, p.rm, hi, edge, scale_log2e);
     auto acc_all = tj::dot(tj::cast<T>(p_last), v_last, acc);
     p.store(o, lse, S, m_i, l_i, acc_all);
   }

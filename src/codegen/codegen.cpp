@@ -42,7 +42,10 @@ class Emitter {
 
   Generated run() {
     if (ws_) emit_producer();
-    for (std::size_t id = 0; id < k_.nodes.size(); ++id) emit(static_cast<int>(id));
+    for (std::size_t id = 0; id < k_.nodes.size(); ++id) {
+      emit(static_cast<int>(id));
+      after_node(static_cast<int>(id));
+    }
     retire_deferred();  // a wgmma whose result nothing read must not be in flight (reading shared memory) at exit
     Generated g;
     g.kernel_name = k_.name;
@@ -134,6 +137,15 @@ class Emitter {
   struct Resident {
     int node = -1, off = 0, bar_off = 0, bytes = 0;
   };
+  /// A block copied once per iteration of the loop `loop` that holds it, where that loop encloses a pipelined
+  /// loop (a persistent kernel's per-item block, e.g. attention's Q tile of the item): one buffer with a "full"
+  /// mbarrier (the copy landed; parity = iterations of `loop` done, tj_oit) and an "empty" one (every consumer
+  /// warp is done with it). Read by wgmma in `loop` or in the loops it encloses; released once per iteration
+  /// after `anchor` (its last reader, or the nested loop holding it) so the next iteration's copy can start
+  /// while this one ends (e.g. during attention's epilogue).
+  struct ItemBlock {
+    int node = -1, loop = -1, off = 0, bar_off = 0, bytes = 0, anchor = -1;
+  };
   /// 128-byte slabs a block [rows, cols] is held in (one TMA box each; the last may be partly used).
   int slabs_of(int id) const {
     const ir::Type& t = k_[id].type;
@@ -206,6 +218,13 @@ class Emitter {
                                       "descriptor", k_[n.args[0]].i, rows, n.type.shape[0]));
       rows = n.type.shape[0];
     };
+    // A loop whose blocks are copied per iteration into one buffer each (ItemBlock) rather than a ring: one that
+    // encloses a loop with blocks of its own (a pipelined loop nested in a loop over work items).
+    std::vector<char> has_blocks(N, 0), encloses(N, 0);
+    for (std::size_t id = 0; id < N; ++id)
+      if (k_.nodes[id].op == Op::desc_load && parent[id] >= 0) has_blocks[static_cast<std::size_t>(parent[id])] = 1;
+    for (std::size_t id = 0; id < N; ++id)
+      if (k_.nodes[id].op == Op::loop_begin && has_blocks[id] && parent[id] >= 0) encloses[static_cast<std::size_t>(parent[id])] = 1;
     for (std::size_t id = 0; id < N; ++id) {
       const Node& n = k_.nodes[id];
       if (n.op != Op::desc_load) continue;
@@ -213,6 +232,10 @@ class Emitter {
       note_param(n);
       if (L < 0) {
         resident_.push_back(Resident{static_cast<int>(id), 0, 0, block_bytes(static_cast<int>(id))});
+        continue;
+      }
+      if (encloses[static_cast<std::size_t>(L)]) {
+        items_.push_back(ItemBlock{static_cast<int>(id), L, 0, 0, block_bytes(static_cast<int>(id)), -1});
         continue;
       }
       if (pipe_of_loop_[static_cast<std::size_t>(L)] < 0) {
@@ -263,6 +286,25 @@ class Emitter {
       r.off = ring_bytes_;
       ring_bytes_ += (r.bytes + 1023) / 1024 * 1024;
     }
+    for (ItemBlock& b : items_) {
+      b.off = ring_bytes_;
+      ring_bytes_ += (b.bytes + 1023) / 1024 * 1024;
+      // The release point: after the last wgmma reading the block (itself when it sits in b.loop's body, else the
+      // end of the nested loop holding it: every wgmma of a loop with wgmma has completed when it ends).
+      std::vector<int> readers;
+      for (int u : uses[static_cast<std::size_t>(b.node)]) {
+        if (k_[u].op == Op::dot) readers.push_back(u);
+        if (k_[u].op == Op::trans)
+          for (int w : uses[static_cast<std::size_t>(u)])
+            if (k_[w].op == Op::dot) readers.push_back(w);
+      }
+      for (int r : readers) {
+        int a = r;
+        while (parent[static_cast<std::size_t>(a)] != b.loop) a = parent[static_cast<std::size_t>(a)];
+        b.anchor = std::max(b.anchor, a == r ? r : ends[static_cast<std::size_t>(a)]);
+      }
+      if (b.anchor < 0) throw Unsupported(fmt::format("codegen: TMA block %{} has no wgmma reader", b.node));
+    }
     parent_ = parent;
     decide_warp_specialization(parent, ends);
     decide_cluster();
@@ -275,6 +317,10 @@ class Emitter {
     for (Resident& r : resident_) {
       r.bar_off = ring_bytes_;
       ring_bytes_ += 8;
+    }
+    for (ItemBlock& b : items_) {
+      b.bar_off = ring_bytes_;
+      ring_bytes_ += 16;  // "full", then "empty"
     }
     ring_bytes_ = (ring_bytes_ + 1023) / 1024 * 1024;
     for (const Pipe& p : pipes_) {
@@ -298,12 +344,60 @@ class Emitter {
       plan_diag_.push_back(fmt::format("desc_load %{}: copied once by TMA into {} bytes of shared memory ({} slab(s) of 128 bytes)",
                                        r.node, r.bytes, slabs_of(r.node)));
     }
+    std::vector<int> item_loops;
+    for (const ItemBlock& b : items_) {
+      pipe_preamble_ += fmt::format("  const unsigned tj_item{0} = tj_smem_addr(tj_smem_raw) + {1}, tj_ibar{0} = tj_smem_addr(tj_smem_raw) + {2};"
+                                    "  // full at +0, empty at +8\n", b.node, b.off, b.bar_off);
+      pipe_preamble_ += fmt::format("  if (tj_tid == 0) {{ tj_mbar_init(tj_ibar{0}, 1); tj_mbar_init(tj_ibar{0} + 8u, {1}); tj_mbar_fence_init(); }}\n",
+                                    b.node, o_.num_warps);
+      if (std::find(item_loops.begin(), item_loops.end(), b.loop) == item_loops.end()) {
+        item_loops.push_back(b.loop);
+        pipe_preamble_ += fmt::format("  unsigned tj_oit{0} = 0;  // iterations of loop %{0} done: the phase of its blocks' barriers\n", b.loop);
+      }
+      plan_diag_.push_back(fmt::format("desc_load %{}: copied by TMA once per iteration of loop %{} into one buffer of {} bytes, released "
+                                       "after %{}", b.node, b.loop, b.bytes, b.anchor));
+    }
     if (cluster_ > 1) {
       // The barriers are initialised in every program of the cluster before any program multicasts into them.
       pipe_preamble_ += "  const unsigned tj_crank = tj_cluster_rank();  // this program's rank in its cluster\n";
       pipe_preamble_ += "  tj_cluster_sync();  // every program's barriers are initialised\n";
-    } else if (!pipes_.empty() || !resident_.empty()) {
+    } else if (!pipes_.empty() || !resident_.empty() || !items_.empty()) {
       pipe_preamble_ += "  __syncthreads();\n";
+    }
+  }
+  const ItemBlock* item_of(int id) const {
+    for (const ItemBlock& b : items_)
+      if (b.node == id) return &b;
+    return nullptr;
+  }
+  bool has_items(int loop) const {
+    for (const ItemBlock& b : items_)
+      if (b.loop == loop) return true;
+    return false;
+  }
+  /// Thread 0 (or the producer lane): wait until every consumer warp released the previous iteration's copy of
+  /// item block `b`, then copy this iteration's.
+  std::string item_issue(const ItemBlock& b) const {
+    return fmt::format("if (tj_oit{0} > 0u) tj_mbar_wait(tj_ibar{1} + 8u, (tj_oit{0} - 1u) & 1u); tj_mbar_expect_tx(tj_ibar{1}, {2}u); {3}",
+                       b.loop, b.node, b.bytes,
+                       tma_copies(b.node, fmt::format("tj_item{}", b.node), v(k_[b.node].args[1], 0), v(k_[b.node].args[2], 0),
+                                  fmt::format("tj_ibar{}", b.node)));
+  }
+  /// Each consumer warp, once per iteration of the block's loop: this iteration's copy has landed (it has, once
+  /// read; the wait also covers an iteration whose readers did not run) and no wgmma reads it any more.
+  void emit_item_release(const ItemBlock& b) {
+    line(fmt::format("tj_mbar_wait(tj_ibar{0}, tj_oit{1} & 1u); __syncwarp(); if (tj_lane == 0) tj_mbar_arrive(tj_ibar{0} + 8u);"
+                     "  // block %{0}: released for loop %{1}'s next iteration", b.node, b.loop));
+  }
+  /// After node `id` of the consumers' code: release the item blocks whose last reader it is (a wgmma still in
+  /// flight: once it is retired, see retire_deferred).
+  void after_node(int id) {
+    for (const ItemBlock& b : items_) {
+      if (b.anchor != id) continue;
+      if (std::find(deferred_.begin(), deferred_.end(), id) != deferred_.end())
+        pending_release_.push_back(b.node);
+      else
+        emit_item_release(b);
     }
   }
   const Resident* resident_of(int id) const {
@@ -437,6 +531,7 @@ class Emitter {
         if (k_[x].i != 1 || k_[x].type.shape[0] % (8 * cluster_) != 0) mc_split_[param] = 0;
       }
     for (const Resident& r : resident_) mc_split_[static_cast<std::size_t>(k_[k_[r.node].args[0]].i)] = 0;
+    for (const ItemBlock& b : items_) mc_split_[static_cast<std::size_t>(k_[k_[b.node].args[0]].i)] = 0;
     for (std::size_t i = 0; i < k_.params.size(); ++i)
       if (tma_param_[i] && mc_split_[i]) tma_param_[i] /= cluster_;
     plan_diag_.push_back(fmt::format("clusters of {} programs along x: {} pipelined block(s) multicast (read from L2 once per cluster), "
@@ -456,7 +551,9 @@ class Emitter {
   /// also use the outer induction variable and scalar arithmetic on it in the
   /// outer body (not loads, not values the outer loop carries). The producer
   /// walks the same nest, and both sides keep the ring's counter across outer
-  /// iterations.
+  /// iterations. Blocks the outer loop loads itself (ItemBlock) are copied by
+  /// the producer too, once per outer iteration, before or after the nested
+  /// loop's copies as the program loads them.
   void decide_warp_specialization(const std::vector<int>& parent, const std::vector<int>& ends) {
     if (!o_.warp_specialize) {
       if (o_.pingpong) plan_diag_.push_back("pingpong ignored: it needs warp_specialize");
@@ -490,6 +587,14 @@ class Emitter {
         todo.push_back(k_[x].args[1]);
         todo.push_back(k_[x].args[2]);
       }
+    }
+    // Blocks copied once per iteration of the loop enclosing a pipelined loop: the producer copies them too, as it
+    // walks that loop, so their coordinates are the producer's business as well.
+    for (const ItemBlock& b : items_) {
+      if (!outer[static_cast<std::size_t>(b.loop)] || parent[static_cast<std::size_t>(b.loop)] >= 0)
+        return no(fmt::format("desc_load %{} is copied once per iteration of loop %{}, which is not a top-level loop directly "
+                              "enclosing a pipelined loop", b.node, b.loop));
+      for (int j = 0; j < 3; ++j) todo.push_back(k_[b.node].args[static_cast<std::size_t>(j)]);
     }
     while (!todo.empty()) {
       const int x = todo.back();
@@ -594,12 +699,26 @@ class Emitter {
       std::size_t j = i;
       while (j < pipes_.size() && parent_[static_cast<std::size_t>(pipes_[j].loop)] == O) ++j;
       for (std::size_t q = i; q < j; ++q) line(fmt::format("unsigned tj_it{} = 0;  // across all of loop %{}", pipes_[q].loop, O));
+      if (has_items(O)) line(fmt::format("unsigned tj_oit{} = 0;", O));
       const Node& ob = k_[O];
       line(fmt::format("for (int s{0} = {1}; s{0} < {2}; s{0} += {3}) {{  // loop %{0}, as the consumers walk it", O, v(ob.args[0], 0),
                        v(ob.args[1], 0), v(ob.args[2], 0)));
       for (int d : outer_deps_)
         if (parent_[static_cast<std::size_t>(d)] == O) emit(d);
-      for (; i < j; ++i) walk(pipes_[i]);
+      // The loop's own blocks (one buffer each) and its pipelined loops, in program order: a block read before a
+      // nested loop is copied before its first copies, one read after it (attention's last V block) after them.
+      std::size_t next_item = 0;
+      auto items_before = [&](int node) {
+        for (; next_item < items_.size() && items_[next_item].node < node; ++next_item)
+          if (items_[next_item].loop == O)
+            line(fmt::format("{}  // block %{}", item_issue(items_[next_item]), items_[next_item].node));
+      };
+      for (; i < j; ++i) {
+        items_before(pipes_[i].loop);
+        walk(pipes_[i]);
+      }
+      items_before(static_cast<int>(k_.nodes.size()));
+      if (has_items(O)) line(fmt::format("++tj_oit{};", O));
       line("}");
     }
     line("}");
@@ -1021,6 +1140,9 @@ class Emitter {
           line(fmt::format("// %{}: block of descriptor %{} copied once by TMA", id, arg(0)));
           line(fmt::format("if (tj_tid == 0) {{ tj_mbar_expect_tx(tj_rbar{}, {}u); {}}}", id, r->bytes,
                            tma_copies(id, fmt::format("tj_res{}", id), v(arg(1), 0), v(arg(2), 0), fmt::format("tj_rbar{}", id))));
+        } else if (const ItemBlock* b = item_of(id)) {
+          line(fmt::format("// %{}: block of descriptor %{} copied by TMA once per iteration of loop %{}", id, arg(0), b->loop));
+          if (!ws_) line(fmt::format("if (tj_tid == 0) {{ {}}}", item_issue(*b)));
         } else {
           line(fmt::format("// %{}: block of descriptor %{} copied by TMA (loop %{}'s pipeline)", id, arg(0), pipe_of_load(id)->loop));
         }
@@ -1144,6 +1266,12 @@ class Emitter {
             for (int r = 0; r < R(c); ++r) line(fmt::format("v{}[{}] = y{}[{}];", c, r, c, r));
           else
             line(fmt::format("s{} = y{};", c, c));
+        }
+        if (has_items(arg(0))) {
+          for (const ItemBlock& b : items_)  // (released already: its reader retired at the latest at this loop's end)
+            if (b.loop == arg(0) && std::find(pending_release_.begin(), pending_release_.end(), b.node) != pending_release_.end())
+              throw Unsupported(fmt::format("codegen: block %{} was not released in loop %{}", b.node, b.loop));
+          line(fmt::format("++tj_oit{};", arg(0)));
         }
         line("}");
         for (const std::string& key : conv_scopes_.back()) conversions_.erase(key);  // declared in the loop body
@@ -1555,6 +1683,10 @@ class Emitter {
       line(fmt::format("tj_mbar_wait(tj_rbar{}, 0u);  // block %{} has landed (returns at once after the first time)", x, x));
       return fmt::format("tj_res{}", x);
     }
+    if (const ItemBlock* b = item_of(x)) {
+      line(fmt::format("tj_mbar_wait(tj_ibar{}, tj_oit{} & 1u);  // block %{} of this iteration of loop %{} has landed", x, b->loop, x, b->loop));
+      return fmt::format("tj_item{}", x);
+    }
     const Pipe* p = pipe_of_load(x);
     if (!p) throw Unsupported(fmt::format("dot %{}: operand %{} is not a TMA block", dot, x));
     return fmt::format("(tj_ring{} + tj_st{} * {}u + {}u)", p->loop, p->loop, p->stage_bytes, load_offset(*p, x));
@@ -1650,6 +1782,14 @@ class Emitter {
       for (int r = 0; r < R(d); ++r) cons += fmt::format("{}\"+{}\"(v{}[{}])", r ? ", " : "", k_[d].type.dtype == DType::i32 ? 'r' : 'f', d, r);
       line(fmt::format("asm volatile(\"\" : {});", cons));
     }
+    for (std::size_t i = 0; i < count; ++i)
+      for (const ItemBlock& b : items_)
+        if (b.anchor == deferred_[i]) {
+          const auto it = std::find(pending_release_.begin(), pending_release_.end(), b.node);
+          if (it == pending_release_.end()) continue;
+          pending_release_.erase(it);
+          emit_item_release(b);
+        }
     deferred_.erase(deferred_.begin(), deferred_.begin() + static_cast<std::ptrdiff_t>(count));
   }
   void retire_deferred() { retire_deferred(deferred_.size()); }
@@ -1839,6 +1979,8 @@ class Emitter {
   std::vector<char> mc_split_;  // per parameter: its multicast blocks are copied in num_ctas slices (decide_cluster)
   int ring_bytes_ = 0;
   std::vector<Resident> resident_;
+  std::vector<ItemBlock> items_;
+  std::vector<int> pending_release_;  // item blocks whose last reader is a wgmma not yet retired
   std::vector<int> deferred_;  // wgmma dots issued, not yet waited for, oldest first (retire_deferred)
   std::vector<int> loop_end_;  // per loop_begin: its loop_end (ir::loop_ends)
   bool ws_ = false, pingpong_ = false;  // warp specialisation and the ping-pong schedule (decide_warp_specialization)
@@ -1864,12 +2006,14 @@ class Emitter {
 /// bytes; held in 128-byte swizzled slabs) qualifies when it is either
 ///  - inside a loop, at coordinates computed from the induction variable and
 ///    loop-invariant values only (so a later iteration's copy can be issued
-///    early): it joins that loop's pipeline; or
+///    early): it joins that loop's pipeline — or, when that loop encloses a
+///    loop with blocks of its own (a loop over a persistent kernel's work
+///    items), is copied once per iteration into a buffer of its own; or
 ///  - outside every loop: copied once (a resident block, e.g. attention's Q);
 /// and every use of it is a wgmma dot that reads it in place — as operand a
 /// (K-major), through `trans` as operand b (K-major), or directly as operand b
-/// (MN-major, 16-bit types) — sitting in the block's own loop when it is
-/// pipelined. Such a dot needs b from TMA and a from TMA or, for 16-bit types,
+/// (MN-major, 16-bit types) — sitting in the block's own loop, or in a loop
+/// nested in it, when it is loaded in a loop. Such a dot needs b from TMA and a from TMA or, for 16-bit types,
 /// from registers (wgmma's register-A form). Everything else is lowered to
 /// masked loads.
 std::vector<char> tma_loads(const ir::Kernel& k, const Target& t, const Options& o) {
@@ -1917,8 +2061,12 @@ std::vector<char> tma_loads(const ir::Kernel& k, const Target& t, const Options&
     if (shape_ok && where_ok && !uses[id].empty()) keep[id] = 1;
   }
   auto kept = [&](int x) { return k[x].op == Op::desc_load && keep[static_cast<std::size_t>(x)]; };
-  auto in_reach = [&](int block, int dot) {  // a pipelined block is read in its own loop
-    return parent[static_cast<std::size_t>(block)] < 0 || parent[static_cast<std::size_t>(block)] == parent[static_cast<std::size_t>(dot)];
+  auto in_reach = [&](int block, int dot) {  // a block loaded in a loop is read in that loop or in a loop it encloses
+    const int L = parent[static_cast<std::size_t>(block)];
+    if (L < 0) return true;
+    for (int a = parent[static_cast<std::size_t>(dot)]; a >= 0; a = parent[static_cast<std::size_t>(a)])
+      if (a == L) return true;
+    return false;
   };
   // Whether dot d reads its operands in place, given the blocks kept so far.
   auto fed = [&](int d) {

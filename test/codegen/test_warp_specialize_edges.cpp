@@ -23,6 +23,11 @@
 //     run (tj_it0), release a run's last stage after its final wgmma wait
 //     (two arrives per loop when a wgmma is left in flight), and declare no
 //     counter inside the outer loop;
+//   - a block the loop over tiles loads itself (outside the pipelined loop) is
+//     copied once per tile into one buffer: by the producer, after the
+//     consumers released the previous tile's copy (its "empty" mbarrier,
+//     num_warps arrivals); each consumer warp releases it once per tile, after
+//     its reads and before the tile counter tj_oit moves on;
 //   - pingpong: group 1 arrives at barrier 2 before the loop, each group syncs
 //     on 2 + group before its first wgmma and arrives at 3 - group after its
 //     last, group 0 syncs on 2 after the loop; no consumer-wide barrier in
@@ -137,7 +142,7 @@ enum class TileLoop {
   carried_coord,     // refused: the row offset carried by the outer loop (a scalar loop_carry)
   tile_carry,        // refused: the row offset a reduction of a tile the outer loop carries
   loaded_tile,       // refused: the tile index read from memory in the outer body
-  outer_block,       // refused: descriptor blocks copied by TMA in the outer body (the outer loop has a ring of its own)
+  outer_block,       // descriptor blocks copied by TMA in the outer body: once per tile, one buffer each
   doubly_nested,     // refused: the tile loop itself inside another loop
   bound_from_reduce  // refused: the tile count a reduction of a loaded tile
 };
@@ -341,6 +346,18 @@ int outer_of(const tj::codegen::Generated& g, int L) {
   return -1;
 }
 
+/// The blocks copied once per iteration of a loop over work items (from the "desc_load %X: copied by TMA once per
+/// iteration of loop %O" diagnostics): (X, O).
+std::vector<std::pair<int, int>> item_blocks(const tj::codegen::Generated& g) {
+  std::vector<std::pair<int, int>> out;
+  static const std::regex re(R"(^desc_load %(\d+): copied by TMA once per iteration of loop %(\d+) )");
+  for (const auto& d : g.diagnostics) {
+    std::smatch m;
+    if (std::regex_search(d, m, re)) out.push_back({std::stoi(m[1]), std::stoi(m[2])});
+  }
+  return out;
+}
+
 /// Whether loop L leaves a wgmma in flight across iterations with a prefetch (stages > 1): its consumers then
 /// release each stage one iteration late.
 bool releases_late(const tj::codegen::Generated& g, int L, int stages) {
@@ -532,6 +549,29 @@ WsResult check_ws(int warps, int stages, bool pingpong, const std::string& tag, 
     }
     if (O >= 0) check_nested(P, C, L, O, late, body);
   }
+  for (auto [x, O] : item_blocks(g)) {
+    CAPTURE(x);
+    CAPTURE(O);
+    const std::string full = fmt::format("tj_mbar_wait(tj_ibar{}, tj_oit{} & 1u);", x, O);
+    const std::string release = fmt::format("tj_mbar_arrive(tj_ibar{} + 8u);", x);
+    CHECK(occurrences(src, fmt::format("tj_mbar_init(tj_ibar{0}, 1); tj_mbar_init(tj_ibar{0} + 8u, {1});", x, warps)) == 1);
+    // The producer copies it once per tile, after the previous tile's release; the consumers never copy.
+    CHECK(occurrences(P, fmt::format("if (tj_oit{1} > 0u) tj_mbar_wait(tj_ibar{0} + 8u, (tj_oit{1} - 1u) & 1u); tj_mbar_expect_tx(tj_ibar{0}, ", x, O)) == 1);
+    CHECK(occurrences(C, fmt::format("tj_ibar{} + 8u, (", x)) == 0);
+    CHECK(C.find(fmt::format("tj_mbar_expect_tx(tj_ibar{}", x)) == std::string::npos);
+    // One release per consumer warp and tile, after every read of the tile's copy, before the counter moves on.
+    const std::size_t couter = C.find(fmt::format("for (int s{} = ", O));
+    REQUIRE(couter != std::string::npos);
+    const std::string body = block_at(C, couter);
+    CHECK(occurrences(C, release) == 1);
+    const std::size_t rel = body.find(release), inc = body.find(fmt::format("++tj_oit{};", O));
+    REQUIRE(rel != std::string::npos);
+    REQUIRE(inc != std::string::npos);
+    CHECK(rel < inc);
+    CHECK(body.rfind(full) < rel);
+    CHECK(body.find(full, rel + release.size()) == std::string::npos);
+    CHECK(occurrences(C, fmt::format("++tj_oit{};", O)) == 1);
+  }
   // Pingpong.
   r.pingpong = has_diag(g, "pingpong: the warp groups take turns");
   if (pingpong && !r.pingpong) CHECK(has_diag(g, "pingpong not applied: "));
@@ -689,6 +729,20 @@ TEST_CASE("warp_specialize_edges_persistent_tile_loops_taken") {
   const auto split = check_ws<Persistent<128, 64, TileLoop::split_range>>(8, 2, false, "persistent_split_range");
   CHECK(split.applied);
   CHECK(split.producer.find("tj_min(") != std::string::npos);
+  // A rank-64 correction from blocks the tile loop loads itself: copied once per tile into one buffer each (by the
+  // producer, before the K loop's copies of the tile), released after the correction's wgmma; with and without
+  // the producer, the same diagnostics.
+  for (int stages : {1, 2, 3}) {
+    const auto outer = check_ws<Persistent<128, 64, TileLoop::outer_block>>(8, stages, false, fmt::format("persistent_outer_block_s{}", stages));
+    CHECK(outer.applied);
+    CHECK(outer.producer.find("tj_item") < outer.producer.find("tj_issue"));
+    const auto plain = gen<Persistent<128, 64, TileLoop::outer_block>>("sm_90a", {.num_warps = 8, .num_stages = stages});
+    const auto ws = gen<Persistent<128, 64, TileLoop::outer_block>>("sm_90a", {.num_warps = 8, .num_stages = stages, .warp_specialize = true});
+    CHECK(item_blocks(plain).size() == 2);
+    CHECK(item_blocks(ws) == item_blocks(plain));
+    CHECK(occurrences(plain.source, "if (tj_tid == 0) { if (tj_oit") == 2);  // thread 0 copies where the block is loaded
+    nvrtc_ok(plain);
+  }
 }
 
 TEST_CASE("warp_specialize_edges_persistent_tile_loops_refused") {
@@ -704,7 +758,6 @@ TEST_CASE("warp_specialize_edges_persistent_tile_loops_refused") {
           "(loop_carry) in loop %");
   refused(Persistent<128, 64, TileLoop::tile_carry>{}, "persistent_tile_carry", "(reduce_sum) in loop %");
   refused(Persistent<128, 64, TileLoop::loaded_tile>{}, "persistent_loaded_tile", "(load) in loop %");
-  refused(Persistent<128, 64, TileLoop::outer_block>{}, "persistent_outer_block", "which copies blocks by TMA outside it (desc_load %");
   refused(Persistent<128, 64, TileLoop::doubly_nested>{}, "persistent_doubly_nested", "itself nested in loop %");
   refused(Persistent<128, 64, TileLoop::bound_from_reduce>{}, "persistent_bound_from_reduce",
           "feeds a loop bound or a block coordinate and is not a scalar computed outside loops");

@@ -20,7 +20,8 @@ using examples::AttnShape;
 namespace {
 
 template <class T>
-void forward_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int D, bool causal, double tol) {
+void forward_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int D, bool causal, double tol, bool persistent = false) {
+  CAPTURE(persistent);
   CAPTURE(D);
   CAPTURE(S);
   CAPTURE(causal);
@@ -38,6 +39,8 @@ void forward_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int D, b
     auto *pq = m.up(q), *pk = m.up(k), *pv = m.up(v), *po = m.up(o);
     auto* pl = m.up(lse);
     examples::Attention<T> attn(dev);
+    CHECK(attn.persistent_forward() == examples::Attention<T>::kPersistentForward);
+    attn.set_persistent_forward(persistent);
     attn.forward(pq, pk, pv, po, pl, s);
     m.down();
   }
@@ -90,6 +93,12 @@ TEST_CASE("attention_library_forward_configs_compile_for_sm90a") {
   CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPingPongEdge<128, 128, 64, false, tj::bf16>>("sm_90a", ws));
   CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPingPongEvenN<128, 128, 128, false, tj::f16>>("sm_90a", ws));
   CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPingPongEdge<128, 128, 64, true, tj::bf16>>("sm_90a", ws));
+  // With set_persistent_forward(true): flash_fwd_persistent.hpp, same tiles and options.
+  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPersistent<128, 128, 64, true, tj::bf16>>("sm_90a", ws));
+  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPersistent<128, 128, 96, false, tj::bf16>>("sm_90a", ws));
+  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPersistent<128, 128, 128, true, tj::f16>>("sm_90a", ws));
+  CHECK_NOTHROW(tj::compile_for_arch<
+                examples::FlashAttnFwdTmaPersistent<128, 128, 128, false, tj::bf16, examples::KeyMask::none>>("sm_90a", ws));
 }
 
 TEST_CASE("attention_library_forward_gpu_matches_f64") {
@@ -106,5 +115,24 @@ TEST_CASE("attention_library_forward_gpu_matches_f64") {
     forward_case<tj::bf16>(dev, 1, 2, 1, 1, 96, causal, 2e-2);      // one token
     forward_case<tj::bf16>(dev, 1, 4, 1, 512, 64, causal, 2e-2);    // S a multiple of 128 (full: no block masked)
     forward_case<tj::f16>(dev, 2, 2, 2, 384, 128, causal, 1e-2);
+  }
+}
+
+TEST_CASE("attention_library_persistent_forward_gpu_matches_f64") {
+  // The same cases with set_persistent_forward(true): on an H200 flash_fwd_persistent.hpp, one program per SM.
+  auto dev = tj::Device::best();
+  if (dev.backend() != tj::Backend::cuda) {
+    MESSAGE("no GPU: skipping");
+    return;
+  }
+  for (bool causal : {false, true}) {
+    forward_case<tj::bf16>(dev, 1, 4, 1, 300, 64, causal, 2e-2, true);
+    forward_case<tj::bf16>(dev, 1, 4, 2, 257, 96, causal, 2e-2, true);
+    forward_case<tj::bf16>(dev, 2, 4, 4, 1000, 128, causal, 2e-2, true);
+    forward_case<tj::f16>(dev, 1, 2, 1, 129, 128, causal, 1e-2, true);
+    forward_case<tj::bf16>(dev, 1, 2, 1, 1, 96, causal, 2e-2, true);
+    forward_case<tj::bf16>(dev, 1, 4, 1, 512, 64, causal, 2e-2, true);
+    forward_case<tj::f16>(dev, 2, 2, 2, 384, 128, causal, 1e-2, true);
+    forward_case<tj::bf16>(dev, 2, 16, 8, 640, 64, causal, 2e-2, true);  // 160 items: more than one per SM
   }
 }

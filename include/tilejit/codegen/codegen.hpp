@@ -35,7 +35,9 @@ struct Options {
   /// its first lane issues every TMA copy of the pipelined loops) while the
   /// num_warps consumer warps (setmaxnreg up to 240) release stages through
   /// per-stage "empty" mbarriers instead of a CTA barrier per iteration. Applied when
-  /// every pipelined loop is outermost with loop bounds and block coordinates
+  /// every pipelined loop is outermost, or directly inside one top-level loop over
+  /// work items (a persistent kernel; blocks that loop loads itself are copied once
+  /// per iteration, one buffer each), with loop bounds and block coordinates
   /// computed from scalars (else a diagnostic says why not). Other targets ignore it.
   bool warp_specialize = false;
   /// With warp_specialize and two consumer warp groups (num_warps = 8): the warp

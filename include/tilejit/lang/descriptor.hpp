@@ -82,7 +82,11 @@ class Desc {
     return load_node(i, j, true);
   }
 
-    /// Store `t` as the [B0, B1] block at element offsets (i, j); elements out of
+  /// The tensor's extent along dim 0 (its rows) and dim 1, read from the argument at run time.
+  Int rows() const { return field(1); }
+  Int cols() const { return field(2); }
+
+  /// Store `t` as the [B0, B1] block at element offsets (i, j); elements out of
   /// bounds are dropped.
   template <class I, class J>
   void store(const I& i, const J& j, const Tile<T, B0, B1>& t) const {

@@ -47,7 +47,8 @@ struct CompileOptions {
   /// setmaxnreg) whose first lane issues every TMA copy of the pipelined
   /// loops, while the num_warps consumer warps (up to 240 registers) release
   /// pipeline stages through mbarriers (no CTA barrier per iteration). Needs every
-  /// pipelined loop outermost with scalar bounds and block coordinates; else
+  /// pipelined loop outermost or directly inside one top-level loop over work items
+  /// (a persistent kernel), with scalar bounds and block coordinates; else
   /// the kernel is generated without it and a diagnostic says why.
   bool warp_specialize = false;
   /// With warp_specialize and num_warps = 8: the two consumer warp groups take

@@ -1,0 +1,396 @@
+// The persistent Hopper forward (examples/attention/flash_fwd_persistent.hpp):
+// its item order (every (query block, head) once; causal heaviest first within
+// sections of heads), the interpreter against f64 (ragged S, causal and full,
+// D 64 and 96, GQA, more items than programs and more programs than items),
+// the sm_90a code (the item loop's Q and last-V blocks copied once per item by
+// the producer, released after their last reader; no spills at D 64 / 96 / 128)
+// and, on a GPU, the kernel against f64 with poisoned outputs.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <cstring>
+#include <regex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "examples/attention/flash_fwd_persistent.hpp"
+#include "test/common/attention_ref.hpp"
+#include "test/common/codegen.hpp"
+#include "test/common/random.hpp"
+#include "test/common/text.hpp"
+
+namespace tj = tilejit;
+using D = tj::TensorDescriptor;
+using bf = tj::bf16;
+using examples::KeyMask;
+
+namespace {
+
+constexpr double kLog2e = 1.4426950408889634;
+
+template <int BM, int BN, int HD, bool C, class T>
+using Persistent = examples::FlashAttnFwdTmaPersistent<BM, BN, HD, C, T>;
+template <int BM, int BN, int HD, bool C, class T>
+using PersistentEvenN = examples::FlashAttnFwdTmaPersistent<BM, BN, HD, C, T, KeyMask::none>;
+/// Causal sections of 2 KV heads at S = 512 (4 at 256): K and V of 2 heads of [512, HD] elements each.
+template <int BM, int BN, int HD, bool C, class T>
+using PersistentSmallSections = examples::FlashAttnFwdTmaPersistent<BM, BN, HD, C, T, KeyMask::edge_blocks, 2 * 2 * 512 * HD>;
+
+/// Device buffers for the GPU, host pointers for the interpreter.
+template <class X>
+X* on(const tj::Device& dev, std::vector<X>& host) {
+  if (dev.backend() == tj::Backend::interpreter) return host.data();
+  auto* p = static_cast<X*>(dev.alloc(host.size() * sizeof(X)));
+  dev.copy_to_device(p, host.data(), host.size() * sizeof(X));
+  return p;
+}
+
+struct Case {
+  int B = 1, Hq = 2, group = 1, S = 64;
+  int programs = 0;   // 0: fwd_persistent_grid with the device's SM count
+  int stages = 2;
+  bool ws = false;
+  double tol = 2e-2;
+  int nan_v_head = -1;  // >= 0: V of this KV head is NaN in its last BLOCK_N rows (read by no other head)
+};
+
+/// The persistent kernel on `dev` against the f64 reference, per query head: outputs poisoned (NaN) first, every
+/// element must be written; max error / max |O| < tol, relative Frobenius < tol / 2, LSE relative < 1e-3. With
+/// nan_v_head, that head's rows are not compared (its own output is NaN) and every other head's must be finite.
+template <int BM, int BN, int HD, bool CAUSAL, class T, template <int, int, int, bool, class> class Kernel = Persistent>
+void check_persistent(const tj::Device& dev, const Case& c) {
+  CAPTURE(HD);
+  CAPTURE(CAUSAL);
+  CAPTURE(c.S);
+  CAPTURE(c.B);
+  CAPTURE(c.Hq);
+  CAPTURE(c.group);
+  CAPTURE(c.programs);
+  CAPTURE(c.ws);
+  CAPTURE(BM);
+  CAPTURE(BN);
+  CAPTURE(testing::fresh_seed());
+  const int S = c.S, BH = c.B * c.Hq, BHkv = c.B * (c.Hq / c.group);
+  auto gen = [&](int n, unsigned salt) { return testing::random_tensor<T>(static_cast<std::size_t>(n), salt, -2, 2); };
+  auto q = gen(BH * S * HD, 21), k = gen(BHkv * S * HD, 22), v = gen(BHkv * S * HD, 23);
+  if (c.nan_v_head >= 0)
+    for (int r = S - BN; r < S; ++r)
+      for (int d = 0; d < HD; ++d) v[(static_cast<std::size_t>(c.nan_v_head) * S + r) * HD + d] = T(std::nanf(""));
+  const double scale = 1.0 / std::sqrt(static_cast<double>(HD));
+  std::vector<T> o(q.size());
+  std::vector<float> lse(static_cast<std::size_t>(BH) * S, std::nanf(""));
+  std::memset(static_cast<void*>(o.data()), 0xff, o.size() * sizeof(T));  // poison: NaN in bf16 / f16
+  const bool gpu = dev.backend() != tj::Backend::interpreter;
+  T *dq = on(dev, q), *dk = on(dev, k), *dv = on(dev, v), *dout = on(dev, o);
+  float* dl = on(dev, lse);
+  const tj::DType dt = tj::dtype_v<T>;
+  const long long rows_q = static_cast<long long>(BH) * S, rows_kv = static_cast<long long>(BHkv) * S;
+  D dqd(dev, dq, dt, {rows_q, HD}, {HD, 1}, {BM, HD});
+  D dkd(dev, dk, dt, {rows_kv, HD}, {HD, 1}, {BN, HD});
+  D dvd(dev, dv, dt, {rows_kv, HD}, {HD, 1}, {BN, HD});
+  auto kern = tj::compile<Kernel<BM, BN, HD, CAUSAL, T>>(dev, {.num_warps = BM / 16, .num_stages = c.stages, .warp_specialize = c.ws});
+  const tj::Grid grid = c.programs > 0 ? tj::Grid{c.programs} : examples::fwd_persistent_grid(S, BH, BM, dev.num_sms());
+  CAPTURE(grid.x);
+  kern.launch(grid, dqd, dkd, dvd, dout, dl, S, c.group, static_cast<float>(scale * kLog2e));
+  if (gpu) {
+    dev.copy_to_host(o.data(), dout, o.size() * sizeof(T));
+    dev.copy_to_host(lse.data(), dl, lse.size() * 4);
+    dev.free(dq), dev.free(dk), dev.free(dv), dev.free(dout), dev.free(dl);
+  }
+  auto head = [&](const std::vector<T>& x, int h) {
+    std::vector<double> out(static_cast<std::size_t>(S) * HD);
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(x[static_cast<std::size_t>(h) * S * HD + i]);
+    return out;
+  };
+  for (int bh = 0; bh < BH; ++bh) {
+    CAPTURE(bh);
+    if (bh / c.group == c.nan_v_head) continue;
+    const auto r = testing::attention_ref(head(q, bh), head(k, bh / c.group), head(v, bh / c.group), S, S, HD, CAUSAL, scale);
+    std::vector<double> got(r.o.size()), got_lse(static_cast<std::size_t>(S));
+    double worst = 0, peak = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      got[i] = static_cast<float>(o[static_cast<std::size_t>(bh) * S * HD + i]);
+      REQUIRE(std::isfinite(got[i]));  // written (the poison is NaN), and no NaN from another head's V
+      worst = std::max(worst, std::fabs(got[i] - r.o[i]));
+      peak = std::max(peak, std::fabs(r.o[i]));
+    }
+    for (int i = 0; i < S; ++i) got_lse[static_cast<std::size_t>(i)] = lse[static_cast<std::size_t>(bh) * S + i];
+    CHECK(worst / peak < c.tol);
+    CHECK(testing::rel_error(got, r.o) < c.tol / 2);
+    CHECK(testing::rel_error(got_lse, r.lse) < 1e-3);
+  }
+}
+
+/// Writes FwdItems' (block_m, head) of every item t into out[2t], out[2t + 1].
+template <bool CAUSAL, int L2_ELEMS>
+struct ItemOrder {
+  void operator()(tj::Ptr<std::int32_t> out, tj::Size rows, tj::Size S, tj::Size group) const {
+    const examples::FwdItems<64, 64, CAUSAL, bf, L2_ELEMS> items(rows, S, group);
+    tj::for_range(0, items.count, 1, [&](tj::Int t) {
+      const auto [m, h] = items.at(t);
+      tj::store(out + 2 * t, m);
+      tj::store(out + 2 * t + 1, h);
+    });
+  }
+};
+
+tj::codegen::Generated sm90(auto kernel, int warps, int stages, bool ws) {
+  return tj::codegen::generate(tj::trace(decltype(kernel){}), {}, tj::codegen::target_for("sm_90a"),
+                               {.num_warps = warps, .num_stages = stages, .warp_specialize = ws});
+}
+
+/// The text of the `{ ... }` block whose opening brace is the first one at or after `at`.
+std::string block_from(const std::string& s, std::size_t at) {
+  const std::size_t open = s.find('{', at);
+  int depth = 0;
+  for (std::size_t i = open; i < s.size(); ++i) {
+    depth += s[i] == '{' ? 1 : s[i] == '}' ? -1 : 0;
+    if (depth == 0) return s.substr(at, i + 1 - at);
+  }
+  return s.substr(at);
+}
+
+using testing::has_diagnostic;
+using testing::occurrences;
+
+}  // namespace
+
+TEST_CASE("attention_persistent_items_cover_every_block_once_heaviest_first") {
+  // Every (query block, head) exactly once; causal: within each section of heads (L2_ELEMS = 2 · 2 · 300 · 64:
+  // 2 KV heads' K and V at S = 300, more at smaller S), the query blocks run from the longest key range down,
+  // each across the section's heads; the last section may hold fewer heads. Full: head by head.
+  auto dev = tj::Device::interpreter();
+  for (auto [heads, S, group] : {std::tuple{5, 300, 1}, std::tuple{6, 300, 2}, std::tuple{6, 128, 2}, std::tuple{4, 64, 1}, std::tuple{3, 1, 1}}) {
+    CAPTURE(heads);
+    CAPTURE(S);
+    CAPTURE(group);
+    const int num_m = (S + 63) / 64, count = num_m * heads;
+    std::vector<std::int32_t> out(2 * static_cast<std::size_t>(count), -1);
+    auto run = [&]<class K>() {
+      std::fill(out.begin(), out.end(), -1);
+      tj::compile<K>(dev, {.num_warps = 1}).launch(tj::Grid{1}, out.data(), heads * S, S, group);
+    };
+    for (bool causal : {false, true}) {
+      CAPTURE(causal);
+      constexpr int kSmall = 2 * 2 * 300 * 64;  // K and V of 2 KV heads at S = 300
+      if (causal) run.template operator()<ItemOrder<true, kSmall>>();
+      else run.template operator()<ItemOrder<false, kSmall>>();
+      std::set<std::pair<int, int>> seen;
+      for (int t = 0; t < count; ++t) {
+        const int m = out[2 * static_cast<std::size_t>(t)], h = out[2 * static_cast<std::size_t>(t) + 1];
+        REQUIRE(m >= 0);
+        REQUIRE(m < num_m);
+        REQUIRE(h >= 0);
+        REQUIRE(h < heads);
+        seen.insert({m, h});
+        if (t == 0) continue;
+        const int pm = out[2 * static_cast<std::size_t>(t) - 2], ph = out[2 * static_cast<std::size_t>(t) - 1];
+        const int sec = std::max(kSmall / 2 / (S * 64), 1) * group;  // query heads per section
+        if (!causal) {
+          CHECK((h == ph ? m == pm + 1 : (h == ph + 1 && m == 0 && pm == num_m - 1)));
+        } else if (h / sec == ph / sec) {  // same section: next head at the same block, or the next lighter block
+          CHECK((m == pm ? h == ph + 1 : (m == pm - 1 && h == h / sec * sec)));
+        } else {  // a new section starts at its first head and the heaviest block
+          CHECK(h == ph + 1);
+          CHECK(h % sec == 0);
+          CHECK(m == num_m - 1);
+          CHECK(pm == 0);
+        }
+      }
+      CHECK(seen.size() == static_cast<std::size_t>(count));
+    }
+  }
+}
+
+TEST_CASE("attention_persistent_interpreter_matches_f64") {
+  auto dev = tj::Device::interpreter();
+  // Ragged S (blocks run into the next head), 6 items over 4 programs (some take two), full and causal.
+  check_persistent<64, 64, 64, false, bf>(dev, {.B = 1, .Hq = 3, .S = 100, .programs = 4});
+  check_persistent<64, 64, 64, true, bf>(dev, {.B = 1, .Hq = 2, .S = 130, .programs = 4});
+  // D = 96 exact, GQA, BLOCK_M > BLOCK_N (two masked blocks on the diagonal), f16; one program takes every item.
+  check_persistent<64, 32, 96, true, tj::f16>(dev, {.B = 1, .Hq = 4, .group = 2, .S = 70, .programs = 1, .tol = 1e-2});
+  check_persistent<64, 32, 96, false, bf>(dev, {.B = 2, .Hq = 2, .group = 2, .S = 75, .programs = 3});
+  // More programs than items (programs with no item), and a single key.
+  check_persistent<64, 64, 64, true, bf>(dev, {.B = 1, .Hq = 2, .S = 64, .programs = 5});
+  check_persistent<64, 64, 64, true, bf>(dev, {.B = 1, .Hq = 1, .S = 1, .programs = 2});
+  // No key masked (S a multiple of BLOCK_N, full attention).
+  check_persistent<64, 64, 64, false, bf, PersistentEvenN>(dev, {.B = 1, .Hq = 2, .group = 2, .S = 128, .programs = 3});
+  // The grid of the library: min(items, SMs) with the interpreter's "SMs" (its threads).
+  check_persistent<64, 64, 128, true, bf>(dev, {.B = 2, .Hq = 2, .S = 150});
+  // Causal sections of 4 KV heads at S = 256: 10 query heads in sections of 8 and 2 (group 2).
+  check_persistent<64, 64, 64, true, bf, PersistentSmallSections>(dev, {.B = 1, .Hq = 10, .group = 2, .S = 256, .programs = 3});
+}
+
+TEST_CASE("attention_persistent_reads_no_v_row_of_another_head_when_s_is_a_multiple_of_block_n") {
+  // V of KV head 0 is NaN in its last block; head 1's items (and the items after them in a program) must stay finite.
+  auto dev = tj::Device::interpreter();
+  check_persistent<64, 64, 64, false, bf>(dev, {.B = 1, .Hq = 2, .S = 128, .programs = 1, .nan_v_head = 0});
+  check_persistent<64, 64, 64, true, bf>(dev, {.B = 1, .Hq = 2, .S = 128, .programs = 3, .nan_v_head = 0});
+}
+
+TEST_CASE("attention_persistent_sm90a_code_copies_q_and_the_last_v_once_per_item") {
+  // Warp-specialised: the producer walks the item loop; per item it copies Q (after the consumers released the
+  // previous item's Q), the key loop's K / V ring (one counter across items), then the last V block. The consumers
+  // wait for the item's phase before reading, release Q after the key loop and the last V after its product,
+  // and count items (tj_oit).
+  const auto g = sm90(Persistent<128, 128, 128, true, bf>{}, 8, 2, true);
+  const std::string& src = g.source;
+  CHECK(has_diagnostic(g, "warp specialised: 8 consumer warp(s)"));
+  CHECK(has_diagnostic(g, "warp specialised: the producer walks loop %"));
+  std::smatch m;
+  const std::regex item_diag(R"(desc_load %(\d+): copied by TMA once per iteration of loop %(\d+) into one buffer of 32768 bytes)");
+  std::vector<int> blocks;
+  int outer = -1;
+  for (const auto& d : g.diagnostics)
+    if (std::regex_search(d, m, item_diag)) {
+      blocks.push_back(std::stoi(m[1]));
+      outer = std::stoi(m[2]);
+    }
+  REQUIRE(blocks.size() == 2);  // Q and the last V block
+  const int q = blocks[0], vl = blocks[1];
+  CHECK(occurrences(src, "copied once by TMA") == 0);  // nothing resident: every block is per item or pipelined
+  const std::size_t prod = src.find("if (tj_warp >= 8) {");
+  REQUIRE(prod != std::string::npos);
+  const std::string P = block_from(src, prod), C = src.substr(prod + P.size());
+  // The producer: Q before the key loop's walk, the last V after it, each after the previous item's release.
+  const std::string issue_q = fmt::format("if (tj_oit{0} > 0u) tj_mbar_wait(tj_ibar{1} + 8u, (tj_oit{0} - 1u) & 1u); tj_mbar_expect_tx(tj_ibar{1}, 32768u);", outer, q);
+  const std::string issue_v = fmt::format("if (tj_oit{0} > 0u) tj_mbar_wait(tj_ibar{1} + 8u, (tj_oit{0} - 1u) & 1u); tj_mbar_expect_tx(tj_ibar{1}, 32768u);", outer, vl);
+  const std::size_t pq = P.find(issue_q), pv = P.find(issue_v), pwalk = P.find("tj_issue");
+  REQUIRE(pq != std::string::npos);
+  REQUIRE(pv != std::string::npos);
+  REQUIRE(pwalk != std::string::npos);
+  CHECK(pq < P.find("for (int s", P.find(fmt::format("for (int s{} = ", outer)) + 10));  // Q before the key loop
+  CHECK(pv > P.rfind("tj_issue"));                                                     // the last V after it
+  CHECK(occurrences(P, "tj_tma_load_2d(tj_item") == 2 * 2);                            // 2 slabs each
+  CHECK(P.find(fmt::format("unsigned tj_oit{} = 0;", outer)) < P.find(fmt::format("for (int s{} = ", outer)));
+  CHECK(occurrences(P, fmt::format("++tj_oit{};", outer)) == 1);
+  // The consumers: no copy of their own; one wait per read and one release per item and block; the phase counter.
+  CHECK(C.find("tj_tma_load_2d") == std::string::npos);
+  CHECK(occurrences(C, fmt::format("tj_mbar_arrive(tj_ibar{} + 8u);", q)) == 1);
+  CHECK(occurrences(C, fmt::format("tj_mbar_arrive(tj_ibar{} + 8u);", vl)) == 1);
+  CHECK(occurrences(C, fmt::format("++tj_oit{};", outer)) == 1);
+  const std::size_t key_loop = C.find("for (int s", C.find("const unsigned tj_it0"));  // the key loop (after its ring snapshot)
+  REQUIRE(key_loop != std::string::npos);
+  const std::size_t key_end = key_loop + block_from(C, key_loop).size();
+  const std::size_t rel_q = C.find(fmt::format("tj_mbar_arrive(tj_ibar{} + 8u);", q));
+  const std::size_t rel_v = C.find(fmt::format("tj_mbar_arrive(tj_ibar{} + 8u);", vl));
+  const std::size_t read_v = C.find(fmt::format("tj_mbar_wait(tj_ibar{0}, tj_oit{1} & 1u);  // block %{0}", vl, outer));
+  CHECK(C.find(fmt::format("tj_mbar_wait(tj_ibar{0}, tj_oit{1} & 1u);  // block %{0}", q, outer), key_loop) < key_end);  // Q read in the key loop
+  CHECK(rel_q > key_end);         // released after it ...
+  CHECK(rel_q < read_v);          // ... before the last V is read
+  CHECK(read_v < rel_v);
+  CHECK(C.rfind("wgmma.wait_group.sync.aligned 0;", rel_v) > read_v);  // the last product completed before the release
+  CHECK(rel_v < C.find(fmt::format("++tj_oit{};", outer)));
+  // The barriers: full (1 arrival: the expect_tx) and empty (8 consumer warps) per block.
+  CHECK(occurrences(src, fmt::format("tj_mbar_init(tj_ibar{0}, 1); tj_mbar_init(tj_ibar{0} + 8u, 8);", q)) == 1);
+  CHECK(occurrences(src, fmt::format("tj_mbar_init(tj_ibar{0}, 1); tj_mbar_init(tj_ibar{0} + 8u, 8);", vl)) == 1);
+  // Shared memory: the ring (2 x (K + V)) and the two item buffers, as the one-program-per-item kernel's.
+  const auto per_item = sm90(examples::FlashAttnFwdTmaPingPongEdge<128, 128, 128, true, bf>{}, 8, 2, true);
+  CHECK(g.dynamic_shared_bytes == per_item.dynamic_shared_bytes);
+  testing::compiles_for_sm90a(src, "attn_persistent.cu");
+}
+
+TEST_CASE("attention_persistent_sm90a_code_without_a_producer_copies_per_item_from_thread_0") {
+  // Without warp specialisation thread 0 copies each item's blocks where they are loaded, after every warp
+  // released the previous item's copy.
+  const auto g = sm90(Persistent<128, 128, 64, false, bf>{}, 8, 2, false);
+  CHECK(!has_diagnostic(g, "warp specialised"));
+  CHECK(occurrences(g.source, "if (tj_tid == 0) { if (tj_oit") == 2);
+  CHECK(occurrences(g.source, "tj_mbar_arrive(tj_ibar") == 2);
+  testing::compiles_for_sm90a(g.source, "attn_persistent_plain.cu");
+  // Off Hopper the descriptor loads are masked loads and the kernel is a plain persistent loop.
+  std::string why;
+  if (tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) {
+    const auto off = tj::codegen::generate(tj::trace(Persistent<64, 64, 96, true, bf>{}), {}, tj::codegen::target_for("sm_80"),
+                                           {.num_warps = 4});
+    CHECK(off.tma_params.empty());
+    CHECK_NOTHROW(tj::compile_for_arch<Persistent<64, 64, 96, true, bf>>("sm_80", {.num_warps = 4}));
+  }
+}
+
+TEST_CASE("attention_persistent_sm90a_compiles_without_spills") {
+  // As the library would run it: 128 x 128, 8 consumer warps + a producer warp group, 2 stages; next to the
+  // one-program-per-item kernel. D = 64 and 96: no spill in either (registers go to the test log).
+  auto both = [](auto persistent, auto per_item, const std::string& tag) {
+    const auto g = sm90(persistent, 8, 2, true);
+    CHECK(has_diagnostic(g, "warp specialised: 8 consumer warp(s)"));
+    testing::compiles_for_sm90a_without_spills(g.source, "persistent_" + tag + ".cu");
+    testing::compiles_for_sm90a_without_spills(sm90(per_item, 8, 2, true).source, "per_item_" + tag + ".cu");
+  };
+  both(Persistent<128, 128, 64, false, bf>{}, examples::FlashAttnFwdTmaPingPongEdge<128, 128, 64, false, bf>{}, "d64_full");
+  both(Persistent<128, 128, 64, true, bf>{}, examples::FlashAttnFwdTmaPingPongEdge<128, 128, 64, true, bf>{}, "d64_causal");
+  both(PersistentEvenN<128, 128, 64, false, bf>{}, examples::FlashAttnFwdTmaPingPongEvenN<128, 128, 64, false, bf>{}, "d64_even");
+  both(Persistent<128, 128, 96, false, bf>{}, examples::FlashAttnFwdTmaPingPongEdge<128, 128, 96, false, bf>{}, "d96_full");
+  both(Persistent<128, 128, 96, true, bf>{}, examples::FlashAttnFwdTmaPingPongEdge<128, 128, 96, true, bf>{}, "d96_causal");
+  both(PersistentEvenN<128, 128, 96, false, bf>{}, examples::FlashAttnFwdTmaPingPongEvenN<128, 128, 96, false, bf>{}, "d96_even");
+}
+
+TEST_CASE("attention_persistent_sm90a_d128_spills_no_more_than_the_per_item_kernel") {
+  // At D = 128 the one-program-per-item kernel already spills (P carried in f32 with P·V in flight: about 250
+  // registers wanted, 240 given; docs/attention.md). The persistent kernel keeps its item state (the item index,
+  // the counts, the item's head and block) live across the key loop too; the spill bytes of both go to the test
+  // log, and the persistent kernel's (stores + loads) must stay within 64 bytes of the per-item kernel's (at this commit: full
+  // 28 / 28, causal 28 / 44, EvenN 36 / 12 bytes of spill stores, persistent / per item).
+  auto spills = [](const tj::codegen::Generated& g, const std::string& name) {
+    const auto res = testing::compile_sm90a(g.source, name, {"--ptxas-options=-v"});
+    if (!res) return -1;
+    std::smatch m;
+    REQUIRE(std::regex_search(res->log, m, std::regex(R"((\d+) bytes spill stores, (\d+) bytes spill loads)")));
+    CHECK(res->log.find("wgmma.mma_async instructions are serialized") == std::string::npos);
+    MESSAGE(name, ": ", m[0].str());
+    return std::stoi(m[1]) + std::stoi(m[2]);
+  };
+  auto both = [&](auto persistent, auto per_item, const std::string& tag) {
+    const int p = spills(sm90(persistent, 8, 2, true), "persistent_" + tag + ".cu");
+    const int i = spills(sm90(per_item, 8, 2, true), "per_item_" + tag + ".cu");
+    if (p >= 0) CHECK(p <= i + 2 * 32);
+  };
+  both(Persistent<128, 128, 128, false, bf>{}, examples::FlashAttnFwdTmaPingPongEdge<128, 128, 128, false, bf>{}, "d128_full");
+  both(Persistent<128, 128, 128, true, bf>{}, examples::FlashAttnFwdTmaPingPongEdge<128, 128, 128, true, bf>{}, "d128_causal");
+  both(PersistentEvenN<128, 128, 128, false, bf>{}, examples::FlashAttnFwdTmaPingPongEvenN<128, 128, 128, false, bf>{}, "d128_even");
+}
+
+TEST_CASE("attention_persistent_gpu_matches_f64") {
+  auto dev = tj::Device::best();
+  if (dev.backend() != tj::Backend::cuda) {
+    MESSAGE("no GPU: skipping");
+    return;
+  }
+  // The library's configuration (128 x 128, a producer warp group, 2 stages), library grid (one program per SM).
+  const Case base{.stages = 2, .ws = true};
+  auto with = [&](Case c) {
+    c.stages = base.stages;
+    c.ws = base.ws;
+    return c;
+  };
+  // More items than SMs (160 over at most 132 programs on an H200), full and causal, ragged S.
+  check_persistent<128, 128, 64, false, bf>(dev, with({.B = 2, .Hq = 16, .S = 640 - 17}));
+  check_persistent<128, 128, 64, true, bf>(dev, with({.B = 2, .Hq = 16, .S = 640}));
+  check_persistent<128, 128, 96, true, bf>(dev, with({.B = 2, .Hq = 8, .group = 2, .S = 768}));
+  check_persistent<128, 128, 96, false, tj::f16>(dev, with({.B = 2, .Hq = 4, .group = 4, .S = 777, .tol = 1e-2}));
+  check_persistent<128, 128, 128, true, bf>(dev, with({.B = 2, .Hq = 8, .group = 4, .S = 640, .programs = 9}));
+  check_persistent<128, 128, 128, false, bf>(dev, with({.B = 1, .Hq = 4, .S = 1000, .programs = 3}));
+  check_persistent<128, 128, 128, false, bf, PersistentEvenN>(dev, with({.B = 2, .Hq = 4, .S = 512}));
+  // More programs than items, a single key.
+  check_persistent<128, 128, 128, false, bf>(dev, with({.B = 1, .Hq = 2, .S = 200, .programs = 7}));
+  check_persistent<128, 128, 64, true, bf>(dev, with({.B = 1, .Hq = 2, .S = 1, .programs = 2}));
+  // Causal sections of 2 KV heads: 10 query heads (group 2) in sections of 4, 4 and 2.
+  check_persistent<128, 128, 128, true, bf, PersistentSmallSections>(dev, with({.B = 1, .Hq = 10, .group = 2, .S = 512, .programs = 6}));
+  // A NaN in the last V block of a KV head stays there (S a multiple of 128), full and causal.
+  check_persistent<128, 128, 64, false, bf>(dev, with({.B = 2, .Hq = 4, .S = 512, .nan_v_head = 0}));
+  check_persistent<128, 128, 128, true, bf>(dev, with({.B = 2, .Hq = 4, .group = 2, .S = 512, .programs = 5, .nan_v_head = 1}));
+}
+
+TEST_CASE("attention_persistent_gpu_small_for_the_sanitizers") {
+  // Two programs taking 3 items each, causal (items of 1 to 3 key blocks) and full, producer warp group:
+  // small enough for compute-sanitizer racecheck / synccheck (scripts/device_persist2.sh).
+  auto dev = tj::Device::best();
+  if (dev.backend() != tj::Backend::cuda) {
+    MESSAGE("no GPU: skipping");
+    return;
+  }
+  check_persistent<128, 128, 64, true, bf>(dev, {.B = 1, .Hq = 2, .S = 300, .programs = 2, .stages = 2, .ws = true});
+  check_persistent<128, 128, 128, false, bf>(dev, {.B = 1, .Hq = 2, .S = 300, .programs = 2, .stages = 2, .ws = true});
+}
