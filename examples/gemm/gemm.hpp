@@ -3,18 +3,19 @@
 //   examples::Gemm<tj::bf16> gemm(dev);
 //   gemm(a, b, c, M, N, K);   // C[M, N] (f32) = A[M, K] · B[N, K]ᵀ, device pointers, row-major
 //
-// Three paths, chosen by the shape alone (path_for):
+// Two paths, chosen by the shape alone (path_for):
 //  - small M (decode: M <= 16, or M <= 128 with few output tiles; small_m_for): the swap-AB kernel of
 //    matmul_small_m.hpp, Cᵀ tiles with N on wgmma's 64-row side and M on its N side (8 to 128), K split over
 //    enough programs to stream B from every SM; the splits are summed by SplitKReduce in a second launch;
-//  - narrow N (N <= 192 with at most half the SMs given a 128-row block; narrow_n_for): rung 5's split-K kernel
-//    on [128 x 96]-style tiles with a deep ring, two or more K splits so that every SM streams A, and SplitKReduce;
 //  - everything else races 16 candidates (candidates()): 11 configs of rung 5 (MatmulV5, one program per output
 //    tile; power-of-two and NPOT BLOCK_N side by side: 64, 96, 128, 192, 256), 3 of rung 6 (MatmulV6, a
 //    persistent grid of min(tiles, SMs) programs with a producer warp group; 128x256, 256x128, 128x192) and 2 of rung 7
 //    (MatmulV7Persistent: rung 6 in clusters of two programs that share B's block by TMA multicast) — and stores the winner on disk per device and key {M, N, K, dtype, cands}; later calls — in this
 //    process or another — launch the stored winner. Configs that cannot run (shared memory, registers) are
 //    skipped with their reason in the tuner's report.
+// run_narrow_n runs a narrow-N split-K plan (narrow_n_for) on request; the call never takes it by itself: on the
+// H200 it lost to the race's rung-5 64x96 and 64x192 tiles (264 / 449 vs 293 / 523 TFLOP/s at M = K = 8192,
+// N = 96 / 192; docs/perf.md v0.7).
 //
 // Rules checked before anything reaches the device (InvalidArgument naming
 // the value and the rule): M, N, K >= 1; M x N < 2^31 (32-bit offsets into C; A and
@@ -105,7 +106,6 @@ class Gemm {
       if (p.block_m < 16 && dev_.backend() == tj::Backend::hip) p = small_m_plan(M, N, K, 16, p.splits);
       return small_m(a, b, c, M, N, K, p);
     }
-    if (const NarrowN p = narrow_n_for(M, N, K, sms); p.block_n) return narrow_n(a, b, c, M, N, K, p);
     using D = tj::TensorDescriptor;
     // Block [64, BLOCK_K] here; each config's kernel re-encodes the blocks it loads (once per tensor).
     D da(dev_, const_cast<T*>(a), tj::dtype_v<T>, {M, K}, {K, 1}, {64, BLOCK_K}, {.swizzle = D::Swizzle::b128});
@@ -113,7 +113,7 @@ class Gemm {
     tuner_.launch(key(M, N, K), grid(M, N, sms), da, db, c, M, N, K);
   }
   /// The tuning report of a shape already run. Throws InvalidArgument for a shape that runs a fixed kernel (the
-  /// small-M or narrow-N path: never tuned; path_for tells which).
+  /// small-M path: never tuned; path_for tells which).
   const tj::TuneReport& report(long long M, long long N, long long K) const {
     if (const std::string fixed = describe(M, N, K, dev_.num_sms()); !fixed.empty())
       throw tj::InvalidArgument(fmt::format("gemm: M = {}, N = {}, K = {} runs {}, a fixed kernel: it has no tuning report", M, N, K, fixed));
@@ -121,12 +121,10 @@ class Gemm {
   }
   tj::Autotuner<Sig>& tuner() { return tuner_; }
 
-  /// Which kernel a shape runs: the small-M path, the narrow-N path, or the race's winner.
-  enum class Path { tuned, small_m, narrow_n };
+  /// Which kernel a shape runs: the small-M path or the race's winner.
+  enum class Path { tuned, small_m };
   static Path path_for(long long M, long long N, long long K, int sms) {
-    if (small_m_for(M, N, K, sms).block_m) return Path::small_m;
-    if (narrow_n_for(M, N, K, sms).block_n) return Path::narrow_n;
-    return Path::tuned;
+    return small_m_for(M, N, K, sms).block_m ? Path::small_m : Path::tuned;
   }
 
   /// A small-M kernel (matmul_small_m.hpp, B tiles of SMALL_M_BLOCK_N rows): wgmma's N side BLOCK_M, its ring's
@@ -199,7 +197,8 @@ class Gemm {
     int block_n = 0, stages = 0;
     long long tiles = 0, splits = 1, k_split = 0;
   };
-  /// Taken for N <= 192 (not small M) while the 128-row blocks fill at most half the SMs: at M = K = 8192, N = 96
+  /// For run_narrow_n (never taken by operator(): measured slower than the race, see the file comment). Given for
+  /// N <= 192 (not small M) while the 128-row blocks fill at most half the SMs. The idea: at M = K = 8192, N = 96
   /// rung 5's best (64 x 96, 6 stages) runs 128 programs, one per SM, each with 5 x 8 KiB of A in flight, and reads
   /// A at ~3.1 TB/s (43 us; 49 us at N = 192 with twice the multiplies): bound, we read it, by A's copies in flight
   /// (docs/gemm.md, "Side rung"). 128-row
@@ -249,9 +248,6 @@ class Gemm {
     if (const SmallM p = small_m_for(M, N, K, sms); p.block_m)
       return fmt::format("the small-M kernel (swap AB: [{} x {}] tiles of C^T, {} stages; {})", SMALL_M_BLOCK_N, p.block_m, p.stages,
                          p.splits > 1 ? fmt::format("split-K {} x {} + reduce", p.splits, p.k_split) : std::string("no split"));
-    if (const NarrowN p = narrow_n_for(M, N, K, sms); p.block_n)
-      return fmt::format("the narrow-N kernel ([{} x {}] tiles, {} stages; split-K {} x {} + reduce)", NARROW_N_BLOCK_M, p.block_n,
-                         p.stages, p.splits, p.k_split);
     return {};
   }
 
