@@ -140,6 +140,8 @@ void BM_Cublas(benchmark::State& st) {
   });
 }
 
+/// cublasGemmEx, C = A·Bᵀ with B stored [N, K]: C f32 (OUT = CUDA_R_32F), or bf16 (CUDA_R_16BF: torch's bf16 matmul).
+template <cudaDataType OUT = CUDA_R_32F>
 void BM_CublasTN(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda || !cublas().ok) return st.SkipWithError("no GPU / cuBLAS");
   const long M = st.range(0), N = st.range(1), K = st.range(2);
@@ -148,10 +150,11 @@ void BM_CublasTN(benchmark::State& st) {
   // Row-major C = A·Bᵀ with B [N, K] is column-major Cᵀ = op_T(B_cm) · A_cm.
   timed(st, 2.0 * M * N * K, [&] {
     cublas().gemm(cublas().h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M), static_cast<int>(K), &one, o.b,
-                  CUDA_R_16BF, static_cast<int>(K), o.a, CUDA_R_16BF, static_cast<int>(K), &zero, o.c, CUDA_R_32F,
+                  CUDA_R_16BF, static_cast<int>(K), o.a, CUDA_R_16BF, static_cast<int>(K), &zero, o.c, OUT,
                   static_cast<int>(N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   });
 }
+
 
 /// f8 e4m3 operands (A [M, K], B [N, K], one byte each) and an f32 C.
 struct OperandsF8 {
@@ -280,6 +283,28 @@ void BM_TilejitV5F8(benchmark::State& st) {
     k.launch(tj::Grid{tj::cdiv(M, BM) * tj::cdiv(N, BN)}, d.a, d.b, static_cast<float*>(o.c), M, N, K);
   });
   st.SetLabel("f8e4m3 BLOCK " + std::to_string(BM) + "x" + std::to_string(BN) + "x128 stages " + std::to_string(STAGES));
+}
+
+/// bf16 out (C = cast<bf16>(A·Bᵀ)): rung 5 (PERSISTENT false) or rung 6 with its producer warp group, through their
+/// fused epilogues with no activation, alpha 1 and a zero bias; compare with BM_CublasTNBf16Out.
+template <int BM, int BN, int STAGES, bool PERSISTENT>
+void BM_TilejitBf16Out(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  const long M = st.range(0), N = st.range(1), K = st.range(2);
+  Operands o(M, N, K);
+  const TnDescs d(o.a, o.b, tj::DType::bf16, M, N, K, BM, BN, 64);
+  void* bias = gpu().alloc(N * 4);
+  gpu().memset(bias, 0, N * 4);
+  using Kern = std::conditional_t<PERSISTENT, examples::MatmulV6Fused<BM, BN, tj::bf16, examples::Act::none, tj::bf16>,
+                                  examples::MatmulV5Fused<BM, BN, tj::bf16, examples::Act::none, tj::bf16>>;
+  auto k = tj::compile<Kern>(gpu(), {.num_warps = BM / 16, .num_stages = STAGES, .warp_specialize = PERSISTENT});
+  const tj::Grid grid = PERSISTENT ? examples::persistent_grid(M, N, BM, BN, gpu().num_sms()) : tj::Grid{tj::cdiv(M, BM) * tj::cdiv(N, BN)};
+  timed(st, 2.0 * M * N * K, [&] {
+    k.launch(grid, d.a, d.b, static_cast<float*>(bias), static_cast<tj::bf16*>(o.c), 1.0f, M, N, K);
+  });
+  gpu().free(bias);
+  st.SetLabel(std::string("bf16 out, ") + (PERSISTENT ? "rung 6 " : "rung 5 ") + std::to_string(BM) + "x" + std::to_string(BN) + " stages " +
+              std::to_string(STAGES));
 }
 
 /// Rung 5 with its epilogue fused: bf16 out = GELU(A·Bᵀ + bias) (compare with BM_CublasTN: the epilogue's cost).
@@ -468,7 +493,7 @@ void shapes_tn(benchmark::internal::Benchmark* b) {
       ->Args({4096, 4096, 14336})->Args({16384, 6144, 4096})->Args({8192, 96, 8192})->Args({8192, 192, 8192});
   b->UseManualTime()->Unit(benchmark::kMillisecond);
 }
-BENCHMARK(BM_CublasTN)->Apply(shapes_tn);
+BENCHMARK(BM_CublasTN<>)->Apply(shapes_tn);
 BENCHMARK(BM_TilejitV5<128, 256, 3>)->Name("BM_TilejitV5/128x256/3")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitV5Fused<>)->Name("BM_TilejitV5Fused")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitV5Fused<64, 96, 6>)->Name("BM_TilejitV5Fused/64x96/6")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
@@ -491,6 +516,11 @@ BENCHMARK(BM_TilejitV6<128, 256, 4>)->Name("BM_TilejitV6Ws/128x256/4")->Apply(sh
 BENCHMARK(BM_TilejitV6<128, 256, 3>)->Name("BM_TilejitV6Ws/128x256/3")->Apply(shapes_v6);
 BENCHMARK(BM_TilejitV6<256, 128, 4>)->Name("BM_TilejitV6Ws/256x128/4")->Apply(shapes_v6);
 BENCHMARK(BM_TilejitV6<128, 256, 4, false>)->Name("BM_TilejitV6/128x256/4")->Apply(shapes_v6);
+// bf16 output, beside cuBLAS writing bf16.
+BENCHMARK(BM_CublasTN<CUDA_R_16BF>)->Name("BM_CublasTNBf16Out")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitBf16Out<128, 256, 4, false>)->Name("BM_TilejitBf16Out/v5/128x256/4")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitBf16Out<128, 256, 3, false>)->Name("BM_TilejitBf16Out/v5/128x256/3")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitBf16Out<128, 256, 4, true>)->Name("BM_TilejitBf16Out/v6/128x256/4")->Apply(shapes_tn);
 // Rung 7: clusters and TMA multicast, on the large shapes (BM_TilejitV7/.../1: the same kernel without clusters).
 BENCHMARK(BM_TilejitV7<128, 256, 4, 2>)->Name("BM_TilejitV7/128x256/4/2")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitV7<128, 256, 3, 2>)->Name("BM_TilejitV7/128x256/3/2")->Apply(shapes_tn);
@@ -513,7 +543,7 @@ void shapes_large(benchmark::internal::Benchmark* b) {
   }
   b->UseManualTime()->Unit(benchmark::kMillisecond);
 }
-BENCHMARK(BM_CublasTN)->Name("BM_CublasTN/large")->Apply(shapes_large);
+BENCHMARK(BM_CublasTN<>)->Name("BM_CublasTN/large")->Apply(shapes_large);
 BENCHMARK(BM_TilejitGemm)->Name("BM_TilejitGemm/large")->Apply(shapes_large);
 // Small M (decode: tokens in flight 1, 16, 128) on the Llama-3-8B projections.
 void shapes_small_m(benchmark::internal::Benchmark* b) {
@@ -521,7 +551,7 @@ void shapes_small_m(benchmark::internal::Benchmark* b) {
     b->Args({m, 6144, 4096})->Args({m, 4096, 4096})->Args({m, 28672, 4096})->Args({m, 4096, 14336});
   b->UseManualTime()->Unit(benchmark::kMillisecond);
 }
-BENCHMARK(BM_CublasTN)->Name("BM_CublasTN/small")->Apply(shapes_small_m);
+BENCHMARK(BM_CublasTN<>)->Name("BM_CublasTN/small")->Apply(shapes_small_m);
 BENCHMARK(BM_TilejitGemm)->Name("BM_TilejitGemm/small")->Apply(shapes_small_m);
 BENCHMARK(BM_TilejitV5<64, 64, 8>)->Name("BM_TilejitV5/64x64/8/small")->Apply(shapes_small_m);
 BENCHMARK(BM_TilejitV5<64, 128, 6>)->Name("BM_TilejitV5/64x128/6/small")->Apply(shapes_small_m);
