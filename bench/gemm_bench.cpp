@@ -15,6 +15,8 @@
 //   BM_TilejitV7/BMxBN/S/CL  examples/gemm/matmul_v7.hpp (rung 7: clusters of CL programs sharing B's block through
 //                            TMA multicast, a producer warp group; CL = 1: the same kernel without clusters);
 //                            BM_TilejitV7P: the persistent form (rung 6 with clusters)
+//   BM_CublasTNBf16Out/...   BM_CublasTN writing a bf16 C (what torch's bf16 matmul runs)
+//   BM_TilejitBf16Out/...    rung 5 / rung 6 writing a bf16 C through their fused epilogues (no activation)
 //   BM_TilejitGemm/...       examples/gemm/gemm.hpp, the library call: on first use of a shape it races its 16
 //                            candidates (rung 5 and rung 6 configs) and launches the winner, named in the label;
 //                            small M runs the swap-AB kernel, narrow N rung 5's split-K on 128-row blocks (the label
@@ -285,43 +287,27 @@ void BM_TilejitV5F8(benchmark::State& st) {
   st.SetLabel("f8e4m3 BLOCK " + std::to_string(BM) + "x" + std::to_string(BN) + "x128 stages " + std::to_string(STAGES));
 }
 
-/// bf16 out (C = cast<bf16>(A·Bᵀ)): rung 5 (PERSISTENT false) or rung 6 with its producer warp group, through their
-/// fused epilogues with no activation, alpha 1 and a zero bias; compare with BM_CublasTNBf16Out.
-template <int BM, int BN, int STAGES, bool PERSISTENT>
-void BM_TilejitBf16Out(benchmark::State& st) {
+/// bf16 out through the fused epilogue C = cast<bf16>(act(A·Bᵀ + bias)) (alpha 1, a zero bias): rung 5, or rung 6
+/// with its producer warp group (PERSISTENT). ACT none: compare with BM_CublasTNBf16Out (cuBLAS writing bf16);
+/// GELU: with BM_CublasTN (the epilogue's cost).
+template <int BM = 128, int BN = 256, int STAGES = 4, bool PERSISTENT = false, examples::Act ACT = examples::Act::gelu_tanh>
+void BM_TilejitFused(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
   const long M = st.range(0), N = st.range(1), K = st.range(2);
   Operands o(M, N, K);
   const TnDescs d(o.a, o.b, tj::DType::bf16, M, N, K, BM, BN, 64);
   void* bias = gpu().alloc(N * 4);
   gpu().memset(bias, 0, N * 4);
-  using Kern = std::conditional_t<PERSISTENT, examples::MatmulV6Fused<BM, BN, tj::bf16, examples::Act::none, tj::bf16>,
-                                  examples::MatmulV5Fused<BM, BN, tj::bf16, examples::Act::none, tj::bf16>>;
+  using Kern = std::conditional_t<PERSISTENT, examples::MatmulV6Fused<BM, BN, tj::bf16, ACT, tj::bf16>,
+                                  examples::MatmulV5Fused<BM, BN, tj::bf16, ACT, tj::bf16>>;
   auto k = tj::compile<Kern>(gpu(), {.num_warps = BM / 16, .num_stages = STAGES, .warp_specialize = PERSISTENT});
   const tj::Grid grid = PERSISTENT ? examples::persistent_grid(M, N, BM, BN, gpu().num_sms()) : tj::Grid{tj::cdiv(M, BM) * tj::cdiv(N, BN)};
   timed(st, 2.0 * M * N * K, [&] {
     k.launch(grid, d.a, d.b, static_cast<float*>(bias), static_cast<tj::bf16*>(o.c), 1.0f, M, N, K);
   });
   gpu().free(bias);
-  st.SetLabel(std::string("bf16 out, ") + (PERSISTENT ? "rung 6 " : "rung 5 ") + std::to_string(BM) + "x" + std::to_string(BN) + " stages " +
-              std::to_string(STAGES));
-}
-
-/// Rung 5 with its epilogue fused: bf16 out = GELU(A·Bᵀ + bias) (compare with BM_CublasTN: the epilogue's cost).
-template <int BM = 128, int BN = 256, int STAGES = 4>
-void BM_TilejitV5Fused(benchmark::State& st) {
-  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
-  const long M = st.range(0), N = st.range(1), K = st.range(2);
-  Operands o(M, N, K);
-  const TnDescs d(o.a, o.b, tj::DType::bf16, M, N, K, BM, BN, 64);
-  void* bias = gpu().alloc(N * 4);
-  gpu().memset(bias, 0, N * 4);
-  auto k = tj::compile<examples::MatmulV5Fused<BM, BN, tj::bf16, examples::Act::gelu_tanh>>(gpu(), {.num_warps = BM / 16, .num_stages = STAGES});
-  timed(st, 2.0 * M * N * K, [&] {
-    k.launch(tj::Grid{tj::cdiv(M, BM) * tj::cdiv(N, BN)}, d.a, d.b, static_cast<float*>(bias), static_cast<tj::bf16*>(o.c), 1.0f, M, N, K);
-  });
-  gpu().free(bias);
-  st.SetLabel("bf16 out, bias + GELU fused, " + std::to_string(BM) + "x" + std::to_string(BN) + " stages " + std::to_string(STAGES));
+  st.SetLabel(std::string("bf16 out, ") + (ACT == examples::Act::none ? "no activation" : "bias + GELU fused") + ", rung " +
+              (PERSISTENT ? "6 " : "5 ") + std::to_string(BM) + "x" + std::to_string(BN) + " stages " + std::to_string(STAGES));
 }
 
 /// The library call (examples/gemm/gemm.hpp): the tuned winner per shape, or split-K for small M.
@@ -495,9 +481,9 @@ void shapes_tn(benchmark::internal::Benchmark* b) {
 }
 BENCHMARK(BM_CublasTN<>)->Apply(shapes_tn);
 BENCHMARK(BM_TilejitV5<128, 256, 3>)->Name("BM_TilejitV5/128x256/3")->Apply(shapes_tn);
-BENCHMARK(BM_TilejitV5Fused<>)->Name("BM_TilejitV5Fused")->Apply(shapes_tn);
-BENCHMARK(BM_TilejitV5Fused<64, 96, 6>)->Name("BM_TilejitV5Fused/64x96/6")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_TilejitV5Fused<64, 192, 6>)->Name("BM_TilejitV5Fused/64x192/6")->Args({8192, 192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TilejitFused<>)->Name("BM_TilejitV5Fused")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitFused<64, 96, 6>)->Name("BM_TilejitV5Fused/64x96/6")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TilejitFused<64, 192, 6>)->Name("BM_TilejitV5Fused/64x192/6")->Args({8192, 192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TilejitV5<128, 256, 4>)->Name("BM_TilejitV5/128x256/4")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitV5<128, 128, 4>)->Name("BM_TilejitV5/128x128/4")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitV5<128, 192, 4>)->Name("BM_TilejitV5/128x192/4")->Apply(shapes_tn);
@@ -518,9 +504,9 @@ BENCHMARK(BM_TilejitV6<256, 128, 4>)->Name("BM_TilejitV6Ws/256x128/4")->Apply(sh
 BENCHMARK(BM_TilejitV6<128, 256, 4, false>)->Name("BM_TilejitV6/128x256/4")->Apply(shapes_v6);
 // bf16 output, beside cuBLAS writing bf16.
 BENCHMARK(BM_CublasTN<CUDA_R_16BF>)->Name("BM_CublasTNBf16Out")->Apply(shapes_tn);
-BENCHMARK(BM_TilejitBf16Out<128, 256, 4, false>)->Name("BM_TilejitBf16Out/v5/128x256/4")->Apply(shapes_tn);
-BENCHMARK(BM_TilejitBf16Out<128, 256, 3, false>)->Name("BM_TilejitBf16Out/v5/128x256/3")->Apply(shapes_tn);
-BENCHMARK(BM_TilejitBf16Out<128, 256, 4, true>)->Name("BM_TilejitBf16Out/v6/128x256/4")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitFused<128, 256, 4, false, examples::Act::none>)->Name("BM_TilejitBf16Out/v5/128x256/4")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitFused<128, 256, 3, false, examples::Act::none>)->Name("BM_TilejitBf16Out/v5/128x256/3")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitFused<128, 256, 4, true, examples::Act::none>)->Name("BM_TilejitBf16Out/v6/128x256/4")->Apply(shapes_tn);
 // Rung 7: clusters and TMA multicast, on the large shapes (BM_TilejitV7/.../1: the same kernel without clusters).
 BENCHMARK(BM_TilejitV7<128, 256, 4, 2>)->Name("BM_TilejitV7/128x256/4/2")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitV7<128, 256, 3, 2>)->Name("BM_TilejitV7/128x256/3/2")->Apply(shapes_tn);

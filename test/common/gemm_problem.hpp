@@ -43,7 +43,7 @@ struct GemmTN {
   /// C [M, N] (f32, poisoned with NaN before the run): every element written, each within elem · mag of ref
   /// (elem < 0: f32 accumulation of exact products, 1e-6 + K · 6e-8, i.e. γ_K = K·u with u = 2^-24), and the
   /// relative Frobenius error below `tol`.
-  void check(const std::vector<float>& c, double tol, double elem = -1) const {
+  void check(const std::vector<float>& c, double tol = 1e-5, double elem = -1) const {
     if (elem < 0) elem = 1e-6 + K * 6e-8;
     std::size_t unwritten = 0, outside = 0;
     for (std::size_t i = 0; i < c.size(); ++i) {
