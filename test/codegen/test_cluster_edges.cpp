@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <array>
 #include <cstdlib>
 #include <fstream>
@@ -19,6 +20,8 @@
 #include "examples/gemm/matmul_v6.hpp"
 #include "examples/gemm/matmul_v7.hpp"
 #include "test/common/codegen.hpp"
+#include "test/common/gemm_problem.hpp"
+#include "test/common/random.hpp"
 #include "test/common/text.hpp"
 
 namespace tj = tilejit;
@@ -126,6 +129,69 @@ struct ItemsAndCluster {
     });
   }
 };
+
+
+/// ItemsAndCluster<BM, BN, 2> on `dev` (warp-specialised, clusters of 2, `programs` programs) against f64 over M x N
+/// (M a multiple of 2·BM: the kernel stores whole row blocks) and K (0: the K loop never runs, the block read only
+/// inside it must still be released every tile). Outputs poisoned first.
+template <int BM, int BN>
+void run_items(const tj::Device& dev, int M, int N, int K, int programs) {
+  CAPTURE(M);
+  CAPTURE(N);
+  CAPTURE(K);
+  CAPTURE(programs);
+  CAPTURE(testing::fresh_seed());
+  constexpr int BK = 64;
+  const int Kd = std::max(K, 64);  // (a descriptor row of at least 16 bytes)
+  auto a = testing::random_tensor<bf>(static_cast<std::size_t>(M) * Kd, 31);
+  auto b = testing::random_tensor<bf>(static_cast<std::size_t>(N) * Kd, 32);
+  auto a2 = testing::random_tensor<bf>(static_cast<std::size_t>(M) * 3 * BK, 33);
+  auto b2 = testing::random_tensor<bf>(static_cast<std::size_t>(N) * BK, 34);
+  std::vector<float> c(static_cast<std::size_t>(M) * N, std::nanf(""));
+  auto f = [](bf x) { return static_cast<double>(static_cast<float>(x)); };
+  std::vector<double> ref(c.size()), mag(c.size());
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) {
+      double s = 0, m = 0;
+      auto add = [&](double p) { s += p, m += std::abs(p); };
+      for (int k = 0; k < K; ++k) {
+        add(f(a[static_cast<std::size_t>(i) * Kd + k]) * f(b[static_cast<std::size_t>(j) * Kd + k]));
+        add(f(a2[static_cast<std::size_t>(i) * 3 * BK + BK + k % BK]) * f(b[static_cast<std::size_t>(j) * Kd + k]));
+      }
+      for (int d = 0; d < BK; ++d)
+        for (int part : {0, 2}) add(f(a2[static_cast<std::size_t>(i) * 3 * BK + part * BK + d]) * f(b2[static_cast<std::size_t>(j) * BK + d]));
+      ref[static_cast<std::size_t>(i) * N + j] = s;
+      mag[static_cast<std::size_t>(i) * N + j] = m;
+    }
+  const bool gpu = dev.backend() != tj::Backend::interpreter;
+  bf* da = testing::on_device(dev, a);
+  bf* db = testing::on_device(dev, b);
+  bf* da2 = testing::on_device(dev, a2);
+  bf* db2 = testing::on_device(dev, b2);
+  float* dc = testing::on_device(dev, c);
+  using D = tj::TensorDescriptor;
+  D da_(dev, da, tj::DType::bf16, {M, Kd}, {Kd, 1}, {BM, BK}, {.swizzle = D::Swizzle::b128});
+  D db_(dev, db, tj::DType::bf16, {N, Kd}, {Kd, 1}, {BN, BK}, {.swizzle = D::Swizzle::b128});
+  D da2_(dev, da2, tj::DType::bf16, {M, 3 * BK}, {3 * BK, 1}, {BM, BK}, {.swizzle = D::Swizzle::b128});
+  D db2_(dev, db2, tj::DType::bf16, {N, BK}, {BK, 1}, {BN, BK}, {.swizzle = D::Swizzle::b128});
+  auto k = tj::compile<ItemsAndCluster<BM, BN, 2>>(dev, {.num_warps = BM / 16, .num_stages = 3, .warp_specialize = true, .num_ctas = 2});
+  k.launch(tj::Grid{programs}, da_, db_, da2_, db2_, dc, M, N, K);
+  if (gpu) {
+    dev.synchronize();
+    dev.copy_to_host(c.data(), dc, c.size() * sizeof(float));
+    for (void* p : {static_cast<void*>(da), static_cast<void*>(db), static_cast<void*>(da2), static_cast<void*>(db2), static_cast<void*>(dc)})
+      dev.free(p);
+  }
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < c.size(); ++i) bad += !(std::abs(c[i] - ref[i]) <= 1e-5 * mag[i] + 1e-6);  // NaN (unwritten) counts
+  CHECK(bad == 0);
+}
+
+bool hopper_or_skip(const tj::Device& dev) {
+  if (dev.backend() == tj::Backend::cuda && dev.compute_capability() >= 90) return true;
+  MESSAGE("no Hopper GPU: skipping");
+  return false;
+}
 
 }  // namespace
 
@@ -271,6 +337,39 @@ TEST_CASE("cluster_edges_item_blocks_in_clusters_and_without_a_producer") {
   CHECK(plain.num_ctas == 1);
   CHECK(occurrences(plain.source, "if (tj_tid == 0) { if (tj_oit") == 4);
   testing::compiles_for_sm90a(plain.source, "items_plain.cu");
+}
+
+TEST_CASE("cluster_edges_item_blocks_interpreter_matches_f64") {
+  const auto dev = tj::Device::interpreter();
+  run_items<64, 64>(dev, 256, 130, 192, 4);  // 6 cluster tiles on 2 clusters
+  run_items<64, 64>(dev, 256, 130, 0, 4);    // the K loop never runs
+  run_items<64, 64>(dev, 128, 64, 64, 8);    // 1 cluster tile on 4 clusters: three own none
+}
+
+// On the H200: the item blocks and the multicast ring in clusters (K loops of 0 and 3 iterations, clusters with no
+// tile), and a kernel whose programs run different tile counts compiled with num_ctas = 2 (clusters refused: before,
+// it hung).
+TEST_CASE("cluster_edges_gpu_items_and_refused_clusters") {
+  const auto dev = tj::Device::best();
+  if (!hopper_or_skip(dev)) return;
+  run_items<128, 128>(dev, 1024, 1000, 1000, 2 * 8);
+  run_items<128, 128>(dev, 512, 300, 0, 2 * 3);
+  run_items<128, 128>(dev, 256, 128, 192, 2 * 4);
+  testing::GemmTN<bf> p(128 * 5, 128 * 3 - 7, 320, 41);  // 15 tiles on 4 programs: 4, 4, 4 and 3
+  std::vector<float> c(static_cast<std::size_t>(p.M) * p.N, std::nanf(""));
+  bf* da = testing::on_device(dev, p.a);
+  bf* db = testing::on_device(dev, p.b);
+  float* dc = testing::on_device(dev, c);
+  using D = tj::TensorDescriptor;
+  D a(dev, da, tj::DType::bf16, {p.M, p.K}, {p.K, 1}, {128, 64}, {.swizzle = D::Swizzle::b128});
+  D b(dev, db, tj::DType::bf16, {p.N, p.K}, {p.K, 1}, {128, 64}, {.swizzle = D::Swizzle::b128});
+  auto k = tj::compile<examples::MatmulV6<128, 128, bf>>(dev, {.num_warps = 8, .num_stages = 4, .warp_specialize = true, .num_ctas = 2});
+  CHECK(k.source().num_ctas == 1);
+  k.launch(tj::Grid{4}, a, b, dc, p.M, p.N, p.K);
+  dev.synchronize();
+  dev.copy_to_host(c.data(), dc, c.size() * sizeof(float));
+  dev.free(da), dev.free(db), dev.free(dc);
+  p.check(c, 1e-5);
 }
 
 TEST_CASE("cluster_edges_dump_examples") {
