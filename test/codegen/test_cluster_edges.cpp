@@ -292,6 +292,20 @@ TEST_CASE("cluster_edges_f8_tf32_and_npot_rows_slice_on_the_swizzle_period") {
   }
 }
 
+TEST_CASE("cluster_edges_pingpong_releases_in_every_program") {
+  // The warp groups' turns do not change who releases a stage: both programs, one iteration late, after the turn.
+  const auto g = gen(examples::MatmulV7<128, 256, bf, 2>{}, 8, 4, true, 2, true);
+  CHECK(g.num_ctas == 2);
+  CHECK(has_diagnostic(g, "pingpong: the warp groups take turns"));
+  const std::size_t turn_end = g.source.find("asm volatile(\"bar.arrive %0, 256;\" :: \"r\"(3 - tj_warp / 4)");
+  const std::size_t rel = g.source.find("if (tj_lane < 2 && tj_it");
+  REQUIRE(turn_end != std::string::npos);
+  REQUIRE(rel != std::string::npos);
+  CHECK(turn_end < rel);
+  CHECK(g.source.find("tj_mbar_arrive(tj_empty") == std::string::npos);
+  testing::compiles_for_sm90a_without_spills(g.source, "matmul_v7_pingpong_c2.cu");
+}
+
 TEST_CASE("cluster_edges_other_targets_ignore_num_ctas") {
   for (const char* arch : {"sm_80", "sm_90", "gfx942"}) {
     CAPTURE(arch);
