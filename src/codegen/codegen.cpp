@@ -518,6 +518,28 @@ class Emitter {
       plan_diag_.push_back(fmt::format("num_ctas = {} not applied: clusters need warp specialisation (its stage barriers)", o_.num_ctas));
       return;
     }
+    // Each consumer warp releases a stage in every program of the cluster and a multicast copy lands in every
+    // program: the programs of a cluster must run every pipelined loop (and the loop over work items around it)
+    // the same number of times, and a multicast block's coordinates must agree, else a producer waits for a release
+    // (or a consumer for a copy) that never comes. Where that cannot be shown, no cluster.
+    std::vector<signed char> memo(k_.nodes.size(), -1);
+    auto varies = [&](int x) { return !cluster_uniform(x, memo); };
+    for (const Pipe& p : pipes_) {
+      for (int L : {parent_[static_cast<std::size_t>(p.loop)], p.loop})
+        if (L >= 0 && (varies(k_[L].args[0]) || varies(k_[L].args[1]) || varies(k_[L].args[2]))) {
+          plan_diag_.push_back(fmt::format("num_ctas = {} not applied: the trip count of loop %{} may differ between the programs of a "
+                                           "cluster (its bounds depend on program_id(0) other than through program_id(0) / c, c a "
+                                           "multiple of num_ctas)", o_.num_ctas, L));
+          return;
+        }
+      for (int x : p.loads)
+        if (k_[x].i == 1 && (varies(k_[x].args[1]) || varies(k_[x].args[2]))) {
+          plan_diag_.push_back(fmt::format("num_ctas = {} not applied: the coordinates of multicast block %{} may differ between the "
+                                           "programs of a cluster (they depend on program_id(0) other than through program_id(0) / c, "
+                                           "c a multiple of num_ctas)", o_.num_ctas, x));
+          return;
+        }
+    }
     cluster_ = o_.num_ctas;
     int mc = 0;
     // A descriptor whose every TMA block is multicast, with rows a multiple of 8 per program (the 128B swizzle's
@@ -536,6 +558,30 @@ class Emitter {
       if (tma_param_[i] && mc_split_[i]) tma_param_[i] /= cluster_;
     plan_diag_.push_back(fmt::format("clusters of {} programs along x: {} pipelined block(s) multicast (read from L2 once per cluster), "
                                      "each stage released in every program of the cluster", cluster_, mc));
+  }
+
+  /// Whether scalar `x` is provably the same in every program of a cluster of num_ctas programs along grid x:
+  /// built from parameters, constants, descriptor fields, grid sizes, program ids along y and z, program_id(0) / c
+  /// (c a positive multiple of num_ctas), loads from such addresses and induction variables of loops with such bounds.
+  bool cluster_uniform(int x, std::vector<signed char>& memo) const {
+    if (x < 0) return true;
+    signed char& m = memo[static_cast<std::size_t>(x)];
+    if (m >= 0) return m != 0;
+    const Node& n = k_[x];
+    bool u = true;
+    if (n.op == Op::program_id) {
+      u = n.axis != 0;
+    } else if (n.op == Op::loop_carry || n.op == Op::loop_result) {
+      u = false;  // (warp specialisation refuses these in bounds and coordinates anyway)
+    } else if (n.op == Op::div && k_[n.args[0]].op == Op::program_id && k_[n.args[0]].axis == 0 && k_[n.args[1]].op == Op::constant &&
+               k_[n.args[1]].type.rank == 0 && is_int(k_[n.args[1]].type.dtype) && k_[n.args[1]].i > 0 &&
+               k_[n.args[1]].i % o_.num_ctas == 0) {
+      u = true;
+    } else {
+      for (int a : n.args) u = u && cluster_uniform(a, memo);
+    }
+    m = u ? 1 : 0;
+    return u;
   }
 
   /// Warp-specialised consumers release a stage one iteration late when a wgmma reading it is left in flight.

@@ -60,6 +60,13 @@ struct Options {
   /// one TMA copy multicast into every program's shared memory — and each
   /// consumer warp releases a stage in every program of the cluster. 1: no
   /// cluster. Where warp specialisation is not applied, 1 with a diagnostic.
+  /// The programs of a cluster must run every pipelined loop (and the loop
+  /// over work items around it) the same number of times, and a multicast
+  /// block's coordinates must agree across them: unless their values are
+  /// built from parameters, constants, grid sizes, program ids along y / z,
+  /// program_id(0) / c (c a multiple of num_ctas) and loads at such
+  /// addresses, 1 with a diagnostic (e.g. a persistent loop starting at
+  /// program_id(0), a causal bound).
   int num_ctas = 1;
 };
 

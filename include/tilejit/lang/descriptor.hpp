@@ -75,8 +75,11 @@ class Desc {
   /// load(i, j) of a block that every program of a thread-block cluster loads at the same (i, j) in the same
   /// iteration (e.g. GEMM's B block for programs that share output columns): with CompileOptions::num_ctas > 1 on
   /// sm_90a, in a warp-specialised TMA pipeline, the cluster's first program copies it once from L2 into every
-  /// program's shared memory (TMA multicast). The caller promises the coordinates agree across the cluster (else
-  /// the programs read each other's block); everywhere else this is load(i, j).
+  /// program's shared memory (TMA multicast). The coordinates, and the bounds of the loop (and of the loop over work
+  /// items around it), must be the same in every program of the cluster: the code generator applies clusters only
+  /// where it can show that (values built from parameters, constants, grid sizes, program ids along y / z,
+  /// program_id(0) / c with c a multiple of num_ctas, loads at such addresses); else none, with a diagnostic.
+  /// Everywhere else this is load(i, j).
   template <class I, class J>
   Tile<T, B0, B1> load_multicast(const I& i, const J& j) const {
     return load_node(i, j, true);

@@ -64,6 +64,9 @@ struct CompileOptions {
   /// `Desc::load_multicast` are read once per cluster and multicast into each
   /// program's shared memory (TMA multicast). The launch's grid x must be a
   /// multiple of num_ctas (InvalidArgument otherwise, on every device).
+  /// Applied only where the code generator can show that the programs of a
+  /// cluster run every pipelined loop equally often and agree on the
+  /// multicast coordinates (codegen::Options::num_ctas); else 1 and a diagnostic.
   int num_ctas = 1;
 };
 
