@@ -10,6 +10,7 @@
 
 #include "test/common/codegen.hpp"
 #include "test/common/random.hpp"
+#include "test/common/text.hpp"
 #include "tilejit/ir/lower_descriptors.hpp"
 #include "tilejit/tilejit.hpp"
 
@@ -82,4 +83,24 @@ TEST_CASE("desc_store_without_tma_store_is_a_masked_store_on_sm90a_and_sm80") {
     CHECK(g.tma_params.empty());
     if (std::string(arch) == "sm_90a") testing::compiles_for_sm90a(g.source, "desc_store_masked.cu");
   }
+}
+
+TEST_CASE("desc_store_with_tma_store_outside_loops_is_one_bulk_store_per_slab") {
+  // f32 rows of 64 elements: two 128-byte slabs. Outside every loop: no .read wait before the staging writes.
+  const tj::ir::Kernel k = tj::trace(StoreBlocks<64, 64>{});
+  const auto g = tj::codegen::generate(k, {}, tj::codegen::target_for("sm_90a"), {.num_warps = 4, .tma_store = true});
+  CHECK(testing::occurrences(g.source, "tj_tma_store_2d(&s") == 2);
+  CHECK(g.source.find("if (tj_tid == 0) tj_bulk_wait_read();") == std::string::npos);
+  CHECK(g.source.find("if (tj_tid == 0) tj_bulk_wait();") != std::string::npos);
+  REQUIRE(g.tma_params.size() == 1);
+  CHECK(g.tma_params[0] == 1);
+  CHECK(g.tma_boxes[0] == std::array<int, 2>{64, 32});
+  testing::compiles_for_sm90a(g.source, "desc_store_tma.cu");
+  // Blocks whose rows are not whole 128-byte slabs keep the masked store.
+  const auto narrow = tj::codegen::generate(tj::trace(StoreBlocks<16, 24>{}), {}, tj::codegen::target_for("sm_90a"),
+                                            {.num_warps = 4, .tma_store = true});
+  CHECK(narrow.source.find("tj_tma_store_2d") == std::string::npos);
+  // sm_80 ignores the option.
+  const auto ampere = tj::codegen::generate(k, {}, tj::codegen::target_for("sm_80"), {.num_warps = 4, .tma_store = true});
+  CHECK(ampere.source.find("tj_tma_store_2d") == std::string::npos);
 }
