@@ -17,6 +17,9 @@
 //                            BM_TilejitV7P: the persistent form (rung 6 with clusters)
 //   BM_CublasTNBf16Out/...   BM_CublasTN writing a bf16 C (what torch's bf16 matmul runs)
 //   BM_TilejitBf16Out/...    rung 5 / rung 6 writing a bf16 C through their fused epilogues (no activation)
+//   BM_TilejitV6Store/BMxBN/S rung 6 writing a bf16 C through a C descriptor with CompileOptions::tma_store: the tile
+//                            staged in swizzled shared memory and stored by TMA, drained during the next tile
+//                            (BM_TilejitV6StoreMasked: the same kernel, the masked store)
 //   BM_TilejitGemm/...       examples/gemm/gemm.hpp, the library call: on first use of a shape it races its 16
 //                            candidates (rung 5 and rung 6 configs) and launches the winner, named in the label;
 //                            small M runs the swap-AB kernel, narrow N rung 5's split-K on 128-row blocks (the label
@@ -310,6 +313,23 @@ void BM_TilejitFused(benchmark::State& st) {
               (PERSISTENT ? "6 " : "5 ") + std::to_string(BM) + "x" + std::to_string(BN) + " stages " + std::to_string(STAGES));
 }
 
+/// bf16 out through MatmulV6Store (persistent, producer warp group): TMA (the TMA-store epilogue) or the masked
+/// store of the same kernel. Compare with BM_CublasTNBf16Out and BM_TilejitBf16Out/v6.
+template <int BM, int BN, int STAGES, bool TMA = true>
+void BM_TilejitV6Store(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  const long M = st.range(0), N = st.range(1), K = st.range(2);
+  Operands o(M, N, K);
+  const TnDescs d(o.a, o.b, tj::DType::bf16, M, N, K, BM, BN, 64);
+  const tj::TensorDescriptor c(gpu(), o.c, tj::DType::bf16, {M, N}, {N, 1}, {BM, 64}, {.swizzle = tj::TensorDescriptor::Swizzle::b128});
+  auto k = tj::compile<examples::MatmulV6Store<BM, BN, tj::bf16>>(
+      gpu(), {.num_warps = BM / 16, .num_stages = STAGES, .warp_specialize = true, .tma_store = TMA});
+  const tj::Grid grid = examples::persistent_grid(M, N, BM, BN, gpu().num_sms());
+  timed(st, 2.0 * M * N * K, [&] { k.launch(grid, d.a, d.b, c, M, N, K); });
+  st.SetLabel(std::string("bf16 out, rung 6 + ") + (TMA ? "TMA store " : "masked store ") + std::to_string(BM) + "x" + std::to_string(BN) +
+              " stages " + std::to_string(STAGES));
+}
+
 /// The library call (examples/gemm/gemm.hpp): the tuned winner per shape, or split-K for small M.
 void BM_TilejitGemm(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
@@ -507,6 +527,8 @@ BENCHMARK(BM_CublasTN<CUDA_R_16BF>)->Name("BM_CublasTNBf16Out")->Apply(shapes_tn
 BENCHMARK(BM_TilejitFused<128, 256, 4, false, examples::Act::none>)->Name("BM_TilejitBf16Out/v5/128x256/4")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitFused<128, 256, 3, false, examples::Act::none>)->Name("BM_TilejitBf16Out/v5/128x256/3")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitFused<128, 256, 4, true, examples::Act::none>)->Name("BM_TilejitBf16Out/v6/128x256/4")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitV6Store<128, 256, 3>)->Name("BM_TilejitV6Store/128x256/3")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitV6Store<128, 256, 3, false>)->Name("BM_TilejitV6StoreMasked/128x256/3")->Apply(shapes_tn);
 // Rung 7: clusters and TMA multicast, on the large shapes (BM_TilejitV7/.../1: the same kernel without clusters).
 BENCHMARK(BM_TilejitV7<128, 256, 4, 2>)->Name("BM_TilejitV7/128x256/4/2")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitV7<128, 256, 3, 2>)->Name("BM_TilejitV7/128x256/3/2")->Apply(shapes_tn);

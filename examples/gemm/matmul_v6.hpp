@@ -110,4 +110,24 @@ struct MatmulV6Fused {
   }
 };
 
+/// C = cast<Out>(A·Bᵀ), persistent, the tile stored through a C descriptor (`Desc<Out, BLOCK_M, BLOCK_N>` over
+/// C [M, N]): with CompileOptions{.tma_store = true} on sm_90a the consumers write the tile into a 128B-swizzled
+/// shared staging buffer and one thread stores it with TMA (cp.async.bulk.tensor), drained while the next tile's
+/// main loop runs (docs/gemm.md, "The next rungs"); elsewhere it is the masked store of MatmulV6. Rows and columns
+/// past C's shape are dropped (TMA clips them).
+/// Host side: TensorDescriptor c(dev, C, dtype_v<Out>, {M, N}, {N, 1}, {BLOCK_M, 128 / sizeof(Out)}, {.swizzle = Swizzle::b128})
+/// (any block shape: a launch re-encodes it with the box the kernel stores); N · sizeof(Out) a multiple of 16 (TMA).
+template <int BLOCK_M, int BLOCK_N, class T, class Out = T, int GROUP_M = 8>
+struct MatmulV6Store {
+  static_assert(!std::is_same_v<T, std::int8_t>, "MatmulV6Store: float inputs");
+  static constexpr int BLOCK_K = 128 / static_cast<int>(sizeof(T));
+  void operator()(tj::Desc<T, BLOCK_M, BLOCK_K> a, tj::Desc<T, BLOCK_N, BLOCK_K> b, tj::Desc<Out, BLOCK_M, BLOCK_N> c, tj::Size M,
+                  tj::Size N, tj::Size K) const {
+    for_each_tile<BLOCK_M, BLOCK_N, GROUP_M>(M, N, [&](const tj::Int& m0, const tj::Int& n0) {
+      auto acc = v6_mainloop<BLOCK_M, BLOCK_N, BLOCK_K, T>(a, b, m0, n0, K);
+      c.store(m0, n0, tj::cast<Out>(acc));
+    });
+  }
+};
+
 }  // namespace examples

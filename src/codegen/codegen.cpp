@@ -59,6 +59,11 @@ class Emitter {
       // The TMA rings first (1024-byte aligned for the 128B swizzle), then the scratch of conversions and
       // reductions; 1024 bytes of slack to align the dynamic base. H100/H200: at most 227 KiB per program.
       g.dynamic_shared_bytes = ring_bytes_ + (smem_bytes_ + 1023) / 1024 * 1024 + 1024;
+      if (g.dynamic_shared_bytes > 227 * 1024 && !stores_.empty())
+        throw Unsupported(fmt::format("kernel {} needs {} bytes of shared memory ({} for TMA store staging, {} for {} TMA pipeline "
+                                      "stage(s) and blocks, {} of scratch): sm_90 allows 227 KiB per program; lower num_stages or "
+                                      "the block sizes, or turn tma_store off", k_.name, g.dynamic_shared_bytes, staging_bytes(),
+                                      ring_bytes_ - staging_bytes(), o_.num_stages, smem_bytes_));
       if (g.dynamic_shared_bytes > 227 * 1024)
         throw Unsupported(fmt::format("kernel {} needs {} bytes of shared memory ({} for {} TMA pipeline stage(s), {} of scratch): "
                                       "sm_90 allows 227 KiB per program; lower num_stages or the block sizes",
@@ -79,6 +84,7 @@ class Emitter {
       src += fmt::format("// layout L{}: {}\n", i, plan_.layouts[i].description);
     src += prelude(t_.dialect == Dialect::cuda);
     if (dynamic) src += tma_prelude();
+    if (!stores_.empty()) src += tma_store_prelude();
     // Warp-specialised: `.maxnreg` (__maxnreg__) fixes the launch allocation at launch_regs() per thread, the pool
     // setmaxnreg redistributes; with __launch_bounds__ alone ptxas may allocate fewer (58 for a 128x64 GEMM) and the
     // consumers' setmaxnreg.inc would wait forever for registers the program never had.
@@ -112,6 +118,7 @@ class Emitter {
     // sit in a loop that ran zero times, the program must still not exit with the bulk copy in flight.
     for (const Resident& r : resident_)
       src += fmt::format("  if (tj_tid == 0) tj_mbar_wait(tj_rbar{}, 0u);  // block %{} has landed before the program exits\n", r.node, r.node);
+    if (!stores_.empty()) src += "  if (tj_tid == 0) tj_bulk_wait();  // the TMA stores have completed before the program exits\n";
     // A cluster's programs write each other's shared memory (multicast copies) and barriers (stage releases): none
     // exits while another may still do so. (The producer warp groups have exited; a cluster barrier waits only for
     // threads that have not.)
@@ -146,6 +153,112 @@ class Emitter {
   struct ItemBlock {
     int node = -1, loop = -1, off = 0, bar_off = 0, bytes = 0, anchor = -1;
   };
+  /// A TMA store (desc_store): its staging buffer, [rows, 128 bytes] slabs with the 128B swizzle.
+  struct StoreBuf {
+    int node = -1, off = 0, bytes = 0;
+  };
+  // ---- TMA stores -----------------------------------------------------------
+  /// Staging buffers after the blocks of the loads (1024-byte aligned, as the swizzle needs).
+  void plan_stores() {
+    for (StoreBuf& b : stores_) {
+      b.off = ring_bytes_;
+      ring_bytes_ += (b.bytes + 1023) / 1024 * 1024;
+      pipe_preamble_ += fmt::format("  const unsigned tj_stbuf{} = tj_smem_addr(tj_smem_raw) + {};  // TMA store staging of %{}\n",
+                                    b.node, b.off, b.node);
+      plan_diag_.push_back(fmt::format("desc_store %{}: stored by TMA from {} bytes of shared memory ({} slab(s) of 128 bytes)", b.node,
+                                       b.bytes, slabs_of(b.node)));
+    }
+  }
+  int staging_bytes() const {
+    int n = 0;
+    for (const StoreBuf& b : stores_) n += (b.bytes + 1023) / 1024 * 1024;
+    return n;
+  }
+  /// Elements of value layout `tl` one thread writes to the staging buffer at once: a run of its registers along
+  /// the minor dim (as vector stores), at most 16 bytes, starting at a multiple of the run in every thread (every
+  /// other digit moves the column by a multiple of it), so it stays inside one 16-byte chunk of the swizzle.
+  int staging_width(const ir::TileLayout& tl, int es) const {
+    const int pd = tl.dim_of[1];
+    if (tl.scalar || pd < 0 || !D(tl).additive) return 1;
+    const auto& reg = D(tl).reg;
+    int run = 1;
+    std::size_t k = 0;
+    for (; k < reg.size(); ++k) {
+      const auto& g = reg[k];
+      if (g.radix != 2 || g.stride != run || g.image[static_cast<std::size_t>(pd)] != run || run * 2 * es > 16) break;
+      bool only_pd = true;
+      for (int d = 0; d < D(tl).rank; ++d)
+        if (d != pd && g.image[static_cast<std::size_t>(d)] != 0) only_pd = false;
+      if (!only_pd) break;
+      run *= 2;
+    }
+    auto aligned = [&](int w, std::size_t first) {
+      for (std::size_t i = first; i < reg.size(); ++i)
+        if (reg[i].image[static_cast<std::size_t>(pd)] % w) return false;
+      for (const auto& g : D(tl).lane)
+        if (g.image[static_cast<std::size_t>(pd)] % w) return false;
+      for (const auto& g : D(tl).warp)
+        if (g.image[static_cast<std::size_t>(pd)] % w) return false;
+      return true;
+    };
+    while (run > 1 && !aligned(run, k)) {
+      run /= 2;
+      --k;
+    }
+    return run * es >= 4 ? run : 1;
+  }
+  /// desc_store `id` through TMA: wait until the previous store from this buffer has read it (a store in a loop),
+  /// every consumer thread writes its elements at their swizzled offsets, proxy fence, barrier, then thread 0
+  /// issues one bulk tensor store per 128-byte slab and commits them as one bulk group.
+  void emit_tma_store(int id) {
+    const Node& n = k_[id];
+    const StoreBuf* sb = nullptr;
+    for (const StoreBuf& b : stores_)
+      if (b.node == id) sb = &b;
+    if (!sb) throw Unsupported(fmt::format("codegen: desc_store %{} has no staging buffer", id));
+    int val = n.args[3];
+    const int B0 = n.type.shape[0], es = size_bytes(n.type.dtype);
+    const ir::TileLayout& tl = TL(val);
+    // cast<T>(x) of a float x in the same layout: store x converted once (the cast rounds as the conversion does).
+    if (const Node& c = k_[val]; c.op == Op::cast && is_float(k_[c.args[0]].type.dtype) && TL(c.args[0]) == tl) val = c.args[0];
+    line(fmt::format("// %{}: block of descriptor %{} stored by TMA from the swizzled staging buffer tj_stbuf{}", id, n.args[0], id));
+    if (parent_[static_cast<std::size_t>(id)] >= 0) {
+      line("if (tj_tid == 0) tj_bulk_wait_read();  // the previous store from this buffer has read it");
+      line(sync());
+    }
+    const int vw = staging_width(tl, es), bytes = vw * es;
+    const std::string own = owner_predicate(tl);
+    for (int r = 0; r < regs(tl); r += vw) {
+      if (canonical(r, tl) != r) continue;
+      const std::string at = fmt::format("tj_smem_raw + {}u + tj_swz128({}, ({}) * {}, {})", sb->off, coord(tl, r, 0), coord(tl, r, 1), es, B0);
+      std::string st;
+      if (bytes < 4) {
+        st = fmt::format("*({}*)({}) = {};", storage_type(n.type.dtype), at, store_expr(n.type.dtype, v(val, r)));
+      } else {
+        const std::string tv = fmt::format("t{}_{}", id, r);
+        line(fmt::format("tj_v{} {};", bytes, tv));
+        for (int w = 0; w < bytes / 4; ++w) {
+          std::string word;
+          if (es == 4) {
+            word = n.type.dtype == DType::f32 ? fmt::format("tj_as_u32({})", v(val, r + w)) : fmt::format("(unsigned)({})", v(val, r + w));
+          } else {
+            auto half = [&](int i) { return fmt::format("(unsigned)({})", store_expr(n.type.dtype, v(val, r + i))); };
+            word = fmt::format("{} | ({} << 16)", half(2 * w), half(2 * w + 1));
+          }
+          line(fmt::format("{}.w[{}] = {};", tv, w, word));
+        }
+        st = fmt::format("*(tj_v{}*)({}) = {};", bytes, at, tv);
+      }
+      line(own.empty() ? st : fmt::format("if ({}) {}", own, st));
+    }
+    line("tj_fence_proxy_async();  // the writes above are visible to TMA");
+    line(sync() + "  // the staging buffer is complete");
+    std::string issue;
+    for (int s = 0; s < slabs_of(id); ++s)
+      issue += fmt::format("tj_tma_store_2d(&s{}.map, tj_stbuf{} + {}u, (int)({}) + {}, (int)({})); ", n.args[0], id, s * B0 * 128,
+                           v(n.args[2], 0), s * (128 / es), v(n.args[1], 0));
+    line(fmt::format("if (tj_tid == 0) {{ {}tj_bulk_commit(); }}", issue));
+  }
   /// 128-byte slabs a block [rows, cols] is held in (one TMA box each; the last may be partly used).
   int slabs_of(int id) const {
     const ir::Type& t = k_[id].type;
@@ -227,6 +340,11 @@ class Emitter {
       if (k_.nodes[id].op == Op::loop_begin && has_blocks[id] && parent[id] >= 0) encloses[static_cast<std::size_t>(parent[id])] = 1;
     for (std::size_t id = 0; id < N; ++id) {
       const Node& n = k_.nodes[id];
+      if (n.op == Op::desc_store) {  // left in the IR by generate(): a TMA store (plan_stores)
+        note_param(n);
+        stores_.push_back(StoreBuf{static_cast<int>(id), 0, block_bytes(static_cast<int>(id))});
+        continue;
+      }
       if (n.op != Op::desc_load) continue;
       const int L = parent[id];
       note_param(n);
@@ -305,6 +423,7 @@ class Emitter {
       }
       if (b.anchor < 0) throw Unsupported(fmt::format("codegen: TMA block %{} has no wgmma reader", b.node));
     }
+    plan_stores();
     parent_ = parent;
     decide_warp_specialization(parent, ends);
     decide_cluster();
@@ -1193,6 +1312,9 @@ class Emitter {
           line(fmt::format("// %{}: block of descriptor %{} copied by TMA (loop %{}'s pipeline)", id, arg(0), pipe_of_load(id)->loop));
         }
         return;
+      case Op::desc_store:
+        emit_tma_store(id);
+        return;
       case Op::trans:
         if (plan_.in_smem[static_cast<std::size_t>(id)]) return;  // a view: wgmma reads the K-major block as B
         // A register tile: the operand was brought to the transpose of this value's layout, so register r holds
@@ -2026,6 +2148,7 @@ class Emitter {
   int ring_bytes_ = 0;
   std::vector<Resident> resident_;
   std::vector<ItemBlock> items_;
+  std::vector<StoreBuf> stores_;  // TMA stores (desc_store left in the IR), one staging buffer each
   std::vector<int> pending_release_;  // item blocks whose last reader is a wgmma not yet retired
   std::vector<int> deferred_;  // wgmma dots issued, not yet waited for, oldest first (retire_deferred)
   std::vector<int> loop_end_;  // per loop_begin: its loop_end (ir::loop_ends)
@@ -2152,6 +2275,19 @@ std::vector<char> tma_loads(const ir::Kernel& k, const Target& t, const Options&
   return keep;
 }
 
+/// The desc_stores TMA takes (keep = 1) on this target: with Options::tma_store on sm_90a, a block [rows, cols] of
+/// 2- or 4-byte elements whose rows are whole 128-byte slabs (cols · size a multiple of 128) and rows a multiple of 8
+/// (each slab a whole number of 1024-byte swizzle atoms). Everything else is lowered to masked stores.
+void tma_stores(const ir::Kernel& k, const Target& t, const Options& o, std::vector<char>& keep) {
+  if (!o.tma_store || t.dialect != Dialect::cuda || t.arch != "sm_90a") return;
+  for (std::size_t id = 0; id < k.nodes.size(); ++id) {
+    const Node& n = k.nodes[id];
+    if (n.op != Op::desc_store) continue;
+    const int es = size_bytes(n.type.dtype);
+    if ((es == 2 || es == 4) && n.type.shape[1] * es % 128 == 0 && n.type.shape[0] % 8 == 0) keep[id] = 1;
+  }
+}
+
 }  // namespace
 
 Target target_for(const std::string& arch) {
@@ -2182,7 +2318,8 @@ Generated generate(const ir::Kernel& k, const ir::Specialization& spec, const Ta
   if (o.num_ctas != 1 && o.num_ctas != 2 && o.num_ctas != 4)
     throw InvalidArgument(fmt::format("num_ctas = {}: a cluster is 1, 2 or 4 programs", o.num_ctas));
   // Descriptor loads: TMA where the pipeline takes them, masked loads elsewhere.
-  const std::vector<char> keep = tma_loads(k, t, o);
+  std::vector<char> keep = tma_loads(k, t, o);
+  tma_stores(k, t, o, keep);
   const ir::Kernel lowered = ir::lower_descriptors(k, [&](int id) { return keep[static_cast<std::size_t>(id)] != 0; });
   // Ping-pong is refused after the fact when its turn would hold a barrier of every consumer thread (a cross-warp
   // reduction, a conversion or a staged wgmma between the first and last wgmma of the iteration): made again without.

@@ -229,6 +229,27 @@ static __device__ __forceinline__ void tj_tma_load_2d_multicast(unsigned dst, co
 )";
 }
 
+std::string tma_store_prelude() {
+  return R"(// TMA stores (sm_90; PTX ISA "cp.async.bulk.tensor", "cp.async.bulk.commit_group", "cp.async.bulk.wait_group").
+// The [box] block at element coordinates (x = innermost, y) of the map from shared memory at `src`, in a bulk group.
+static __device__ __forceinline__ void tj_tma_store_2d(const void* map, unsigned src, int x, int y) {
+  asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" :: "l"(map), "r"(src), "r"(x), "r"(y) : "memory");
+}
+static __device__ __forceinline__ void tj_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+// Every bulk group of this thread has finished reading its shared memory (the buffer may be written again).
+static __device__ __forceinline__ void tj_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+// Every bulk group of this thread has completed.
+static __device__ __forceinline__ void tj_bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+// This thread's generic-proxy writes to shared memory become visible to the async proxy (TMA).
+static __device__ __forceinline__ void tj_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
+// Byte offset of byte `b` of row `row` in `rows`-row slabs of 128 bytes with the 128B swizzle (16-byte chunk ^ row % 8),
+// the layout a TMA box of 128-byte rows has in shared memory.
+static __device__ __forceinline__ unsigned tj_swz128(int row, int b, int rows) {
+  return (unsigned)((b >> 7) * rows * 128 + row * 128 + ((((b >> 4) & 7) ^ (row & 7)) << 4) + (b & 15));
+}
+)";
+}
+
 std::string prelude(bool cuda) {
   return std::string(cuda ? "// tilejit CUDA prelude\n" : "// tilejit HIP prelude\n") + common_types() +
          (cuda ? cuda_part() : hip_part()) + common_functions();

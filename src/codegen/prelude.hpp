@@ -8,4 +8,7 @@ namespace tilejit::codegen {
 std::string prelude(bool cuda);
 /// mbarrier and TMA helpers (CUDA, sm_90+), appended when a kernel uses the TMA pipeline.
 std::string tma_prelude();
+/// TMA store helpers (CUDA, sm_90+): bulk tensor stores, bulk groups, the proxy fence and the 128B-swizzle offset;
+/// appended after tma_prelude() when a kernel stores a descriptor block through TMA.
+std::string tma_store_prelude();
 }  // namespace tilejit::codegen

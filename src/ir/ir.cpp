@@ -56,6 +56,7 @@ const char* name(Op op) {
     case Op::desc_load: return "desc_load";
     case Op::desc_field: return "desc_field";
     case Op::trans: return "trans";
+    case Op::desc_store: return "desc_store";
   }
   return "?";
 }
@@ -126,8 +127,8 @@ std::string print(const Kernel& k) {
   out += ")\n";
   for (std::size_t id = 0; id < k.nodes.size(); ++id) {
     const Node& n = k.nodes[id];
-    if (n.op == Op::store)
-      out += fmt::format("  store");
+    if (n.op == Op::store || n.op == Op::desc_store)
+      out += fmt::format("  {}", name(n.op));
     else
       out += fmt::format("  %{} = {} {}", id, name(n.op), to_string(n.type));
     for (int a : n.args)

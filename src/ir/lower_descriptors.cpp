@@ -1,6 +1,7 @@
 #include "tilejit/ir/lower_descriptors.hpp"
 
 #include <limits>
+#include <utility>
 #include <vector>
 
 namespace tilejit::ir {
@@ -14,7 +15,7 @@ struct Builder {
     Node n;
     n.op = op;
     n.type = t;
-    n.args = {a0, a1, a2};
+    n.args = {a0, a1, a2, -1};
     n.axis = axis;
     n.i = i;
     return out.add(n);
@@ -52,9 +53,9 @@ struct Builder {
     return binary(Op::bit_and, binary(Op::ge, idx, zero, shape), binary(Op::lt, idx, bound, shape), shape);
   }
 
-  /// The block of descriptor `d` at (c0, c1) as a masked load; [B0, B1], or
-  /// [B1, B0] when `transposed`.
-  int load(int d, int c0, int c1, const Type& block, bool transposed) {
+  /// The pointers and the in-bounds mask of the block of descriptor `d` at (c0, c1); [B0, B1], or [B1, B0] when
+  /// `transposed`.
+  std::pair<int, int> addresses(int d, int c0, int c1, const Type& block, bool transposed) {
     const DType dt = block.dtype;
     const int B0 = block.shape[0], B1 = block.shape[1];
     const int base = add(Op::desc_field, scalar(dt, true), d, -1, -1, 0, 0);
@@ -78,7 +79,16 @@ struct Builder {
     const int ptrs = add(Op::addptr, pt, bcast(base, pt), off);
     const int mr = in_range(r2, sh0, row_t), mc = in_range(c2, sh1, col_t);
     const int mask = binary(Op::bit_and, mr, mc, out_t);
-    Type lt = out_t;
+    return {ptrs, mask};
+  }
+
+  /// The block of descriptor `d` at (c0, c1) as a masked load; [B0, B1], or
+  /// [B1, B0] when `transposed`.
+  int load(int d, int c0, int c1, const Type& block, bool transposed) {
+    const DType dt = block.dtype;
+    const auto [ptrs, mask] = addresses(d, c0, c1, block, transposed);
+    Type lt = block;
+    if (transposed) std::swap(lt.shape[0], lt.shape[1]);
     lt.dtype = dt;
     int other = -1;  // zero
     if (is_float(dt)) {
@@ -96,6 +106,12 @@ struct Builder {
     }
     return add(Op::load, lt, ptrs, mask, other);
   }
+
+  /// `value` stored as the block of descriptor `d` at (c0, c1), out-of-bounds elements dropped.
+  void store(int d, int c0, int c1, int value, const Type& block) {
+    const auto [ptrs, mask] = addresses(d, c0, c1, block, false);
+    add(Op::store, block, ptrs, value, mask);
+  }
 };
 
 }  // namespace
@@ -105,7 +121,8 @@ Kernel lower_descriptors(const Kernel& k, const std::function<bool(int)>& keep) 
   std::vector<char> lowered(N, 0), direct_use(N, 0);
   bool any = false;
   for (std::size_t id = 0; id < N; ++id)
-    if (k.nodes[id].op == Op::desc_load && !(keep && keep(static_cast<int>(id)))) lowered[id] = any = 1;
+    if ((k.nodes[id].op == Op::desc_load || k.nodes[id].op == Op::desc_store) && !(keep && keep(static_cast<int>(id))))
+      lowered[id] = any = 1;
   if (!any) return k;
   for (const Node& n : k.nodes)
     for (int a : n.args)
@@ -122,6 +139,10 @@ Kernel lower_descriptors(const Kernel& k, const std::function<bool(int)>& keep) 
     if (n.op == Op::desc_load && lowered[id]) {
       // Built here only when something uses the block itself; `trans` users build their own.
       if (direct_use[id]) map[id] = b.load(m(n.args[0]), m(n.args[1]), m(n.args[2]), n.type, false);
+      continue;
+    }
+    if (n.op == Op::desc_store && lowered[id]) {
+      b.store(m(n.args[0]), m(n.args[1]), m(n.args[2]), m(n.args[3]), n.type);
       continue;
     }
     if (n.op == Op::trans && lowered[static_cast<std::size_t>(n.args[0])]) {

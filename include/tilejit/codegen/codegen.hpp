@@ -68,6 +68,14 @@ struct Options {
   /// addresses, 1 with a diagnostic (e.g. a persistent loop starting at
   /// program_id(0), a causal bound).
   int num_ctas = 1;
+  /// sm_90a: a Desc::store of a block whose rows are whole 128-byte slabs (2- or 4-byte elements, rows a multiple
+  /// of 8) goes through TMA: every consumer thread writes its elements into a 128B-swizzled shared staging buffer
+  /// (one per store), a proxy fence and a barrier of the consumers, then one thread issues a
+  /// `cp.async.bulk.tensor` store per slab and commits a bulk group; the buffer is written again only after that
+  /// group has read it (`cp.async.bulk.wait_group.read`, e.g. one tile later in a persistent loop), and the program
+  /// waits for its stores before it exits. Rows and columns past the descriptor's shape are clipped by TMA. Other
+  /// targets and other stores: the masked store (false: always).
+  bool tma_store = false;
 };
 
 struct Generated {

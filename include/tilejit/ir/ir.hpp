@@ -67,6 +67,9 @@ enum class Op : std::uint8_t {
   desc_field,    // args[0] = descriptor; i: 0 base (ptr), 1 shape[0], 2 shape[1], 3 strides[0] (i32 elements),
                  // 4 OobFill (i32: 1 = NaN)
   trans,         // args[0] [M,N] -> [N,M]
+  desc_store,    // args: descriptor, c0, c1, value [block0, block1]: stores the block at (c0, c1), out-of-bounds
+                 // elements dropped; no result. Backends see it only where codegen stores it through TMA
+                 // (lower_descriptors rewrites the others into masked stores)
 };
 
 const char* name(Op op);
@@ -78,7 +81,7 @@ bool is_reduce(Op op);
 struct Node {
   Op op = Op::constant;
   Type type;
-  std::array<int, 3> args{-1, -1, -1};
+  std::array<int, 4> args{-1, -1, -1, -1};  // args[3]: desc_store's value only
   int axis = 0;
   double f = 0;        // float constant
   std::int64_t i = 0;  // integer constant / parameter index

@@ -66,7 +66,7 @@ int begin_loop(const Lo& lo, const Hi& hi, const Step& step) {
   ir::Node b;
   b.op = ir::Op::loop_begin;
   b.type = type_of<std::int32_t>();
-  b.args = {l.id(), h.id(), s.id()};
+  b.args = {l.id(), h.id(), s.id(), -1};
   return record(b);
 }
 

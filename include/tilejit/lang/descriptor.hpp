@@ -31,7 +31,9 @@
 // (codegen, "TMA pipeline"); every other load is rewritten into ordinary masked
 // loads from the descriptor's base, shape and strides (ir/lower_descriptors.hpp),
 // which is also how the interpreter, HIP and sm_80 run them. `store(i, j, t)`
-// is always a masked store of the same block.
+// records a desc_store: a masked store of the same block (lower_descriptors),
+// or on sm_90a with CompileOptions::tma_store a TMA bulk store through a
+// 128B-swizzled shared-memory staging buffer (codegen, "TMA store").
 #pragma once
 #include <cstdint>
 
@@ -94,13 +96,11 @@ class Desc {
   template <class I, class J>
   void store(const I& i, const J& j, const Tile<T, B0, B1>& t) const {
     const Int ci = lang::index_of(i), cj = lang::index_of(j);
-    auto rows = ci + arange<B0>();
-    auto cols = cj + arange<B1>();
-    auto r = expand_dims<1>(rows);
-    auto c = expand_dims<0>(cols);
-    auto p = base() + r * field(3) + c;
-    auto m = (r >= 0) & (r < field(1)) & (c >= 0) & (c < field(2));
-    tilejit::store(p, t, m);
+    ir::Node n;
+    n.op = ir::Op::desc_store;
+    n.type = lang::type_of<T, B0, B1>();
+    n.args = {id_, ci.id(), cj.id(), t.id()};
+    lang::record(n);
   }
 
  private:
@@ -111,7 +111,7 @@ class Desc {
     ir::Node n;
     n.op = ir::Op::desc_load;
     n.type = lang::type_of<T, B0, B1>();
-    n.args = {id_, ci.id(), cj.id()};
+    n.args = {id_, ci.id(), cj.id(), -1};
     n.i = multicast ? 1 : 0;
     return Tile<T, B0, B1>(lang::record(n));
   }

@@ -395,7 +395,7 @@ auto dot(const A& a, const B& b, const C& acc) {
   ir::Node n;
   n.op = ir::Op::dot;
   n.type = lang::type_of<Acc, SC::dims[0], SC::dims[1]>();
-  n.args = {a.id(), b.id(), acc.id()};
+  n.args = {a.id(), b.id(), acc.id(), -1};
   return Tile<Acc, SC::dims[0], SC::dims[1]>(lang::record(n));
 }
 /// a·b with a fresh accumulator (f32; i32 for i8 operands).

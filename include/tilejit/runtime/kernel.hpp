@@ -68,6 +68,9 @@ struct CompileOptions {
   /// cluster run every pipelined loop equally often and agree on the
   /// multicast coordinates (codegen::Options::num_ctas); else 1 and a diagnostic.
   int num_ctas = 1;
+  /// sm_90a: Desc::store of blocks with 128-byte rows through a swizzled shared staging buffer and TMA bulk
+  /// stores, drained while the program goes on (codegen::Options::tma_store). Ignored by other targets.
+  bool tma_store = false;
 };
 
 /// The code generator's options for `o`.
@@ -77,7 +80,8 @@ inline codegen::Options codegen_options(const CompileOptions& o) {
           .warp_specialize = o.warp_specialize,
           .pingpong = o.pingpong,
           .overlap_register_wgmma = o.overlap_register_wgmma,
-          .num_ctas = o.num_ctas};
+          .num_ctas = o.num_ctas,
+          .tma_store = o.tma_store};
 }
 
 /// What the last launch's JIT did (for tools and benchmarks).

@@ -1,0 +1,169 @@
+// GEMM rung 6 with the TMA-store epilogue (examples::MatmulV6Store, CompileOptions::tma_store): the interpreter
+// against f64 on ragged shapes (the store's masked lowering), the sm_90a text (staging writes at swizzled offsets,
+// proxy fence, barrier, one bulk tensor store per 128-byte slab and a commit per tile, the buffer's previous store
+// waited for (.read) before it is written again, every store waited for before exit; the C descriptor encoded
+// with its box), the shared-memory rule, NVRTC + ptxas with no spills, and the GPU against f64 with poisoned
+// outputs (skips without a GPU).
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <regex>
+#include <vector>
+
+#include "examples/gemm/matmul_v6.hpp"
+#include "test/common/codegen.hpp"
+#include "test/common/gemm_problem.hpp"
+#include "test/common/text.hpp"
+
+namespace tj = tilejit;
+using D = tj::TensorDescriptor;
+
+namespace {
+
+using testing::on_device;
+
+/// MatmulV6Store<BM, BN, bf16, Out> on `dev` with `programs` programs (0: persistent_grid): C poisoned (NaN), every
+/// element written, within Out's rounding plus the f32 accumulation error of f64, and nothing written past C's
+/// shape (C sits in a larger buffer whose pitch exceeds N).
+template <int BM, int BN, class Out>
+void run_store(const tj::Device& dev, int M, int N, int K, int stages, bool ws, int programs) {
+  CAPTURE(M);
+  CAPTURE(N);
+  CAPTURE(K);
+  CAPTURE(BM);
+  CAPTURE(BN);
+  CAPTURE(ws);
+  testing::GemmTN<tj::bf16> p(M, N, K, static_cast<unsigned>(M * 5 + N + K));
+  const bool gpu = dev.backend() != tj::Backend::interpreter;
+  const int ld = (N + 8 + 7) / 8 * 8, rows = M + 3;  // 16-byte aligned pitch, a pad of rows and columns
+  std::vector<Out> c(static_cast<std::size_t>(rows) * ld, Out(std::nanf("")));
+  tj::bf16* da = on_device(dev, p.a);
+  tj::bf16* db = on_device(dev, p.b);
+  Out* dc = on_device(dev, c);
+  using Kern = examples::MatmulV6Store<BM, BN, tj::bf16, Out>;
+  D a(dev, da, tj::DType::bf16, {M, K}, {K, 1}, {BM, 64}, {.swizzle = D::Swizzle::b128});
+  D b(dev, db, tj::DType::bf16, {N, K}, {K, 1}, {BN, 64}, {.swizzle = D::Swizzle::b128});
+  D cd(dev, dc, tj::dtype_v<Out>, {M, N}, {ld, 1}, {BM, 128 / static_cast<int>(sizeof(Out))}, {.swizzle = D::Swizzle::b128});
+  auto k = tj::compile<Kern>(dev, {.num_warps = BM / 16, .num_stages = stages, .warp_specialize = ws, .tma_store = true});
+  const tj::Grid grid = programs > 0 ? tj::Grid{programs} : examples::persistent_grid(M, N, BM, BN, dev.num_sms());
+  k.launch(grid, a, b, cd, M, N, K);
+  if (gpu) {
+    dev.copy_to_host(c.data(), dc, c.size() * sizeof(Out));
+    dev.free(da), dev.free(db), dev.free(dc);
+  }
+  const double rnd = std::is_same_v<Out, float> ? 1e-6 : 1.0 / 128;  // bf16 keeps 8 significant bits
+  std::size_t unwritten = 0, outside = 0, spilled = 0;
+  for (int i = 0; i < rows; ++i)
+    for (int j = 0; j < ld; ++j) {
+      const double got = static_cast<float>(c[static_cast<std::size_t>(i) * ld + j]);
+      if (i >= M || j >= N) {
+        spilled += !std::isnan(got);
+        continue;
+      }
+      const std::size_t x = static_cast<std::size_t>(i) * N + j;
+      if (std::isnan(got)) {
+        ++unwritten;
+        continue;
+      }
+      outside += std::abs(got - p.ref[x]) > rnd * std::abs(p.ref[x]) + (1e-6 + K * 6e-8) * p.mag[x] + 1e-5;
+    }
+  CHECK(unwritten == 0);
+  CHECK(outside == 0);
+  CHECK(spilled == 0);
+}
+
+tj::codegen::Generated sm90_store(auto kernel, int warps, int stages, bool ws, bool tma_store = true) {
+  return tj::codegen::generate(tj::trace(kernel), {}, tj::codegen::target_for("sm_90a"),
+                               {.num_warps = warps, .num_stages = stages, .warp_specialize = ws, .tma_store = tma_store});
+}
+
+bool gpu_or_skip(const tj::Device& dev) {
+  if (dev.backend() == tj::Backend::cuda && dev.compute_capability() >= 90) return true;
+  MESSAGE("skipping: needs an sm_90 CUDA device");
+  return false;
+}
+
+}  // namespace
+
+TEST_CASE("gemm_v6_store_interpreter_matches_f64") {
+  const auto dev = tj::Device::interpreter();
+  // Ragged M and N (none a multiple of its block), 3 x 3 tiles on 4 programs; bf16 and f32 out.
+  run_store<64, 64, tj::bf16>(dev, 150, 170, 72, 3, false, 4);
+  run_store<64, 64, float>(dev, 130, 100, 136, 3, true, 2);
+  // More programs than tiles.
+  run_store<64, 64, tj::bf16>(dev, 60, 64, 64, 3, true, 3);
+}
+
+TEST_CASE("gemm_v6_store_sm90a_stages_the_tile_and_stores_it_with_tma") {
+  const auto g = sm90_store(examples::MatmulV6Store<128, 256, tj::bf16>{}, 8, 3, true);
+  const std::string& src = g.source;
+  CAPTURE(src.size());
+  REQUIRE(testing::has_diagnostic(g, "warp specialised"));
+  REQUIRE(testing::has_diagnostic(g, "stored by TMA from 65536 bytes of shared memory (4 slab(s) of 128 bytes)"));
+  // The C descriptor (parameter 2) is encoded with the box the store moves: 128 rows of 64 bf16 (128 bytes).
+  REQUIRE(g.tma_params.size() == 3);
+  CHECK(g.tma_params[2] == 2);
+  CHECK(g.tma_boxes[2] == std::array<int, 2>{128, 64});
+  // No masked global store is left; the staging writes are 4-byte (two bf16 columns) swizzled shared stores.
+  CHECK(src.find("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") != std::string::npos);
+  const std::size_t wait_read = src.find("if (tj_tid == 0) tj_bulk_wait_read();");
+  const std::size_t first_write = src.find("*(tj_v4*)(tj_smem_raw + ");
+  const std::size_t fence = src.find("tj_fence_proxy_async();  //");
+  const std::size_t issue = src.find("if (tj_tid == 0) { tj_tma_store_2d(");
+  const std::size_t exit_wait = src.find("if (tj_tid == 0) tj_bulk_wait();");
+  REQUIRE(wait_read != std::string::npos);
+  REQUIRE(first_write != std::string::npos);
+  REQUIRE(fence != std::string::npos);
+  REQUIRE(issue != std::string::npos);
+  REQUIRE(exit_wait != std::string::npos);
+  CHECK(wait_read < first_write);
+  CHECK(first_write < fence);
+  CHECK(fence < issue);
+  CHECK(issue < exit_wait);
+  // A consumer barrier after the .read wait (the buffer is free for every thread) and after the fence.
+  const std::string bar = "asm volatile(\"bar.sync 1, 256;\" ::: \"memory\");";
+  CHECK(src.find(bar, wait_read) < first_write);
+  CHECK(src.find(bar, fence) < issue);
+  // 128 x 256 bf16: 64 staging writes per thread, four slabs stored and one bulk group committed per tile.
+  CHECK(testing::occurrences(src, "*(tj_v4*)(tj_smem_raw + ") == 64);
+  CHECK(testing::occurrences(src, "tj_tma_store_2d(&s") == 4);
+  CHECK(testing::occurrences(src, "tj_bulk_commit(); }") == 1);
+  std::smatch m;
+  REQUIRE(std::regex_search(src, m, std::regex(R"(tj_tma_store_2d\(&s\d+\.map, tj_stbuf\d+ \+ 49152u, \(int\)\(s\d+\) \+ 192, \(int\)\(s\d+\)\))")));
+  // Without tma_store the epilogue is the masked store of the same block.
+  const auto plain = sm90_store(examples::MatmulV6Store<128, 256, tj::bf16>{}, 8, 3, true, false);
+  CHECK(plain.source.find("cp.async.bulk.tensor.2d.global") == std::string::npos);
+  CHECK(plain.tma_params.size() == 2);
+}
+
+TEST_CASE("gemm_v6_store_shared_memory_rule") {
+  // f32 out, 128 x 256: 128 KiB of staging beside a 4-stage ring of 192 KiB does not fit in 227 KiB.
+  CHECK_THROWS_WITH_AS(sm90_store(examples::MatmulV6Store<128, 256, tj::bf16, float>{}, 8, 4, true),
+                       doctest::Contains("for TMA store staging"), tj::Unsupported);
+}
+
+TEST_CASE("gemm_v6_store_compiles_for_sm90a_without_spills") {
+  std::string why;
+  if (!tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) {
+    MESSAGE("skipping: ", why);
+    return;
+  }
+  using examples::MatmulV6Store;
+  testing::compiles_for_sm90a_without_spills(sm90_store(MatmulV6Store<128, 256, tj::bf16>{}, 8, 3, true).source, "v6_store_128x256_s3_ws.cu");
+  testing::compiles_for_sm90a_without_spills(sm90_store(MatmulV6Store<128, 256, tj::bf16>{}, 8, 3, false).source, "v6_store_128x256_s3.cu");
+  testing::compiles_for_sm90a_without_spills(sm90_store(MatmulV6Store<128, 128, tj::bf16, float>{}, 8, 3, true).source,
+                                             "v6_store_128x128_f32_s3_ws.cu");
+}
+
+TEST_CASE("gemm_v6_store_gpu_matches_f64") {
+  auto dev = tj::Device::best();
+  if (!gpu_or_skip(dev)) return;
+  using bf = tj::bf16;
+  for (bool ws : {true, false}) {
+    run_store<128, 256, bf>(dev, 512, 768, 1024, 3, ws, 3);   // 4 x 3 tiles on 3 programs: the buffer reused
+    run_store<128, 256, bf>(dev, 300, 700, 200, 3, ws, 2);    // ragged M, N, K: TMA clips the edge tiles
+    run_store<128, 256, bf>(dev, 640, 512, 64 * 5, 3, ws, 1); // one program for every tile
+  }
+  run_store<128, 128, float>(dev, 300, 260, 64 * 7, 3, true, 0);
+  run_store<128, 256, bf>(dev, 2048, 2048, 2048, 3, true, 0);
+}
