@@ -2196,7 +2196,7 @@ std::vector<char> tma_loads(const ir::Kernel& k, const Target& t, const Options&
     if (n.op == Op::loop_end) stack.pop_back();
     parent[id] = stack.empty() ? -1 : stack.back();
     if (n.op == Op::loop_begin) stack.push_back(static_cast<int>(id));
-    for (int j = 0; j < 3; ++j)
+    for (int j = 0; j < static_cast<int>(n.args.size()); ++j)  // every slot: desc_store's value is args[3]
       if (n.args[static_cast<std::size_t>(j)] >= 0) uses[static_cast<std::size_t>(n.args[static_cast<std::size_t>(j)])].push_back({static_cast<int>(id), j});
   }
   auto wgmma_shape = [&](int d) {

@@ -5,6 +5,7 @@
 // CompileOptions::tma_store off.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,20 @@ struct StoreBlocks {
     auto c = tj::expand_dims<0>(j0 + tj::arange<B1>());
     auto t = tj::load(x + r * ldx + c, (r >= 0) & (r < rows_x) & (c < ldx), 0.0f);
     out.store(i0, j0, t * 2.0f + 1.0f);
+  }
+};
+
+/// A's block feeds a dot and is also stored through a descriptor, in a pipelined loop.
+struct DotAndStore {
+  void operator()(tj::Desc<tj::bf16, 64, 64> a, tj::Desc<tj::bf16, 64, 64> b, tj::Desc<tj::bf16, 64, 64> copy, tj::Ptr<float> c,
+                  tj::Size K) const {
+    auto acc = tj::for_range(0, K, 64, tj::zeros<float, 64, 64>(), [&](tj::Int k0, auto acc) {
+      auto blk = a.load(0, k0);
+      copy.store(0, k0, blk);
+      return tj::dot(blk, tj::trans(b.load(0, k0)), acc);
+    });
+    auto r = tj::arange<64>();
+    tj::store(c + tj::expand_dims<1>(r) * 64 + tj::expand_dims<0>(r), acc);
   }
 };
 
@@ -103,4 +118,19 @@ TEST_CASE("desc_store_with_tma_store_outside_loops_is_one_bulk_store_per_slab") 
   // sm_80 ignores the option.
   const auto ampere = tj::codegen::generate(k, {}, tj::codegen::target_for("sm_80"), {.num_warps = 4, .tma_store = true});
   CHECK(ampere.source.find("tj_tma_store_2d") == std::string::npos);
+}
+
+TEST_CASE("desc_store_of_a_block_that_also_feeds_a_dot_keeps_it_in_registers") {
+  // The store reads the block's registers, so TMA must not take the load into shared memory only (it did, and the
+  // code generator crashed: the store's value slot, args[3], was not counted among the block's uses).
+  const tj::ir::Kernel k = tj::trace(DotAndStore{});
+  for (bool tma_store : {false, true}) {
+    CAPTURE(tma_store);
+    const auto g = tj::codegen::generate(k, {}, tj::codegen::target_for("sm_90a"), {.num_warps = 4, .num_stages = 2, .tma_store = tma_store});
+    // b (parameter 1) stays a TMA-fed wgmma operand; a (parameter 0) is not copied by TMA.
+    CHECK(std::find(g.tma_params.begin(), g.tma_params.end(), 1) != g.tma_params.end());
+    CHECK(std::find(g.tma_params.begin(), g.tma_params.end(), 0) == g.tma_params.end());
+    CHECK((std::find(g.tma_params.begin(), g.tma_params.end(), 2) != g.tma_params.end()) == tma_store);
+    testing::compiles_for_sm90a(g.source, tma_store ? "dot_and_tma_store.cu" : "dot_and_store.cu");
+  }
 }
