@@ -50,6 +50,9 @@ void v7_tile(const tj::Desc<T, BLOCK_M, BLOCK_K>& a, const tj::Desc<T, BLOCK_N, 
   tj::store(c + tj::expand_dims<1>(rm) * N + tj::expand_dims<0>(rn), acc, tj::expand_dims<1>(rm < M) & tj::expand_dims<0>(rn < N));
 }
 
+/// C[M, N] (f32; i32 for i8) = A[M, K] · B[N, K]ᵀ, one program per output tile, programs in clusters of CLUSTER
+/// sharing B's block by TMA multicast (compile with warp_specialize and num_ctas = CLUSTER; launch
+/// cluster_grid(M, N) programs). A, B: descriptors with [BLOCK_M | BLOCK_N, 128 bytes] blocks, 128B swizzle.
 template <int BLOCK_M, int BLOCK_N, class T, int CLUSTER = 2, int GROUP_M = 4>
 struct MatmulV7 {
   static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "a cluster is 1, 2 or 4 programs");
@@ -70,6 +73,8 @@ inline tj::Grid cluster_persistent_grid(long long M, long long N, int block_m, i
   return tj::Grid{static_cast<int>(std::max(1LL, std::min<long long>(tiles, sms / cluster)) * cluster)};
 }
 
+/// MatmulV7 on a persistent grid (cluster_persistent_grid): cluster c computes cluster tiles c, c + P, ... (P
+/// clusters) in grouped order, the producer's ring running on across tiles. Same arguments and results.
 template <int BLOCK_M, int BLOCK_N, class T, int CLUSTER = 2, int GROUP_M = 4>
 struct MatmulV7Persistent {
   static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "a cluster is 1, 2 or 4 programs");
