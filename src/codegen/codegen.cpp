@@ -2277,14 +2277,28 @@ std::vector<char> tma_loads(const ir::Kernel& k, const Target& t, const Options&
 
 /// The desc_stores TMA takes (keep = 1) on this target: with Options::tma_store on sm_90a, a block [rows, cols] of
 /// 2- or 4-byte elements whose rows are whole 128-byte slabs (cols · size a multiple of 128) and rows a multiple of 8
-/// (each slab a whole number of 1024-byte swizzle atoms). Everything else is lowered to masked stores.
-void tma_stores(const ir::Kernel& k, const Target& t, const Options& o, std::vector<char>& keep) {
+/// (each slab a whole number of 1024-byte swizzle atoms), into a descriptor the specialisation marks as whole 16-byte
+/// chunks (kDiv16: shape[-1] × element size a multiple of 16 bytes). TMA stores write whole 16-byte chunks: into a
+/// tensor whose rows end mid-chunk they would write past its last column (up to the next 16-byte boundary), so such
+/// a store stays masked and a diagnostic says why. Everything else is lowered to masked stores.
+void tma_stores(const ir::Kernel& k, const ir::Specialization& spec, const Target& t, const Options& o, std::vector<char>& keep,
+                std::vector<std::string>& diagnostics) {
   if (!o.tma_store || t.dialect != Dialect::cuda || t.arch != "sm_90a") return;
   for (std::size_t id = 0; id < k.nodes.size(); ++id) {
     const Node& n = k.nodes[id];
     if (n.op != Op::desc_store) continue;
     const int es = size_bytes(n.type.dtype);
-    if ((es == 2 || es == 4) && n.type.shape[1] * es % 128 == 0 && n.type.shape[0] % 8 == 0) keep[id] = 1;
+    if (!((es == 2 || es == 4) && n.type.shape[1] * es % 128 == 0 && n.type.shape[0] % 8 == 0)) continue;
+    const Node& d = k.nodes[static_cast<std::size_t>(n.args[0])];
+    const auto p = static_cast<std::size_t>(d.i);
+    if (d.op == Op::param && p < spec.flags.size() && (spec.flags[p] & ir::Specialization::kDiv16)) {
+      keep[id] = 1;
+      continue;
+    }
+    diagnostics.push_back(fmt::format("tma_store not applied to desc_store %{}: descriptor {} is not known to hold whole "
+                                      "16-byte chunks per row (shape[-1] x {} bytes a multiple of 16; TMA stores write "
+                                      "whole chunks and would write past its last column): masked stores",
+                                      id, d.op == Op::param ? fmt::format("arg{}", d.i) : fmt::format("%{}", n.args[0]), es));
   }
 }
 
@@ -2319,17 +2333,20 @@ Generated generate(const ir::Kernel& k, const ir::Specialization& spec, const Ta
     throw InvalidArgument(fmt::format("num_ctas = {}: a cluster is 1, 2 or 4 programs", o.num_ctas));
   // Descriptor loads: TMA where the pipeline takes them, masked loads elsewhere.
   std::vector<char> keep = tma_loads(k, t, o);
-  tma_stores(k, t, o, keep);
+  std::vector<std::string> store_diagnostics;
+  tma_stores(k, spec, t, o, keep, store_diagnostics);
   const ir::Kernel lowered = ir::lower_descriptors(k, [&](int id) { return keep[static_cast<std::size_t>(id)] != 0; });
   // Ping-pong is refused after the fact when its turn would hold a barrier of every consumer thread (a cross-warp
   // reduction, a conversion or a staged wgmma between the first and last wgmma of the iteration): made again without.
   auto emit = [&](const ir::Kernel& ir) {
     Emitter e(ir, spec, t, o);
     Generated g = e.run();
+    g.diagnostics.insert(g.diagnostics.end(), store_diagnostics.begin(), store_diagnostics.end());
     if (!e.turn_conflict()) return g;
     Options no_turns = o;
     no_turns.pingpong = false;
     g = Emitter(ir, spec, t, no_turns).run();
+    g.diagnostics.insert(g.diagnostics.end(), store_diagnostics.begin(), store_diagnostics.end());
     g.diagnostics.push_back(fmt::format("pingpong not applied: between dot %{} and dot %{} every consumer thread meets a barrier "
                                         "(a cross-warp reduction, a conversion through shared memory or a staged wgmma), which "
                                         "would deadlock against the other warp group's turn",

@@ -130,9 +130,9 @@ std::uint64_t KernelCore::check_args(std::span<const ArgSlot> args) const {
       if (extent > INT32_MAX)
         throw InvalidArgument(fmt::format("{} spans {} elements: descriptors are limited to 2^31 - 1 elements of extent "
                                           "(32-bit offsets)", describe(ir_, i), extent));
-      continue;  // no specialisation flags
-    }
-    if (p.type.is_ptr) {
+      // Rows of whole 16-byte chunks: a TMA store (CompileOptions::tma_store) writes nothing past a row's end.
+      if (d.shape()[1] * static_cast<std::int64_t>(size_bytes(d.dtype())) % 16 == 0) flags |= ir::Specialization::kDiv16;
+    } else if (p.type.is_ptr) {
       const auto addr = reinterpret_cast<std::uintptr_t>(a.v.p);
       if (addr == 0) throw InvalidArgument(describe(ir_, i) + " is a null pointer");
       const auto es = static_cast<std::uintptr_t>(size_bytes(p.type.dtype));

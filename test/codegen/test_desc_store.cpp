@@ -103,7 +103,7 @@ TEST_CASE("desc_store_without_tma_store_is_a_masked_store_on_sm90a_and_sm80") {
 TEST_CASE("desc_store_with_tma_store_outside_loops_is_one_bulk_store_per_slab") {
   // f32 rows of 64 elements: two 128-byte slabs. Outside every loop: no .read wait before the staging writes.
   const tj::ir::Kernel k = tj::trace(StoreBlocks<64, 64>{});
-  const auto g = tj::codegen::generate(k, {}, tj::codegen::target_for("sm_90a"), {.num_warps = 4, .tma_store = true});
+  const auto g = tj::codegen::generate(k, testing::all_div16(k), tj::codegen::target_for("sm_90a"), {.num_warps = 4, .tma_store = true});
   CHECK(testing::occurrences(g.source, "tj_tma_store_2d(&s") == 2);
   CHECK(g.source.find("if (tj_tid == 0) tj_bulk_wait_read();") == std::string::npos);
   CHECK(g.source.find("if (tj_tid == 0) tj_bulk_wait();") != std::string::npos);
@@ -112,7 +112,8 @@ TEST_CASE("desc_store_with_tma_store_outside_loops_is_one_bulk_store_per_slab") 
   CHECK(g.tma_boxes[0] == std::array<int, 2>{64, 32});
   testing::compiles_for_sm90a(g.source, "desc_store_tma.cu");
   // Blocks whose rows are not whole 128-byte slabs keep the masked store.
-  const auto narrow = tj::codegen::generate(tj::trace(StoreBlocks<16, 24>{}), {}, tj::codegen::target_for("sm_90a"),
+  const tj::ir::Kernel kn = tj::trace(StoreBlocks<16, 24>{});
+  const auto narrow = tj::codegen::generate(kn, testing::all_div16(kn), tj::codegen::target_for("sm_90a"),
                                             {.num_warps = 4, .tma_store = true});
   CHECK(narrow.source.find("tj_tma_store_2d") == std::string::npos);
   // sm_80 ignores the option.
@@ -126,7 +127,8 @@ TEST_CASE("desc_store_of_a_block_that_also_feeds_a_dot_keeps_it_in_registers") {
   const tj::ir::Kernel k = tj::trace(DotAndStore{});
   for (bool tma_store : {false, true}) {
     CAPTURE(tma_store);
-    const auto g = tj::codegen::generate(k, {}, tj::codegen::target_for("sm_90a"), {.num_warps = 4, .num_stages = 2, .tma_store = tma_store});
+    const auto g = tj::codegen::generate(k, testing::all_div16(k), tj::codegen::target_for("sm_90a"),
+                                         {.num_warps = 4, .num_stages = 2, .tma_store = tma_store});
     // b (parameter 1) stays a TMA-fed wgmma operand; a (parameter 0) is not copied by TMA.
     CHECK(std::find(g.tma_params.begin(), g.tma_params.end(), 1) != g.tma_params.end());
     CHECK(std::find(g.tma_params.begin(), g.tma_params.end(), 0) == g.tma_params.end());

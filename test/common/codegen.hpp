@@ -19,6 +19,14 @@ inline bool has_diagnostic(const tilejit::codegen::Generated& g, const std::stri
   return false;
 }
 
+/// The specialisation of a launch whose arguments are all "16": pointers 16-byte aligned, integers divisible by 16,
+/// descriptors with rows of whole 16-byte chunks (what a TMA store needs).
+inline tilejit::ir::Specialization all_div16(const tilejit::ir::Kernel& k) {
+  tilejit::ir::Specialization s;
+  s.flags.assign(k.params.size(), tilejit::ir::Specialization::kDiv16);
+  return s;
+}
+
 /// NVRTC's result for `src` (named `name` in its log) on sm_90a with `options`; nullopt when NVRTC is absent.
 inline std::optional<tilejit::runtime::JitResult> compile_sm90a(const std::string& src, const std::string& name,
                                                                 std::vector<std::string> options = {}) {

@@ -3,7 +3,8 @@
 // proxy fence, barrier, one bulk tensor store per 128-byte slab and a commit per tile, the buffer's previous store
 // waited for (.read) before it is written again, every store waited for before exit; the C descriptor encoded
 // with its box), the shared-memory rule, NVRTC + ptxas with no spills, and the GPU against f64 with poisoned
-// outputs (skips without a GPU).
+// outputs (skips without a GPU), including C whose rows end mid 16-byte chunk (kept masked: TMA stores write whole
+// chunks).
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -72,8 +73,11 @@ void run_store(const tj::Device& dev, int M, int N, int K, int stages, bool ws, 
   CHECK(spilled == 0);
 }
 
-tj::codegen::Generated sm90_store(auto kernel, int warps, int stages, bool ws, bool tma_store = true) {
-  return tj::codegen::generate(tj::trace(kernel), {}, tj::codegen::target_for("sm_90a"),
+/// The sm_90a text of `kernel`; `c_rows_whole_chunks`: the specialisation a launch gets when C's rows are whole
+/// 16-byte chunks (N x element size a multiple of 16: every parameter flagged kDiv16), else none.
+tj::codegen::Generated sm90_store(auto kernel, int warps, int stages, bool ws, bool tma_store = true, bool c_rows_whole_chunks = true) {
+  const tj::ir::Kernel k = tj::trace(kernel);
+  return tj::codegen::generate(k, c_rows_whole_chunks ? testing::all_div16(k) : tj::ir::Specialization{}, tj::codegen::target_for("sm_90a"),
                                {.num_warps = warps, .num_stages = stages, .warp_specialize = ws, .tma_store = tma_store});
 }
 
@@ -136,6 +140,18 @@ TEST_CASE("gemm_v6_store_sm90a_stages_the_tile_and_stores_it_with_tma") {
   CHECK(plain.tma_params.size() == 2);
 }
 
+TEST_CASE("gemm_v6_store_keeps_masked_stores_where_c_rows_end_mid_chunk") {
+  // TMA stores write whole 16-byte chunks: into C whose N x element size is not a multiple of 16 (N = 700 bf16) a
+  // TMA store would write past column N - 1. Without the launch's kDiv16 flag on C the store stays masked, visibly.
+  const auto g = sm90_store(examples::MatmulV6Store<128, 256, tj::bf16>{}, 8, 3, true, true, false);
+  CHECK(g.source.find("cp.async.bulk.tensor.2d.global") == std::string::npos);
+  CHECK(g.tma_params.size() == 2);
+  CHECK(testing::has_diagnostic(g, "tma_store not applied to desc_store"));
+  CHECK(testing::has_diagnostic(g, "descriptor arg2 is not known to hold whole 16-byte chunks per row"));
+  // The loads still go through TMA and the ring is the same: only the epilogue differs.
+  CHECK(testing::has_diagnostic(g, "warp specialised"));
+}
+
 TEST_CASE("gemm_v6_store_shared_memory_rule") {
   // f32 out, 128 x 256: 128 KiB of staging beside a 4-stage ring of 192 KiB does not fit in 227 KiB.
   CHECK_THROWS_WITH_AS(sm90_store(examples::MatmulV6Store<128, 256, tj::bf16, float>{}, 8, 4, true),
@@ -161,7 +177,8 @@ TEST_CASE("gemm_v6_store_gpu_matches_f64") {
   using bf = tj::bf16;
   for (bool ws : {true, false}) {
     run_store<128, 256, bf>(dev, 512, 768, 1024, 3, ws, 3);   // 4 x 3 tiles on 3 programs: the buffer reused
-    run_store<128, 256, bf>(dev, 300, 700, 200, 3, ws, 2);    // ragged M, N, K: TMA clips the edge tiles
+    run_store<128, 256, bf>(dev, 300, 712, 200, 3, ws, 2);    // ragged M, N, K: TMA clips the edge tiles
+    run_store<128, 256, bf>(dev, 300, 700, 200, 3, ws, 2);    // rows end mid 16-byte chunk: masked stores
     run_store<128, 256, bf>(dev, 640, 512, 64 * 5, 3, ws, 1); // one program for every tile
   }
   run_store<128, 128, float>(dev, 300, 260, 64 * 7, 3, true, 0);

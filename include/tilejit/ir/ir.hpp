@@ -99,9 +99,12 @@ struct Param {
 
 /// Properties of the launch arguments that change the generated code
 /// (Triton's specialisation): pointer 16-byte alignment, integer
-/// divisibility by 16, integer equal to 1. One entry per parameter.
+/// divisibility by 16, integer equal to 1, a descriptor's rows being whole
+/// 16-byte chunks. One entry per parameter.
 struct Specialization {
-  std::vector<std::uint8_t> flags;  // bit 0: aligned16 / divisible16, bit 1: equals1
+  /// bit 0: a pointer aligned to 16 bytes / an integer divisible by 16 / a descriptor whose shape[-1] x element
+  /// size is a multiple of 16 bytes (what a TMA store needs to write nothing past a row); bit 1: an integer equal to 1
+  std::vector<std::uint8_t> flags;
   static constexpr std::uint8_t kDiv16 = 1, kEqual1 = 2;
   bool operator==(const Specialization&) const = default;
 };
