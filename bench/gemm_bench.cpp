@@ -25,6 +25,8 @@
 //                            small M runs the swap-AB kernel, narrow N rung 5's split-K on 128-row blocks (the label
 //                            names the plan). /large: 4096^3, 8192^3 and Llama-3-8B at M = 4096 and 16384, beside
 //                            BM_CublasTN/large on the same shapes; /small: M = 1, 16, 128; /narrow: N = 96, 192.
+//   BM_TilejitGemmBf16Out/...  the library call writing a bf16 C (Gemm<bf16, bf16>: the store race, TMA-store
+//                            epilogues), beside BM_CublasTNBf16Out on the same shapes (/large, /small, /narrow)
 //   BM_TilejitSmallM/...     the small-M path with its split count forced (none; twice the rule's)
 //   BM_TilejitSplitK/BMxBN/S rung 5's split-K kernel + SplitKReduce with the 4th argument's splits (the former
 //                            small-M path; narrow-N candidates)
@@ -330,22 +332,27 @@ void BM_TilejitV6Store(benchmark::State& st) {
               " stages " + std::to_string(STAGES));
 }
 
-/// The library call (examples/gemm/gemm.hpp): the tuned winner per shape, or split-K for small M.
+/// The library call (examples/gemm/gemm.hpp) writing an Out C (f32, or bf16: Gemm<bf16, bf16>): the tuned winner
+/// per shape (the store race's for a bf16 C), or the small-M kernel.
+template <class Out = float>
 void BM_TilejitGemm(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
   const long M = st.range(0), N = st.range(1), K = st.range(2);
   Operands o(M, N, K);
-  static examples::Gemm<tj::bf16> gemm(gpu());
+  using G = examples::Gemm<tj::bf16, Out>;
+  static G gemm(gpu());
   const auto* a = static_cast<const tj::bf16*>(o.a);
   const auto* b = static_cast<const tj::bf16*>(o.b);
-  timed(st, 2.0 * M * N * K, [&] { gemm(a, b, static_cast<float*>(o.c), M, N, K); });
-  using G = examples::Gemm<tj::bf16>;
+  timed(st, 2.0 * M * N * K, [&] { gemm(a, b, static_cast<Out*>(o.c), M, N, K); });
   if (const std::string fixed = G::describe(M, N, K, gpu().num_sms()); !fixed.empty()) return st.SetLabel(fixed);
   const auto& r = gemm.report(M, N, K);
+  const tj::Config& w = r.best_config();
   char tuned[96];
   std::snprintf(tuned, sizeof tuned, " (%s %.0f ms)", r.tuned ? "tuned in" : "stored winner read in", r.total_ms);
-  st.SetLabel("won " + r.best_config().str() + (G::persistent(r.best_config()) ? ": rung 6, persistent + producer warp group" : ": rung 5") +
-              tuned);
+  const char* kind = w.params.contains("CLUSTER") ? ": rung 7, clusters + B multicast"
+                     : G::persistent(w)           ? ": rung 6, persistent + producer warp group"
+                                                  : ": rung 5";
+  st.SetLabel("won " + w.str() + kind + (w.params.contains("STORE") ? ", TMA store" : "") + tuned);
 }
 
 /// WS: with a producer warp group (CompileOptions::warp_specialize).
@@ -552,7 +559,10 @@ void shapes_large(benchmark::internal::Benchmark* b) {
   b->UseManualTime()->Unit(benchmark::kMillisecond);
 }
 BENCHMARK(BM_CublasTN<>)->Name("BM_CublasTN/large")->Apply(shapes_large);
-BENCHMARK(BM_TilejitGemm)->Name("BM_TilejitGemm/large")->Apply(shapes_large);
+BENCHMARK(BM_TilejitGemm<>)->Name("BM_TilejitGemm/large")->Apply(shapes_large);
+// The same with a bf16 C (the store race), beside cuBLAS writing bf16.
+BENCHMARK(BM_CublasTN<CUDA_R_16BF>)->Name("BM_CublasTNBf16Out/large")->Apply(shapes_large);
+BENCHMARK(BM_TilejitGemm<tj::bf16>)->Name("BM_TilejitGemmBf16Out/large")->Apply(shapes_large);
 // Small M (decode: tokens in flight 1, 16, 128) on the Llama-3-8B projections.
 void shapes_small_m(benchmark::internal::Benchmark* b) {
   for (long m : {1, 16, 128})
@@ -560,7 +570,9 @@ void shapes_small_m(benchmark::internal::Benchmark* b) {
   b->UseManualTime()->Unit(benchmark::kMillisecond);
 }
 BENCHMARK(BM_CublasTN<>)->Name("BM_CublasTN/small")->Apply(shapes_small_m);
-BENCHMARK(BM_TilejitGemm)->Name("BM_TilejitGemm/small")->Apply(shapes_small_m);
+BENCHMARK(BM_TilejitGemm<>)->Name("BM_TilejitGemm/small")->Apply(shapes_small_m);
+BENCHMARK(BM_CublasTN<CUDA_R_16BF>)->Name("BM_CublasTNBf16Out/small")->Apply(shapes_small_m);
+BENCHMARK(BM_TilejitGemm<tj::bf16>)->Name("BM_TilejitGemmBf16Out/small")->Apply(shapes_small_m);
 BENCHMARK(BM_TilejitV5<64, 64, 8>)->Name("BM_TilejitV5/64x64/8/small")->Apply(shapes_small_m);
 BENCHMARK(BM_TilejitV5<64, 128, 6>)->Name("BM_TilejitV5/64x128/6/small")->Apply(shapes_small_m);
 BENCHMARK(BM_TilejitV5<128, 128, 4>)->Name("BM_TilejitV5/128x128/4/small")->Apply(shapes_small_m);
@@ -577,7 +589,9 @@ BENCHMARK(BM_TilejitSplitK<64, 128, 4>)
 // Narrow N (M = K = 8192, N = 96 and 192; compare with BM_CublasTN/8192/96/8192 and /8192/192/8192): the library call
 // (the narrow-N path: 128-row blocks, 2 K splits), split-K candidates, and rung 5 unsplit with deeper rings.
 void shapes_narrow(benchmark::internal::Benchmark* b) { b->Args({8192, 96, 8192})->Args({8192, 192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond); }
-BENCHMARK(BM_TilejitGemm)->Name("BM_TilejitGemm/narrow")->Apply(shapes_narrow);
+BENCHMARK(BM_TilejitGemm<>)->Name("BM_TilejitGemm/narrow")->Apply(shapes_narrow);
+BENCHMARK(BM_CublasTN<CUDA_R_16BF>)->Name("BM_CublasTNBf16Out/narrow")->Apply(shapes_narrow);
+BENCHMARK(BM_TilejitGemm<tj::bf16>)->Name("BM_TilejitGemmBf16Out/narrow")->Apply(shapes_narrow);
 BENCHMARK(BM_TilejitSplitK<128, 96, 7>)->Name("BM_TilejitSplitK/128x96/7/narrow")->Args({8192, 96, 8192, 2})->Args({8192, 96, 8192, 3})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TilejitSplitK<64, 96, 5>)->Name("BM_TilejitSplitK/64x96/5/narrow")->Args({8192, 96, 8192, 2})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TilejitSplitK<256, 96, 4>)->Name("BM_TilejitSplitK/256x96/4/narrow")->Args({8192, 96, 8192, 4})->UseManualTime()->Unit(benchmark::kMillisecond);

@@ -2,6 +2,14 @@
 //
 //   examples::Gemm<tj::bf16> gemm(dev);
 //   gemm(a, b, c, M, N, K);   // C[M, N] (f32) = A[M, K] · B[N, K]ᵀ, device pointers, row-major
+//   examples::Gemm<tj::bf16, tj::bf16> gemm16(dev);
+//   gemm16(a, b, c16, M, N, K);   // C[M, N] (bf16) = A · Bᵀ rounded once from the f32 accumulator
+//
+// C is f32 (Out = float) or the input type (Out = T: bf16 / f16). With Out = T the tuned path races
+// store_candidates() instead: the same rungs storing C through a descriptor, by TMA from a 128B-swizzled shared
+// staging tile on sm_90a (CompileOptions::tma_store), drained while the next tile's K loop runs — when C is 16-byte
+// aligned and its rows are whole 16-byte chunks (N · sizeof(Out) % 16 == 0: TMA writes whole chunks); otherwise,
+// and on the small-M path, the f32 result goes through a workspace and SplitKReduce rounds it into C.
 //
 // Two paths, chosen by the shape alone (path_for):
 //  - small M (decode: M <= 16, or M <= 128 with few output tiles; small_m_for): the swap-AB kernel of
@@ -28,6 +36,7 @@
 
 #include <algorithm>
 #include <array>
+#include <optional>
 #include <cstdint>
 #include <string>
 #include <tuple>
@@ -43,8 +52,11 @@
 
 namespace examples {
 
-template <class T>
+template <class T, class Out = float>
 class Gemm {
+  static_assert(std::is_same_v<Out, float> || (std::is_same_v<Out, T> && (std::is_same_v<T, tj::bf16> || std::is_same_v<T, tj::f16>)),
+                "Gemm<T, Out>: C is f32, or bf16 / f16 when the inputs are");
+  static constexpr bool kNarrowOut = !std::is_same_v<Out, float>;
   /// Rung 5: one program per output tile, CTA-barrier pipeline of `stages` stages.
   template <int BM, int BN>
   static auto rung5(int stages) {
@@ -67,6 +79,23 @@ class Gemm {
   }
   using Sig = tj::signature_t<MatmulV5<128, 128, T>>;
   static_assert(std::is_same_v<Sig, tj::signature_t<MatmulV6<128, 256, T>>>, "rungs 5 and 6 take the same arguments");
+  /// Rung 6 storing cast<Out>(A·Bᵀ) through C's descriptor, by TMA on sm_90a (STORE names it in the config).
+  template <int BM, int BN>
+  static auto rung6_store(int stages) {
+    return tj::cand<MatmulV6Store<BM, BN, T, Out>>(
+        tj::Config{{{"BM", BM}, {"BN", BN}, {"PERSISTENT", 1}, {"WS", 1}, {"STORE", 1}}, BM / 16, stages},
+        {.warp_specialize = true, .tma_store = true});
+  }
+  /// Rung 7 persistent storing through C's descriptor likewise.
+  template <int BM, int BN, int CLUSTER>
+  static auto rung7p_store(int stages) {
+    return tj::cand<MatmulV7PersistentStore<BM, BN, T, Out, CLUSTER>>(
+        tj::Config{{{"BM", BM}, {"BN", BN}, {"PERSISTENT", 1}, {"WS", 1}, {"CLUSTER", CLUSTER}, {"STORE", 1}}, BM / 16, stages},
+        {.warp_specialize = true, .num_ctas = CLUSTER, .tma_store = true});
+  }
+  using StoreSig = tj::signature_t<MatmulV6Store<128, 256, T, Out>>;
+  static_assert(std::is_same_v<StoreSig, tj::signature_t<MatmulV7PersistentStore<128, 256, T, Out, 2>>>,
+                "the store race's kernels take the same arguments");
 
  public:
   static constexpr int BLOCK_K = MatmulV5<128, 128, T>::BLOCK_K;
@@ -90,15 +119,33 @@ class Gemm {
             rung5<64, 128>(6),     rung5<64, 96>(6),      rung5<64, 64>(8),      rung6_ws<128, 256>(4),
             rung6_ws<256, 128>(4), rung6_ws<128, 192>(4), rung7p<128, 256, 2>(4), rung7p<256, 128, 2>(4)};
   }
+  /// The version of store_candidates(), part of the store race's keys (as CANDIDATES_VERSION). 1: the first list.
+  static constexpr int STORE_CANDIDATES_VERSION = 1;
+  /// The store race (Out = T, C through a descriptor; 11 configs). Every tile persistent with a producer warp
+  /// group, staged in shared memory and stored by TMA, so each config's ring is one stage shorter than its
+  /// masked-store twin where the staging tile (BM x BN x sizeof(Out)) would not fit beside it in 227 KiB:
+  /// 128x256/3, 256x128/3 (64 KiB of staging beside 144), 128x192/4, 128x128/4, 64x256/4, 64x192/5, 64x128/6,
+  /// the NPOT 64x96/6 (its 192-byte rows are not whole 128-byte slabs: it keeps the masked store, with a
+  /// diagnostic), 64x64/8; rung 7 persistent in clusters of 2: 128x256/3, 256x128/3. Power-of-two and NPOT
+  /// BLOCK_N side by side (96, 192).
+  static std::vector<tj::Candidate<StoreSig>> store_candidates() {
+    return {rung6_store<128, 256>(3), rung6_store<256, 128>(3), rung6_store<128, 192>(4), rung6_store<128, 128>(4),
+            rung6_store<64, 256>(4),  rung6_store<64, 192>(5),  rung6_store<64, 128>(6),  rung6_store<64, 96>(6),
+            rung6_store<64, 64>(8),   rung7p_store<128, 256, 2>(3), rung7p_store<256, 128, 2>(3)};
+  }
   /// True for a rung-6 (persistent) config.
   static bool persistent(const tj::Config& c) { return c.params.contains("PERSISTENT"); }
 
   explicit Gemm(tj::Device dev, tj::TuneOptions opt = {})
-      : dev_(dev), stream_(opt.stream), tuner_("gemm_tn_" + std::string(tj::name(tj::dtype_v<T>)), candidates(), with_device(std::move(opt), dev)) {}
+      : dev_(dev), stream_(opt.stream), tuner_("gemm_tn_" + std::string(tj::name(tj::dtype_v<T>)), candidates(), with_device(opt, dev)) {
+    if constexpr (kNarrowOut)
+      store_tuner_.emplace("gemm_tn_" + std::string(tj::name(tj::dtype_v<T>)) + "_out_" + std::string(tj::name(tj::dtype_v<Out>)),
+                           store_candidates(), with_device(std::move(opt), dev));
+  }
 
-  /// C[M, N] (f32) = A[M, K] · B[N, K]ᵀ on the tuner's stream (TuneOptions::stream). See the file comment for the rules
-  /// and the three paths (path_for).
-  void operator()(const T* a, const T* b, float* c, long long M, long long N, long long K) {
+  /// C[M, N] (Out) = A[M, K] · B[N, K]ᵀ on the tuner's stream (TuneOptions::stream). See the file comment for the
+  /// rules and the paths (path_for; with Out = T also stores_by_descriptor).
+  void operator()(const T* a, const T* b, Out* c, long long M, long long N, long long K) {
     check(a, b, c, M, N, K);
     const int sms = dev_.num_sms();
     if (SmallM p = small_m_for(M, N, K, sms); p.block_m) {
@@ -110,16 +157,41 @@ class Gemm {
     // Block [64, BLOCK_K] here; each config's kernel re-encodes the blocks it loads (once per tensor).
     D da(dev_, const_cast<T*>(a), tj::dtype_v<T>, {M, K}, {K, 1}, {64, BLOCK_K}, {.swizzle = D::Swizzle::b128});
     D db(dev_, const_cast<T*>(b), tj::dtype_v<T>, {N, K}, {K, 1}, {64, BLOCK_K}, {.swizzle = D::Swizzle::b128});
-    tuner_.launch(key(M, N, K), grid(M, N, sms), da, db, c, M, N, K);
+    if constexpr (kNarrowOut) {
+      if (stores_by_descriptor(c, N)) {
+        // Any block here: each kernel re-encodes C with the box it stores (128-byte slabs).
+        D dc(dev_, c, tj::dtype_v<Out>, {M, N}, {N, 1}, {64, 128 / static_cast<long long>(sizeof(Out))}, {.swizzle = D::Swizzle::b128});
+        store_tuner_->launch(store_key(M, N, K), grid(M, N, sms), da, db, dc, M, N, K);
+      } else {
+        float* acc = workspace(M * N);
+        tuner_.launch(key(M, N, K), grid(M, N, sms), da, db, acc, M, N, K);
+        reduce(acc, c, M * N, 1);
+      }
+    } else {
+      tuner_.launch(key(M, N, K), grid(M, N, sms), da, db, c, M, N, K);
+    }
   }
-  /// The tuning report of a shape already run. Throws InvalidArgument for a shape that runs a fixed kernel (the
-  /// small-M path: never tuned; path_for tells which).
+  /// With Out = T, whether the tuned path stores C through a descriptor (the store race): C 16-byte aligned and
+  /// N · sizeof(Out) a multiple of 16 bytes; else the f32 race into a workspace and a rounding pass.
+  static bool stores_by_descriptor(const Out* c, long long N) {
+    return kNarrowOut && reinterpret_cast<std::uintptr_t>(c) % 16 == 0 && N * static_cast<long long>(sizeof(Out)) % 16 == 0;
+  }
+  /// The tuning report of a shape already run (the store race's when it ran the shape). Throws InvalidArgument for
+  /// a shape that runs a fixed kernel (the small-M path: never tuned; path_for tells which).
   const tj::TuneReport& report(long long M, long long N, long long K) const {
     if (const std::string fixed = describe(M, N, K, dev_.num_sms()); !fixed.empty())
       throw tj::InvalidArgument(fmt::format("gemm: M = {}, N = {}, K = {} runs {}, a fixed kernel: it has no tuning report", M, N, K, fixed));
+    if constexpr (kNarrowOut) {
+      try {
+        return store_tuner_->report(store_key(M, N, K));
+      } catch (const tj::InvalidArgument&) {  // not run by the store race: the f32 race's report (or its error)
+      }
+    }
     return tuner_.report(key(M, N, K));
   }
   tj::Autotuner<Sig>& tuner() { return tuner_; }
+  /// The store race's tuner (Out = T only).
+  tj::Autotuner<StoreSig>& store_tuner() requires kNarrowOut { return *store_tuner_; }
 
   /// Which kernel a shape runs: the small-M path or the race's winner.
   enum class Path { tuned, small_m };
@@ -231,13 +303,13 @@ class Gemm {
 
   /// Runs a given small-M plan (small_m_for's or small_m_plan's): the path operator() takes for small M, forced —
   /// for tests and benchmarks. The rules of operator(), plus a plan that matches the shape (InvalidArgument).
-  void run_small_m(const T* a, const T* b, float* c, long long M, long long N, long long K, const SmallM& p) {
+  void run_small_m(const T* a, const T* b, Out* c, long long M, long long N, long long K, const SmallM& p) {
     check(a, b, c, M, N, K);
     check_plan(small_m_plan(M, N, K, p.block_m, p.splits), p, M * N, K, "small-M");
     small_m(a, b, c, M, N, K, p);
   }
   /// Runs a given narrow-N plan, as run_small_m.
-  void run_narrow_n(const T* a, const T* b, float* c, long long M, long long N, long long K, const NarrowN& p) {
+  void run_narrow_n(const T* a, const T* b, Out* c, long long M, long long N, long long K, const NarrowN& p) {
     check(a, b, c, M, N, K);
     check_plan(narrow_n_plan(M, N, K, p.block_n, p.splits), p, M * N, K, "narrow-N");
     narrow_n(a, b, c, M, N, K, p);
@@ -254,6 +326,12 @@ class Gemm {
   static tj::TuneKey key(long long M, long long N, long long K) {
     return tj::TuneKey{{"M", M}, {"N", N}, {"K", K}, {"dtype", std::string(tj::name(tj::dtype_v<T>))}, {"cands", CANDIDATES_VERSION}};
   }
+  /// The store race's key: key()'s properties with C's type and the store list's version.
+  static tj::TuneKey store_key(long long M, long long N, long long K) {
+    return tj::TuneKey{{"M", M},         {"N", N},
+                       {"K", K},         {"dtype", std::string(tj::name(tj::dtype_v<T>))},
+                       {"out", std::string(tj::name(tj::dtype_v<Out>))}, {"cands", STORE_CANDIDATES_VERSION}};
+  }
   /// The launch grid of a config: one program per [BM, BN] tile (rung 5), or min(tiles, sms) programs that walk
   /// the tiles (rung 6; `sms` = the device's SM count).
   static auto grid(long long M, long long N, int sms) {
@@ -266,7 +344,7 @@ class Gemm {
     };
   }
 
-  static void check(const T* a, const T* b, const float* c, long long M, long long N, long long K) {
+  static void check(const T* a, const T* b, const Out* c, long long M, long long N, long long K) {
     if (M < 1 || N < 1 || K < 1)
       throw tj::InvalidArgument(fmt::format("gemm: M = {}, N = {}, K = {}: every extent must be >= 1", M, N, K));
     if (M * N > 2147483647LL)
@@ -279,8 +357,10 @@ class Gemm {
     for (auto [p, what] : {std::pair{static_cast<const void*>(a), "A"}, std::pair{static_cast<const void*>(b), "B"}})
       if (!p || addr(p) % 16 != 0)
         throw tj::InvalidArgument(fmt::format("gemm: {} = {}: must be a non-null, 16-byte aligned device pointer (TMA base)", what, p));
-    if (!c || addr(c) % 4 != 0) throw tj::InvalidArgument(fmt::format("gemm: C = {}: must be a non-null, 4-byte aligned pointer", static_cast<const void*>(c)));
-    const auto c0 = addr(c), c1 = c0 + static_cast<std::uintptr_t>(M * N) * 4;
+    if (!c || addr(c) % sizeof(Out) != 0)
+      throw tj::InvalidArgument(fmt::format("gemm: C = {}: must be a non-null pointer aligned to its element size ({} bytes)",
+                                            static_cast<const void*>(c), sizeof(Out)));
+    const auto c0 = addr(c), c1 = c0 + static_cast<std::uintptr_t>(M * N) * sizeof(Out);
     auto overlaps = [&](const void* p, long long elems) {
       const auto p0 = addr(p), p1 = p0 + static_cast<std::uintptr_t>(elems) * sizeof(T);
       return p0 < c1 && c0 < p1;
@@ -317,12 +397,20 @@ class Gemm {
     }
     return ws_;
   }
-  void small_m(const T* a, const T* b, float* c, long long M, long long N, long long K, const SmallM& p) {
+  /// The rounding pass (Out = T) or split-K's sum: c[i] = Out(Σ_s ws[s · n + i]).
+  void reduce(const float* ws, Out* c, long long n, long long splits) {
+    reduce_.launch(stream_, tj::Grid{tj::cdiv(n, 1024)}, ws, c, n, splits);
+  }
+  void small_m(const T* a, const T* b, Out* c, long long M, long long N, long long K, const SmallM& p) {
     using D = tj::TensorDescriptor;
     // The kernels' own blocks and swizzle: no re-encoding at launch.
     D db(dev_, const_cast<T*>(b), tj::dtype_v<T>, {N, K}, {K, 1}, {SMALL_M_BLOCK_N, BLOCK_K}, {.swizzle = D::Swizzle::b128});
     D da(dev_, const_cast<T*>(a), tj::dtype_v<T>, {M, K}, {K, 1}, {p.block_m, BLOCK_K}, {.swizzle = D::Swizzle::b128});
-    float* out = p.splits > 1 ? workspace(p.splits * M * N) : c;
+    float* out = nullptr;
+    if constexpr (kNarrowOut)
+      out = workspace(p.splits * M * N);  // f32 partial sums (one split too), rounded into C by reduce()
+    else
+      out = p.splits > 1 ? workspace(p.splits * M * N) : c;
     const tj::Grid g{p.tiles, p.splits};
     auto go = [&](auto& kernel) { kernel.launch(stream_, g, db, da, out, M, N, K, p.k_split); };
     switch (p.block_m) {
@@ -332,9 +420,9 @@ class Gemm {
       case 64: go(small64_); break;
       default: go(small128_); break;
     }
-    if (p.splits > 1) reduce_.launch(stream_, tj::Grid{tj::cdiv(M * N, 1024)}, ws_, c, M * N, p.splits);
+    if (kNarrowOut || p.splits > 1) reduce(out, c, M * N, p.splits);
   }
-  void narrow_n(const T* a, const T* b, float* c, long long M, long long N, long long K, const NarrowN& p) {
+  void narrow_n(const T* a, const T* b, Out* c, long long M, long long N, long long K, const NarrowN& p) {
     using D = tj::TensorDescriptor;
     D da(dev_, const_cast<T*>(a), tj::dtype_v<T>, {M, K}, {K, 1}, {NARROW_N_BLOCK_M, BLOCK_K}, {.swizzle = D::Swizzle::b128});
     D db(dev_, const_cast<T*>(b), tj::dtype_v<T>, {N, K}, {K, 1}, {p.block_n, BLOCK_K}, {.swizzle = D::Swizzle::b128});
@@ -347,9 +435,9 @@ class Gemm {
       case 128: go(narrow128_); break;
       default: go(narrow192_); break;
     }
-    reduce_.launch(stream_, tj::Grid{tj::cdiv(M * N, 1024)}, ws, c, M * N, p.splits);
+    reduce(ws, c, M * N, p.splits);
   }
-  static tj::TuneOptions with_device(tj::TuneOptions o, const tj::Device& d) {
+  static tj::TuneOptions with_device(tj::TuneOptions o, const tj::Device& d) {  // by value: the store race takes a copy too
     if (!o.device) o.device = d;
     return o;
   }
@@ -373,6 +461,7 @@ class Gemm {
   tj::Device dev_;
   tj::Stream stream_;
   tj::Autotuner<Sig> tuner_;
+  std::optional<tj::Autotuner<StoreSig>> store_tuner_;  // Out = T only
   // Traced here, compiled at their first launch (through the kernel cache).
   SmallKernel<8> small8_{dev_, {}, small_options(8)};
   SmallKernel<16> small16_{dev_, {}, small_options(16)};
@@ -383,7 +472,7 @@ class Gemm {
   NarrowKernel<96> narrow96_{dev_, {}, narrow_options(96)};
   NarrowKernel<128> narrow128_{dev_, {}, narrow_options(128)};
   NarrowKernel<192> narrow192_{dev_, {}, narrow_options(192)};
-  tj::Kernel<SplitKReduce<1024>> reduce_{dev_, {}, {.num_warps = 4}};
+  tj::Kernel<SplitKReduce<1024, Out>> reduce_{dev_, {}, {.num_warps = 4}};
   float* ws_ = nullptr;
   std::size_t ws_bytes_ = 0;
 

@@ -23,6 +23,7 @@
 // with num_warps = BLOCK_M / 16 (one warp group per 64 rows).
 #pragma once
 #include <optional>
+#include <type_traits>
 
 #include <tilejit/tilejit.hpp>
 
@@ -180,15 +181,19 @@ struct MatmulV5SplitK {
   }
 };
 
-/// c[i] = Σ_s ws[s · n + i] for i < n: the second launch of split-K.
-template <int BLOCK>
+/// c[i] = Σ_s ws[s · n + i] for i < n, rounded to Out (f32: as summed): the second launch of split-K, and the cast
+/// of an f32 result into a bf16 / f16 C.
+template <int BLOCK, class Out = float>
 struct SplitKReduce {
-  void operator()(tj::Ptr<float> ws, tj::Ptr<float> c, tj::Size n, tj::Size splits) const {
+  void operator()(tj::Ptr<float> ws, tj::Ptr<Out> c, tj::Size n, tj::Size splits) const {
     auto i = tj::program_id(0) * BLOCK + tj::arange<BLOCK>();
     auto sum = tj::for_range(0, splits, 1, tj::zeros<float, BLOCK>(), [&](tj::Int s, auto acc) {
       return acc + tj::load(ws + s * n + i, i < n, 0.0f);
     });
-    tj::store(c + i, sum, i < n);
+    if constexpr (std::is_same_v<Out, float>)
+      tj::store(c + i, sum, i < n);
+    else
+      tj::store(c + i, tj::cast<Out>(sum), i < n);
   }
 };
 

@@ -24,6 +24,7 @@
 // tile's copies in flight during this one's epilogue); launch it on cluster_persistent_grid(...).
 #pragma once
 #include <algorithm>
+#include <type_traits>
 
 #include <tilejit/tilejit.hpp>
 
@@ -38,13 +39,20 @@ long long cluster_grid(long long M, long long N) {
   return tj::cdiv(M, static_cast<long long>(BLOCK_M) * CLUSTER) * CLUSTER * tj::cdiv(N, static_cast<long long>(BLOCK_N));
 }
 
-/// The tile at (m0, n0): the K loop with B's block multicast across the cluster, then the masked store.
+/// The K loop of the tile at (m0, n0), B's block multicast across the cluster: the f32 (i32 for i8) accumulator.
+template <int BLOCK_M, int BLOCK_N, int BLOCK_K, class T>
+auto v7_mainloop(const tj::Desc<T, BLOCK_M, BLOCK_K>& a, const tj::Desc<T, BLOCK_N, BLOCK_K>& b, const tj::Int& m0, const tj::Int& n0,
+                 const tj::Int& K) {
+  return tj::for_range(0, K, BLOCK_K, tj::zeros<tj::lang::dot_acc_t<T>, BLOCK_M, BLOCK_N>(), [&](tj::Int k0, auto acc) {
+    return tj::dot(a.load(m0, k0), tj::trans(b.load_multicast(n0, k0)), acc);
+  });
+}
+
+/// The tile at (m0, n0): v7_mainloop, then the masked store.
 template <int BLOCK_M, int BLOCK_N, int BLOCK_K, class T, class Out>
 void v7_tile(const tj::Desc<T, BLOCK_M, BLOCK_K>& a, const tj::Desc<T, BLOCK_N, BLOCK_K>& b, const tj::Ptr<Out>& c, const tj::Int& m0,
              const tj::Int& n0, const tj::Int& M, const tj::Int& N, const tj::Int& K) {
-  auto acc = tj::for_range(0, K, BLOCK_K, tj::zeros<Out, BLOCK_M, BLOCK_N>(), [&](tj::Int k0, auto acc) {
-    return tj::dot(a.load(m0, k0), tj::trans(b.load_multicast(n0, k0)), acc);
-  });
+  auto acc = v7_mainloop<BLOCK_M, BLOCK_N, BLOCK_K, T>(a, b, m0, n0, K);
   auto rm = m0 + tj::arange<BLOCK_M>();
   auto rn = n0 + tj::arange<BLOCK_N>();
   tj::store(c + tj::expand_dims<1>(rm) * N + tj::expand_dims<0>(rn), acc, tj::expand_dims<1>(rm < M) & tj::expand_dims<0>(rn < N));
@@ -73,6 +81,18 @@ inline tj::Grid cluster_persistent_grid(long long M, long long N, int block_m, i
   return tj::Grid{static_cast<int>(std::max(1LL, std::min<long long>(tiles, sms / cluster)) * cluster)};
 }
 
+/// Calls tile(m0, n0) for every tile this program owns in rung 7's persistent order: cluster c walks cluster tiles
+/// c, c + P, ... (P clusters) in grouped order; rank r of the cluster takes the tile r block rows below its origin.
+template <int BLOCK_M, int BLOCK_N, int CLUSTER, int GROUP_M, class F>
+void for_each_cluster_tile(const tj::Int& M, const tj::Int& N, F&& tile) {
+  const tj::Int rank = tj::program_id(0) % CLUSTER;
+  const GroupedTiles<BLOCK_M * CLUSTER, BLOCK_N, GROUP_M> tiles(M, N);  // cluster tiles
+  tj::for_range(tj::program_id(0) / CLUSTER, tiles.count, tj::num_programs(0) / CLUSTER, [&](tj::Int t) {
+    const auto [cm0, n0] = tiles.origin(t);
+    tile(cm0 + rank * BLOCK_M, n0);
+  });
+}
+
 /// MatmulV7 on a persistent grid (cluster_persistent_grid): cluster c computes cluster tiles c, c + P, ... (P
 /// clusters) in grouped order, the producer's ring running on across tiles. Same arguments and results.
 template <int BLOCK_M, int BLOCK_N, class T, int CLUSTER = 2, int GROUP_M = 4>
@@ -82,11 +102,23 @@ struct MatmulV7Persistent {
   using Out = tj::lang::dot_acc_t<T>;
   void operator()(tj::Desc<T, BLOCK_M, BLOCK_K> a, tj::Desc<T, BLOCK_N, BLOCK_K> b, tj::Ptr<Out> c, tj::Size M, tj::Size N,
                   tj::Size K) const {
-    const tj::Int rank = tj::program_id(0) % CLUSTER;
-    const GroupedTiles<BLOCK_M * CLUSTER, BLOCK_N, GROUP_M> tiles(M, N);  // cluster tiles
-    tj::for_range(tj::program_id(0) / CLUSTER, tiles.count, tj::num_programs(0) / CLUSTER, [&](tj::Int t) {
-      const auto [cm0, n0] = tiles.origin(t);
-      v7_tile<BLOCK_M, BLOCK_N, BLOCK_K>(a, b, c, cm0 + rank * BLOCK_M, n0, M, N, K);
+    for_each_cluster_tile<BLOCK_M, BLOCK_N, CLUSTER, GROUP_M>(M, N, [&](const tj::Int& m0, const tj::Int& n0) {
+      v7_tile<BLOCK_M, BLOCK_N, BLOCK_K>(a, b, c, m0, n0, M, N, K);
+    });
+  }
+};
+
+/// MatmulV7Persistent storing cast<Out>(A·Bᵀ) through a C descriptor, as MatmulV6Store (TMA store with
+/// CompileOptions::tma_store on sm_90a, the masked store elsewhere). Arguments as MatmulV6Store's.
+template <int BLOCK_M, int BLOCK_N, class T, class Out = T, int CLUSTER = 2, int GROUP_M = 4>
+struct MatmulV7PersistentStore {
+  static_assert(CLUSTER == 1 || CLUSTER == 2 || CLUSTER == 4, "a cluster is 1, 2 or 4 programs");
+  static_assert(!std::is_same_v<T, std::int8_t>, "MatmulV7PersistentStore: float inputs");
+  static constexpr int BLOCK_K = 128 / static_cast<int>(sizeof(T));
+  void operator()(tj::Desc<T, BLOCK_M, BLOCK_K> a, tj::Desc<T, BLOCK_N, BLOCK_K> b, tj::Desc<Out, BLOCK_M, BLOCK_N> c, tj::Size M,
+                  tj::Size N, tj::Size K) const {
+    for_each_cluster_tile<BLOCK_M, BLOCK_N, CLUSTER, GROUP_M>(M, N, [&](const tj::Int& m0, const tj::Int& n0) {
+      c.store(m0, n0, tj::cast<Out>(v7_mainloop<BLOCK_M, BLOCK_N, BLOCK_K, T>(a, b, m0, n0, K)));
     });
   }
 };

@@ -2288,7 +2288,12 @@ void tma_stores(const ir::Kernel& k, const ir::Specialization& spec, const Targe
     const Node& n = k.nodes[id];
     if (n.op != Op::desc_store) continue;
     const int es = size_bytes(n.type.dtype);
-    if (!((es == 2 || es == 4) && n.type.shape[1] * es % 128 == 0 && n.type.shape[0] % 8 == 0)) continue;
+    if (!((es == 2 || es == 4) && n.type.shape[1] * es % 128 == 0 && n.type.shape[0] % 8 == 0)) {
+      diagnostics.push_back(fmt::format("tma_store not applied to desc_store %{}: a [{}, {}] block of {}-byte elements is not "
+                                        "whole 128-byte slabs of rows in multiples of 8 (2- or 4-byte elements): masked stores",
+                                        id, n.type.shape[0], n.type.shape[1], es));
+      continue;
+    }
     const Node& d = k.nodes[static_cast<std::size_t>(n.args[0])];
     const auto p = static_cast<std::size_t>(d.i);
     if (d.op == Op::param && p < spec.flags.size() && (spec.flags[p] & ir::Specialization::kDiv16)) {

@@ -116,6 +116,7 @@ TEST_CASE("desc_store_with_tma_store_outside_loops_is_one_bulk_store_per_slab") 
   const auto narrow = tj::codegen::generate(kn, testing::all_div16(kn), tj::codegen::target_for("sm_90a"),
                                             {.num_warps = 4, .tma_store = true});
   CHECK(narrow.source.find("tj_tma_store_2d") == std::string::npos);
+  CHECK(testing::has_diagnostic(narrow, "is not whole 128-byte slabs of rows in multiples of 8"));
   // sm_80 ignores the option.
   const auto ampere = tj::codegen::generate(k, {}, tj::codegen::target_for("sm_80"), {.num_warps = 4, .tma_store = true});
   CHECK(ampere.source.find("tj_tma_store_2d") == std::string::npos);

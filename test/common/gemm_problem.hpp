@@ -3,6 +3,7 @@
 #pragma once
 #include <cmath>
 #include <cstddef>
+#include <type_traits>
 #include <vector>
 
 #include "test/common/random.hpp"
@@ -56,6 +57,27 @@ struct GemmTN {
     CHECK(unwritten == 0);
     CHECK(outside == 0);
     CHECK(rel_error(c, ref) < tol);
+  }
+  /// C [M, N] in a 16-bit float type (bf16 / f16, poisoned with NaN before the run): every element written, each
+  /// within the f32 accumulation bound plus one rounding to Out (relative 2^-8 for bf16's 8 significant bits, 2^-11
+  /// for f16's 11), and the relative Frobenius error below the bound (1e-2 bf16, 5e-3 f16).
+  template <class Out>
+  void check_rounded(const std::vector<Out>& c) const {
+    const double u = std::is_same_v<Out, tilejit::bf16> ? 1.0 / 256 : 1.0 / 2048;
+    const double elem = 1e-6 + K * 6e-8;
+    std::vector<float> f(c.size());
+    std::size_t unwritten = 0, outside = 0;
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      f[i] = static_cast<float>(c[i]);
+      if (std::isnan(f[i])) {
+        ++unwritten;
+        continue;
+      }
+      outside += std::abs(f[i] - ref[i]) > u * std::abs(ref[i]) + elem * mag[i] + 1e-6;
+    }
+    CHECK(unwritten == 0);
+    CHECK(outside == 0);
+    CHECK(rel_error(f, ref) < (std::is_same_v<Out, tilejit::bf16> ? 1e-2 : 5e-3));
   }
 };
 

@@ -1,0 +1,176 @@
+// The library GEMM with a bf16 C (examples::Gemm<bf16, bf16>): the store race (rung 6 and rung 7 persistent storing
+// C through a descriptor, by TMA on sm_90a) — its list and keys, every candidate's sm_90a text (TMA store or, for
+// blocks TMA cannot store, the masked store with a diagnostic) compiled by NVRTC without spills, the rule that picks
+// it (C 16-byte aligned, rows whole 16-byte chunks), and the three ways C is written (store race; f32 race + rounding
+// pass; small-M + rounding pass) against f64 with C poisoned, on the interpreter and on a Hopper GPU.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "examples/gemm/gemm.hpp"
+#include "test/common/codegen.hpp"
+#include "test/common/gemm_problem.hpp"
+
+namespace tj = tilejit;
+using bf = tj::bf16;
+using G = examples::Gemm<bf, bf>;
+
+namespace {
+
+/// Tuner options keeping only the candidates named in `keep` (of either race), no persistence, one timed rep.
+tj::TuneOptions forcing(std::set<std::string> keep) {
+  tj::TuneOptions o;
+  o.cache_dir = std::filesystem::path{};
+  o.warmup = 0;
+  o.reps = 1;
+  o.log = [](const std::string&) {};
+  o.prune.push_back([keep](const tj::Config& c, const tj::TuneKey&, const tj::Device&) {
+    return keep.contains(c.str()) ? std::string{} : std::string{"forced"};
+  });
+  return o;
+}
+
+/// gemm(a, b, c) on `dev` with C poisoned, then checked against f64 with one rounding to bf16. `offset`: elements
+/// C starts past a 16-byte aligned allocation (1: C only 2-byte aligned).
+void run(const tj::Device& dev, G& gemm, const testing::GemmTN<bf>& p, int offset = 0) {
+  CAPTURE(p.M);
+  CAPTURE(p.N);
+  CAPTURE(p.K);
+  auto a = p.a, b = p.b;
+  std::vector<bf> c(static_cast<std::size_t>(p.M) * p.N + 8, bf(std::nanf("")));
+  bf* da = testing::on_device(dev, a);
+  bf* db = testing::on_device(dev, b);
+  bf* dc = testing::on_device(dev, c);
+  gemm(da, db, dc + offset, p.M, p.N, p.K);
+  if (dev.backend() != tj::Backend::interpreter) {
+    dev.copy_to_host(c.data(), dc, c.size() * sizeof(bf));
+    dev.free(da), dev.free(db), dev.free(dc);
+  }
+  p.check_rounded(std::vector<bf>(c.begin() + offset, c.begin() + offset + static_cast<long long>(p.M) * p.N));
+  // Nothing written around C.
+  for (int i = 0; i < offset; ++i) CHECK(std::isnan(static_cast<float>(c[static_cast<std::size_t>(i)])));
+  for (std::size_t i = static_cast<std::size_t>(offset) + static_cast<std::size_t>(p.M) * p.N; i < c.size(); ++i)
+    CHECK(std::isnan(static_cast<float>(c[i])));
+}
+
+}  // namespace
+
+TEST_CASE("gemm_store_race_candidates_and_keys") {
+  std::vector<std::string> names;
+  for (const auto& c : G::store_candidates()) names.push_back(c.config.str());
+  const std::vector<std::string> expected = {
+      "BM=128 BN=256 PERSISTENT=1 STORE=1 WS=1 num_warps=8 num_stages=3",
+      "BM=256 BN=128 PERSISTENT=1 STORE=1 WS=1 num_warps=16 num_stages=3",
+      "BM=128 BN=192 PERSISTENT=1 STORE=1 WS=1 num_warps=8 num_stages=4",
+      "BM=128 BN=128 PERSISTENT=1 STORE=1 WS=1 num_warps=8 num_stages=4",
+      "BM=64 BN=256 PERSISTENT=1 STORE=1 WS=1 num_warps=4 num_stages=4",
+      "BM=64 BN=192 PERSISTENT=1 STORE=1 WS=1 num_warps=4 num_stages=5",
+      "BM=64 BN=128 PERSISTENT=1 STORE=1 WS=1 num_warps=4 num_stages=6",
+      "BM=64 BN=96 PERSISTENT=1 STORE=1 WS=1 num_warps=4 num_stages=6",
+      "BM=64 BN=64 PERSISTENT=1 STORE=1 WS=1 num_warps=4 num_stages=8",
+      "BM=128 BN=256 CLUSTER=2 PERSISTENT=1 STORE=1 WS=1 num_warps=8 num_stages=3",
+      "BM=256 BN=128 CLUSTER=2 PERSISTENT=1 STORE=1 WS=1 num_warps=16 num_stages=3",
+  };
+  CHECK(names == expected);
+  for (const auto& c : G::store_candidates()) {
+    CAPTURE(c.config.str());
+    CHECK(G::persistent(c.config));
+    CHECK(c.config.num_warps == c.config.param("BM") / 16);
+    // Whole clusters for rung 7, min(tiles, SMs) programs for rung 6.
+    const tj::Grid g = G::grid(8192, 3000, 132)(c.config);
+    CHECK(g.x == (c.config.params.contains("CLUSTER") ? 132 : std::min(132LL, tj::cdiv(8192, c.config.param("BM")) * tj::cdiv(3000, c.config.param("BN")))));
+  }
+  // The store race's key names C's type and its own list's version; the f32 race's key is unchanged.
+  const std::string k = G::store_key(4096, 4096, 4096).str();
+  CHECK(k.find("out=\"bf16\"") != std::string::npos);
+  CHECK(k.find("cands=" + std::to_string(G::STORE_CANDIDATES_VERSION)) != std::string::npos);
+  CHECK(G::key(4096, 4096, 4096).str() == examples::Gemm<bf>::key(4096, 4096, 4096).str());
+}
+
+TEST_CASE("gemm_store_race_is_taken_for_aligned_c_with_whole_16_byte_rows") {
+  alignas(16) static bf buf[16];
+  CHECK(G::stores_by_descriptor(buf, 4096));
+  CHECK(G::stores_by_descriptor(buf, 8));
+  CHECK_FALSE(G::stores_by_descriptor(buf, 4100));   // 8200-byte rows: a TMA store would write past column N - 1
+  CHECK_FALSE(G::stores_by_descriptor(buf + 1, 4096));  // C 2-byte aligned: no descriptor base
+  alignas(16) static float f32[4];
+  CHECK_FALSE(examples::Gemm<bf>::stores_by_descriptor(f32, 4096));  // an f32 C never takes it
+  // Bad input still names the rule: C aligned to its element size.
+  const auto dev = tj::Device::interpreter();
+  G gemm(dev, forcing({}));
+  std::vector<bf> a(64 * 64, bf(1.0f)), b(64 * 64, bf(1.0f));
+  CHECK_THROWS_WITH_AS(gemm(a.data(), b.data(), reinterpret_cast<bf*>(reinterpret_cast<char*>(buf) + 1), 64, 64, 64),
+                       doctest::Contains("aligned to its element size (2 bytes)"), tj::InvalidArgument);
+}
+
+TEST_CASE("gemm_store_race_candidates_compile_for_sm90a_without_spills") {
+  std::string why;
+  if (!tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) {
+    MESSAGE("skipping: ", why);
+    return;
+  }
+  const auto dev = tj::Device::interpreter();
+  for (const auto& c : G::store_candidates()) {
+    const std::string what = c.config.str();
+    CAPTURE(what);
+    const auto core = c.make(dev, c.config);
+    // The specialisation of an aligned launch (C's rows whole 16-byte chunks).
+    const auto g = core->source(testing::all_div16(core->ir()));
+    CHECK(testing::has_diagnostic(g, "warp specialised: " + std::to_string(c.config.num_warps) + " consumer warp(s)"));
+    if (c.config.param("BN") == 96) {  // 192-byte rows: not whole 128-byte slabs
+      CHECK(testing::has_diagnostic(g, "tma_store not applied"));
+      CHECK(g.source.find("tj_tma_store_2d(") == std::string::npos);
+    } else {
+      CHECK(testing::has_diagnostic(g, "stored by TMA"));
+    }
+    CHECK(g.dynamic_shared_bytes <= 227 * 1024);
+    testing::compiles_for_sm90a_without_spills(g.source, "store_" + what + ".cu");
+  }
+}
+
+TEST_CASE("gemm_store_race_interpreter_matches_f64_on_every_path") {
+  const auto dev = tj::Device::interpreter();
+  // Ragged M, N, K against every tile; N = 304: 608-byte rows (the store race), N = 300: 600-byte rows (the f32
+  // race into a workspace, then the rounding pass), M = 8: the small-M kernel and the rounding pass.
+  const testing::GemmTN<bf> aligned(270, 304, 136, 51), ragged(270, 300, 136, 53), small(8, 200, 256, 55);
+  for (const char* keep : {"BM=128 BN=192 PERSISTENT=1 STORE=1 WS=1 num_warps=8 num_stages=4",
+                           "BM=64 BN=96 PERSISTENT=1 STORE=1 WS=1 num_warps=4 num_stages=6",
+                           "BM=256 BN=128 CLUSTER=2 PERSISTENT=1 STORE=1 WS=1 num_warps=16 num_stages=3"}) {
+    CAPTURE(keep);
+    G gemm(dev, forcing({keep}));
+    run(dev, gemm, aligned);
+    CHECK(gemm.report(aligned.M, aligned.N, aligned.K).best_config().str() == keep);
+  }
+  const std::string f32 = "BM=128 BN=256 PERSISTENT=1 WS=1 num_warps=8 num_stages=4";
+  G gemm(dev, forcing({f32}));
+  run(dev, gemm, ragged);
+  CHECK(gemm.report(ragged.M, ragged.N, ragged.K).best_config().str() == f32);  // the f32 race's report
+  run(dev, gemm, aligned, 1);  // C 2-byte aligned: the f32 race too
+  run(dev, gemm, small);
+  CHECK(G::path_for(small.M, small.N, small.K, dev.num_sms()) == G::Path::small_m);
+}
+
+TEST_CASE("gemm_store_race_gpu_every_candidate_matches_f64") {
+  auto dev = tj::Device::best();
+  if (dev.backend() != tj::Backend::cuda || dev.compute_capability() < 90) {
+    MESSAGE("no Hopper GPU: skipping");
+    return;
+  }
+  // 2000 % 128 = 80, 3008 % 256 = 192, 144 % 64 = 16: every tile ragged; more tiles than SMs for most configs.
+  const testing::GemmTN<bf> p(2000, 3008, 144, 61);
+  for (const auto& c : G::store_candidates()) {
+    CAPTURE(c.config.str());
+    G gemm(dev, forcing({c.config.str()}));
+    run(dev, gemm, p);
+    CHECK(gemm.report(p.M, p.N, p.K).best_config() == c.config);
+  }
+  // The other two ways: rows ending mid 16-byte chunk (N = 3004), C 2-byte aligned, and small M.
+  G gemm(dev, forcing({"BM=128 BN=256 PERSISTENT=1 WS=1 num_warps=8 num_stages=4"}));
+  run(dev, gemm, testing::GemmTN<bf>(2000, 3004, 144, 63));
+  run(dev, gemm, p, 1);
+  run(dev, gemm, testing::GemmTN<bf>(16, 4096, 4096, 65));
+}
