@@ -673,6 +673,8 @@ class Emitter {
       }
     for (const Resident& r : resident_) mc_split_[static_cast<std::size_t>(k_[k_[r.node].args[0]].i)] = 0;
     for (const ItemBlock& b : items_) mc_split_[static_cast<std::size_t>(k_[k_[b.node].args[0]].i)] = 0;
+    // A TMA store moves its program's whole block: its box is never a slice.
+    for (const StoreBuf& b : stores_) mc_split_[static_cast<std::size_t>(k_[k_[b.node].args[0]].i)] = 0;
     for (std::size_t i = 0; i < k_.params.size(); ++i)
       if (tma_param_[i] && mc_split_[i]) tma_param_[i] /= cluster_;
     plan_diag_.push_back(fmt::format("clusters of {} programs along x: {} pipelined block(s) multicast (read from L2 once per cluster), "

@@ -126,6 +126,11 @@ TEST_CASE("gemm_store_race_candidates_compile_for_sm90a_without_spills") {
       CHECK(g.source.find("tj_tma_store_2d(") == std::string::npos);
     } else {
       CHECK(testing::has_diagnostic(g, "stored by TMA"));
+      // C's box is the program's whole block of rows by one 128-byte slab — in clusters too, where B's multicast
+      // box is a slice (a sliced C box left half of every tile unwritten on the H200).
+      REQUIRE(g.tma_params.size() == 3);
+      CHECK(g.tma_params[2] == 2);
+      CHECK(g.tma_boxes[2] == std::array<int, 2>{static_cast<int>(c.config.param("BM")), 64});
     }
     CHECK(g.dynamic_shared_bytes <= 227 * 1024);
     testing::compiles_for_sm90a_without_spills(g.source, "store_" + what + ".cu");
