@@ -317,19 +317,20 @@ void BM_TilejitFused(benchmark::State& st) {
 
 /// bf16 out through MatmulV6Store (persistent, producer warp group): TMA (the TMA-store epilogue) or the masked
 /// store of the same kernel. Compare with BM_CublasTNBf16Out and BM_TilejitBf16Out/v6.
-template <int BM, int BN, int STAGES, bool TMA = true>
+template <int BM, int BN, int STAGES, bool TMA = true, class Out = tj::bf16>
 void BM_TilejitV6Store(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
   const long M = st.range(0), N = st.range(1), K = st.range(2);
   Operands o(M, N, K);
   const TnDescs d(o.a, o.b, tj::DType::bf16, M, N, K, BM, BN, 64);
-  const tj::TensorDescriptor c(gpu(), o.c, tj::DType::bf16, {M, N}, {N, 1}, {BM, 64}, {.swizzle = tj::TensorDescriptor::Swizzle::b128});
-  auto k = tj::compile<examples::MatmulV6Store<BM, BN, tj::bf16>>(
+  const tj::TensorDescriptor c(gpu(), o.c, tj::dtype_v<Out>, {M, N}, {N, 1}, {BM, 128 / static_cast<long>(sizeof(Out))},
+                               {.swizzle = tj::TensorDescriptor::Swizzle::b128});
+  auto k = tj::compile<examples::MatmulV6Store<BM, BN, tj::bf16, Out>>(
       gpu(), {.num_warps = BM / 16, .num_stages = STAGES, .warp_specialize = true, .tma_store = TMA});
   const tj::Grid grid = examples::persistent_grid(M, N, BM, BN, gpu().num_sms());
   timed(st, 2.0 * M * N * K, [&] { k.launch(grid, d.a, d.b, c, M, N, K); });
-  st.SetLabel(std::string("bf16 out, rung 6 + ") + (TMA ? "TMA store " : "masked store ") + std::to_string(BM) + "x" + std::to_string(BN) +
-              " stages " + std::to_string(STAGES));
+  st.SetLabel(std::string(tj::name(tj::dtype_v<Out>)) + " out, rung 6 + " + (TMA ? "TMA store " : "masked store ") + std::to_string(BM) +
+              "x" + std::to_string(BN) + " stages " + std::to_string(STAGES));
 }
 
 /// The library call (examples/gemm/gemm.hpp) writing an Out C (f32, or bf16: Gemm<bf16, bf16>): the tuned winner
@@ -536,6 +537,10 @@ BENCHMARK(BM_TilejitFused<128, 256, 3, false, examples::Act::none>)->Name("BM_Ti
 BENCHMARK(BM_TilejitFused<128, 256, 4, true, examples::Act::none>)->Name("BM_TilejitBf16Out/v6/128x256/4")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitV6Store<128, 256, 3>)->Name("BM_TilejitV6Store/128x256/3")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitV6Store<128, 256, 3, false>)->Name("BM_TilejitV6StoreMasked/128x256/3")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitV6Store<128, 256, 4>)->Name("BM_TilejitV6Store/128x256/4")->Apply(shapes_tn);
+// f32 C stored by TMA slab by slab (8 slabs through 32 KiB), beside BM_CublasTN and BM_TilejitV6Ws (masked f32 store).
+BENCHMARK(BM_TilejitV6Store<128, 256, 4, true, float>)->Name("BM_TilejitV6StoreF32/128x256/4")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitV6Store<256, 128, 3, true, float>)->Name("BM_TilejitV6StoreF32/256x128/3")->Apply(shapes_tn);
 // Rung 7: clusters and TMA multicast, on the large shapes (BM_TilejitV7/.../1: the same kernel without clusters).
 BENCHMARK(BM_TilejitV7<128, 256, 4, 2>)->Name("BM_TilejitV7/128x256/4/2")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitV7<128, 256, 3, 2>)->Name("BM_TilejitV7/128x256/3/2")->Apply(shapes_tn);

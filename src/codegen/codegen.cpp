@@ -156,18 +156,54 @@ class Emitter {
   /// A TMA store (desc_store): its staging buffer, [rows, 128 bytes] slabs with the 128B swizzle.
   struct StoreBuf {
     int node = -1, off = 0, bytes = 0;
+    bool chunked = false;  // staged slab by slab through two slab buffers (slab_static)
   };
   // ---- TMA stores -----------------------------------------------------------
   /// Staging buffers after the blocks of the loads (1024-byte aligned, as the swizzle needs).
+  /// A block of more than two slabs whose every register lands in one slab in every thread (slab_static) is staged
+  /// slab by slab through two slab buffers (CUTLASS's epilogue subtiles): a quarter of a 4-slab block's staging,
+  /// which leaves room for a deeper ring. Otherwise the whole block is staged at once.
   void plan_stores() {
     for (StoreBuf& b : stores_) {
+      const int slabs = slabs_of(b.node);
+      if (slabs > 2 && slab_static(b.node)) {
+        b.chunked = true;
+        b.bytes = 2 * k_[b.node].type.shape[0] * 128;
+      }
       b.off = ring_bytes_;
       ring_bytes_ += (b.bytes + 1023) / 1024 * 1024;
       pipe_preamble_ += fmt::format("  const unsigned tj_stbuf{} = tj_smem_addr(tj_smem_raw) + {};  // TMA store staging of %{}\n",
                                     b.node, b.off, b.node);
-      plan_diag_.push_back(fmt::format("desc_store %{}: stored by TMA from {} bytes of shared memory ({} slab(s) of 128 bytes)", b.node,
-                                       b.bytes, slabs_of(b.node)));
+      plan_diag_.push_back(b.chunked ? fmt::format("desc_store %{}: stored by TMA slab by slab through {} bytes of shared memory (two "
+                                                   "buffers of one 128-byte slab; {} slabs)", b.node, b.bytes, slabs)
+                                     : fmt::format("desc_store %{}: stored by TMA from {} bytes of shared memory ({} slab(s) of 128 "
+                                                   "bytes)", b.node, b.bytes, slabs));
     }
+  }
+  /// The value desc_store `id` writes: cast<T>(x) of a float x in the same layout stores x, converted once (the cast
+  /// rounds as the conversion does).
+  int store_value(int id) const {
+    const int val = k_[id].args[3];
+    if (const Node& c = k_[val]; c.op == Op::cast && is_float(k_[c.args[0]].type.dtype) && TL(c.args[0]) == TL(val)) return c.args[0];
+    return val;
+  }
+  /// Whether each register of desc_store `id`'s value lies in the same 128-byte slab of the block in every thread:
+  /// an additive layout whose lane and warp digits move a register's column by less than it has left to its slab's
+  /// end (the wgmma accumulator: at most 6 columns from a multiple of 8).
+  bool slab_static(int id) const {
+    const ir::TileLayout& tl = TL(store_value(id));
+    const int pd = tl.dim_of[1];
+    if (tl.scalar || pd < 0 || !D(tl).additive) return false;
+    const auto d = static_cast<std::size_t>(pd);
+    int span = 0;  // the largest column offset a thread's lane and warp add
+    for (const auto& g : D(tl).lane) span += (g.radix - 1) * g.image[d];
+    for (const auto& g : D(tl).warp) span += (g.radix - 1) * g.image[d];
+    const int W = 128 / size_bytes(k_[id].type.dtype);
+    for (int r = 0; r < regs(tl); ++r) {
+      const int c = D(tl).register_coord(r, pd);
+      if (c / W != (c + span) / W) return false;
+    }
+    return true;
   }
   int staging_bytes() const {
     int n = 0;
@@ -209,28 +245,68 @@ class Emitter {
   }
   /// desc_store `id` through TMA: wait until the previous store from this buffer has read it (a store in a loop),
   /// every consumer thread writes its elements at their swizzled offsets, proxy fence, barrier, then thread 0
-  /// issues one bulk tensor store per 128-byte slab and commits them as one bulk group.
+  /// issues one bulk tensor store per 128-byte slab and commits them as one bulk group. A chunked buffer
+  /// (plan_stores) does this per slab, alternating between its two slab buffers: before slab s >= 2 is written the
+  /// store of slab s - 2 must have read its buffer (wait_group.read 1: the other buffer's may still be in flight),
+  /// before slab 0 in a loop every earlier store (read 0); one bulk group per slab.
   void emit_tma_store(int id) {
     const Node& n = k_[id];
     const StoreBuf* sb = nullptr;
     for (const StoreBuf& b : stores_)
       if (b.node == id) sb = &b;
     if (!sb) throw Unsupported(fmt::format("codegen: desc_store %{} has no staging buffer", id));
-    int val = n.args[3];
-    const int B0 = n.type.shape[0], es = size_bytes(n.type.dtype);
+    const int val = store_value(id);
+    const int B0 = n.type.shape[0], es = size_bytes(n.type.dtype), W = 128 / es;
     const ir::TileLayout& tl = TL(val);
-    // cast<T>(x) of a float x in the same layout: store x converted once (the cast rounds as the conversion does).
-    if (const Node& c = k_[val]; c.op == Op::cast && is_float(k_[c.args[0]].type.dtype) && TL(c.args[0]) == tl) val = c.args[0];
-    line(fmt::format("// %{}: block of descriptor %{} stored by TMA from the swizzled staging buffer tj_stbuf{}", id, n.args[0], id));
-    if (parent_[static_cast<std::size_t>(id)] >= 0) {
-      line("if (tj_tid == 0) tj_bulk_wait_read();  // the previous store from this buffer has read it");
-      line(sync());
+    line(fmt::format("// %{}: block of descriptor %{} stored by TMA from the swizzled staging buffer tj_stbuf{}{}", id, n.args[0], id,
+                     sb->chunked ? ", slab by slab through two slab buffers" : ""));
+    const bool in_loop = parent_[static_cast<std::size_t>(id)] >= 0;
+    auto issue = [&](int s, int at) {
+      return fmt::format("tj_tma_store_2d(&s{}.map, tj_stbuf{} + {}u, (int)({}) + {}, (int)({})); ", n.args[0], id, at, v(n.args[2], 0),
+                         s * W, v(n.args[1], 0));
+    };
+    if (!sb->chunked) {
+      if (in_loop) {
+        line("if (tj_tid == 0) tj_bulk_wait_read();  // the previous store from this buffer has read it");
+        line(sync());
+      }
+      stage_registers(id, val, -1, sb->off);
+      line("tj_fence_proxy_async();  // the writes above are visible to TMA");
+      line(sync() + "  // the staging buffer is complete");
+      std::string all;
+      for (int s = 0; s < slabs_of(id); ++s) all += issue(s, s * B0 * 128);
+      line(fmt::format("if (tj_tid == 0) {{ {}tj_bulk_commit(); }}", all));
+      return;
     }
+    for (int s = 0; s < slabs_of(id); ++s) {
+      if (s >= 2) {
+        line(fmt::format("if (tj_tid == 0) tj_bulk_wait_read1();  // slab {}'s store has read buffer {}", s - 2, s % 2));
+        line(sync());
+      } else if (s == 0 && in_loop) {
+        line("if (tj_tid == 0) tj_bulk_wait_read();  // the previous block's stores have read both buffers");
+        line(sync());
+      }
+      stage_registers(id, val, s, sb->off + s % 2 * B0 * 128);
+      line("tj_fence_proxy_async();  // the writes above are visible to TMA");
+      line(sync() + fmt::format("  // slab {} is staged", s));
+      line(fmt::format("if (tj_tid == 0) {{ {}tj_bulk_commit(); }}", issue(s, s % 2 * B0 * 128)));
+    }
+  }
+  /// Every consumer thread writes value `val`'s registers of desc_store `id` that lie in slab `slab` (-1: all) at
+  /// their 128B-swizzled offsets in the staging buffer at shared offset `off` (which holds that slab first when
+  /// slab >= 0).
+  void stage_registers(int id, int val, int slab, int off) {
+    const Node& n = k_[id];
+    const int B0 = n.type.shape[0], es = size_bytes(n.type.dtype), W = 128 / es;
+    const ir::TileLayout& tl = TL(val);
+    const int pd = tl.dim_of[1];
     const int vw = staging_width(tl, es), bytes = vw * es;
     const std::string own = owner_predicate(tl);
     for (int r = 0; r < regs(tl); r += vw) {
       if (canonical(r, tl) != r) continue;
-      const std::string at = fmt::format("tj_smem_raw + {}u + tj_swz128({}, ({}) * {}, {})", sb->off, coord(tl, r, 0), coord(tl, r, 1), es, B0);
+      if (slab >= 0 && D(tl).register_coord(r, pd) / W != slab) continue;
+      const std::string col = slab > 0 ? fmt::format("({}) * {} - {}", coord(tl, r, 1), es, slab * 128) : fmt::format("({}) * {}", coord(tl, r, 1), es);
+      const std::string at = fmt::format("tj_smem_raw + {}u + tj_swz128({}, {}, {})", off, coord(tl, r, 0), col, B0);
       std::string st;
       if (bytes < 4) {
         st = fmt::format("*({}*)({}) = {};", storage_type(n.type.dtype), at, store_expr(n.type.dtype, v(val, r)));
@@ -251,13 +327,6 @@ class Emitter {
       }
       line(own.empty() ? st : fmt::format("if ({}) {}", own, st));
     }
-    line("tj_fence_proxy_async();  // the writes above are visible to TMA");
-    line(sync() + "  // the staging buffer is complete");
-    std::string issue;
-    for (int s = 0; s < slabs_of(id); ++s)
-      issue += fmt::format("tj_tma_store_2d(&s{}.map, tj_stbuf{} + {}u, (int)({}) + {}, (int)({})); ", n.args[0], id, s * B0 * 128,
-                           v(n.args[2], 0), s * (128 / es), v(n.args[1], 0));
-    line(fmt::format("if (tj_tid == 0) {{ {}tj_bulk_commit(); }}", issue));
   }
   /// 128-byte slabs a block [rows, cols] is held in (one TMA box each; the last may be partly used).
   int slabs_of(int id) const {

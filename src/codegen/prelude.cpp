@@ -238,6 +238,8 @@ static __device__ __forceinline__ void tj_tma_store_2d(const void* map, unsigned
 static __device__ __forceinline__ void tj_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
 // Every bulk group of this thread has finished reading its shared memory (the buffer may be written again).
 static __device__ __forceinline__ void tj_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }
+// Every bulk group of this thread but the most recent one has finished reading its shared memory source.
+static __device__ __forceinline__ void tj_bulk_wait_read1() { asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory"); }
 // Every bulk group of this thread has completed.
 static __device__ __forceinline__ void tj_bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
 // This thread's generic-proxy writes to shared memory become visible to the async proxy (TMA).

@@ -6,6 +6,7 @@
 // outputs (skips without a GPU), including C whose rows end mid 16-byte chunk (kept masked: TMA stores write whole
 // chunks).
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <cmath>
 #include <regex>
@@ -99,15 +100,16 @@ TEST_CASE("gemm_v6_store_interpreter_matches_f64") {
 }
 
 TEST_CASE("gemm_v6_store_sm90a_stages_the_tile_and_stores_it_with_tma") {
-  const auto g = sm90_store(examples::MatmulV6Store<128, 256, tj::bf16>{}, 8, 3, true);
+  // 256 x 128 bf16: two 128-byte slabs, staged whole (64 KiB) and stored as one bulk group per tile.
+  const auto g = sm90_store(examples::MatmulV6Store<256, 128, tj::bf16>{}, 16, 3, true);
   const std::string& src = g.source;
   CAPTURE(src.size());
   REQUIRE(testing::has_diagnostic(g, "warp specialised"));
-  REQUIRE(testing::has_diagnostic(g, "stored by TMA from 65536 bytes of shared memory (4 slab(s) of 128 bytes)"));
-  // The C descriptor (parameter 2) is encoded with the box the store moves: 128 rows of 64 bf16 (128 bytes).
+  REQUIRE(testing::has_diagnostic(g, "stored by TMA from 65536 bytes of shared memory (2 slab(s) of 128 bytes)"));
+  // The C descriptor (parameter 2) is encoded with the box the store moves: 256 rows of 64 bf16 (128 bytes).
   REQUIRE(g.tma_params.size() == 3);
   CHECK(g.tma_params[2] == 2);
-  CHECK(g.tma_boxes[2] == std::array<int, 2>{128, 64});
+  CHECK(g.tma_boxes[2] == std::array<int, 2>{256, 64});
   // No masked global store is left; the staging writes are 4-byte (two bf16 columns) swizzled shared stores.
   CHECK(src.find("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group") != std::string::npos);
   const std::size_t wait_read = src.find("if (tj_tid == 0) tj_bulk_wait_read();");
@@ -125,19 +127,51 @@ TEST_CASE("gemm_v6_store_sm90a_stages_the_tile_and_stores_it_with_tma") {
   CHECK(fence < issue);
   CHECK(issue < exit_wait);
   // A consumer barrier after the .read wait (the buffer is free for every thread) and after the fence.
-  const std::string bar = "asm volatile(\"bar.sync 1, 256;\" ::: \"memory\");";
+  const std::string bar = "asm volatile(\"bar.sync 1, 512;\" ::: \"memory\");";
   CHECK(src.find(bar, wait_read) < first_write);
   CHECK(src.find(bar, fence) < issue);
-  // 128 x 256 bf16: 64 staging writes per thread, four slabs stored and one bulk group committed per tile.
-  CHECK(testing::occurrences(src, "*(tj_v4*)(tj_smem_raw + ") == 64);
-  CHECK(testing::occurrences(src, "tj_tma_store_2d(&s") == 4);
+  // 256 x 128 bf16 over 512 threads: 64 elements each, 32 staging writes of two; two slabs, one bulk group per tile.
+  CHECK(testing::occurrences(src, "*(tj_v4*)(tj_smem_raw + ") == 32);
+  CHECK(testing::occurrences(src, "tj_tma_store_2d(&s") == 2);
   CHECK(testing::occurrences(src, "tj_bulk_commit(); }") == 1);
+  CHECK(src.find("if (tj_tid == 0) tj_bulk_wait_read1();") == std::string::npos);
   std::smatch m;
-  REQUIRE(std::regex_search(src, m, std::regex(R"(tj_tma_store_2d\(&s\d+\.map, tj_stbuf\d+ \+ 49152u, \(int\)\(s\d+\) \+ 192, \(int\)\(s\d+\)\))")));
+  REQUIRE(std::regex_search(src, m, std::regex(R"(tj_tma_store_2d\(&s\d+\.map, tj_stbuf\d+ \+ 32768u, \(int\)\(s\d+\) \+ 64, \(int\)\(s\d+\)\))")));
   // Without tma_store the epilogue is the masked store of the same block.
-  const auto plain = sm90_store(examples::MatmulV6Store<128, 256, tj::bf16>{}, 8, 3, true, false);
+  const auto plain = sm90_store(examples::MatmulV6Store<256, 128, tj::bf16>{}, 16, 3, true, false);
   CHECK(plain.source.find("cp.async.bulk.tensor.2d.global") == std::string::npos);
   CHECK(plain.tma_params.size() == 2);
+}
+
+TEST_CASE("gemm_v6_store_sm90a_stages_wide_tiles_slab_by_slab") {
+  // 128 x 256 bf16: four slabs through two slab buffers (32 KiB, not 64), one bulk group per slab; slab s >= 2 waits
+  // until slab s - 2's store has read its buffer (read 1), slab 0 of the next tile until every store has (read 0).
+  const auto g = sm90_store(examples::MatmulV6Store<128, 256, tj::bf16>{}, 8, 4, true);
+  const std::string& src = g.source;
+  REQUIRE(testing::has_diagnostic(g, "stored by TMA slab by slab through 32768 bytes of shared memory (two buffers of one 128-byte "
+                                     "slab; 4 slabs)"));
+  CHECK(g.dynamic_shared_bytes <= 227 * 1024);  // 4 stages of 48 KiB beside the staging
+  CHECK(testing::occurrences(src, "*(tj_v4*)(tj_smem_raw + ") == 64);  // 16 per slab
+  CHECK(testing::occurrences(src, "tj_tma_store_2d(&s") == 4);
+  CHECK(testing::occurrences(src, "tj_bulk_commit(); }") == 4);
+  CHECK(testing::occurrences(src, "if (tj_tid == 0) tj_bulk_wait_read1();") == 2);
+  CHECK(testing::occurrences(src, "if (tj_tid == 0) tj_bulk_wait_read();") == 1);
+  // Slab s is staged in buffer s % 2 (16384 bytes = 128 rows x 128 bytes apart) and stored from there at column 64 s.
+  for (int s = 0; s < 4; ++s) {
+    CAPTURE(s);
+    const std::regex store(fmt::format(R"(tj_tma_store_2d\(&s\d+\.map, tj_stbuf\d+ \+ {}u, \(int\)\(s\d+\) \+ {}, )", s % 2 * 16384, 64 * s));
+    CHECK(std::regex_search(src, store));
+  }
+  // Every staging write of slab s comes after the wait that frees its buffer and before slab s's store.
+  const std::size_t w2 = src.find("tj_bulk_wait_read1();"), st1 = src.find("tj_tma_store_2d(&s", src.find("tj_tma_store_2d(&s") + 1);
+  CHECK(st1 < w2);  // slab 1 stored before slab 2's wait
+  CHECK(src.find(" - 256, 128)", w2) != std::string::npos);  // slab 2's writes (bytes 256-383 of a row) after it
+}
+
+TEST_CASE("gemm_v6_store_shared_memory_rule") {
+  // f32 out, 256 x 128: 4 slabs staged through 64 KiB beside a 4-stage ring of 192 KiB does not fit in 227 KiB.
+  CHECK_THROWS_WITH_AS(sm90_store(examples::MatmulV6Store<256, 128, tj::bf16, float>{}, 16, 4, true),
+                       doctest::Contains("for TMA store staging"), tj::Unsupported);
 }
 
 TEST_CASE("gemm_v6_store_keeps_masked_stores_where_c_rows_end_mid_chunk") {
@@ -152,12 +186,6 @@ TEST_CASE("gemm_v6_store_keeps_masked_stores_where_c_rows_end_mid_chunk") {
   CHECK(testing::has_diagnostic(g, "warp specialised"));
 }
 
-TEST_CASE("gemm_v6_store_shared_memory_rule") {
-  // f32 out, 128 x 256: 128 KiB of staging beside a 4-stage ring of 192 KiB does not fit in 227 KiB.
-  CHECK_THROWS_WITH_AS(sm90_store(examples::MatmulV6Store<128, 256, tj::bf16, float>{}, 8, 4, true),
-                       doctest::Contains("for TMA store staging"), tj::Unsupported);
-}
-
 TEST_CASE("gemm_v6_store_compiles_for_sm90a_without_spills") {
   std::string why;
   if (!tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) {
@@ -166,6 +194,10 @@ TEST_CASE("gemm_v6_store_compiles_for_sm90a_without_spills") {
   }
   using examples::MatmulV6Store;
   testing::compiles_for_sm90a_without_spills(sm90_store(MatmulV6Store<128, 256, tj::bf16>{}, 8, 3, true).source, "v6_store_128x256_s3_ws.cu");
+  testing::compiles_for_sm90a_without_spills(sm90_store(MatmulV6Store<128, 256, tj::bf16>{}, 8, 4, true).source, "v6_store_128x256_s4_ws.cu");
+  testing::compiles_for_sm90a_without_spills(sm90_store(MatmulV6Store<256, 128, tj::bf16>{}, 16, 3, true).source, "v6_store_256x128_s3_ws.cu");
+  testing::compiles_for_sm90a_without_spills(sm90_store(MatmulV6Store<128, 256, tj::bf16, float>{}, 8, 4, true).source,
+                                             "v6_store_128x256_f32_s4_ws.cu");
   testing::compiles_for_sm90a_without_spills(sm90_store(MatmulV6Store<128, 256, tj::bf16>{}, 8, 3, false).source, "v6_store_128x256_s3.cu");
   testing::compiles_for_sm90a_without_spills(sm90_store(MatmulV6Store<128, 128, tj::bf16, float>{}, 8, 3, true).source,
                                              "v6_store_128x128_f32_s3_ws.cu");
@@ -182,5 +214,9 @@ TEST_CASE("gemm_v6_store_gpu_matches_f64") {
     run_store<128, 256, bf>(dev, 640, 512, 64 * 5, 3, ws, 1); // one program for every tile
   }
   run_store<128, 128, float>(dev, 300, 260, 64 * 7, 3, true, 0);
+  // Slab by slab: bf16 128 x 256 (4 slabs) with 4 stages, f32 128 x 256 (8 slabs), several tiles per program.
+  run_store<128, 256, bf>(dev, 1000, 1800, 320, 4, true, 5);
+  run_store<128, 256, float>(dev, 1000, 1800, 320, 4, true, 5);
+  run_store<256, 128, bf>(dev, 1000, 1800, 320, 3, true, 5);  // two slabs, staged whole
   run_store<128, 256, bf>(dev, 2048, 2048, 2048, 3, true, 0);
 }
