@@ -36,6 +36,7 @@
 #include <cublas_v2.h>
 #include <dlfcn.h>
 
+#include <chrono>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -162,6 +163,41 @@ void BM_CublasTN(benchmark::State& st) {
   });
 }
 
+
+/// Host time of one call of `fn` (the GPU drained before each): what a library spends on the CPU per call, during
+/// which back-to-back GEMMs leave the GPU idle. Reported as the iteration time (us).
+template <class F>
+void host_timed(benchmark::State& st, F&& fn) {
+  fn();
+  gpu().synchronize();
+  for (auto _ : st) {
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    const auto t1 = std::chrono::steady_clock::now();
+    gpu().synchronize();
+    st.SetIterationTime(std::chrono::duration<double>(t1 - t0).count());
+  }
+}
+/// BM_HostCublasTNBf16Out / BM_HostTilejitGemmBf16Out / BM_HostTilejitV6Store: host_timed of cublasGemmEx (bf16 C),
+/// the library call (bf16 C, winner stored) and one launch of a compiled kernel with prebuilt descriptors.
+void BM_HostCublasTNBf16Out(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda || !cublas().ok) return st.SkipWithError("no GPU / cuBLAS");
+  const long M = st.range(0), N = st.range(1), K = st.range(2);
+  Operands o(M, N, K);
+  const float one = 1, zero = 0;
+  host_timed(st, [&] {
+    cublas().gemm(cublas().h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M), static_cast<int>(K), &one, o.b,
+                  CUDA_R_16BF, static_cast<int>(K), o.a, CUDA_R_16BF, static_cast<int>(K), &zero, o.c, CUDA_R_16BF,
+                  static_cast<int>(N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  });
+}
+void BM_HostTilejitGemmBf16Out(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  const long M = st.range(0), N = st.range(1), K = st.range(2);
+  Operands o(M, N, K);
+  static examples::Gemm<tj::bf16, tj::bf16> gemm(gpu());
+  host_timed(st, [&] { gemm(static_cast<const tj::bf16*>(o.a), static_cast<const tj::bf16*>(o.b), static_cast<tj::bf16*>(o.c), M, N, K); });
+}
 
 /// f8 e4m3 operands (A [M, K], B [N, K], one byte each) and an f32 C.
 struct OperandsF8 {
@@ -317,7 +353,7 @@ void BM_TilejitFused(benchmark::State& st) {
 
 /// bf16 out through MatmulV6Store (persistent, producer warp group): TMA (the TMA-store epilogue) or the masked
 /// store of the same kernel. Compare with BM_CublasTNBf16Out and BM_TilejitBf16Out/v6.
-template <int BM, int BN, int STAGES, bool TMA = true, class Out = tj::bf16>
+template <int BM, int BN, int STAGES, bool TMA = true, class Out = tj::bf16, bool HOST = false>
 void BM_TilejitV6Store(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
   const long M = st.range(0), N = st.range(1), K = st.range(2);
@@ -328,6 +364,7 @@ void BM_TilejitV6Store(benchmark::State& st) {
   auto k = tj::compile<examples::MatmulV6Store<BM, BN, tj::bf16, Out>>(
       gpu(), {.num_warps = BM / 16, .num_stages = STAGES, .warp_specialize = true, .tma_store = TMA});
   const tj::Grid grid = examples::persistent_grid(M, N, BM, BN, gpu().num_sms());
+  if constexpr (HOST) return host_timed(st, [&] { k.launch(grid, d.a, d.b, c, M, N, K); });  // BM_HostTilejitV6Store
   timed(st, 2.0 * M * N * K, [&] { k.launch(grid, d.a, d.b, c, M, N, K); });
   st.SetLabel(std::string(tj::name(tj::dtype_v<Out>)) + " out, rung 6 + " + (TMA ? "TMA store " : "masked store ") + std::to_string(BM) +
               "x" + std::to_string(BN) + " stages " + std::to_string(STAGES));
@@ -538,6 +575,10 @@ BENCHMARK(BM_TilejitFused<128, 256, 4, true, examples::Act::none>)->Name("BM_Til
 BENCHMARK(BM_TilejitV6Store<128, 256, 3>)->Name("BM_TilejitV6Store/128x256/3")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitV6Store<128, 256, 3, false>)->Name("BM_TilejitV6StoreMasked/128x256/3")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitV6Store<128, 256, 4>)->Name("BM_TilejitV6Store/128x256/4")->Apply(shapes_tn);
+// Host time per call (4096^3): cuBLAS, the library (winner stored, last call's descriptors reused), a bare launch.
+BENCHMARK(BM_HostCublasTNBf16Out)->Args({4096, 4096, 4096})->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_HostTilejitGemmBf16Out)->Args({4096, 4096, 4096})->UseManualTime()->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_TilejitV6Store<128, 256, 4, true, tj::bf16, true>)->Name("BM_HostTilejitV6Store/128x256/4")->Args({4096, 4096, 4096})->UseManualTime()->Unit(benchmark::kMicrosecond);
 // f32 C stored by TMA slab by slab (8 slabs through 32 KiB), beside BM_CublasTN and BM_TilejitV6Ws (masked f32 store).
 BENCHMARK(BM_TilejitV6Store<128, 256, 4, true, float>)->Name("BM_TilejitV6StoreF32/128x256/4")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitV6Store<256, 128, 3, true, float>)->Name("BM_TilejitV6StoreF32/256x128/3")->Apply(shapes_tn);

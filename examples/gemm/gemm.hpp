@@ -25,6 +25,9 @@
 // H200 it lost to the race's rung-5 64x96 and 64x192 tiles (264 / 449 vs 293 / 523 TFLOP/s at M = K = 8192,
 // N = 96 / 192; docs/perf.md v0.7).
 //
+// One call at a time per Gemm object (it keeps a workspace and the last call's descriptors); use one object per
+// thread, or serialise the calls.
+//
 // Rules checked before anything reaches the device (InvalidArgument naming
 // the value and the rule): M, N, K >= 1; M x N < 2^31 (32-bit offsets into C; A and
 // B are checked likewise by their descriptors); K x element size a multiple of 16
@@ -154,22 +157,17 @@ class Gemm {
       if (p.block_m < 16 && dev_.backend() == tj::Backend::hip) p = small_m_plan(M, N, K, 16, p.splits);
       return small_m(a, b, c, M, N, K, p);
     }
-    using D = tj::TensorDescriptor;
-    // Block [64, BLOCK_K] here; each config's kernel re-encodes the blocks it loads (once per tensor).
-    D da(dev_, const_cast<T*>(a), tj::dtype_v<T>, {M, K}, {K, 1}, {64, BLOCK_K}, {.swizzle = D::Swizzle::b128});
-    D db(dev_, const_cast<T*>(b), tj::dtype_v<T>, {N, K}, {K, 1}, {64, BLOCK_K}, {.swizzle = D::Swizzle::b128});
+    const Call& l = tuned_call(a, b, c, M, N, K);
     if constexpr (kNarrowOut) {
-      if (stores_by_descriptor(c, N)) {
-        // Any block here: each kernel re-encodes C with the box it stores (128-byte slabs).
-        D dc(dev_, c, tj::dtype_v<Out>, {M, N}, {N, 1}, {64, 128 / static_cast<long long>(sizeof(Out))}, {.swizzle = D::Swizzle::b128});
-        store_tuner_->launch(store_key(M, N, K), grid(M, N, sms), da, db, dc, M, N, K);
+      if (l.dc) {
+        store_tuner_->launch(l.key, grid(M, N, sms), l.da, l.db, *l.dc, M, N, K);
       } else {
         float* acc = workspace(M * N);
-        tuner_.launch(key(M, N, K), grid(M, N, sms), da, db, acc, M, N, K);
+        tuner_.launch(l.key, grid(M, N, sms), l.da, l.db, acc, M, N, K);
         reduce(acc, c, M * N, 1);
       }
     } else {
-      tuner_.launch(key(M, N, K), grid(M, N, sms), da, db, c, M, N, K);
+      tuner_.launch(l.key, grid(M, N, sms), l.da, l.db, c, M, N, K);
     }
   }
   /// With Out = T, whether the tuned path stores C through a descriptor (the store race): C 16-byte aligned and
@@ -387,6 +385,33 @@ class Gemm {
       throw tj::InvalidArgument(fmt::format("gemm: {} plan: {} splits of C's {} elements: the partial sums are indexed with "
                                             "32-bit offsets, at most 2^31 - 1 elements; use fewer splits", what, p.splits, mn));
   }
+  /// What a tuned-path call builds on the host — A's and B's descriptors (C's for the store race) and the tuning
+  /// key — kept for the next call with the same operands and shape: building a descriptor encodes a tensor map
+  /// in the driver, host time during which the GPU may idle between back-to-back GEMMs.
+  struct Call {
+    const T* a;
+    const T* b;
+    const Out* c;
+    long long M, N, K;
+    tj::TensorDescriptor da, db;
+    std::optional<tj::TensorDescriptor> dc;  // the store race's C; none: C written through a pointer
+    tj::TuneKey key;
+  };
+  const Call& tuned_call(const T* a, const T* b, Out* c, long long M, long long N, long long K) {
+    if (last_ && last_->a == a && last_->b == b && last_->c == c && last_->M == M && last_->N == N && last_->K == K) return *last_;
+    using D = tj::TensorDescriptor;
+    // Block [64, BLOCK_K] here; each config's kernel re-encodes the blocks it loads (once per tensor).
+    D da(dev_, const_cast<T*>(a), tj::dtype_v<T>, {M, K}, {K, 1}, {64, BLOCK_K}, {.swizzle = D::Swizzle::b128});
+    D db(dev_, const_cast<T*>(b), tj::dtype_v<T>, {N, K}, {K, 1}, {64, BLOCK_K}, {.swizzle = D::Swizzle::b128});
+    std::optional<D> dc;
+    // Any block here: each kernel re-encodes C with the box it stores (128-byte slabs).
+    if (stores_by_descriptor(c, N))
+      dc.emplace(dev_, c, tj::dtype_v<Out>, std::vector<std::int64_t>{M, N}, std::vector<std::int64_t>{N, 1},
+                 std::vector<std::int64_t>{64, 128 / static_cast<std::int64_t>(sizeof(Out))}, D::Options{.swizzle = D::Swizzle::b128});
+    tj::TuneKey k = dc ? store_key(M, N, K) : key(M, N, K);
+    last_.emplace(Call{a, b, c, M, N, K, std::move(da), std::move(db), std::move(dc), std::move(k)});
+    return *last_;
+  }
   /// The split-K workspace [splits, M, N], grown as needed (kept: decode calls the same shapes again and again).
   float* workspace(long long elems) {
     const std::size_t need = static_cast<std::size_t>(elems) * 4;
@@ -476,6 +501,7 @@ class Gemm {
   tj::Kernel<SplitKReduce<1024, Out>> reduce_{dev_, {}, {.num_warps = 4}};
   float* ws_ = nullptr;
   std::size_t ws_bytes_ = 0;
+  std::optional<Call> last_;  // the last tuned-path call (tuned_call)
 
  public:
   ~Gemm() {

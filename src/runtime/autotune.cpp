@@ -239,14 +239,14 @@ const TuneReport& AutotunerCore::tune(const TuneKey& key, const GridFn& grid, st
 
 void AutotunerCore::launch(const TuneKey& key, const GridFn& grid, std::span<ArgSlot> args) {
   std::shared_ptr<KernelCore> k;
-  Config cfg;
+  const Config* cfg = nullptr;  // cands_ never changes after construction: no copy per launch
   {
     std::lock_guard lock(mu_);
     Tuned& t = tune_locked(key, grid, args);
     k = t.kernel;
-    cfg = cands_[t.index].first;
+    cfg = &cands_[t.index].first;
   }
-  k->launch(grid(cfg), opt_.stream, args);
+  k->launch(grid(*cfg), opt_.stream, args);
 }
 
 const TuneReport& AutotunerCore::report(const TuneKey& key) const {

@@ -156,9 +156,9 @@ std::uint64_t KernelCore::check_args(std::span<const ArgSlot> args) const {
 std::shared_ptr<const TensorDescriptor> KernelCore::derived(const TensorDescriptor& d, std::array<int, 2> block) {
   // The same tensor with the kernel's block and the 128B swizzle its wgmma reads; encoded once, kept while
   // the argument is passed again (a small cache: a kernel sees few distinct tensors per launch site).
-  const auto key = fmt::format("{}:{}:{}x{}:{}x{}:{}x{}:{}:{}", d.base(), static_cast<int>(d.dtype()), d.shape()[0], d.shape()[1],
-                               d.strides()[0], d.strides()[1], block[0], block[1], static_cast<int>(d.oob_fill()),
-                               static_cast<int>(d.l2_promotion()));
+  // Compared field by field on every launch: no formatting on the launch path.
+  const DerivedKey key{d.base(), static_cast<int>(d.dtype()), static_cast<int>(d.oob_fill()), static_cast<int>(d.l2_promotion()),
+                       {d.shape()[0], d.shape()[1], d.strides()[0], d.strides()[1]}, block};
   std::lock_guard lock(derived_mu_);
   for (const auto& [k, v] : derived_)
     if (k == key) return v;

@@ -181,3 +181,23 @@ TEST_CASE("gemm_store_race_gpu_every_candidate_matches_f64") {
   run(dev, gemm, p, 1);
   run(dev, gemm, testing::GemmTN<bf>(16, 4096, 4096, 65));
 }
+
+TEST_CASE("gemm_reuses_the_last_calls_descriptors_only_for_the_same_operands") {
+  // The library keeps the last tuned-path call's descriptors and key; a call with other operands (same shape) or
+  // another C must not run on the old ones.
+  const auto dev = tj::Device::interpreter();
+  G gemm(dev, forcing({"BM=64 BN=64 PERSISTENT=1 STORE=1 WS=1 num_warps=4 num_stages=8"}));
+  const testing::GemmTN<bf> p(130, 136, 64, 71), q(130, 136, 64, 73);
+  const std::size_t n = static_cast<std::size_t>(p.M) * p.N;
+  auto a = p.a, b = p.b, a2 = q.a, b2 = q.b;
+  std::vector<bf> c1(n, bf(std::nanf(""))), c2(n, bf(std::nanf("")));
+  gemm(a.data(), b.data(), c1.data(), p.M, p.N, p.K);
+  p.check_rounded(c1);
+  gemm(a.data(), b.data(), c1.data(), p.M, p.N, p.K);  // the same call again: reused
+  p.check_rounded(c1);
+  gemm(a2.data(), b2.data(), c1.data(), q.M, q.N, q.K);  // other inputs into the same C
+  q.check_rounded(c1);
+  gemm(a.data(), b.data(), c2.data(), p.M, p.N, p.K);  // another C
+  p.check_rounded(c2);
+  q.check_rounded(c1);  // untouched by the last call
+}

@@ -149,7 +149,15 @@ class KernelCore {
   ir::Kernel ir_;
   CompileOptions opt_;
   std::mutex derived_mu_;
-  std::vector<std::pair<std::string, std::shared_ptr<const TensorDescriptor>>> derived_;  // held by launches in flight too
+  /// What a derived descriptor is built from: equal keys give equal re-encodings.
+  struct DerivedKey {
+    const void* base;
+    int dtype, oob, l2;
+    std::array<std::int64_t, 4> shape_strides;
+    std::array<int, 2> block;
+    bool operator==(const DerivedKey&) const = default;
+  };
+  std::vector<std::pair<DerivedKey, std::shared_ptr<const TensorDescriptor>>> derived_;  // held by launches in flight too
   codegen::Target target_;
   std::mutex mu_;
   std::vector<std::unique_ptr<Variant>> variants_;
