@@ -9,7 +9,8 @@
 // store_candidates() instead: the same rungs storing C through a descriptor, by TMA from a 128B-swizzled shared
 // staging tile on sm_90a (CompileOptions::tma_store), drained while the next tile's K loop runs — when C is 16-byte
 // aligned and its rows are whole 16-byte chunks (N · sizeof(Out) % 16 == 0: TMA writes whole chunks); otherwise,
-// and on the small-M path, the f32 result goes through a workspace and SplitKReduce rounds it into C.
+// the f32 result goes through a workspace and SplitKReduce rounds it into C; on the small-M path the kernel rounds
+// its sums into C (one split) or SplitKReduce rounds the splits' sum.
 //
 // Two paths, chosen by the shape alone (path_for):
 //  - small M (decode: M <= 16, or M <= 128 with few output tiles; small_m_for): the swap-AB kernel of
@@ -432,12 +433,25 @@ class Gemm {
     // The kernels' own blocks and swizzle: no re-encoding at launch.
     D db(dev_, const_cast<T*>(b), tj::dtype_v<T>, {N, K}, {K, 1}, {SMALL_M_BLOCK_N, BLOCK_K}, {.swizzle = D::Swizzle::b128});
     D da(dev_, const_cast<T*>(a), tj::dtype_v<T>, {M, K}, {K, 1}, {p.block_m, BLOCK_K}, {.swizzle = D::Swizzle::b128});
+    const tj::Grid g{p.tiles, p.splits};
+    if constexpr (kNarrowOut) {
+      if (p.splits == 1) {  // one split: the kernel rounds its sums into C itself
+        auto direct = [&](auto& kernel) { kernel.launch(stream_, g, db, da, c, M, N, K, p.k_split); };
+        switch (p.block_m) {
+          case 8: direct(small8_out_); break;
+          case 16: direct(small16_out_); break;
+          case 32: direct(small32_out_); break;
+          case 64: direct(small64_out_); break;
+          default: direct(small128_out_); break;
+        }
+        return;
+      }
+    }
     float* out = nullptr;
     if constexpr (kNarrowOut)
-      out = workspace(p.splits * M * N);  // f32 partial sums (one split too), rounded into C by reduce()
+      out = workspace(p.splits * M * N);  // several splits here
     else
       out = p.splits > 1 ? workspace(p.splits * M * N) : c;
-    const tj::Grid g{p.tiles, p.splits};
     auto go = [&](auto& kernel) { kernel.launch(stream_, g, db, da, out, M, N, K, p.k_split); };
     switch (p.block_m) {
       case 8: go(small8_); break;
@@ -446,7 +460,7 @@ class Gemm {
       case 64: go(small64_); break;
       default: go(small128_); break;
     }
-    if (kNarrowOut || p.splits > 1) reduce(out, c, M * N, p.splits);
+    if (p.splits > 1) reduce(out, c, M * N, p.splits);
   }
   void narrow_n(const T* a, const T* b, Out* c, long long M, long long N, long long K, const NarrowN& p) {
     using D = tj::TensorDescriptor;
@@ -477,8 +491,8 @@ class Gemm {
       if (k.block_n == block_n) return k.stages;
     return 0;
   }
-  template <int BM>
-  using SmallKernel = tj::Kernel<MatmulSmallM<SMALL_M_BLOCK_N, BM, T>>;
+  template <int BM, class O = float>
+  using SmallKernel = tj::Kernel<MatmulSmallM<SMALL_M_BLOCK_N, BM, T, O>>;
   template <int BN>
   using NarrowKernel = tj::Kernel<MatmulV5SplitK<NARROW_N_BLOCK_M, BN, T>>;
   static tj::CompileOptions small_options(int block_m) { return {.num_warps = SMALL_M_BLOCK_N / 16, .num_stages = small_stages(block_m)}; }
@@ -494,6 +508,12 @@ class Gemm {
   SmallKernel<32> small32_{dev_, {}, small_options(32)};
   SmallKernel<64> small64_{dev_, {}, small_options(64)};
   SmallKernel<128> small128_{dev_, {}, small_options(128)};
+  // Out = T, one split: C written by the kernel (traced only; compiled at a first launch, which only Out = T makes).
+  SmallKernel<8, Out> small8_out_{dev_, {}, small_options(8)};
+  SmallKernel<16, Out> small16_out_{dev_, {}, small_options(16)};
+  SmallKernel<32, Out> small32_out_{dev_, {}, small_options(32)};
+  SmallKernel<64, Out> small64_out_{dev_, {}, small_options(64)};
+  SmallKernel<128, Out> small128_out_{dev_, {}, small_options(128)};
   NarrowKernel<64> narrow64_{dev_, {}, narrow_options(64)};
   NarrowKernel<96> narrow96_{dev_, {}, narrow_options(96)};
   NarrowKernel<128> narrow128_{dev_, {}, narrow_options(128)};

@@ -29,14 +29,15 @@ namespace examples {
 namespace tj = tilejit;
 
 /// Cᵀ tiles of C = A·Bᵀ (see the file comment): B blocks of BLOCK_N rows on wgmma's M side, A blocks of BLOCK_M
-/// rows on its N side. f16 / bf16 (BLOCK_K = 64), f8 (128), f32 as tf32 (32); C f32.
-template <int BLOCK_N, int BLOCK_M, class T>
+/// rows on its N side. f16 / bf16 (BLOCK_K = 64), f8 (128), f32 as tf32 (32); C f32, or Out (bf16 / f16: the f32
+/// sum rounded once, for a single split).
+template <int BLOCK_N, int BLOCK_M, class T, class Out = float>
 struct MatmulSmallM {
   static_assert(BLOCK_N % 64 == 0, "MatmulSmallM: BLOCK_N is wgmma's M side, a multiple of 64 (num_warps = BLOCK_N / 16)");
   static_assert(BLOCK_M % 8 == 0 && BLOCK_M <= 256, "MatmulSmallM: BLOCK_M is wgmma's N side: a multiple of 8, at most 256");
   static_assert(!std::is_same_v<T, std::int8_t>, "MatmulSmallM: float inputs (C is f32)");
   static constexpr int BLOCK_K = 128 / static_cast<int>(sizeof(T));
-  void operator()(tj::Desc<T, BLOCK_N, BLOCK_K> b, tj::Desc<T, BLOCK_M, BLOCK_K> a, tj::Ptr<float> c, tj::Size M, tj::Size N,
+  void operator()(tj::Desc<T, BLOCK_N, BLOCK_K> b, tj::Desc<T, BLOCK_M, BLOCK_K> a, tj::Ptr<Out> c, tj::Size M, tj::Size N,
                   tj::Size K, tj::Size k_split) const {
     const tj::Int num_n = (N + (BLOCK_N - 1)) / BLOCK_N;
     const tj::Int pid = tj::program_id(0), split = tj::program_id(1);
@@ -49,8 +50,12 @@ struct MatmulSmallM {
     });
     auto rn = n0 + tj::arange<BLOCK_N>();
     auto rm = m0 + tj::arange<BLOCK_M>();
-    tj::store(c + split * (M * N) + tj::expand_dims<0>(rm) * N + tj::expand_dims<1>(rn), acc,
-              tj::expand_dims<0>(rm < M) & tj::expand_dims<1>(rn < N));
+    auto at = c + split * (M * N) + tj::expand_dims<0>(rm) * N + tj::expand_dims<1>(rn);
+    auto in = tj::expand_dims<0>(rm < M) & tj::expand_dims<1>(rn < N);
+    if constexpr (std::is_same_v<Out, float>)
+      tj::store(at, acc, in);
+    else
+      tj::store(at, tj::cast<Out>(acc), in);
   }
 };
 

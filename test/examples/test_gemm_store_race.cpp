@@ -139,6 +139,32 @@ TEST_CASE("gemm_store_race_candidates_compile_for_sm90a_without_spills") {
   }
 }
 
+TEST_CASE("gemm_small_m_kernels_writing_bf16_compile_for_sm90a_without_spills") {
+  std::string why;
+  if (!tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) {
+    MESSAGE("skipping: ", why);
+    return;
+  }
+  const auto target = tj::codegen::target_for("sm_90a");
+  for (const auto& k : G::SMALL_M_KERNELS) {
+    CAPTURE(k.block_m);
+    auto gen = [&](auto kernel) {
+      const tj::ir::Kernel ir = tj::trace(kernel);
+      return tj::codegen::generate(ir, testing::all_div16(ir), target, {.num_warps = G::SMALL_M_BLOCK_N / 16, .num_stages = k.stages});
+    };
+    tj::codegen::Generated g;
+    switch (k.block_m) {
+      case 8: g = gen(examples::MatmulSmallM<64, 8, bf, bf>{}); break;
+      case 16: g = gen(examples::MatmulSmallM<64, 16, bf, bf>{}); break;
+      case 32: g = gen(examples::MatmulSmallM<64, 32, bf, bf>{}); break;
+      case 64: g = gen(examples::MatmulSmallM<64, 64, bf, bf>{}); break;
+      default: g = gen(examples::MatmulSmallM<64, 128, bf, bf>{}); break;
+    }
+    CHECK(g.tma_params == std::vector<int>{0, 1});
+    testing::compiles_for_sm90a_without_spills(g.source, "small_m_bf16_out_" + std::to_string(k.block_m) + ".cu");
+  }
+}
+
 TEST_CASE("gemm_store_race_interpreter_matches_f64_on_every_path") {
   const auto dev = tj::Device::interpreter();
   // Ragged M, N, K against every tile; N = 304: 608-byte rows (the store race), N = 300: 600-byte rows (the f32
@@ -157,8 +183,12 @@ TEST_CASE("gemm_store_race_interpreter_matches_f64_on_every_path") {
   run(dev, gemm, ragged);
   CHECK(gemm.report(ragged.M, ragged.N, ragged.K).best_config().str() == f32);  // the f32 race's report
   run(dev, gemm, aligned, 1);  // C 2-byte aligned: the f32 race too
-  run(dev, gemm, small);
+  run(dev, gemm, small);  // one split: the small-M kernel rounds into C itself
   CHECK(G::path_for(small.M, small.N, small.K, dev.num_sms()) == G::Path::small_m);
+  CHECK(G::small_m_for(small.M, small.N, small.K, dev.num_sms()).splits == 1);
+  const testing::GemmTN<bf> split(8, 64, 2048, 57);  // K split: f32 partial sums, rounded by SplitKReduce
+  CHECK(G::small_m_for(split.M, split.N, split.K, dev.num_sms()).splits > 1);
+  run(dev, gemm, split);
 }
 
 TEST_CASE("gemm_store_race_gpu_every_candidate_matches_f64") {
@@ -179,7 +209,8 @@ TEST_CASE("gemm_store_race_gpu_every_candidate_matches_f64") {
   G gemm(dev, forcing({"BM=128 BN=256 PERSISTENT=1 WS=1 num_warps=8 num_stages=4"}));
   run(dev, gemm, testing::GemmTN<bf>(2000, 3004, 144, 63));
   run(dev, gemm, p, 1);
-  run(dev, gemm, testing::GemmTN<bf>(16, 4096, 4096, 65));
+  run(dev, gemm, testing::GemmTN<bf>(16, 4096, 4096, 65));   // small M, K split 5 ways: SplitKReduce rounds
+  run(dev, gemm, testing::GemmTN<bf>(16, 28672, 512, 67));   // small M, one split: the kernel rounds into C
 }
 
 TEST_CASE("gemm_reuses_the_last_calls_descriptors_only_for_the_same_operands") {
