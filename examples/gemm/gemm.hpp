@@ -435,32 +435,33 @@ class Gemm {
     D da(dev_, const_cast<T*>(a), tj::dtype_v<T>, {M, K}, {K, 1}, {p.block_m, BLOCK_K}, {.swizzle = D::Swizzle::b128});
     const tj::Grid g{p.tiles, p.splits};
     if constexpr (kNarrowOut) {
-      if (p.splits == 1) {  // one split: the kernel rounds its sums into C itself
-        auto direct = [&](auto& kernel) { kernel.launch(stream_, g, db, da, c, M, N, K, p.k_split); };
-        switch (p.block_m) {
-          case 8: direct(small8_out_); break;
-          case 16: direct(small16_out_); break;
-          case 32: direct(small32_out_); break;
-          case 64: direct(small64_out_); break;
-          default: direct(small128_out_); break;
-        }
-        return;
-      }
+      if (p.splits == 1)  // one split: the kernel rounds its sums into C itself
+        return with_small_kernel<true>(p.block_m, [&](auto& kernel) { kernel.launch(stream_, g, db, da, c, M, N, K, p.k_split); });
     }
     float* out = nullptr;
     if constexpr (kNarrowOut)
       out = workspace(p.splits * M * N);  // several splits here
     else
       out = p.splits > 1 ? workspace(p.splits * M * N) : c;
-    auto go = [&](auto& kernel) { kernel.launch(stream_, g, db, da, out, M, N, K, p.k_split); };
-    switch (p.block_m) {
-      case 8: go(small8_); break;
-      case 16: go(small16_); break;
-      case 32: go(small32_); break;
-      case 64: go(small64_); break;
-      default: go(small128_); break;
-    }
+    with_small_kernel<false>(p.block_m, [&](auto& kernel) { kernel.launch(stream_, g, db, da, out, M, N, K, p.k_split); });
     if (p.splits > 1) reduce(out, c, M * N, p.splits);
+  }
+  /// f(the small-M kernel of BLOCK_M = block_m): the one writing Out (OUT) or f32 partial sums.
+  template <bool OUT, class F>
+  void with_small_kernel(int block_m, F&& f) {
+    auto pick = [&](auto& to_out, auto& to_f32) {
+      if constexpr (OUT)
+        f(to_out);
+      else
+        f(to_f32);
+    };
+    switch (block_m) {
+      case 8: return pick(small8_out_, small8_);
+      case 16: return pick(small16_out_, small16_);
+      case 32: return pick(small32_out_, small32_);
+      case 64: return pick(small64_out_, small64_);
+      default: return pick(small128_out_, small128_);
+    }
   }
   void narrow_n(const T* a, const T* b, Out* c, long long M, long long N, long long K, const NarrowN& p) {
     using D = tj::TensorDescriptor;
