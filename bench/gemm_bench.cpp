@@ -27,6 +27,7 @@
 //                            BM_CublasTN/large on the same shapes; /small: M = 1, 16, 128; /narrow: N = 96, 192.
 //   BM_TilejitGemmBf16Out/...  the library call writing a bf16 C (Gemm<bf16, bf16>: the store race, TMA-store
 //                            epilogues), beside BM_CublasTNBf16Out on the same shapes (/large, /small, /narrow)
+//   BM_TilejitGemmF16/...    Gemm<f16, f16> beside BM_CublasTNF16 (f16 in, f16 out) on the large shapes
 //   BM_TilejitSmallM/...     the small-M path with its split count forced (none; twice the rule's)
 //   BM_TilejitSplitK/BMxBN/S rung 5's split-K kernel + SplitKReduce with the 4th argument's splits (the former
 //                            small-M path; narrow-N candidates)
@@ -393,6 +394,32 @@ void BM_TilejitGemm(benchmark::State& st) {
   st.SetLabel("won " + w.str() + kind + (w.params.contains("STORE") ? ", TMA store" : "") + tuned);
 }
 
+/// f16 in, f16 out: cublasGemmEx (compute 32F) and the library call Gemm<f16, f16> (the store race), A and B random
+/// in [-1, 1].
+void BM_CublasTNF16(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda || !cublas().ok) return st.SkipWithError("no GPU / cuBLAS");
+  const long M = st.range(0), N = st.range(1), K = st.range(2);
+  OperandsT<tj::f16> o(M, N, K);
+  const float one = 1, zero = 0;
+  timed(st, 2.0 * M * N * K, [&] {
+    cublas().gemm(cublas().h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M), static_cast<int>(K), &one, o.b,
+                  CUDA_R_16F, static_cast<int>(K), o.a, CUDA_R_16F, static_cast<int>(K), &zero, o.c, CUDA_R_16F,
+                  static_cast<int>(N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  });
+}
+void BM_TilejitGemmF16(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  const long M = st.range(0), N = st.range(1), K = st.range(2);
+  OperandsT<tj::f16> o(M, N, K);
+  using G = examples::Gemm<tj::f16, tj::f16>;
+  static G gemm(gpu());
+  timed(st, 2.0 * M * N * K, [&] {
+    gemm(static_cast<const tj::f16*>(o.a), static_cast<const tj::f16*>(o.b), static_cast<tj::f16*>(o.c), M, N, K);
+  });
+  if (const std::string fixed = G::describe(M, N, K, gpu().num_sms()); !fixed.empty()) return st.SetLabel(fixed);
+  st.SetLabel("won " + gemm.report(M, N, K).best_config().str());
+}
+
 /// WS: with a producer warp group (CompileOptions::warp_specialize).
 template <int BM, int BN, int STAGES, bool WS = false>
 void BM_TilejitV5(benchmark::State& st) {
@@ -609,6 +636,9 @@ BENCHMARK(BM_TilejitGemm<>)->Name("BM_TilejitGemm/large")->Apply(shapes_large);
 // The same with a bf16 C (the store race), beside cuBLAS writing bf16.
 BENCHMARK(BM_CublasTN<CUDA_R_16BF>)->Name("BM_CublasTNBf16Out/large")->Apply(shapes_large);
 BENCHMARK(BM_TilejitGemm<tj::bf16>)->Name("BM_TilejitGemmBf16Out/large")->Apply(shapes_large);
+// f16 in and out.
+BENCHMARK(BM_CublasTNF16)->Name("BM_CublasTNF16/large")->Apply(shapes_large);
+BENCHMARK(BM_TilejitGemmF16)->Name("BM_TilejitGemmF16/large")->Apply(shapes_large);
 // Small M (decode: tokens in flight 1, 16, 128) on the Llama-3-8B projections.
 void shapes_small_m(benchmark::internal::Benchmark* b) {
   for (long m : {1, 16, 128})
