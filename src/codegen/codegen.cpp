@@ -257,7 +257,6 @@ class Emitter {
     if (!sb) throw Unsupported(fmt::format("codegen: desc_store %{} has no staging buffer", id));
     const int val = store_value(id);
     const int B0 = n.type.shape[0], es = size_bytes(n.type.dtype), W = 128 / es;
-    const ir::TileLayout& tl = TL(val);
     line(fmt::format("// %{}: block of descriptor %{} stored by TMA from the swizzled staging buffer tj_stbuf{}{}", id, n.args[0], id,
                      sb->chunked ? ", slab by slab through two slab buffers" : ""));
     const bool in_loop = parent_[static_cast<std::size_t>(id)] >= 0;
