@@ -63,6 +63,12 @@ TEST_CASE("gemm_out16_f16_interpreter_matches_f64_on_every_path") {
   run_f16(gemm, small);        // small M, one split: the kernel rounds into C
   CHECK(GH::small_m_for(split.M, split.N, split.K, dev.num_sms()).splits > 1);
   run_f16(gemm, split);        // small M, K split: SplitKReduce rounds
+  // Narrow N, forced (f32 partial sums, rounded by SplitKReduce).
+  const testing::GemmTN<h> narrow(200, 96, 512, 89);
+  auto a = narrow.a, b = narrow.b;
+  std::vector<h> c(static_cast<std::size_t>(narrow.M) * narrow.N, h(std::nanf("")));
+  gemm.run_narrow_n(a.data(), b.data(), c.data(), narrow.M, narrow.N, narrow.K, GH::narrow_n_plan(narrow.M, narrow.N, narrow.K, 96, 2));
+  narrow.check_rounded(c);
 }
 
 TEST_CASE("gemm_out16_f16_store_candidates_compile_for_sm90a_without_spills") {
