@@ -31,9 +31,9 @@
 //
 // Rules checked before anything reaches the device (InvalidArgument naming
 // the value and the rule): M, N, K >= 1; M x N < 2^31 (32-bit offsets into C; A and
-// B are checked likewise by their descriptors); K x element size a multiple of 16
+// B are checked likewise by their descriptors), K < 2^31; K x element size a multiple of 16
 // bytes (TMA row strides); A and B 16-byte aligned (TMA base addresses), C
-// 4-byte aligned; no pointer null; C not overlapping A or B (the kernel reads
+// aligned to its element size (4 bytes f32, 2 bf16 / f16); no pointer null; C not overlapping A or B (the kernel reads
 // A and B while it writes C).
 #pragma once
 #include <fmt/format.h>
@@ -347,9 +347,14 @@ class Gemm {
   static void check(const T* a, const T* b, const Out* c, long long M, long long N, long long K) {
     if (M < 1 || N < 1 || K < 1)
       throw tj::InvalidArgument(fmt::format("gemm: M = {}, N = {}, K = {}: every extent must be >= 1", M, N, K));
-    if (M * N > 2147483647LL)
+    constexpr long long kMax = 2147483647LL;
+    if (M > kMax || N > kMax || M * N > kMax)  // M, N checked alone first: their product may not wrap
       throw tj::InvalidArgument(fmt::format("gemm: C [{}, {}] has {} elements: the kernels index C with 32-bit offsets, at most "
-                                            "2^31 - 1 elements; split the product along M", M, N, M * N));
+                                            "2^31 - 1 elements; split the product along M", M, N,
+                                            M > kMax || N > kMax ? std::string("more than 2^31 - 1") : std::to_string(M * N)));
+    if (K > kMax)
+      throw tj::InvalidArgument(fmt::format("gemm: K = {}: A [M, K] and B [N, K] are indexed with 32-bit offsets, K is at most "
+                                            "2^31 - 1", K));
     if (K * static_cast<long long>(sizeof(T)) % 16 != 0)
       throw tj::InvalidArgument(fmt::format("gemm: K = {} gives rows of {} bytes: K x element size must be a multiple of 16 bytes "
                                             "(TMA row strides); pad K to a multiple of {}", K, K * sizeof(T), 16 / sizeof(T)));

@@ -180,11 +180,13 @@ class Emitter {
                                                    "bytes)", b.node, b.bytes, slabs));
     }
   }
-  /// The value desc_store `id` writes: cast<T>(x) of a float x in the same layout stores x, converted once (the cast
-  /// rounds as the conversion does).
+  /// The value desc_store `id` writes: cast<T>(x) of a float x to a float T in the same layout stores x, converted
+  /// once (the cast rounds as the conversion does). An integer T keeps the cast (staging converts nothing to integers).
   int store_value(int id) const {
     const int val = k_[id].args[3];
-    if (const Node& c = k_[val]; c.op == Op::cast && is_float(k_[c.args[0]].type.dtype) && TL(c.args[0]) == TL(val)) return c.args[0];
+    if (const Node& c = k_[val];
+        c.op == Op::cast && is_float(c.type.dtype) && is_float(k_[c.args[0]].type.dtype) && TL(c.args[0]) == TL(val))
+      return c.args[0];
     return val;
   }
   /// Whether each register of desc_store `id`'s value lies in the same 128-byte slab of the block in every thread:
@@ -318,7 +320,7 @@ class Emitter {
             word = n.type.dtype == DType::f32 ? fmt::format("tj_as_u32({})", v(val, r + w)) : fmt::format("(unsigned)({})", v(val, r + w));
           } else {
             auto half = [&](int i) { return fmt::format("(unsigned)({})", store_expr(n.type.dtype, v(val, r + i))); };
-            word = fmt::format("{} | ({} << 16)", half(2 * w), half(2 * w + 1));
+            word = fmt::format("{} | ({} << 16)", low_half(n.type.dtype, half(2 * w)), half(2 * w + 1));
           }
           line(fmt::format("{}.w[{}] = {};", tv, w, word));
         }
@@ -1269,6 +1271,9 @@ class Emitter {
     if (t == DType::f8e5) return "tj_e5m2_to_f32(*" + p + ")";
     return "*" + p;
   }
+  /// The low element `x` ((unsigned)(...)) of a 32-bit word packing two 16-bit elements of type t: a signed 16-bit
+  /// integer converted to unsigned is sign-extended, and its upper ones would overwrite the high element.
+  static std::string low_half(DType t, const std::string& x) { return is_float(t) ? x : "(" + x + " & 0xFFFFu)"; }
   static std::string store_expr(DType t, const std::string& x) {
     if (t == DType::f16) return "tj_f32_to_f16(" + x + ")";
     if (t == DType::bf16) return "tj_f32_to_bf16(" + x + ")";
@@ -1625,7 +1630,7 @@ class Emitter {
           word = t.dtype == DType::f32 ? fmt::format("tj_as_u32({})", opnd(id, 1, r + w)) : fmt::format("(unsigned)({})", opnd(id, 1, r + w));
         } else {
           auto half = [&](int i) { return fmt::format("(unsigned)({})", store_expr(t.dtype, opnd(id, 1, r + i))); };
-          word = fmt::format("{} | ({} << 16)", half(2 * w), half(2 * w + 1));
+          word = fmt::format("{} | ({} << 16)", low_half(t.dtype, half(2 * w)), half(2 * w + 1));
         }
         line(fmt::format("{}.w[{}] = {};", tv, w, word));
       }

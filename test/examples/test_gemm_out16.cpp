@@ -1,0 +1,104 @@
+// examples::Gemm<T, Out> with a 16-bit C beyond bf16: the f16 instantiation Gemm<f16, f16> (its store race's kernels
+// compiled for sm_90a, every way of writing C on the interpreter against f64 with one rounding to f16), and the
+// extents whose products overflow 64-bit arithmetic rejected by name rather than wrapped past the 2^31 rule.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "examples/gemm/gemm.hpp"
+#include "test/common/codegen.hpp"
+#include "test/common/gemm_problem.hpp"
+
+namespace tj = tilejit;
+using h = tj::f16;
+using GH = examples::Gemm<h, h>;
+
+namespace {
+
+/// Tuner options keeping only the candidates named in `keep`, no persistence, one timed rep.
+tj::TuneOptions only(std::set<std::string> keep) {
+  tj::TuneOptions o;
+  o.cache_dir = std::filesystem::path{};
+  o.warmup = 0;
+  o.reps = 1;
+  o.log = [](const std::string&) {};
+  o.prune.push_back([keep](const tj::Config& c, const tj::TuneKey&, const tj::Device&) {
+    return keep.contains(c.str()) ? std::string{} : std::string{"forced"};
+  });
+  return o;
+}
+
+/// gemm on the interpreter with C poisoned; `offset` elements past an aligned allocation (1: C 2-byte aligned).
+void run_f16(GH& gemm, const testing::GemmTN<h>& p, int offset = 0) {
+  CAPTURE(p.M);
+  CAPTURE(p.N);
+  CAPTURE(p.K);
+  auto a = p.a, b = p.b;
+  std::vector<h> c(static_cast<std::size_t>(p.M) * p.N + 8, h(std::nanf("")));
+  gemm(a.data(), b.data(), c.data() + offset, p.M, p.N, p.K);
+  p.check_rounded(std::vector<h>(c.begin() + offset, c.begin() + offset + static_cast<long long>(p.M) * p.N));
+  for (std::size_t i = static_cast<std::size_t>(offset) + static_cast<std::size_t>(p.M) * p.N; i < c.size(); ++i)
+    CHECK(std::isnan(static_cast<float>(c[i])));
+}
+
+}  // namespace
+
+TEST_CASE("gemm_out16_f16_interpreter_matches_f64_on_every_path") {
+  const auto dev = tj::Device::interpreter();
+  const testing::GemmTN<h> aligned(270, 304, 136, 81), ragged(270, 300, 136, 83), small(8, 200, 256, 85), split(8, 64, 2048, 87);
+  for (const char* keep : {"BM=128 BN=256 PERSISTENT=1 STORE=1 WS=1 num_warps=8 num_stages=4",
+                           "BM=128 BN=256 CLUSTER=2 PERSISTENT=1 STORE=1 WS=1 num_warps=8 num_stages=4"}) {
+    CAPTURE(keep);
+    GH gemm(dev, only({keep}));
+    run_f16(gemm, aligned);
+    CHECK(gemm.report(aligned.M, aligned.N, aligned.K).best_config().str() == keep);
+  }
+  GH gemm(dev, only({"BM=128 BN=256 PERSISTENT=1 WS=1 num_warps=8 num_stages=4"}));
+  run_f16(gemm, ragged);       // 600-byte rows: the f32 race, then the rounding pass
+  run_f16(gemm, aligned, 1);   // C 2-byte aligned: likewise
+  run_f16(gemm, small);        // small M, one split: the kernel rounds into C
+  CHECK(GH::small_m_for(split.M, split.N, split.K, dev.num_sms()).splits > 1);
+  run_f16(gemm, split);        // small M, K split: SplitKReduce rounds
+  // Narrow N, forced (f32 partial sums, rounded by SplitKReduce).
+  const testing::GemmTN<h> narrow(200, 96, 512, 89);
+  auto a = narrow.a, b = narrow.b;
+  std::vector<h> c(static_cast<std::size_t>(narrow.M) * narrow.N, h(std::nanf("")));
+  gemm.run_narrow_n(a.data(), b.data(), c.data(), narrow.M, narrow.N, narrow.K, GH::narrow_n_plan(narrow.M, narrow.N, narrow.K, 96, 2));
+  narrow.check_rounded(c);
+}
+
+TEST_CASE("gemm_out16_f16_store_candidates_compile_for_sm90a_without_spills") {
+  std::string why;
+  if (!tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) {
+    MESSAGE("skipping: ", why);
+    return;
+  }
+  const auto dev = tj::Device::interpreter();
+  for (const auto& c : GH::store_candidates()) {
+    const std::string what = c.config.str();
+    CAPTURE(what);
+    const auto core = c.make(dev, c.config);
+    const auto g = core->source(testing::all_div16(core->ir()));
+    CHECK(testing::has_diagnostic(g, c.config.param("BN") == 96 ? "tma_store not applied" : "stored by TMA"));
+    CHECK(g.dynamic_shared_bytes <= 227 * 1024);
+    testing::compiles_for_sm90a_without_spills(g.source, "store_f16_" + what + ".cu");
+  }
+}
+
+TEST_CASE("gemm_out16_rejects_extents_whose_products_overflow") {
+  const auto dev = tj::Device::interpreter();
+  examples::Gemm<tj::bf16, tj::bf16> gemm(dev, only({}));
+  alignas(16) static tj::bf16 a[64], b[64], c[64];
+  // M x N = 2^64 wraps to 0 in 64 bits; 2^62 x 4 likewise: both are far past C's 2^31 - 1 elements.
+  for (auto [M, N] : {std::pair{1LL << 32, 1LL << 32}, std::pair{1LL << 62, 4LL}, std::pair{4LL, 1LL << 62}}) {
+    CAPTURE(M);
+    CAPTURE(N);
+    CHECK_THROWS_WITH_AS(gemm(a, b, c, M, N, 64), doctest::Contains("2^31 - 1 elements"), tj::InvalidArgument);
+  }
+  // K x element size wraps to a multiple of 16 (2^62 x 2 = 2^63): K is past what A's descriptor can hold.
+  CHECK_THROWS_WITH_AS(gemm(a, b, c, 1, 1, 1LL << 62), doctest::Contains("K = 4611686018427387904"), tj::InvalidArgument);
+}
