@@ -2353,12 +2353,15 @@ std::vector<char> tma_loads(const ir::Kernel& k, const Target& t, const Options&
 /// The desc_stores TMA takes (keep = 1) on this target: with Options::tma_store on sm_90a, a block [rows, cols] of
 /// 2- or 4-byte elements whose rows are whole 128-byte slabs (cols · size a multiple of 128) and rows a multiple of 8
 /// (each slab a whole number of 1024-byte swizzle atoms), into a descriptor the specialisation marks as whole 16-byte
-/// chunks (kDiv16: shape[-1] × element size a multiple of 16 bytes). TMA stores write whole 16-byte chunks: into a
-/// tensor whose rows end mid-chunk they would write past its last column (up to the next 16-byte boundary), so such
-/// a store stays masked and a diagnostic says why. Everything else is lowered to masked stores.
+/// chunks (kDiv16: shape[-1] × element size a multiple of 16 bytes), at a column coordinate provably a multiple of
+/// 16 bytes (axis analysis). TMA stores write whole 16-byte chunks: into a tensor whose rows end mid-chunk they would
+/// write past its last column (up to the next 16-byte boundary), and a box starting mid-chunk faults on the H200
+/// (CUDA_ERROR_ILLEGAL_INSTRUCTION); such a store stays masked and a diagnostic says why. Everything else is lowered
+/// to masked stores.
 void tma_stores(const ir::Kernel& k, const ir::Specialization& spec, const Target& t, const Options& o, std::vector<char>& keep,
                 std::vector<std::string>& diagnostics) {
   if (!o.tma_store || t.dialect != Dialect::cuda || t.arch != "sm_90a") return;
+  std::vector<ir::AxisInfo> axes;  // computed at the first store that needs it
   for (std::size_t id = 0; id < k.nodes.size(); ++id) {
     const Node& n = k.nodes[id];
     if (n.op != Op::desc_store) continue;
@@ -2371,14 +2374,22 @@ void tma_stores(const ir::Kernel& k, const ir::Specialization& spec, const Targe
     }
     const Node& d = k.nodes[static_cast<std::size_t>(n.args[0])];
     const auto p = static_cast<std::size_t>(d.i);
-    if (d.op == Op::param && p < spec.flags.size() && (spec.flags[p] & ir::Specialization::kDiv16)) {
-      keep[id] = 1;
+    if (!(d.op == Op::param && p < spec.flags.size() && (spec.flags[p] & ir::Specialization::kDiv16))) {
+      diagnostics.push_back(fmt::format("tma_store not applied to desc_store %{}: descriptor {} is not known to hold whole "
+                                        "16-byte chunks per row (shape[-1] x {} bytes a multiple of 16; TMA stores write "
+                                        "whole chunks and would write past its last column): masked stores",
+                                        id, d.op == Op::param ? fmt::format("arg{}", d.i) : fmt::format("%{}", n.args[0]), es));
       continue;
     }
-    diagnostics.push_back(fmt::format("tma_store not applied to desc_store %{}: descriptor {} is not known to hold whole "
-                                      "16-byte chunks per row (shape[-1] x {} bytes a multiple of 16; TMA stores write "
-                                      "whole chunks and would write past its last column): masked stores",
-                                      id, d.op == Op::param ? fmt::format("arg{}", d.i) : fmt::format("%{}", n.args[0]), es));
+    if (axes.empty()) axes = ir::analyze_axes(k, spec);
+    const long long div = axes[static_cast<std::size_t>(n.args[2])].divisibility;
+    if (div * es % 16 != 0) {
+      diagnostics.push_back(fmt::format("tma_store not applied to desc_store %{}: its column coordinate %{} is known to be a "
+                                        "multiple of {} elements only ({} bytes): a TMA store box must start on a 16-byte "
+                                        "chunk: masked stores", id, n.args[2], div, div * es));
+      continue;
+    }
+    keep[id] = 1;
   }
 }
 
