@@ -46,6 +46,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "examples/gemm/matmul_small_m.hpp"
@@ -514,12 +515,21 @@ class Gemm {
   SmallKernel<32> small32_{dev_, {}, small_options(32)};
   SmallKernel<64> small64_{dev_, {}, small_options(64)};
   SmallKernel<128> small128_{dev_, {}, small_options(128)};
-  // Out = T, one split: C written by the kernel (traced only; compiled at a first launch, which only Out = T makes).
-  SmallKernel<8, Out> small8_out_{dev_, {}, small_options(8)};
-  SmallKernel<16, Out> small16_out_{dev_, {}, small_options(16)};
-  SmallKernel<32, Out> small32_out_{dev_, {}, small_options(32)};
-  SmallKernel<64, Out> small64_out_{dev_, {}, small_options(64)};
-  SmallKernel<128, Out> small128_out_{dev_, {}, small_options(128)};
+  // Out = T, one split: C written by the kernel (none for an f32 C: the kernels above write it).
+  template <int BM>
+  using SmallOutKernel = std::conditional_t<kNarrowOut, SmallKernel<BM, Out>, std::monostate>;
+  template <int BM>
+  SmallOutKernel<BM> small_out_kernel() {
+    if constexpr (kNarrowOut)
+      return SmallKernel<BM, Out>{dev_, {}, small_options(BM)};
+    else
+      return {};
+  }
+  SmallOutKernel<8> small8_out_ = small_out_kernel<8>();
+  SmallOutKernel<16> small16_out_ = small_out_kernel<16>();
+  SmallOutKernel<32> small32_out_ = small_out_kernel<32>();
+  SmallOutKernel<64> small64_out_ = small_out_kernel<64>();
+  SmallOutKernel<128> small128_out_ = small_out_kernel<128>();
   NarrowKernel<64> narrow64_{dev_, {}, narrow_options(64)};
   NarrowKernel<96> narrow96_{dev_, {}, narrow_options(96)};
   NarrowKernel<128> narrow128_{dev_, {}, narrow_options(128)};
