@@ -3,10 +3,14 @@
 #pragma once
 #include <cmath>
 #include <cstddef>
+#include <filesystem>
+#include <set>
+#include <string>
 #include <type_traits>
 #include <vector>
 
 #include "test/common/random.hpp"
+#include "tilejit/runtime/autotune.hpp"
 #include "tilejit/tilejit.hpp"
 
 namespace testing {
@@ -88,6 +92,43 @@ X* on_device(const tilejit::Device& dev, std::vector<X>& host) {
   auto* p = static_cast<X*>(dev.alloc(host.size() * sizeof(X)));
   dev.copy_to_device(p, host.data(), host.size() * sizeof(X));
   return p;
+}
+
+/// Tuner options keeping only the candidates whose Config::str() is in `keep` (the others pruned: a library call
+/// then runs one of those), no persistence, no warm-up, one timed rep.
+inline tilejit::TuneOptions keeping(std::set<std::string> keep) {
+  tilejit::TuneOptions o;
+  o.cache_dir = std::filesystem::path{};
+  o.warmup = 0;
+  o.reps = 1;
+  o.log = [](const std::string&) {};
+  o.prune.push_back([keep](const tilejit::Config& c, const tilejit::TuneKey&, const tilejit::Device&) {
+    return keep.contains(c.str()) ? std::string{} : std::string{"forced"};
+  });
+  return o;
+}
+
+/// gemm(a, b, c) on `dev` with a 16-bit C (bf16 / f16) poisoned with NaN, starting `offset` elements past a 16-byte
+/// aligned allocation (1: C only 2-byte aligned); then p.check_rounded(C) and nothing written around C.
+template <class Gemm, class T>
+void run_rounded(const tilejit::Device& dev, Gemm& gemm, const GemmTN<T>& p, int offset = 0) {
+  CAPTURE(p.M);
+  CAPTURE(p.N);
+  CAPTURE(p.K);
+  auto a = p.a, b = p.b;
+  const std::size_t n = static_cast<std::size_t>(p.M) * p.N, off = static_cast<std::size_t>(offset);
+  std::vector<T> c(n + 8, T(std::nanf("")));
+  T* da = on_device(dev, a);
+  T* db = on_device(dev, b);
+  T* dc = on_device(dev, c);
+  gemm(da, db, dc + offset, p.M, p.N, p.K);
+  if (dev.backend() != tilejit::Backend::interpreter) {
+    dev.copy_to_host(c.data(), dc, c.size() * sizeof(T));
+    dev.free(da), dev.free(db), dev.free(dc);
+  }
+  p.check_rounded(std::vector<T>(c.begin() + offset, c.begin() + static_cast<std::ptrdiff_t>(off + n)));
+  for (std::size_t i = 0; i < c.size(); ++i)
+    if (i < off || i >= off + n) CHECK(std::isnan(static_cast<float>(c[i])));
 }
 
 }  // namespace testing

@@ -19,30 +19,9 @@ using GH = examples::Gemm<h, h>;
 
 namespace {
 
-/// Tuner options keeping only the candidates named in `keep`, no persistence, one timed rep.
-tj::TuneOptions only(std::set<std::string> keep) {
-  tj::TuneOptions o;
-  o.cache_dir = std::filesystem::path{};
-  o.warmup = 0;
-  o.reps = 1;
-  o.log = [](const std::string&) {};
-  o.prune.push_back([keep](const tj::Config& c, const tj::TuneKey&, const tj::Device&) {
-    return keep.contains(c.str()) ? std::string{} : std::string{"forced"};
-  });
-  return o;
-}
-
-/// gemm on the interpreter with C poisoned; `offset` elements past an aligned allocation (1: C 2-byte aligned).
+/// The library call on the interpreter with C poisoned, checked against f64 with one rounding to f16.
 void run_f16(GH& gemm, const testing::GemmTN<h>& p, int offset = 0) {
-  CAPTURE(p.M);
-  CAPTURE(p.N);
-  CAPTURE(p.K);
-  auto a = p.a, b = p.b;
-  std::vector<h> c(static_cast<std::size_t>(p.M) * p.N + 8, h(std::nanf("")));
-  gemm(a.data(), b.data(), c.data() + offset, p.M, p.N, p.K);
-  p.check_rounded(std::vector<h>(c.begin() + offset, c.begin() + offset + static_cast<long long>(p.M) * p.N));
-  for (std::size_t i = static_cast<std::size_t>(offset) + static_cast<std::size_t>(p.M) * p.N; i < c.size(); ++i)
-    CHECK(std::isnan(static_cast<float>(c[i])));
+  testing::run_rounded(tj::Device::interpreter(), gemm, p, offset);
 }
 
 }  // namespace
@@ -53,11 +32,11 @@ TEST_CASE("gemm_out16_f16_interpreter_matches_f64_on_every_path") {
   for (const char* keep : {"BM=128 BN=256 PERSISTENT=1 STORE=1 WS=1 num_warps=8 num_stages=4",
                            "BM=128 BN=256 CLUSTER=2 PERSISTENT=1 STORE=1 WS=1 num_warps=8 num_stages=4"}) {
     CAPTURE(keep);
-    GH gemm(dev, only({keep}));
+    GH gemm(dev, testing::keeping({keep}));
     run_f16(gemm, aligned);
     CHECK(gemm.report(aligned.M, aligned.N, aligned.K).best_config().str() == keep);
   }
-  GH gemm(dev, only({"BM=128 BN=256 PERSISTENT=1 WS=1 num_warps=8 num_stages=4"}));
+  GH gemm(dev, testing::keeping({"BM=128 BN=256 PERSISTENT=1 WS=1 num_warps=8 num_stages=4"}));
   run_f16(gemm, ragged);       // 600-byte rows: the f32 race, then the rounding pass
   run_f16(gemm, aligned, 1);   // C 2-byte aligned: likewise
   run_f16(gemm, small);        // small M, one split: the kernel rounds into C
@@ -91,7 +70,7 @@ TEST_CASE("gemm_out16_f16_store_candidates_compile_for_sm90a_without_spills") {
 
 TEST_CASE("gemm_out16_rejects_extents_whose_products_overflow") {
   const auto dev = tj::Device::interpreter();
-  examples::Gemm<tj::bf16, tj::bf16> gemm(dev, only({}));
+  examples::Gemm<tj::bf16, tj::bf16> gemm(dev, testing::keeping({}));
   alignas(16) static tj::bf16 a[64], b[64], c[64];
   // M x N = 2^64 wraps to 0 in 64 bits; 2^62 x 4 likewise: both are far past C's 2^31 - 1 elements.
   for (auto [M, N] : {std::pair{1LL << 32, 1LL << 32}, std::pair{1LL << 62, 4LL}, std::pair{4LL, 1LL << 62}}) {

@@ -21,41 +21,10 @@ using G = examples::Gemm<bf, bf>;
 
 namespace {
 
-/// Tuner options keeping only the candidates named in `keep` (of either race), no persistence, one timed rep.
-tj::TuneOptions forcing(std::set<std::string> keep) {
-  tj::TuneOptions o;
-  o.cache_dir = std::filesystem::path{};
-  o.warmup = 0;
-  o.reps = 1;
-  o.log = [](const std::string&) {};
-  o.prune.push_back([keep](const tj::Config& c, const tj::TuneKey&, const tj::Device&) {
-    return keep.contains(c.str()) ? std::string{} : std::string{"forced"};
-  });
-  return o;
-}
+using testing::keeping;
 
-/// gemm(a, b, c) on `dev` with C poisoned, then checked against f64 with one rounding to bf16. `offset`: elements
-/// C starts past a 16-byte aligned allocation (1: C only 2-byte aligned).
-void run(const tj::Device& dev, G& gemm, const testing::GemmTN<bf>& p, int offset = 0) {
-  CAPTURE(p.M);
-  CAPTURE(p.N);
-  CAPTURE(p.K);
-  auto a = p.a, b = p.b;
-  std::vector<bf> c(static_cast<std::size_t>(p.M) * p.N + 8, bf(std::nanf("")));
-  bf* da = testing::on_device(dev, a);
-  bf* db = testing::on_device(dev, b);
-  bf* dc = testing::on_device(dev, c);
-  gemm(da, db, dc + offset, p.M, p.N, p.K);
-  if (dev.backend() != tj::Backend::interpreter) {
-    dev.copy_to_host(c.data(), dc, c.size() * sizeof(bf));
-    dev.free(da), dev.free(db), dev.free(dc);
-  }
-  p.check_rounded(std::vector<bf>(c.begin() + offset, c.begin() + offset + static_cast<long long>(p.M) * p.N));
-  // Nothing written around C.
-  for (int i = 0; i < offset; ++i) CHECK(std::isnan(static_cast<float>(c[static_cast<std::size_t>(i)])));
-  for (std::size_t i = static_cast<std::size_t>(offset) + static_cast<std::size_t>(p.M) * p.N; i < c.size(); ++i)
-    CHECK(std::isnan(static_cast<float>(c[i])));
-}
+/// The library call with C poisoned, checked against f64 with one rounding to bf16 (testing::run_rounded).
+void run(const tj::Device& dev, G& gemm, const testing::GemmTN<bf>& p, int offset = 0) { testing::run_rounded(dev, gemm, p, offset); }
 
 }  // namespace
 
@@ -103,7 +72,7 @@ TEST_CASE("gemm_store_race_is_taken_for_aligned_c_with_whole_16_byte_rows") {
   CHECK_FALSE(examples::Gemm<bf>::stores_by_descriptor(f32, 4096));  // an f32 C never takes it
   // Bad input still names the rule: C aligned to its element size.
   const auto dev = tj::Device::interpreter();
-  G gemm(dev, forcing({}));
+  G gemm(dev, keeping({}));
   std::vector<bf> a(64 * 64, bf(1.0f)), b(64 * 64, bf(1.0f));
   CHECK_THROWS_WITH_AS(gemm(a.data(), b.data(), reinterpret_cast<bf*>(reinterpret_cast<char*>(buf) + 1), 64, 64, 64),
                        doctest::Contains("aligned to its element size (2 bytes)"), tj::InvalidArgument);
@@ -174,12 +143,12 @@ TEST_CASE("gemm_store_race_interpreter_matches_f64_on_every_path") {
                            "BM=64 BN=96 PERSISTENT=1 STORE=1 WS=1 num_warps=4 num_stages=6",
                            "BM=256 BN=128 CLUSTER=2 PERSISTENT=1 STORE=1 WS=1 num_warps=16 num_stages=3"}) {
     CAPTURE(keep);
-    G gemm(dev, forcing({keep}));
+    G gemm(dev, keeping({keep}));
     run(dev, gemm, aligned);
     CHECK(gemm.report(aligned.M, aligned.N, aligned.K).best_config().str() == keep);
   }
   const std::string f32 = "BM=128 BN=256 PERSISTENT=1 WS=1 num_warps=8 num_stages=4";
-  G gemm(dev, forcing({f32}));
+  G gemm(dev, keeping({f32}));
   run(dev, gemm, ragged);
   CHECK(gemm.report(ragged.M, ragged.N, ragged.K).best_config().str() == f32);  // the f32 race's report
   run(dev, gemm, aligned, 1);  // C 2-byte aligned: the f32 race too
@@ -201,12 +170,12 @@ TEST_CASE("gemm_store_race_gpu_every_candidate_matches_f64") {
   const testing::GemmTN<bf> p(2000, 3008, 144, 61);
   for (const auto& c : G::store_candidates()) {
     CAPTURE(c.config.str());
-    G gemm(dev, forcing({c.config.str()}));
+    G gemm(dev, keeping({c.config.str()}));
     run(dev, gemm, p);
     CHECK(gemm.report(p.M, p.N, p.K).best_config() == c.config);
   }
   // The other two ways: rows ending mid 16-byte chunk (N = 3004), C 2-byte aligned, and small M.
-  G gemm(dev, forcing({"BM=128 BN=256 PERSISTENT=1 WS=1 num_warps=8 num_stages=4"}));
+  G gemm(dev, keeping({"BM=128 BN=256 PERSISTENT=1 WS=1 num_warps=8 num_stages=4"}));
   run(dev, gemm, testing::GemmTN<bf>(2000, 3004, 144, 63));
   run(dev, gemm, p, 1);
   run(dev, gemm, testing::GemmTN<bf>(16, 4096, 4096, 65));   // small M, K split 5 ways: SplitKReduce rounds
@@ -217,7 +186,7 @@ TEST_CASE("gemm_reuses_the_last_calls_descriptors_only_for_the_same_operands") {
   // The library keeps the last tuned-path call's descriptors and key; a call with other operands (same shape) or
   // another C must not run on the old ones.
   const auto dev = tj::Device::interpreter();
-  G gemm(dev, forcing({"BM=64 BN=64 PERSISTENT=1 STORE=1 WS=1 num_warps=4 num_stages=8"}));
+  G gemm(dev, keeping({"BM=64 BN=64 PERSISTENT=1 STORE=1 WS=1 num_warps=4 num_stages=8"}));
   const testing::GemmTN<bf> p(130, 136, 64, 71), q(130, 136, 64, 73);
   const std::size_t n = static_cast<std::size_t>(p.M) * p.N;
   auto a = p.a, b = p.b, a2 = q.a, b2 = q.b;

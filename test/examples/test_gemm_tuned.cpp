@@ -26,23 +26,9 @@ namespace {
 /// split partial sums are f32 sums too).
 using Problem = testing::GemmTN<tj::bf16>;
 
-/// Tuner options that keep only the candidate whose config is `keep` (the others are pruned: the library call
-/// then runs that one), no persistence, one timed rep.
-tj::TuneOptions forcing(const std::string& keep) {
-  tj::TuneOptions o;
-  o.cache_dir = std::filesystem::path{};
-  o.warmup = 0;
-  o.reps = 1;
-  o.log = [](const std::string&) {};
-  o.prune.push_back([keep](const tj::Config& c, const tj::TuneKey&, const tj::Device&) {
-    return c.str() == keep ? std::string{} : std::string{"forced to " + keep};
-  });
-  return o;
-}
-
 /// Runs the library call with only `config` in the race and checks the report says so.
 void forced_call(const tj::Device& dev, const tj::Config& config, const Problem& p, const tj::bf16* a, const tj::bf16* b, float* c) {
-  G gemm(dev, forcing(config.str()));
+  G gemm(dev, testing::keeping({config.str()}));
   gemm(a, b, c, p.M, p.N, p.K);
   const auto& r = gemm.report(p.M, p.N, p.K);
   CHECK(r.best_config() == config);
