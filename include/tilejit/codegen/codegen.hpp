@@ -73,8 +73,12 @@ struct Options {
   /// (one per store), a proxy fence and a barrier of the consumers, then one thread issues a
   /// `cp.async.bulk.tensor` store per slab and commits a bulk group; the buffer is written again only after that
   /// group has read it (`cp.async.bulk.wait_group.read`, e.g. one tile later in a persistent loop), and the program
-  /// waits for its stores before it exits. Rows and columns past the descriptor's shape are clipped by TMA. Other
-  /// targets and other stores: the masked store (false: always).
+  /// waits for its stores before it exits. Blocks of more than two slabs whose registers each lie in one slab are
+  /// staged slab by slab through two slab buffers (one bulk group per slab). Rows and columns past the descriptor's
+  /// shape are clipped by TMA. TMA writes whole 16-byte chunks and faults on a box starting mid-chunk, so a store is
+  /// taken only when the specialisation marks the descriptor's rows as whole 16-byte chunks (Specialization::kDiv16,
+  /// set by the launch) and its column coordinate is provably a multiple of 16 bytes. Other targets and other
+  /// stores: the masked store, with a diagnostic naming the rule (false: always).
   bool tma_store = false;
 };
 

@@ -69,7 +69,9 @@ struct CompileOptions {
   /// multicast coordinates (codegen::Options::num_ctas); else 1 and a diagnostic.
   int num_ctas = 1;
   /// sm_90a: Desc::store of blocks with 128-byte rows through a swizzled shared staging buffer and TMA bulk
-  /// stores, drained while the program goes on (codegen::Options::tma_store). Ignored by other targets.
+  /// stores, drained while the program goes on (codegen::Options::tma_store) — for a descriptor whose
+  /// shape[-1] x element size is a multiple of 16 bytes, at columns that are provably multiples of 16 bytes; the
+  /// masked store otherwise. Ignored by other targets.
   bool tma_store = false;
 };
 
