@@ -30,6 +30,9 @@ ir::Specialization spec_of(std::uint64_t key, std::size_t nargs) {
 KernelCore::KernelCore(Device dev, ir::Kernel ir, CompileOptions opt)
     : dev_(std::move(dev)), ir_(std::move(ir)), opt_(std::move(opt)) {
   ir::verify(ir_);
+  stored_desc_.assign(ir_.params.size(), 0);
+  for (const ir::Node& n : ir_.nodes)
+    if (n.op == ir::Op::desc_store && ir_[n.args[0]].op == ir::Op::param) stored_desc_[static_cast<std::size_t>(ir_[n.args[0]].i)] = 1;
   const int nw = opt_.num_warps;
   if (nw < 1 || nw > 32 || (nw & (nw - 1)) != 0)
     throw InvalidArgument(fmt::format("num_warps = {}: must be a power of two in [1, 32]", nw));
@@ -130,8 +133,10 @@ std::uint64_t KernelCore::check_args(std::span<const ArgSlot> args) const {
       if (extent > INT32_MAX)
         throw InvalidArgument(fmt::format("{} spans {} elements: descriptors are limited to 2^31 - 1 elements of extent "
                                           "(32-bit offsets)", describe(ir_, i), extent));
-      // Rows of whole 16-byte chunks: a TMA store (CompileOptions::tma_store) writes nothing past a row's end.
-      if (d.shape()[1] * static_cast<std::int64_t>(size_bytes(d.dtype())) % 16 == 0) flags |= ir::Specialization::kDiv16;
+      // Rows of whole 16-byte chunks: a TMA store (CompileOptions::tma_store) writes nothing past a row's end. Only
+      // for a descriptor the kernel stores to: a loaded one's flag would select a second, identical variant.
+      if (stored_desc_[i] && d.shape()[1] * static_cast<std::int64_t>(size_bytes(d.dtype())) % 16 == 0)
+        flags |= ir::Specialization::kDiv16;
     } else if (p.type.is_ptr) {
       const auto addr = reinterpret_cast<std::uintptr_t>(a.v.p);
       if (addr == 0) throw InvalidArgument(describe(ir_, i) + " is a null pointer");

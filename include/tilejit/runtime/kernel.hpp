@@ -149,6 +149,7 @@ class KernelCore {
 
   Device dev_;
   ir::Kernel ir_;
+  std::vector<char> stored_desc_;  // per parameter: a descriptor some Desc::store writes (its kDiv16 flag matters)
   CompileOptions opt_;
   std::mutex derived_mu_;
   /// What a derived descriptor is built from: equal keys give equal re-encodings.
