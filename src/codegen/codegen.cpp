@@ -59,15 +59,15 @@ class Emitter {
       // The TMA rings first (1024-byte aligned for the 128B swizzle), then the scratch of conversions and
       // reductions; 1024 bytes of slack to align the dynamic base. H100/H200: at most 227 KiB per program.
       g.dynamic_shared_bytes = ring_bytes_ + (smem_bytes_ + 1023) / 1024 * 1024 + 1024;
-      if (g.dynamic_shared_bytes > 227 * 1024 && !stores_.empty())
-        throw Unsupported(fmt::format("kernel {} needs {} bytes of shared memory ({} for TMA store staging, {} for {} TMA pipeline "
-                                      "stage(s) and blocks, {} of scratch): sm_90 allows 227 KiB per program; lower num_stages or "
-                                      "the block sizes, or turn tma_store off", k_.name, g.dynamic_shared_bytes, staging_bytes(),
-                                      ring_bytes_ - staging_bytes(), o_.num_stages, smem_bytes_));
-      if (g.dynamic_shared_bytes > 227 * 1024)
-        throw Unsupported(fmt::format("kernel {} needs {} bytes of shared memory ({} for {} TMA pipeline stage(s), {} of scratch): "
-                                      "sm_90 allows 227 KiB per program; lower num_stages or the block sizes",
-                                      k_.name, g.dynamic_shared_bytes, ring_bytes_, o_.num_stages, smem_bytes_));
+      if (g.dynamic_shared_bytes > 227 * 1024) {
+        const bool st = !stores_.empty();  // then name the staging, and tma_store as a way out
+        throw Unsupported(fmt::format("kernel {} needs {} bytes of shared memory ({}{} for {} TMA pipeline stage(s){}, {} of scratch): "
+                                      "sm_90 allows 227 KiB per program; lower num_stages or the block sizes{}",
+                                      k_.name, g.dynamic_shared_bytes,
+                                      st ? fmt::format("{} for TMA store staging, ", staging_bytes()) : std::string(),
+                                      ring_bytes_ - staging_bytes(), o_.num_stages, st ? " and blocks" : "", smem_bytes_,
+                                      st ? ", or turn tma_store off" : ""));
+      }
       for (std::size_t i = 0; i < k_.params.size(); ++i)
         if (k_.params[i].type.is_desc && tma_param_[i]) {
           g.tma_params.push_back(static_cast<int>(i));
