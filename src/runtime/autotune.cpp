@@ -250,10 +250,14 @@ void AutotunerCore::launch(const TuneKey& key, const GridFn& grid, std::span<Arg
 }
 
 const TuneReport& AutotunerCore::report(const TuneKey& key) const {
+  if (const TuneReport* r = find(key)) return *r;
+  throw InvalidArgument(fmt::format("autotuner {} has not tuned key {{{}}}", name_, key.str()));
+}
+
+const TuneReport* AutotunerCore::find(const TuneKey& key) const {
   std::lock_guard lock(mu_);
   auto it = tuned_.find(key.str());
-  if (it == tuned_.end()) throw InvalidArgument(fmt::format("autotuner {} has not tuned key {{{}}}", name_, key.str()));
-  return it->second.report;
+  return it == tuned_.end() ? nullptr : &it->second.report;
 }
 
 AutotunerCore::Tuned& AutotunerCore::tune_locked(const TuneKey& key, const GridFn& grid, std::span<const ArgSlot> args) {

@@ -110,8 +110,11 @@ TEST_CASE("autotune: softmax candidates on the interpreter; the winner's result 
   }, interp_options(dir, log));
   const tj::TuneKey key{{"rows", rows}, {"width", W}, {"dtype", "f32"}};
   CHECK(key.str() == "dtype=\"f32\" rows=21 width=96");
+  CHECK(tuner.find(key) == nullptr);  // not tuned yet: no report (report() throws)
+  CHECK_THROWS_AS(tuner.report(key), tj::InvalidArgument);
   tuner.launch(key, grid_for(rows), x.data(), y.data(), rows);
   const auto& rep = tuner.report(key);
+  CHECK(tuner.find(key) == &rep);
   MESSAGE(rep.str());
   CHECK(rep.tuned);
   CHECK_FALSE(rep.from_disk);

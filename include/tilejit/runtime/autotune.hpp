@@ -243,6 +243,7 @@ class AutotunerCore {
   const TuneReport& tune(const TuneKey& key, const GridFn& grid, std::span<const ArgSlot> args);
   void launch(const TuneKey& key, const GridFn& grid, std::span<ArgSlot> args);
   const TuneReport& report(const TuneKey& key) const;
+  const TuneReport* find(const TuneKey& key) const;
   const Device& device() const { return dev_; }
   std::filesystem::path file() const;
   const std::string& name() const { return name_; }
@@ -295,6 +296,8 @@ class Autotuner {
   }
   /// The report of a key tuned by this object (InvalidArgument otherwise).
   const TuneReport& report(const TuneKey& key) const { return core_.report(key); }
+  /// The report of a key tuned by this object, or nullptr.
+  const TuneReport* find(const TuneKey& key) const { return core_.find(key); }
   const Config& best(const TuneKey& key) const { return report(key).best_config(); }
   const Device& device() const { return core_.device(); }
   /// <cache dir>/autotune/<name>.json (empty without persistence).
