@@ -83,6 +83,14 @@ Cublas& cublas() {
   static Cublas c;
   return c;
 }
+/// cublasGemmEx for row-major C[M, N] = A[M, K] · B[N, K]ᵀ — column-major Cᵀ = op_T(B) · A — with alpha 1, beta 0 and
+/// f32 compute: A and B of type `in`, C of type `out`.
+cublasStatus_t cublas_tn(long M, long N, long K, const void* a, const void* b, void* c, cudaDataType in, cudaDataType out) {
+  static const float one = 1, zero = 0;
+  return cublas().gemm(cublas().h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M), static_cast<int>(K), &one, b, in,
+                       static_cast<int>(K), a, in, static_cast<int>(K), &zero, c, out, static_cast<int>(N), CUBLAS_COMPUTE_32F,
+                       CUBLAS_GEMM_DEFAULT);
+}
 
 /// cuBLASLt for f8: D (f32) = A·Bᵀ in its "TN" form, the only layout f8 matmuls take.
 struct CublasLt {
@@ -155,13 +163,7 @@ void BM_CublasTN(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda || !cublas().ok) return st.SkipWithError("no GPU / cuBLAS");
   const long M = st.range(0), N = st.range(1), K = st.range(2);
   Operands o(M, N, K);
-  const float one = 1, zero = 0;
-  // Row-major C = A·Bᵀ with B [N, K] is column-major Cᵀ = op_T(B_cm) · A_cm.
-  timed(st, 2.0 * M * N * K, [&] {
-    cublas().gemm(cublas().h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M), static_cast<int>(K), &one, o.b,
-                  CUDA_R_16BF, static_cast<int>(K), o.a, CUDA_R_16BF, static_cast<int>(K), &zero, o.c, OUT,
-                  static_cast<int>(N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-  });
+  timed(st, 2.0 * M * N * K, [&] { cublas_tn(M, N, K, o.a, o.b, o.c, CUDA_R_16BF, OUT); });
 }
 
 
@@ -185,12 +187,7 @@ void BM_HostCublasTNBf16Out(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda || !cublas().ok) return st.SkipWithError("no GPU / cuBLAS");
   const long M = st.range(0), N = st.range(1), K = st.range(2);
   Operands o(M, N, K);
-  const float one = 1, zero = 0;
-  host_timed(st, [&] {
-    cublas().gemm(cublas().h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M), static_cast<int>(K), &one, o.b,
-                  CUDA_R_16BF, static_cast<int>(K), o.a, CUDA_R_16BF, static_cast<int>(K), &zero, o.c, CUDA_R_16BF,
-                  static_cast<int>(N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-  });
+  host_timed(st, [&] { cublas_tn(M, N, K, o.a, o.b, o.c, CUDA_R_16BF, CUDA_R_16BF); });
 }
 void BM_HostTilejitGemmBf16Out(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
@@ -400,12 +397,7 @@ void BM_CublasTNF16(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda || !cublas().ok) return st.SkipWithError("no GPU / cuBLAS");
   const long M = st.range(0), N = st.range(1), K = st.range(2);
   OperandsT<tj::f16> o(M, N, K);
-  const float one = 1, zero = 0;
-  timed(st, 2.0 * M * N * K, [&] {
-    cublas().gemm(cublas().h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M), static_cast<int>(K), &one, o.b,
-                  CUDA_R_16F, static_cast<int>(K), o.a, CUDA_R_16F, static_cast<int>(K), &zero, o.c, CUDA_R_16F,
-                  static_cast<int>(N), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-  });
+  timed(st, 2.0 * M * N * K, [&] { cublas_tn(M, N, K, o.a, o.b, o.c, CUDA_R_16F, CUDA_R_16F); });
 }
 void BM_TilejitGemmF16(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
