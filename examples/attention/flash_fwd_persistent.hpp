@@ -101,7 +101,7 @@ struct FlashAttnFwdTmaPersistent {
       // The last block's V, loaded after the key loop: the producer copies it after the item's K and V blocks, so
       // the next item's Q and first K / V copies are not held behind this item's last product.
       auto v_last = v.load(p.kv_row + (hi - 1) / BLOCK_N * BLOCK_N, 0);
-      p.store(o, lse, S, m_i, l_i, tj::dot(tj::cast<T>(p_last), v_last, acc));
+      p.store(o, lse, S, m_i, l_i, tj::dot(p_last, v_last, acc));
     });
   }
 };

@@ -178,15 +178,17 @@ namespace examples {
 template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, KeyMask MASK, class QTile, class KDesc, class VDesc, class Rows>
 auto fa3_keys(const QTile& q_tile, const KDesc& k, const VDesc& v, const tj::Int& kv_row, const Rows& rm, const tj::Int& hi,
               const tj::Int& edge, const tj::Scalar<float>& scale_log2e) {
+  // P is carried across the back edge as T (the code generator packs a 16-bit tile that only a dot reads two
+  // elements per register: 32 registers per thread at 128 × 128, not 64).
   auto init = std::tuple{tj::full<float, BLOCK_M>(kAttnNegBig), tj::zeros<float, BLOCK_M>(), tj::zeros<float, BLOCK_M, HEAD_DIM>(),
-                         tj::zeros<float, BLOCK_M, BLOCK_N>()};
+                         tj::zeros<T, BLOCK_M, BLOCK_N>()};
   return tj::for_range(0, hi, BLOCK_N, init, [&](tj::Int n0, auto m_i, auto l_i, auto acc, auto p_prev) {
     auto s = tj::dot(q_tile, tj::trans(k.load(kv_row + n0, 0)));
     // P_{-1} = 0: at j = 0 any V block gives 0, as long as it is finite — so read this head's first block, not
     // the previous head's last one (a NaN or Inf there would make 0·NaN = NaN here).
-    auto o_prev = tj::dot(tj::cast<T>(p_prev), v.load(kv_row + tj::maximum(n0 - BLOCK_N, 0), 0), acc);
+    auto o_prev = tj::dot(p_prev, v.load(kv_row + tj::maximum(n0 - BLOCK_N, 0), 0), acc);
     auto [m_new, prob, alpha] = softmax_of_masked(mask_scores_as<BLOCK_N, CAUSAL, MASK>(s, rm, n0, hi, edge), scale_log2e, m_i);
-    return std::tuple{m_new, l_i * alpha + tj::sum<1>(prob), o_prev * tj::expand_dims<1>(alpha), prob};
+    return std::tuple{m_new, l_i * alpha + tj::sum<1>(prob), o_prev * tj::expand_dims<1>(alpha), tj::cast<T>(prob)};
   });
 }
 
@@ -201,7 +203,7 @@ struct FlashAttnFwdTmaPingPongBody {
     auto edge = MASK == KeyMask::edge_blocks ? p.template mask_edge<BLOCK_N>(S) : hi;
     auto v_last = v.load(kv_row + (hi - 1) / BLOCK_N * BLOCK_N, 0);      // the last block's V, copied once
     auto [m_i, l_i, acc, p_last] = fa3_keys<BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, T, MASK>(q_tile, k, v, kv_row, p.rm, hi, edge, scale_log2e);
-    auto acc_all = tj::dot(tj::cast<T>(p_last), v_last, acc);
+    auto acc_all = tj::dot(p_last, v_last, acc);
     p.store(o, lse, S, m_i, l_i, acc_all);
   }
 };

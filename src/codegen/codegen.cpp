@@ -38,6 +38,7 @@ class Emitter {
       : k_(k), spec_(spec), t_(t), o_(o), plan_(ir::assign_layouts(k, o.num_warps, t.warp_size, t.arch)),
         threads_(o.num_warps * t.warp_size), axes_(ir::analyze_axes(k, spec)) {
     plan_pipes();
+    plan_packed();
   }
 
   Generated run() {
@@ -1089,7 +1090,61 @@ class Emitter {
   bool tile(int id) const { return k_[id].type.rank > 0; }
   std::string v(int id, int r) const {
     if (!alias_.empty() && alias_[static_cast<std::size_t>(id)] >= 0) id = alias_[static_cast<std::size_t>(id)];
-    return tile(id) ? fmt::format("v{}[{}]", id, r) : fmt::format("s{}", id);
+    if (!tile(id)) return fmt::format("s{}", id);
+    if (packed(id))  // register r is one half of word r / 2
+      return fmt::format("tj_{}x2_{}(v{}[{}])", k_[id].type.dtype == DType::bf16 ? "bf16" : "f16", r % 2 ? "hi" : "lo", id, r / 2);
+    return fmt::format("v{}[{}]", id, r);
+  }
+  bool packed(int id) const { return !packed_.empty() && packed_[static_cast<std::size_t>(id)]; }
+
+  /// 16-bit float tiles carried by a loop, and loop results, whose every reader is a wgmma taking them as its
+  /// register A operand in their own layout (FlashAttention-3's P_{j-1}, multiplied by V in the next iteration) live packed:
+  /// two elements per 32-bit register, `unsigned vN[R / 2]`, register 2i in the low half of word i. That is half
+  /// the registers of the f32 form across the loop's back edge, and a register-A wgmma reads the words as they
+  /// are. A value with any other reader stays in f32 registers (each read would pay an unpack).
+  void plan_packed() {
+    const std::size_t N = k_.nodes.size();
+    packed_.assign(N, 0);
+    std::vector<std::vector<std::pair<int, int>>> uses(N);  // (user, operand slot)
+    for (std::size_t id = 0; id < N; ++id)
+      for (int j = 0; j < 3; ++j)
+        if (const int a = k_.nodes[id].args[static_cast<std::size_t>(j)]; a >= 0) uses[static_cast<std::size_t>(a)].emplace_back(static_cast<int>(id), j);
+    for (std::size_t id = 0; id < N; ++id) {
+      const Node& n = k_.nodes[id];
+      const int x = static_cast<int>(id);
+      if ((n.op != Op::loop_carry && n.op != Op::loop_result) || !tile(x) || n.type.is_ptr || n.type.rank != 2 ||
+          (n.type.dtype != DType::bf16 && n.type.dtype != DType::f16) || R(x) % 2 || alias_[id] >= 0)
+        continue;
+      bool ok = !uses[id].empty();
+      for (const auto& [u, j] : uses[id]) {
+        const Op o = k_[u].op;
+        if (n.op == Op::loop_carry && o == Op::loop_yield && j == 0) continue;  // the write of the next value
+        if (o == Op::loop_result && j == 0) continue;                           // packed or unpacked on its own
+        // A register-A wgmma reading B in place (emit_wgmma_smem): mma.sync and MFMA would unpack every element.
+        if (o == Op::dot && j == 0 && !plan_.dot_mfma[static_cast<std::size_t>(u)] && plan_.in_smem[static_cast<std::size_t>(k_[u].args[1])] &&
+            plan_.operand_layout(k_, u, 0) == TL(x))
+          continue;
+        ok = false;
+      }
+      for (std::size_t d = 0; d < N; ++d)
+        if (alias_[d] == x) ok = false;
+      packed_[id] = ok ? 1 : 0;
+    }
+  }
+  /// Word i (registers 2i, 2i + 1) of operand j of node `user`, in the layout `user` needs it in, as a packed pair
+  /// of 16-bit floats of type t: the word itself when the operand is packed; one cvt.rn of the f32 source of a cast
+  /// to t in the same layout; else the two f32 registers packed (rounded to nearest even).
+  std::string word(int user, int j, int i, DType t) const {
+    const int a = k_[user].args[static_cast<std::size_t>(j)];
+    const ir::TileLayout want = plan_.operand_layout(k_, user, j);
+    const char* pk = t == DType::bf16 ? "tj_pack_bf16x2" : "tj_pack_f16x2";
+    if (want == TL(a) && packed(a)) return fmt::format("v{}[{}]", a, i);
+    if (want == TL(a) && k_[a].op == Op::cast && k_[a].type.dtype == t) {
+      const int src = k_[a].args[0];
+      if (tile(src) && !k_[src].type.is_ptr && k_[src].type.dtype == DType::f32 && TL(src) == TL(a))
+        return fmt::format("{}({}, {})", pk, v(src, 2 * i), v(src, 2 * i + 1));
+    }
+    return fmt::format("{}({}, {})", pk, opnd(user, j, 2 * i), opnd(user, j, 2 * i + 1));
   }
 
   /// Operand `j` of node `id` at register r of the layout the node needs it in:
@@ -1467,7 +1522,11 @@ class Emitter {
           const Node& cn = k_.nodes[c];
           if (cn.op != Op::loop_carry || cn.args[1] != id) continue;
           const int cid = static_cast<int>(c);
-          if (tile(cid)) {
+          if (packed(cid)) {
+            convert_operands(cid);
+            line(fmt::format("unsigned v{}[{}];  // {} packed in pairs", cid, R(cid) / 2, name(cn.type.dtype)));
+            for (int i = 0; i < R(cid) / 2; ++i) line(fmt::format("v{}[{}] = {};", cid, i, word(cid, 0, i, cn.type.dtype)));
+          } else if (tile(cid)) {
             convert_operands(cid);
             line(fmt::format("{} v{}[{}];", reg_type(cn.type), cid, R(cid)));
             for (int r = 0; r < R(cid); ++r) line(fmt::format("v{}[{}] = {};", cid, r, opnd(cid, 0, r)));
@@ -1489,7 +1548,10 @@ class Emitter {
         // Copy into a temporary first: yields of one iteration happen together.
         const int c = arg(0), nx = arg(1);
         if (alias_[static_cast<std::size_t>(nx)] == c) return;  // an in-place accumulator: nothing to copy
-        if (tile(c)) {
+        if (packed(c)) {
+          line(fmt::format("unsigned y{}[{}];", c, R(c) / 2));
+          for (int i = 0; i < R(c) / 2; ++i) line(fmt::format("y{}[{}] = {};", c, i, word(id, 1, i, k_[c].type.dtype)));
+        } else if (tile(c)) {
           line(fmt::format("{} y{}[{}];", reg_type(k_[c].type), c, R(c)));
           for (int r = 0; r < R(c); ++r) line(fmt::format("y{}[{}] = {};", c, r, op(1, r)));
         } else {
@@ -1506,7 +1568,7 @@ class Emitter {
           const int c = yn.args[0];
           if (alias_[static_cast<std::size_t>(yn.args[1])] == c) continue;
           if (tile(c))
-            for (int r = 0; r < R(c); ++r) line(fmt::format("v{}[{}] = y{}[{}];", c, r, c, r));
+            for (int r = 0; r < (packed(c) ? R(c) / 2 : R(c)); ++r) line(fmt::format("v{}[{}] = y{}[{}];", c, r, c, r));
           else
             line(fmt::format("s{} = y{};", c, c));
         }
@@ -1533,6 +1595,11 @@ class Emitter {
         return;
       }
       case Op::loop_result:
+        if (packed(id)) {
+          line(fmt::format("unsigned v{}[{}];  // {} packed in pairs", id, R(id) / 2, name(n.type.dtype)));
+          for (int i = 0; i < R(id) / 2; ++i) line(fmt::format("v{}[{}] = {};", id, i, word(id, 0, i, n.type.dtype)));
+          return;
+        }
         each_register(id, [&](int r) { return op(0, r); });
         return;
       default:
@@ -1862,15 +1929,28 @@ class Emitter {
           TL(a) == plan_.operand_layout(k_, A.regs_of, 0))
         precast = src;
     }
-    auto a_reg = [&](int row, int col) {
+    auto a_index = [&](int row, int col) {
       auto it = atab.find({row, col});
       if (it == atab.end()) throw Unsupported(fmt::format("dot %{}: no A register for ({}, {}) in the wgmma operand layout", id, row, col));
-      return precast >= 0 ? v(precast, it->second) : opnd(A.regs_of, 0, it->second);
+      return it->second;
     };
-    auto pack = [&](const std::string& lo, const std::string& hi) {
+    auto a_reg = [&](int row, int col) {
+      const int r = a_index(row, col);
+      return precast >= 0 ? v(precast, r) : opnd(A.regs_of, 0, r);
+    };
+    auto pack_regs = [&](const std::string& lo, const std::string& hi) {
       if (precast >= 0) return fmt::format("{}({}, {})", et == DType::bf16 ? "tj_pack_bf16x2" : "tj_pack_f16x2", lo, hi);
       if (et == DType::bf16) return fmt::format("((__float_as_uint({}) & 0xffff0000u) | (__float_as_uint({}) >> 16))", hi, lo);
       return fmt::format("tj_pack_f16x2({}, {})", lo, hi);
+    };
+    // The A fragment's .b32 holding (row, col) and (row, col + 1): a word of a packed operand (plan_packed) when
+    // the two are its registers 2i and 2i + 1, else the two registers packed.
+    const int a_val = A.regs_of >= 0 ? k_[A.regs_of].args[0] : -1;
+    const bool a_packed = a_val >= 0 && packed(a_val) && TL(a_val) == plan_.operand_layout(k_, A.regs_of, 0);
+    auto pack = [&](int row, int col) {
+      const int r = a_index(row, col);
+      if (a_packed && r % 2 == 0 && a_index(row, col + 1) == r + 1) return fmt::format("v{}[{}]", a_val, r / 2);
+      return pack_regs(a_reg(row, col), a_reg(row, col + 1));
     };
     // Register A is packed for every k step before the fence: registers an in-flight wgmma reads must not be
     // written between wgmma.fence and the instruction (ptxas would inject a warpgroup.arrive per step).
@@ -1879,8 +1959,7 @@ class Emitter {
       for (int k0 = 0; k0 < K; k0 += 16) {
         const int s = k0 / 16;
         line(fmt::format("tj_pa{0}[{1}][0] = {2}; tj_pa{0}[{1}][1] = {3}; tj_pa{0}[{1}][2] = {4}; tj_pa{0}[{1}][3] = {5};", id, s,
-                         pack(a_reg(0, k0), a_reg(0, k0 + 1)), pack(a_reg(8, k0), a_reg(8, k0 + 1)),
-                         pack(a_reg(0, k0 + 8), a_reg(0, k0 + 9)), pack(a_reg(8, k0 + 8), a_reg(8, k0 + 9))));
+                         pack(0, k0), pack(8, k0), pack(0, k0 + 8), pack(8, k0 + 8)));
       }
     }
     if (pingpong_ && id == pp_first_) {
@@ -2218,6 +2297,7 @@ class Emitter {
   // ---- the TMA pipeline (sm_90a) ----
   std::vector<Pipe> pipes_;
   std::vector<int> pipe_of_loop_, alias_;  // per node: index into pipes_ (-1), register alias (-1)
+  std::vector<char> packed_;  // per node: 16-bit float tile held two elements per register (plan_packed)
   std::vector<int> tma_param_;  // per parameter: rows of its TMA box (0: not TMA-fed)
   std::vector<char> mc_split_;  // per parameter: its multicast blocks are copied in num_ctas slices (decide_cluster)
   int ring_bytes_ = 0;

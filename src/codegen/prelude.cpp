@@ -120,6 +120,9 @@ static __device__ __forceinline__ tj_bf16 tj_f32_to_bf16(float f) {
   u += 0x7fffu + ((u >> 16) & 1u);
   return (tj_bf16)(u >> 16);
 }
+// Two f32 -> one .b32 of two 16-bit values, `lo` in the low half (round to nearest even).
+static __device__ __forceinline__ unsigned tj_pack_f16x2(float lo, float hi) { return (unsigned)tj_f32_to_f16(lo) | ((unsigned)tj_f32_to_f16(hi) << 16); }
+static __device__ __forceinline__ unsigned tj_pack_bf16x2(float lo, float hi) { return (unsigned)tj_f32_to_bf16(lo) | ((unsigned)tj_f32_to_bf16(hi) << 16); }
 // MFMA operand and accumulator vectors (clang ext_vector_type, as the amdgcn builtins take them).
 typedef short tj_i16x4 __attribute__((ext_vector_type(4)));
 typedef _Float16 tj_f16x4 __attribute__((ext_vector_type(4)));
@@ -168,6 +171,11 @@ static __device__ __forceinline__ float tj_e4m3_to_f32(unsigned char b) { return
 static __device__ __forceinline__ float tj_e5m2_to_f32(unsigned char b) { return tj_f8_to_f32(b, 5, 2, true); }
 static __device__ __forceinline__ unsigned char tj_f32_to_e4m3(float f) { return tj_f32_to_f8(f, 4, 3, false); }
 static __device__ __forceinline__ unsigned char tj_f32_to_e5m2(float f) { return tj_f32_to_f8(f, 5, 2, true); }
+// One half of a .b32 holding two 16-bit floats (the low half is element 2i of a packed tile, codegen plan_packed).
+static __device__ __forceinline__ float tj_bf16x2_lo(unsigned w) { return tj_bf16_to_f32((tj_bf16)(w & 0xffffu)); }
+static __device__ __forceinline__ float tj_bf16x2_hi(unsigned w) { return tj_bf16_to_f32((tj_bf16)(w >> 16)); }
+static __device__ __forceinline__ float tj_f16x2_lo(unsigned w) { return tj_f16_to_f32((tj_f16)(w & 0xffffu)); }
+static __device__ __forceinline__ float tj_f16x2_hi(unsigned w) { return tj_f16_to_f32((tj_f16)(w >> 16)); }
 static __device__ __forceinline__ float tj_round_f16(float f) { return tj_f16_to_f32(tj_f32_to_f16(f)); }
 static __device__ __forceinline__ float tj_round_bf16(float f) { return tj_bf16_to_f32(tj_f32_to_bf16(f)); }
 static __device__ __forceinline__ float tj_exp(float x) { return __expf(x); }

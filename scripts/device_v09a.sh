@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# v0.9, first call: P carried packed (two bf16 per register) across the FA3-order forward's back edge.
+# GPU tests of the packed carry and every forward that traces fa3_keys (against f64 with poisoned outputs),
+# synccheck / racecheck on the small persistent case, then the library forward of this build and of the previous
+# commit (attention_bench_old) alternated twice, the exact / padded D = 96 rows, and torch SDPA in the same call.
+# Carry tilejit_tests, attention_bench and attention_bench_old (built from def7889) with their libraries.
+. "$(dirname "$0")/device_common.sh" "$@"
+SAN=/usr/local/cuda/bin/compute-sanitizer
+echo "== GPU tests"
+timeout -k 5 240 "$B/tilejit_tests" -tc='packed_carry_gpu*,attention_tma*gpu*,attention_library_forward_gpu*,attention_persistent_gpu_matches*,attention_library_persistent_forward_gpu*' \
+  > "$OUT/tests.txt" 2>&1; echo "rc $?"
+grep -E "ERROR|test cases|assertions|CRASH|skipping" "$OUT/tests.txt" | head -20
+echo "== sanitizers (attention_persistent_gpu_small_for_the_sanitizers)"
+timeout -k 5 40 "$SAN" --tool synccheck "$B/tilejit_tests" -tc='attention_persistent_gpu_small_for_the_sanitizers' > "$OUT/synccheck.txt" 2>&1; echo "synccheck rc $?"
+grep -E "ERROR SUMMARY|test cases" "$OUT/synccheck.txt"
+timeout -k 5 50 "$SAN" --tool racecheck --racecheck-report all "$B/tilejit_tests" -tc='attention_persistent_gpu_small_for_the_sanitizers' > "$OUT/racecheck.txt" 2>&1; echo "racecheck rc $?"
+grep -E "RACECHECK SUMMARY|ERROR SUMMARY|test cases" "$OUT/racecheck.txt"
+F1='BM_AttnForward/|BM_FlashFwdPingPongEdge(Padded|Turns)?/D(64|96|128)/.*/128x128/2'
+F2='BM_AttnForward/'
+bench() {  # round, old|new, filter
+  local bin="$B/attention_bench"; [ "$2" = old ] && bin="$B/attention_bench_old"
+  echo "== round $1: $2"
+  timeout -k 5 100 "$bin" --benchmark_filter="$3" --benchmark_min_time=0.1 > "$OUT/bench_$2_$1.txt" 2>&1; echo "rc $?"
+  grep -E "BM_|rror" "$OUT/bench_$2_$1.txt" | sed 's/ \+/ /g' | cut -c1-150
+}
+bench 1 old "$F1"; bench 1 new "$F1"
+echo "== torch SDPA, same call"
+timeout -k 5 150 python3 bench/attention_baselines.py > "$OUT/torch.txt" 2>&1; tail -28 "$OUT/torch.txt"
+bench 2 new "$F2"; bench 2 old "$F2"
