@@ -23,7 +23,8 @@
 //   BM_FlashBwdTma/D{64,128}/{full,causal}   flash_bwd_tma.hpp (Hopper: TMA + wgmma) with FlashBwdTmaConfig<D>
 //   BM_FlashBwdTma/D64/full/kv.../q...       a sweep of its dK/dV and dQ tiles and stages (per-launch ms counters)
 //   BM_AttnForward/D{64,96,128}/{full,causal} examples::Attention<bf16>::forward, the library call
-//   BM_AttnForwardPersistent/...             the same with set_persistent_forward(true)
+//   BM_AttnForward{per_item,persistent}/...  the same with FwdSchedule::per_item / ::persistent (the default,
+//                                            automatic, takes persistent at D = 64 and for full D = 128)
 //   BM_AttnBackward/D{64,128}/{full,causal}  examples::Attention<bf16>::backward, the library call
 //   BM_Decode/{llama3_8b,phi3_mini}[/chunk]  one token per sequence against a 32K cache (the library's split, or a
 //                                            fixed split size: the sweep that picks it); GB/s of K and V read and
@@ -93,13 +94,13 @@ struct FwdData {
 
 /// The library call, `examples::Attention<bf16>::forward` (on the H200: the configuration it picks per head dim
 /// and mask, docs/perf.md v0.5).
-template <int D, bool CAUSAL, bool PERSISTENT = examples::Attention<tj::bf16>::kPersistentForward>
+template <int D, bool CAUSAL, examples::Attention<tj::bf16>::FwdSchedule SCHEDULE = examples::Attention<tj::bf16>::FwdSchedule::automatic>
 void BM_AttnForward(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
   const FwdData<D> x;
   constexpr int B = FwdData<D>::B, H = FwdData<D>::H, S = FwdData<D>::S;
   examples::Attention<tj::bf16> attn(gpu());
-  attn.set_persistent_forward(PERSISTENT);
+  attn.set_forward_schedule(SCHEDULE);
   const examples::AttnShape shape{.batch = B, .heads_q = H, .heads_kv = H, .seqlen = S, .head_dim = D, .causal = CAUSAL};
   time_tflops(st, [&] { attn.forward(x.q, x.k, x.v, x.o, x.lse, shape); }, x.flops(CAUSAL));
 }
@@ -412,14 +413,20 @@ BENCHMARK(BM_AttnForward<96, false>)->Name("BM_AttnForward/D96/full")->UseManual
 BENCHMARK(BM_AttnForward<96, true>)->Name("BM_AttnForward/D96/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttnForward<128, false>)->Name("BM_AttnForward/D128/full")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttnForward<128, true>)->Name("BM_AttnForward/D128/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
-#define TJ_ATTN_PERSISTENT(D, C, NAME)                                                                           \
-  BENCHMARK(BM_AttnForward<D, C, true>)->Name("BM_AttnForwardPersistent/D" #D "/" NAME)->UseManualTime()->Unit(benchmark::kMillisecond)
-TJ_ATTN_PERSISTENT(64, false, "full");
-TJ_ATTN_PERSISTENT(64, true, "causal");
-TJ_ATTN_PERSISTENT(96, false, "full");
-TJ_ATTN_PERSISTENT(96, true, "causal");
-TJ_ATTN_PERSISTENT(128, false, "full");
-TJ_ATTN_PERSISTENT(128, true, "causal");
+#define TJ_ATTN_SCHEDULE(D, C, NAME, SCHED)                                                                    \
+  BENCHMARK(BM_AttnForward<D, C, examples::Attention<tj::bf16>::FwdSchedule::SCHED>)                              \
+      ->Name("BM_AttnForward" #SCHED "/D" #D "/" NAME)                                                           \
+      ->UseManualTime()                                                                                          \
+      ->Unit(benchmark::kMillisecond)
+#define TJ_ATTN_SCHEDULES(D, C, NAME)     \
+  TJ_ATTN_SCHEDULE(D, C, NAME, per_item); \
+  TJ_ATTN_SCHEDULE(D, C, NAME, persistent)
+TJ_ATTN_SCHEDULES(64, false, "full");
+TJ_ATTN_SCHEDULES(64, true, "causal");
+TJ_ATTN_SCHEDULES(96, false, "full");
+TJ_ATTN_SCHEDULES(96, true, "causal");
+TJ_ATTN_SCHEDULES(128, false, "full");
+TJ_ATTN_SCHEDULES(128, true, "causal");
 // The persistent forward beside BM_FlashFwdPingPongEdge (same body, one program per item); EvenN: no key masked;
 // causal section sizes: one KV head (Sec1: LPT within each head, as the one-program-per-item grid orders its
 // blocks) and one section for all heads (SecAll: global LPT, no L2 grouping).
@@ -607,6 +614,12 @@ TJ_TMA_WS(128, false, 128, 128, 2, "full", examples::FlashAttnFwdTmaPingPongEdge
 TJ_TMA_WS(128, true, 128, 128, 2, "causal", examples::FlashAttnFwdTmaPingPongEdge, 2, "PingPongEdgeTurns");
 BENCHMARK(BM_FlashFwdTma<96, false, 128, 128, 2, 128, examples::FlashAttnFwdTmaPingPongEdge, 1>)->Name("BM_FlashFwdPingPongEdgePadded/D96/full/128x128/2")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashFwdTma<96, true, 128, 128, 2, 128, examples::FlashAttnFwdTmaPingPongEdge, 1>)->Name("BM_FlashFwdPingPongEdgePadded/D96/causal/128x128/2")->UseManualTime()->Unit(benchmark::kMillisecond);
+// Wider key blocks now that P is carried packed (32 registers at 128 x 128, not 64): BLOCK_N = 192 (64 x 3) at
+// D = 64 cuts the per-iteration overhead (row max and sum, waits, stage hand-offs) per key by a third. (At D = 96
+// two stages of 192-row K and V blocks need 273 KiB of shared memory.)
+TJ_TMA_WS(64, false, 128, 192, 2, "full", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");
+TJ_TMA_WS(64, true, 128, 192, 2, "causal", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");
+TJ_TMA_WS(64, false, 128, 192, 3, "full", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");
 // D = 128 with BLOCK_N = 96 (32 x 3) and 112 (16 x 7): exact mixed-radix tiles; the S and P registers shrink
 // from 64 to 48 / 56 per thread, so P.V can stay in flight without spilling (128 x 128 spills 28-44 bytes).
 TJ_TMA_WS(128, false, 128, 96, 2, "full", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");

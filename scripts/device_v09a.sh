@@ -15,7 +15,7 @@ timeout -k 5 40 "$SAN" --tool synccheck "$B/tilejit_tests" -tc='attention_persis
 grep -E "ERROR SUMMARY|test cases" "$OUT/synccheck.txt"
 timeout -k 5 50 "$SAN" --tool racecheck --racecheck-report all "$B/tilejit_tests" -tc='attention_persistent_gpu_small_for_the_sanitizers' > "$OUT/racecheck.txt" 2>&1; echo "racecheck rc $?"
 grep -E "RACECHECK SUMMARY|ERROR SUMMARY|test cases" "$OUT/racecheck.txt"
-F1='BM_AttnForward/|BM_FlashFwdPingPongEdge(Padded|Turns)?/D(64|96|128)/.*/128x128/2'
+F1='BM_AttnForward/|BM_FlashFwdPingPongEdge(Padded|Turns)?/D(64|96|128)/.*/128x(128/2|192)'
 F2='BM_AttnForward/'
 bench() {  # round, old|new, filter
   local bin="$B/attention_bench"; [ "$2" = old ] && bin="$B/attention_bench_old"

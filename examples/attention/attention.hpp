@@ -9,8 +9,9 @@
 //
 // Head dims 64, 96 (exact, no padding), 128 and 256 (backward: up to 128).
 // The forward runs flash_fwd_tma.hpp (TMA + wgmma) on Hopper for D <= 128 with
-// 16-byte aligned q, k, v (flash_fwd_persistent.hpp's persistent kernel when
-// set_persistent_forward(true)), and flash_fwd.hpp otherwise; the backward runs
+// 16-byte aligned q, k, v — one program per (query block, head), or
+// flash_fwd_persistent.hpp's persistent programs (FwdSchedule) — and
+// flash_fwd.hpp otherwise; the backward runs
 // flash_bwd_tma.hpp on Hopper with 16-byte aligned q, k, v, d_o, and
 // flash_bwd.hpp otherwise; decode runs FlashDecodeSplitTma (TMA + wgmma) on
 // Hopper for D <= 128 with 16-byte aligned caches, FlashDecodeSplit otherwise.
@@ -57,13 +58,16 @@ class Attention {
  public:
   explicit Attention(tj::Device dev) : dev_(std::move(dev)) {}
 
-  /// Whether new objects run the Hopper forward persistently (flash_fwd_persistent.hpp: one program per SM
-  /// walking the (query block, head) items, causal heaviest first) rather than one program per item. Off until
-  /// measured faster on the H200 (bench rows BM_FlashFwdPersistent*, BM_AttnForwardPersistent).
-  static constexpr bool kPersistentForward = false;
-  /// Per object: take (true) or not (false) the persistent Hopper forward; same results either way.
-  void set_persistent_forward(bool on) { persistent_forward_ = on; }
-  bool persistent_forward() const { return persistent_forward_; }
+  /// How the Hopper forward schedules its (query block, head) items: one program per item (flash_fwd_tma.hpp),
+  /// or one persistent program per SM walking them, causal heaviest first (flash_fwd_persistent.hpp). Same
+  /// results either way. `automatic` (the default) takes persistent_by_default's choice.
+  enum class FwdSchedule { automatic, per_item, persistent };
+  void set_forward_schedule(FwdSchedule s) { schedule_ = s; }
+  FwdSchedule forward_schedule() const { return schedule_; }
+  /// What `automatic` runs: the schedule measured faster on the H200 (docs/perf.md, v0.9, with P carried packed):
+  /// persistent at D = 64 (+5–7%) and for full attention at D = 128 (+1–5%); one program per item at D = 96 and for
+  /// causal D = 128, where the persistent kernel was 1–6% slower.
+  static constexpr bool persistent_by_default(int head_dim, bool causal) { return head_dim == 64 || (head_dim == 128 && !causal); }
 
   /// The common rules (see the file comment). `min_seqlen` is 0 for varlen (max_seqlen 0: every sequence empty).
   static void check(const AttnShape& s, long long min_seqlen = 1) {
@@ -143,14 +147,16 @@ class Attention {
           const Desc dq(dev_, const_cast<T*>(q), tj::dtype_v<T>, {rq, D}, {D, 1}, {BM, D});
           const Desc dk(dev_, const_cast<T*>(k), tj::dtype_v<T>, {rkv, D}, {D, 1}, {BN, D});
           const Desc dv(dev_, const_cast<T*>(v), tj::dtype_v<T>, {rkv, D}, {D, 1}, {BN, D});
-          const tj::Grid grid = persistent_forward_ ? fwd_persistent_grid(s.seqlen, s.batch * s.heads_q, BM, dev_.num_sms())
+          const bool persistent = schedule_ == FwdSchedule::persistent ||
+                                  (schedule_ == FwdSchedule::automatic && persistent_by_default(D, C));
+          const tj::Grid grid = persistent ? fwd_persistent_grid(s.seqlen, s.batch * s.heads_q, BM, dev_.num_sms())
                                                     : tj::Grid{tj::cdiv(s.seqlen, BM), s.batch * s.heads_q};
           auto run = [&]<class K>(tj::Kernel<K>& kern) {
             kern.launch(grid, dq, dk, dv, o, lse, s.seqlen, s.heads_q / s.heads_kv, scale_log2e);
           };
-          if (persistent_forward_ && !C && s.seqlen % BN == 0)
+          if (persistent && !C && s.seqlen % BN == 0)
             run(kernel<FlashAttnFwdTmaPersistent<BM, BN, D, false, T, KeyMask::none>>(8, stages, ws));
-          else if (persistent_forward_)
+          else if (persistent)
             run(kernel<FlashAttnFwdTmaPersistent<BM, BN, D, C, T>>(8, stages, ws));
           else if (!C && s.seqlen % BN == 0)
             run(kernel<FlashAttnFwdTmaPingPongEvenN<BM, BN, D, false, T>>(8, stages, ws));
@@ -341,7 +347,7 @@ class Attention {
   }
 
   tj::Device dev_;
-  bool persistent_forward_ = kPersistentForward;
+  FwdSchedule schedule_ = FwdSchedule::automatic;
   std::map<std::type_index, std::shared_ptr<void>> kernels_;
   float* ws_ = nullptr;
   std::size_t ws_bytes_ = 0;

@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "prelude.hpp"
 #include "tilejit/core/error.hpp"
@@ -1096,6 +1097,11 @@ class Emitter {
     return fmt::format("v{}[{}]", id, r);
   }
   bool packed(int id) const { return !packed_.empty() && packed_[static_cast<std::size_t>(id)]; }
+  /// A tile that is a broadcast constant 0 (or -0).
+  bool is_zero_tile(int id) const {
+    const Node& n = k_[id];
+    return tile(id) && n.op == Op::broadcast && k_[n.args[0]].op == Op::constant && k_[n.args[0]].f == 0 && k_[n.args[0]].i == 0;
+  }
 
   /// 16-bit float tiles carried by a loop, and loop results, whose every reader is a wgmma taking them as its
   /// register A operand in their own layout (FlashAttention-3's P_{j-1}, multiplied by V in the next iteration) live packed:
@@ -1537,6 +1543,7 @@ class Emitter {
         const int pi = pipe_of_loop_[static_cast<std::size_t>(id)];
         if (pi >= 0) emit_pipe_prologue(pipes_[static_cast<std::size_t>(pi)]);
         hoist_conversions(id);
+        wait_resident_before(id);
         line(fmt::format("for (int s{0} = {1}; s{0} < {2}; s{0} += {3}) {{", id, v(arg(0), 0), v(arg(1), 0), v(arg(2), 0)));
         conv_scopes_.emplace_back();
         if (pi >= 0) emit_pipe_wait(pipes_[static_cast<std::size_t>(pi)]);
@@ -1900,16 +1907,20 @@ class Emitter {
   /// fence; one wgmma per 32-byte k step; commit. The accumulator registers
   /// are those of node `acc` (the instruction's d_i are found by coordinate
   /// in the layout of `id`).
-  void emit_wgmma_instructions(int id, int acc, const WgmmaOperand& A, const WgmmaOperand& B, int N, int K, DType et) {
+  /// zero_acc: the accumulator is a zero tile, not initialised — the first instruction has scale-d = 0 (D = A·B)
+  /// and only writes the registers.
+  void emit_wgmma_instructions(int id, int acc, const WgmmaOperand& A, const WgmmaOperand& B, int N, int K, DType et,
+                               bool zero_acc = false) {
     const ir::TileLayout& lc = TL(id);
     std::map<std::pair<int, int>, int> table;
     for (int r = 0; r < R(id); ++r) table.emplace(std::pair{D(lc).register_coord(r, 0), D(lc).register_coord(r, 1)}, r);
-    std::string regs, cons;
+    std::string regs, cons, cons_first;
     for (int i = 0; i < N / 2; ++i) {
       auto it = table.find({8 * ((i % 4) / 2), i % 2 + 8 * (i / 4)});
       if (it == table.end()) throw Unsupported(fmt::format("dot %{}: wgmma register d{} has no register in the accumulator layout", id, i));
       regs += fmt::format("{}%{}", i ? ", " : "", i);
       cons += fmt::format("{}\"+{}\"(v{}[{}])", i ? ", " : "", et == DType::i8 ? 'r' : 'f', acc, it->second);
+      cons_first += fmt::format("{}\"{}{}\"(v{}[{}])", i ? ", " : "", zero_acc ? '=' : '+', et == DType::i8 ? 'r' : 'f', acc, it->second);
     }
     // Register A: per k16 step four .b32 registers, {(g, 2t..2t+1), (g+8, ..), (g, 2t+8..), (g+8, 2t+8..)} of
     // the warp's 16 rows (g = lane / 4, t = lane % 4) — found by register coordinate in the operand's layout.
@@ -1978,18 +1989,22 @@ class Emitter {
       const int slab = k0 * es / 128, kin = (k0 * es) % 128;
       const std::string boff = B.mn_major ? fmt::format("{} + {}", B.addr, k0 * 128) : fmt::format("{} + {}", B.addr, slab * B.rows * 128 + kin);
       const std::string bd = fmt::format(fmt::runtime(bdesc), boff);
+      const bool first = k0 == 0;
+      const int scale_d = zero_acc && first ? 0 : 1;
+      const std::string& cn = first ? cons_first : cons;
       if (A.regs_of >= 0) {
         // scale-d, imm-scale-a, imm-scale-b, imm-trans-b
         const std::string pa = fmt::format("tj_pa{}[{}]", id, k0 / 16);
-        line(fmt::format("asm volatile(\"{{ wgmma.mma_async.sync.aligned.m64n{}k{}.{}.{}.{} {{{}}}, {{%{}, %{}, %{}, %{}}}, %{}, 1, 1, 1, {}; }}\" : {} : "
+        line(fmt::format("asm volatile(\"{{ wgmma.mma_async.sync.aligned.m64n{}k{}.{}.{}.{} {{{}}}, {{%{}, %{}, %{}, %{}}}, %{}, {}, 1, 1, {}; }}\" : {} : "
                          "\"r\"({}[0]), \"r\"({}[1]), \"r\"({}[2]), \"r\"({}[3]), \"l\"({}));",
-                         N, kstep, dty, ty, ty, regs, N / 2, N / 2 + 1, N / 2 + 2, N / 2 + 3, N / 2 + 4, B.mn_major ? 1 : 0, cons, pa, pa, pa, pa, bd));
+                         N, kstep, dty, ty, ty, regs, N / 2, N / 2 + 1, N / 2 + 2, N / 2 + 3, N / 2 + 4, scale_d, B.mn_major ? 1 : 0, cn, pa, pa, pa, pa, bd));
         continue;
       }
       // Transpose immediates exist for 16-bit types only; integer wgmma has no scale immediates either.
-      const std::string imm = es == 2 ? fmt::format("1, 1, 1, 0, {}", B.mn_major ? 1 : 0) : et == DType::i8 ? "1" : "1, 1, 1";
+      const std::string imm = es == 2 ? fmt::format("{}, 1, 1, 0, {}", scale_d, B.mn_major ? 1 : 0) : et == DType::i8 ? fmt::format("{}", scale_d)
+                                                                                                     : fmt::format("{}, 1, 1", scale_d);
       line(fmt::format("asm volatile(\"{{ wgmma.mma_async.sync.aligned.m64n{}k{}.{}.{}.{} {{{}}}, %{}, %{}, {}; }}\" : {} : \"l\"(tj_wgmma_desc({} + {})), \"l\"({}));",
-                       N, kstep, dty, ty, ty, regs, N / 2, N / 2 + 1, imm, cons, A.addr, slab * A.rows * 128 + kin, bd));
+                       N, kstep, dty, ty, ty, regs, N / 2, N / 2 + 1, imm, cn, A.addr, slab * A.rows * 128 + kin, bd));
     }
     line("asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");");
     if (pingpong_ && id == pp_last_) {
@@ -1998,11 +2013,28 @@ class Emitter {
     }
   }
 
+  /// Before top-level loop `L`: wait once for every resident block (copied once per program, e.g. attention's Q)
+  /// that a dot in its body reads, instead of an mbarrier try_wait per iteration; later reads skip the wait.
+  void wait_resident_before(int L) {
+    if (parent_.empty() || parent_[static_cast<std::size_t>(L)] >= 0) return;  // a loop in a loop may run zero times: its wait would not hold after
+    for (int id = L + 1; id < loop_end_[static_cast<std::size_t>(L)]; ++id) {
+      if (k_[id].op != Op::dot) continue;
+      for (int j = 0; j < 2; ++j) {
+        int x = k_[id].args[static_cast<std::size_t>(j)];
+        if (x >= 0 && k_[x].op == Op::trans) x = k_[x].args[0];
+        if (x < 0 || !resident_of(x) || resident_landed_.count(x)) continue;
+        line(fmt::format("tj_mbar_wait(tj_rbar{}, 0u);  // block %{} has landed (once, before loop %{})", x, x, L));
+        resident_landed_.insert(x);
+      }
+    }
+  }
+
   /// The shared address of TMA block `x` now: its resident region, or the
   /// current stage of its loop's ring (the dot must sit in that loop).
   std::string block_addr(int x, int dot) {
     if (resident_of(x)) {
-      line(fmt::format("tj_mbar_wait(tj_rbar{}, 0u);  // block %{} has landed (returns at once after the first time)", x, x));
+      if (!resident_landed_.count(x))
+        line(fmt::format("tj_mbar_wait(tj_rbar{}, 0u);  // block %{} has landed (returns at once after the first time)", x, x));
       return fmt::format("tj_res{}", x);
     }
     if (const ItemBlock* b = item_of(x)) {
@@ -2044,11 +2076,15 @@ class Emitter {
     B.addr = block_addr(bl, id);
     B.rows = k_[bl].type.shape[0];
     B.mn_major = !b_trans;
+    // A zero accumulator (S = Q·Kᵀ each iteration) is not written register by register: the first wgmma
+    // ignores it (scale-d = 0).
+    const bool zero_acc = !async && is_zero_tile(n.args[2]);
     if (!async) {
-      line(fmt::format("{} v{}[{}];", reg_type(n.type), id, R(id)));
-      for (int r = 0; r < R(id); ++r) line(fmt::format("v{}[{}] = {};", id, r, opnd(id, 2, r)));
+      line(fmt::format("{} v{}[{}];{}", reg_type(n.type), id, R(id), zero_acc ? "  // = A·B: the first wgmma has scale-d = 0" : ""));
+      if (!zero_acc)
+        for (int r = 0; r < R(id); ++r) line(fmt::format("v{}[{}] = {};", id, r, opnd(id, 2, r)));
     }
-    emit_wgmma_instructions(id, acc, A, B, N, K, ta.dtype);
+    emit_wgmma_instructions(id, acc, A, B, N, K, ta.dtype, zero_acc);
     if (async) return;
     // The wait is deferred to the first node that reads the result (or a loop boundary, or the end of the
     // iteration), so independent work overlaps the tensor cores — e.g. the softmax of S_j while O += P_{j-1}·V_{j-1}
@@ -2298,6 +2334,7 @@ class Emitter {
   std::vector<Pipe> pipes_;
   std::vector<int> pipe_of_loop_, alias_;  // per node: index into pipes_ (-1), register alias (-1)
   std::vector<char> packed_;  // per node: 16-bit float tile held two elements per register (plan_packed)
+  std::set<int> resident_landed_;  // resident blocks waited for at top level (wait_resident_before)
   std::vector<int> tma_param_;  // per parameter: rows of its TMA box (0: not TMA-fed)
   std::vector<char> mc_split_;  // per parameter: its multicast blocks are copied in num_ctas slices (decide_cluster)
   int ring_bytes_ = 0;

@@ -19,9 +19,13 @@ using examples::AttnShape;
 
 namespace {
 
+using Schedule = examples::Attention<tj::bf16>::FwdSchedule;  // (the same enumerators for every T)
+
 template <class T>
-void forward_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int D, bool causal, double tol, bool persistent = false) {
-  CAPTURE(persistent);
+void forward_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int D, bool causal, double tol,
+                  Schedule schedule_bf16 = Schedule::automatic) {
+  const auto schedule = static_cast<typename examples::Attention<T>::FwdSchedule>(schedule_bf16);
+  CAPTURE(static_cast<int>(schedule));
   CAPTURE(D);
   CAPTURE(S);
   CAPTURE(causal);
@@ -39,8 +43,8 @@ void forward_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int D, b
     auto *pq = m.up(q), *pk = m.up(k), *pv = m.up(v), *po = m.up(o);
     auto* pl = m.up(lse);
     examples::Attention<T> attn(dev);
-    CHECK(attn.persistent_forward() == examples::Attention<T>::kPersistentForward);
-    attn.set_persistent_forward(persistent);
+    CHECK(attn.forward_schedule() == examples::Attention<T>::FwdSchedule::automatic);
+    attn.set_forward_schedule(schedule);
     attn.forward(pq, pk, pv, po, pl, s);
     m.down();
   }
@@ -93,7 +97,7 @@ TEST_CASE("attention_library_forward_configs_compile_for_sm90a") {
   CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPingPongEdge<128, 128, 64, false, tj::bf16>>("sm_90a", ws));
   CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPingPongEvenN<128, 128, 128, false, tj::f16>>("sm_90a", ws));
   CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPingPongEdge<128, 128, 64, true, tj::bf16>>("sm_90a", ws));
-  // With set_persistent_forward(true): flash_fwd_persistent.hpp, same tiles and options.
+  // FwdSchedule::persistent (and automatic's choice at D = 64 and full D = 128): flash_fwd_persistent.hpp, same tiles and options.
   CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPersistent<128, 128, 64, true, tj::bf16>>("sm_90a", ws));
   CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPersistent<128, 128, 96, false, tj::bf16>>("sm_90a", ws));
   CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPersistent<128, 128, 128, true, tj::f16>>("sm_90a", ws));
@@ -107,32 +111,50 @@ TEST_CASE("attention_library_forward_gpu_matches_f64") {
     MESSAGE("no GPU: skipping");
     return;
   }
-  for (bool causal : {false, true}) {
-    forward_case<tj::bf16>(dev, 1, 4, 1, 300, 64, causal, 2e-2);    // ragged S: blocks run into the next head
-    forward_case<tj::bf16>(dev, 1, 4, 2, 257, 96, causal, 2e-2);    // D = 96 exact, GQA
-    forward_case<tj::bf16>(dev, 2, 4, 4, 1000, 128, causal, 2e-2);  // MQA
-    forward_case<tj::f16>(dev, 1, 2, 1, 129, 128, causal, 1e-2);
-    forward_case<tj::bf16>(dev, 1, 2, 1, 1, 96, causal, 2e-2);      // one token
-    forward_case<tj::bf16>(dev, 1, 4, 1, 512, 64, causal, 2e-2);    // S a multiple of 128 (full: no block masked)
-    forward_case<tj::f16>(dev, 2, 2, 2, 384, 128, causal, 1e-2);
-  }
+  // The default (automatic: persistent at D = 64 and full D = 128) and one program per item everywhere.
+  for (Schedule sched : {Schedule::automatic, Schedule::per_item})
+    for (bool causal : {false, true}) {
+      forward_case<tj::bf16>(dev, 1, 4, 1, 300, 64, causal, 2e-2, sched);    // ragged S: blocks run into the next head
+      forward_case<tj::bf16>(dev, 1, 4, 2, 257, 96, causal, 2e-2, sched);    // D = 96 exact, GQA
+      forward_case<tj::bf16>(dev, 2, 4, 4, 1000, 128, causal, 2e-2, sched);  // MQA
+      forward_case<tj::f16>(dev, 1, 2, 1, 129, 128, causal, 1e-2, sched);
+      forward_case<tj::bf16>(dev, 1, 2, 1, 1, 96, causal, 2e-2, sched);      // one token
+      forward_case<tj::bf16>(dev, 1, 4, 1, 512, 64, causal, 2e-2, sched);    // S a multiple of 128 (full: no block masked)
+      forward_case<tj::f16>(dev, 2, 2, 2, 384, 128, causal, 1e-2, sched);
+    }
+}
+
+TEST_CASE("attention_library_forward_schedule_by_default") {
+  // automatic: persistent where it measured faster on the H200 (D = 64, full D = 128), one program per item elsewhere.
+  using A = examples::Attention<tj::bf16>;
+  CHECK(A::persistent_by_default(64, false));
+  CHECK(A::persistent_by_default(64, true));
+  CHECK(!A::persistent_by_default(96, false));
+  CHECK(!A::persistent_by_default(96, true));
+  CHECK(A::persistent_by_default(128, false));
+  CHECK(!A::persistent_by_default(128, true));
+  CHECK(!A::persistent_by_default(256, false));  // (no Hopper kernel: flash_fwd.hpp)
+  A attn(tj::Device::interpreter());
+  CHECK(attn.forward_schedule() == A::FwdSchedule::automatic);
+  attn.set_forward_schedule(A::FwdSchedule::per_item);
+  CHECK(attn.forward_schedule() == A::FwdSchedule::per_item);
 }
 
 TEST_CASE("attention_library_persistent_forward_gpu_matches_f64") {
-  // The same cases with set_persistent_forward(true): on an H200 flash_fwd_persistent.hpp, one program per SM.
+  // The same cases with FwdSchedule::persistent: on an H200 flash_fwd_persistent.hpp, one program per SM.
   auto dev = tj::Device::best();
   if (dev.backend() != tj::Backend::cuda) {
     MESSAGE("no GPU: skipping");
     return;
   }
   for (bool causal : {false, true}) {
-    forward_case<tj::bf16>(dev, 1, 4, 1, 300, 64, causal, 2e-2, true);
-    forward_case<tj::bf16>(dev, 1, 4, 2, 257, 96, causal, 2e-2, true);
-    forward_case<tj::bf16>(dev, 2, 4, 4, 1000, 128, causal, 2e-2, true);
-    forward_case<tj::f16>(dev, 1, 2, 1, 129, 128, causal, 1e-2, true);
-    forward_case<tj::bf16>(dev, 1, 2, 1, 1, 96, causal, 2e-2, true);
-    forward_case<tj::bf16>(dev, 1, 4, 1, 512, 64, causal, 2e-2, true);
-    forward_case<tj::f16>(dev, 2, 2, 2, 384, 128, causal, 1e-2, true);
-    forward_case<tj::bf16>(dev, 2, 16, 8, 640, 64, causal, 2e-2, true);  // 160 items: more than one per SM
+    forward_case<tj::bf16>(dev, 1, 4, 1, 300, 64, causal, 2e-2, Schedule::persistent);
+    forward_case<tj::bf16>(dev, 1, 4, 2, 257, 96, causal, 2e-2, Schedule::persistent);
+    forward_case<tj::bf16>(dev, 2, 4, 4, 1000, 128, causal, 2e-2, Schedule::persistent);
+    forward_case<tj::f16>(dev, 1, 2, 1, 129, 128, causal, 1e-2, Schedule::persistent);
+    forward_case<tj::bf16>(dev, 1, 2, 1, 1, 96, causal, 2e-2, Schedule::persistent);
+    forward_case<tj::bf16>(dev, 1, 4, 1, 512, 64, causal, 2e-2, Schedule::persistent);
+    forward_case<tj::f16>(dev, 2, 2, 2, 384, 128, causal, 1e-2, Schedule::persistent);
+    forward_case<tj::bf16>(dev, 2, 16, 8, 640, 64, causal, 2e-2, Schedule::persistent);  // 160 items: more than one per SM
   }
 }
