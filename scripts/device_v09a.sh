@@ -17,13 +17,7 @@ timeout -k 5 50 "$SAN" --tool racecheck --racecheck-report all "$B/tilejit_tests
 grep -E "RACECHECK SUMMARY|ERROR SUMMARY|test cases" "$OUT/racecheck.txt"
 F1='BM_AttnForward/|BM_FlashFwdPingPongEdge(Padded|Turns)?/D(64|96|128)/.*/128x(128/2|192)'
 F2='BM_AttnForward/'
-bench() {  # round, old|new, filter
-  local bin="$B/attention_bench"; [ "$2" = old ] && bin="$B/attention_bench_old"
-  echo "== round $1: $2"
-  timeout -k 5 100 "$bin" --benchmark_filter="$3" --benchmark_min_time=0.1 > "$OUT/bench_$2_$1.txt" 2>&1; echo "rc $?"
-  grep -E "BM_|rror" "$OUT/bench_$2_$1.txt" | sed 's/ \+/ /g' | cut -c1-150
-}
-bench 1 old "$F1"; bench 1 new "$F1"
+bench_rows old_1 "$B/attention_bench_old" "$F1"; bench_rows new_1 "$B/attention_bench" "$F1"
 echo "== torch SDPA, same call"
 timeout -k 5 150 python3 bench/attention_baselines.py > "$OUT/torch.txt" 2>&1; tail -28 "$OUT/torch.txt"
-bench 2 new "$F2"; bench 2 old "$F2"
+bench_rows new_2 "$B/attention_bench" "$F2"; bench_rows old_2 "$B/attention_bench_old" "$F2"

@@ -10,12 +10,6 @@ echo "== GPU tests"
 timeout -k 5 300 "$B/tilejit_tests" -tc='packed_carry_gpu*,attention_tma*gpu*,attention_library_forward_gpu*,attention_persistent_gpu_matches*,attention_bwd_tma_gpu*,attention_backward_library_gpu*,attention_decode_tma*gpu*,gemm_v4_gpu*,gemm_v5_gpu_matches*,gemm_v5_warp*,gemm_v6_gpu_matches*,gemm_v7_gpu*,gemm_small_m*gpu*' \
   > "$OUT/tests.txt" 2>&1; echo "rc $?"
 grep -E "ERROR|test cases|assertions|CRASH|skipping" "$OUT/tests.txt" | head -20
-bench() {  # round, base|new, filter
-  local bin="$B/attention_bench"; [ "$2" = base ] && bin="$B/attention_bench_packed"
-  echo "== round $1: $2"
-  timeout -k 5 100 "$bin" --benchmark_filter="$3" --benchmark_min_time=0.1 > "$OUT/bench_$2_$1.txt" 2>&1; echo "rc $?"
-  grep -E "BM_|rror" "$OUT/bench_$2_$1.txt" | sed 's/ \+/ /g' | cut -c1-130
-}
 F='BM_AttnForward/'
-bench 1 base "$F"; bench 1 new "$F"; bench 2 new "$F"; bench 2 base "$F"
-bench 3 new 'BM_AttnForwardPersistent/|BM_FlashFwdPersistent(EvenN)?/D(64|128)/|BM_AttnBackward/'
+bench_rows base_1 "$B/attention_bench_packed" "$F"; bench_rows new_1 "$B/attention_bench" "$F"; bench_rows new_2 "$B/attention_bench" "$F"; bench_rows base_2 "$B/attention_bench_packed" "$F"
+bench_rows new_3 "$B/attention_bench" 'BM_AttnForwardPersistent/|BM_FlashFwdPersistent(EvenN)?/D(64|128)/|BM_AttnBackward/'

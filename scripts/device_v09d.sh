@@ -10,15 +10,9 @@ echo "== GPU tests"
 timeout -k 5 300 "$B/tilejit_tests" -tc='packed_carry_gpu*,attention_tma*gpu*,attention_library_forward_gpu*,attention_library_persistent_forward_gpu*,attention_persistent_gpu_matches*,attention_bwd_tma_gpu*,attention_backward_library_gpu*,attention_decode_tma*gpu*,gemm_v4_gpu*,gemm_v5_gpu_matches*,gemm_v5_warp*,gemm_v6_gpu_matches*,gemm_v6_store_gpu*,gemm_v7_gpu*,gemm_small_m*gpu*' \
   > "$OUT/tests.txt" 2>&1; echo "rc $?"
 grep -E "ERROR|test cases|assertions|CRASH|skipping" "$OUT/tests.txt" | head -20
-bench() {  # round, base|new, filter
-  local bin="$B/attention_bench"; [ "$2" = base ] && bin="$B/attention_bench_packed"
-  echo "== round $1: $2"
-  timeout -k 5 120 "$bin" --benchmark_filter="$3" --benchmark_min_time=0.1 > "$OUT/bench_$2_$1.txt" 2>&1; echo "rc $?"
-  grep -E "BM_|rror" "$OUT/bench_$2_$1.txt" | sed 's/ \+/ /g' | cut -c1-100
-}
-bench 1 new 'BM_AttnForward'; bench 1 base 'BM_AttnForward'
+bench_rows new_1 "$B/attention_bench" 'BM_AttnForward'; bench_rows base_1 "$B/attention_bench_packed" 'BM_AttnForward'
 echo "== torch SDPA, same call"
 timeout -k 5 150 python3 bench/attention_baselines.py > "$OUT/torch.txt" 2>&1; head -14 "$OUT/torch.txt"
-bench 2 new 'BM_AttnForward/'
+bench_rows new_2 "$B/attention_bench" 'BM_AttnForward/'
 echo "== SASS"
 for c in "$B"/*.cubin; do cuobjdump -sass "$c" > "$OUT/$(basename "$c" .cubin).sass" 2>&1; echo "$c rc $?"; done

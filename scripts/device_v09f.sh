@@ -8,12 +8,7 @@ echo "== GPU tests"
 timeout -k 5 150 "$B/tilejit_tests" -tc='attention_library_forward_gpu*,attention_library_persistent_forward_gpu*,packed_carry_gpu*' \
   > "$OUT/tests.txt" 2>&1; echo "rc $?"
 grep -E "ERROR|test cases|assertions|CRASH|skipping" "$OUT/tests.txt" | head -20
-bench() {  # round, filter
-  echo "== round $1"
-  timeout -k 5 120 "$B/attention_bench" --benchmark_filter="$2" --benchmark_min_time=0.1 > "$OUT/bench_$1.txt" 2>&1; echo "rc $?"
-  grep -E "BM_|rror" "$OUT/bench_$1.txt" | sed 's/ \+/ /g' | cut -c1-90
-}
-bench 1 'BM_AttnForward'
+bench_rows 1 "$B/attention_bench" 'BM_AttnForward'
 echo "== torch SDPA, same call"
 timeout -k 5 150 python3 bench/attention_baselines.py > "$OUT/torch.txt" 2>&1; head -14 "$OUT/torch.txt"
-bench 2 'BM_AttnForward/'
+bench_rows 2 "$B/attention_bench" 'BM_AttnForward/'
