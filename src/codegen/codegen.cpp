@@ -32,6 +32,8 @@ using ir::Node;
 using ir::Op;
 
 bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
+/// `bytes` rounded up to 1024: shared-memory regions start 1024-byte aligned (the 128-byte swizzle's period).
+int align_1k(int bytes) { return (bytes + 1023) / 1024 * 1024; }
 
 class Emitter {
  public:
@@ -60,7 +62,7 @@ class Emitter {
     if (dynamic) {
       // The TMA rings first (1024-byte aligned for the 128B swizzle), then the scratch of conversions and
       // reductions; 1024 bytes of slack to align the dynamic base. H100/H200: at most 227 KiB per program.
-      g.dynamic_shared_bytes = ring_bytes_ + (smem_bytes_ + 1023) / 1024 * 1024 + 1024;
+      g.dynamic_shared_bytes = ring_bytes_ + align_1k(smem_bytes_) + 1024;
       if (g.dynamic_shared_bytes > 227 * 1024) {
         const bool st = !stores_.empty();  // then name the staging, and tma_store as a way out
         throw Unsupported(fmt::format("kernel {} needs {} bytes of shared memory ({}{} for {} TMA pipeline stage(s){}, {} of scratch): "
@@ -173,7 +175,7 @@ class Emitter {
         b.bytes = 2 * k_[b.node].type.shape[0] * 128;
       }
       b.off = ring_bytes_;
-      ring_bytes_ += (b.bytes + 1023) / 1024 * 1024;
+      ring_bytes_ += align_1k(b.bytes);
       pipe_preamble_ += fmt::format("  const unsigned tj_stbuf{} = tj_smem_addr(tj_smem_raw) + {};  // TMA store staging of %{}\n",
                                     b.node, b.off, b.node);
       plan_diag_.push_back(b.chunked ? fmt::format("desc_store %{}: stored by TMA slab by slab through {} bytes of shared memory (two "
@@ -211,7 +213,7 @@ class Emitter {
   }
   int staging_bytes() const {
     int n = 0;
-    for (const StoreBuf& b : stores_) n += (b.bytes + 1023) / 1024 * 1024;
+    for (const StoreBuf& b : stores_) n += align_1k(b.bytes);
     return n;
   }
   /// Elements of value layout `tl` one thread writes to the staging buffer at once: a run of its registers along
@@ -438,7 +440,7 @@ class Emitter {
       p.offset.push_back(p.stage_bytes);
       const int bytes = block_bytes(static_cast<int>(id));
       p.tx_bytes += bytes;
-      p.stage_bytes += (bytes + 1023) / 1024 * 1024;
+      p.stage_bytes += align_1k(bytes);
     }
     // Async dots: a wgmma whose accumulator is a carry of the pipe's loop, used
     // by nothing else in the body, and whose result only goes back into it.
@@ -474,11 +476,11 @@ class Emitter {
     }
     for (Resident& r : resident_) {
       r.off = ring_bytes_;
-      ring_bytes_ += (r.bytes + 1023) / 1024 * 1024;
+      ring_bytes_ += align_1k(r.bytes);
     }
     for (ItemBlock& b : items_) {
       b.off = ring_bytes_;
-      ring_bytes_ += (b.bytes + 1023) / 1024 * 1024;
+      ring_bytes_ += align_1k(b.bytes);
       // The release point: after the last wgmma reading the block (itself when it sits in b.loop's body, else the
       // end of the nested loop holding it: every wgmma of a loop with wgmma has completed when it ends).
       std::vector<int> readers;
@@ -513,7 +515,7 @@ class Emitter {
       b.bar_off = ring_bytes_;
       ring_bytes_ += 16;  // "full", then "empty"
     }
-    ring_bytes_ = (ring_bytes_ + 1023) / 1024 * 1024;
+    ring_bytes_ = align_1k(ring_bytes_);
     for (const Pipe& p : pipes_) {
       const int L = p.loop;
       pipe_preamble_ += fmt::format("  const unsigned tj_ring{0} = tj_smem_addr(tj_smem_raw) + {1}, tj_bar{0} = tj_smem_addr(tj_smem_raw) + {2};\n",
@@ -1832,7 +1834,7 @@ class Emitter {
     const ir::Type& ta = k_[a].type;
     const int M = ta.shape[0], K = ta.shape[1], N = n.type.shape[1];
     const bool bf = ta.dtype == DType::bf16;
-    const int a_bytes = M * K * 2, b_off = (a_bytes + 1023) / 1024 * 1024, b_bytes = N * K * 2;
+    const int a_bytes = M * K * 2, b_off = align_1k(a_bytes), b_bytes = N * K * 2;
     smem_bytes_ = std::max(smem_bytes_, b_off + b_bytes);
     smem_align_ = 1024;
     const char* to16 = bf ? "tj_f32_to_bf16" : "tj_f32_to_f16";
