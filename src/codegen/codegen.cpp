@@ -1113,9 +1113,9 @@ class Emitter {
   void plan_packed() {
     const std::size_t N = k_.nodes.size();
     packed_.assign(N, 0);
-    std::vector<std::vector<std::pair<int, int>>> uses(N);  // (user, operand slot)
+    std::vector<std::vector<std::pair<int, int>>> uses(N);  // (user, operand slot; slot 3: a TMA store's value)
     for (std::size_t id = 0; id < N; ++id)
-      for (int j = 0; j < 3; ++j)
+      for (int j = 0; j < 4; ++j)
         if (const int a = k_.nodes[id].args[static_cast<std::size_t>(j)]; a >= 0) uses[static_cast<std::size_t>(a)].emplace_back(static_cast<int>(id), j);
     for (std::size_t id = 0; id < N; ++id) {
       const Node& n = k_.nodes[id];

@@ -452,6 +452,10 @@ TEST_CASE("packed_edges_persistent_warp_specialised") {
 TEST_CASE("packed_edges_result_also_stored_by_tma") {
   const auto g = gen<ResultStored>({.num_warps = 4, .num_stages = 2, .tma_store = true});
   CHECK(testing::has_diagnostic(g, "stored by TMA"));
+  // The carry is packed; the loop's result, read by the TMA store too, stays in f32 registers (plan_packed counts a
+  // desc_store's value, args[3], as a reader: the staging would otherwise unpack every element).
+  CHECK(count(g.source, "bf16 packed in pairs") == 1);
+  CHECK(count(g.source, "tj_bf16x2_lo(v") == 16);  // the result unpacks the carry once, after the loop (32 registers)
   testing::compiles_for_sm90a(g.source, "packed_edges_stored.cu");
   stored_matches(tj::Device::interpreter(), {.num_warps = 4, .tma_store = true});
 }

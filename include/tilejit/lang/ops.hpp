@@ -73,7 +73,7 @@ Tile<T> scalar_constant(double v) {
   ir::Node n;
   n.op = ir::Op::constant;
   n.type = type_of<T>();
-  if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, f16> || std::is_same_v<T, bf16>)
+  if (is_float(n.type.dtype))  // every floating type, f8 included, keeps its value in f (backends read f)
     n.f = v;
   else
     n.i = static_cast<std::int64_t>(v);
