@@ -336,7 +336,9 @@ void const_acc_matches(const tj::Device& dev, tj::DType dt) {
     for (std::size_t i = 0; i < c.size(); ++i) wrong += static_cast<double>(c[i]) != ref[i];
     CHECK(wrong == 0);
   } else {
-    CHECK(testing::rel_error(c, ref) < (std::is_same_v<T, float> ? 2e-3 : 1e-5));
+    // tf32 rounds the inputs; Hopper's f8 wgmma accumulates with about 14 bits of mantissa (DeepSeek-V3 report,
+    // §3.3.2), so sums of exact f8 products stray by ~1e-4; bf16 products and sums are exact in f32 here.
+    CHECK(testing::rel_error(c, ref) < (std::is_same_v<T, float> ? 2e-3 : std::is_same_v<T, tj::f8e4m3> ? 1e-3 : 1e-5));
   }
 }
 
