@@ -26,6 +26,11 @@ using bf = tj::bf16;
 
 namespace {
 
+/// A [rows, 64] descriptor of 64 × 64 blocks over `p` (bf16 unless `dt` says otherwise).
+tj::TensorDescriptor blocks64(const tj::Device& dev, void* p, long long rows, tj::DType dt = tj::DType::bf16) {
+  return tj::TensorDescriptor(dev, p, dt, {rows, 64}, {64, 1}, {64, 64});
+}
+
 /// FlashAttention-3's carry without the softmax (test_packed_carry.cpp's CarriedP) for element type T.
 template <class T, int BM>
 struct CarriedPOf {
@@ -217,9 +222,9 @@ void carried_matches(const tj::Device& dev, tj::CompileOptions opt) {
   auto* d_o = m.put(o);
   const tj::DType dt = std::is_same_v<T, bf> ? tj::DType::bf16 : tj::DType::f16;
   {
-    const tj::TensorDescriptor tq(dev, dq, dt, {64, 64}, {64, 1}, {64, 64});
-    const tj::TensorDescriptor tk(dev, dk, dt, {S, 64}, {64, 1}, {64, 64});
-    const tj::TensorDescriptor tv(dev, dv, dt, {S, 64}, {64, 1}, {64, 64});
+    const auto tq = blocks64(dev, dq, 64, dt);
+    const auto tk = blocks64(dev, dk, S, dt);
+    const auto tv = blocks64(dev, dv, S, dt);
     tj::compile<CarriedPOf<T, 64>>(dev, opt).launch(tj::Grid{1}, tq, tk, tv, d_o, S);
   }
   m.get(o, d_o);
@@ -233,9 +238,9 @@ void nested_matches(const tj::Device& dev, int S, int R) {
   auto *dq = m.put(q), *dk = m.put(k), *dv = m.put(v);
   auto* d_o = m.put(o);
   {
-    const tj::TensorDescriptor tq(dev, dq, tj::DType::bf16, {64, 64}, {64, 1}, {64, 64});
-    const tj::TensorDescriptor tk(dev, dk, tj::DType::bf16, {256, 64}, {64, 1}, {64, 64});
-    const tj::TensorDescriptor tv(dev, dv, tj::DType::bf16, {256, 64}, {64, 1}, {64, 64});
+    const auto tq = blocks64(dev, dq, 64);
+    const auto tk = blocks64(dev, dk, 256);
+    const auto tv = blocks64(dev, dv, 256);
     tj::compile<NestedP>(dev, {.num_warps = 4, .num_stages = 2}).launch(tj::Grid{1}, tq, tk, tv, d_o, S, R);
   }
   m.get(o, d_o);
@@ -271,8 +276,8 @@ void persistent_matches(const tj::Device& dev, tj::CompileOptions opt, int progr
   auto* d_o = m.put(o);
   {
     const tj::TensorDescriptor tq(dev, dq, tj::DType::bf16, {items * BM, 64}, {64, 1}, {BM, 64});
-    const tj::TensorDescriptor tk(dev, dk, tj::DType::bf16, {S, 64}, {64, 1}, {64, 64});
-    const tj::TensorDescriptor tv(dev, dv, tj::DType::bf16, {S, 64}, {64, 1}, {64, 64});
+    const auto tk = blocks64(dev, dk, S);
+    const auto tv = blocks64(dev, dv, S);
     tj::compile<PersistentP<BM>>(dev, opt).launch(tj::Grid{programs}, tq, tk, tv, d_o, S, items);
   }
   m.get(o, d_o);
@@ -293,10 +298,10 @@ void stored_matches(const tj::Device& dev, tj::CompileOptions opt) {
   auto *dq = m.put(q), *dk = m.put(k), *dv = m.put(v), *dp = m.put(p);
   auto* d_o = m.put(o);
   {
-    const tj::TensorDescriptor tq(dev, dq, tj::DType::bf16, {64, 64}, {64, 1}, {64, 64});
-    const tj::TensorDescriptor tk(dev, dk, tj::DType::bf16, {S, 64}, {64, 1}, {64, 64});
-    const tj::TensorDescriptor tv(dev, dv, tj::DType::bf16, {S, 64}, {64, 1}, {64, 64});
-    const tj::TensorDescriptor tp(dev, dp, tj::DType::bf16, {64, 64}, {64, 1}, {64, 64});
+    const auto tq = blocks64(dev, dq, 64);
+    const auto tk = blocks64(dev, dk, S);
+    const auto tv = blocks64(dev, dv, S);
+    const auto tp = blocks64(dev, dp, 64);
     tj::compile<ResultStored>(dev, opt).launch(tj::Grid{1}, tq, tk, tv, tp, d_o, S);
   }
   m.get(o, d_o);
@@ -323,8 +328,8 @@ void const_acc_matches(const tj::Device& dev, tj::DType dt) {
   auto *da = m.put(a), *db = m.put(b);
   auto* dc = m.put(c);
   {
-    const tj::TensorDescriptor ta(dev, da, dt, {64, 64}, {64, 1}, {64, 64});
-    const tj::TensorDescriptor tb(dev, db, dt, {64, 64}, {64, 1}, {64, 64});
+    const auto ta = blocks64(dev, da, 64, dt);
+    const auto tb = blocks64(dev, db, 64, dt);
     tj::compile<ConstAcc<T, Acc, C>>(dev, {.num_warps = 4, .num_stages = 2}).launch(tj::Grid{1}, ta, tb, dc);
   }
   m.get(c, dc);
@@ -349,9 +354,9 @@ void register_a_zero_matches(const tj::Device& dev) {
   auto *da = m.put(a), *db = m.put(b), *dv = m.put(v);
   auto* d_o = m.put(o);
   {
-    const tj::TensorDescriptor ta(dev, da, tj::DType::bf16, {64, 64}, {64, 1}, {64, 64});
-    const tj::TensorDescriptor tb(dev, db, tj::DType::bf16, {64, 64}, {64, 1}, {64, 64});
-    const tj::TensorDescriptor tv(dev, dv, tj::DType::bf16, {64, 64}, {64, 1}, {64, 64});
+    const auto ta = blocks64(dev, da, 64);
+    const auto tb = blocks64(dev, db, 64);
+    const auto tv = blocks64(dev, dv, 64);
     tj::compile<RegisterAZero>(dev, {.num_warps = 4, .num_stages = 2}).launch(tj::Grid{1}, ta, tb, tv, d_o);
   }
   m.get(o, d_o);
@@ -372,8 +377,8 @@ void resident_matches(const tj::Device& dev, int S, int S2) {
   auto *dq = m.put(q), *dk = m.put(k);
   auto* d_o = m.put(o);
   {
-    const tj::TensorDescriptor tq(dev, dq, tj::DType::bf16, {64, 64}, {64, 1}, {64, 64});
-    const tj::TensorDescriptor tk(dev, dk, tj::DType::bf16, {rows, 64}, {64, 1}, {64, 64});
+    const auto tq = blocks64(dev, dq, 64);
+    const auto tk = blocks64(dev, dk, rows);
     tj::compile<ResidentTwoLoops>(dev, {.num_warps = 4, .num_stages = 2}).launch(tj::Grid{1}, tq, tk, d_o, S, S2);
   }
   m.get(o, d_o);
@@ -399,7 +404,7 @@ void cluster_matches(const tj::Device& dev, tj::CompileOptions opt) {
   auto* d_o = m.put(o);
   {
     const tj::TensorDescriptor tq(dev, dq, tj::DType::bf16, {BM, 64}, {64, 1}, {BM, 64});
-    const tj::TensorDescriptor tk(dev, dk, tj::DType::bf16, {programs * S, 64}, {64, 1}, {64, 64});
+    const auto tk = blocks64(dev, dk, programs * S);
     tj::compile<ClusterScores<BM>>(dev, opt).launch(tj::Grid{programs}, tq, tk, d_o, S);
   }
   m.get(o, d_o);
