@@ -4,8 +4,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <optional>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include "jit_internal.hpp"
 
@@ -19,6 +26,41 @@ std::string compiler_version(Compiler c) {
   return c == Compiler::nvrtc ? detail::nvrtc_version() : detail::hip_version();
 }
 
+namespace {
+
+/// TILEJIT_DUMP_DIR: the file stem of a request's dump, <name without .cu>-<arch>, in that directory (created).
+std::optional<std::filesystem::path> dump_stem(const JitRequest& req) {
+  const char* dir = std::getenv("TILEJIT_DUMP_DIR");
+  if (!dir || !*dir) return std::nullopt;
+  std::string stem = req.name;
+  if (stem.size() > 3 && stem.compare(stem.size() - 3, 3, ".cu") == 0) stem.resize(stem.size() - 3);
+  std::replace(stem.begin(), stem.end(), '/', '_');
+  return std::filesystem::path(dir) / fmt::format("{}-{}", stem, req.arch);
+}
+
+/// Writes `text` to `path` through a file of its own renamed into place (parallel compiles of one kernel write
+/// the same bytes). A failure is reported once per process on stderr and never fails the compile.
+void dump_file(const std::filesystem::path& path, const std::string& text) {
+  std::error_code ec;
+  std::filesystem::create_directories(path.parent_path(), ec);
+  const std::filesystem::path tmp = path.string() + fmt::format(".tmp{}", std::hash<std::thread::id>{}(std::this_thread::get_id()));
+  bool ok = false;
+  {
+    std::ofstream f(tmp, std::ios::binary);
+    ok = f && (f << text) && f.flush();
+  }
+  if (ok) std::filesystem::rename(tmp, path, ec);
+  if (!ok || ec) {
+    std::filesystem::remove(tmp, ec);
+    static std::once_flag once;
+    std::call_once(once, [&] {
+      std::fprintf(stderr, "[tilejit] TILEJIT_DUMP_DIR: cannot write %s; kernels are compiled without their dump\n", path.string().c_str());
+    });
+  }
+}
+
+}  // namespace
+
 JitResult compile(const JitRequest& req) {
   if (req.arch.empty())
     throw InvalidArgument("JitRequest::arch is empty: name a target such as sm_90a or gfx942");
@@ -29,7 +71,17 @@ JitResult compile(const JitRequest& req) {
       if (o.rfind(p, 0) == 0)
         throw InvalidArgument(fmt::format(
             "JitRequest::options contains '{}': set the target with JitRequest::arch", o));
-  return req.compiler == Compiler::nvrtc ? detail::nvrtc_compile(req) : detail::hip_compile(req);
+  // TILEJIT_DUMP_DIR: the source before the compiler runs (so a source it rejects is there too), its log after.
+  const auto stem = dump_stem(req);
+  if (stem) dump_file(stem->string() + ".cu", req.source);
+  try {
+    JitResult r = req.compiler == Compiler::nvrtc ? detail::nvrtc_compile(req) : detail::hip_compile(req);
+    if (stem) dump_file(stem->string() + ".log", r.log);
+    return r;
+  } catch (const CompileError& e) {
+    if (stem) dump_file(stem->string() + ".log", e.what());
+    throw;
+  }
 }
 
 std::string source_excerpt(const std::string& source, int line, int before, int after) {

@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <optional>
 #include <string>
 
@@ -344,4 +346,39 @@ TEST_CASE("jit: TILEJIT_HIP_COMPILER forces a compiler; a hiprtc crash is a sile
     CHECK(message.find("hiprtc") != std::string::npos);
     MESSAGE("forced hiprtc for gfx942: " << message);
   }
+}
+
+TEST_CASE("jit: TILEJIT_DUMP_DIR keeps each compiled source and its log, a rejected one too") {
+  std::string why;
+  if (!rt::compiler_available(rt::Compiler::nvrtc, &why)) {
+    MESSAGE("skipping: ", why);
+    return;
+  }
+  auto read = [](const std::filesystem::path& p) {
+    std::ifstream f(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+  };
+  const auto dir = std::filesystem::temp_directory_path() / ("tj-dump-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  ::setenv("TILEJIT_DUMP_DIR", dir.c_str(), 1);
+  rt::JitRequest req;
+  req.source = kVecAdd;
+  req.name = "vec_add.cu";
+  req.arch = "sm_80";
+  CHECK(!rt::compile(req).binary.bytes.empty());
+  CHECK(read(dir / "vec_add-sm_80.cu") == kVecAdd);
+  CHECK(std::filesystem::exists(dir / "vec_add-sm_80.log"));
+  // A source the compiler rejects: written before the compile, its error in the log.
+  req.source = kSyntaxError;
+  req.name = "broken.cu";
+  CHECK_THROWS_AS(rt::compile(req), CompileError);
+  CHECK(read(dir / "broken-sm_80.cu") == kSyntaxError);
+  CHECK(read(dir / "broken-sm_80.log").find("error") != std::string::npos);
+  // A directory that cannot be written: reported on stderr, the compile goes on.
+  ::setenv("TILEJIT_DUMP_DIR", "/proc/tilejit-cannot-write-here", 1);
+  req.source = kVecAdd;
+  req.name = "vec_add.cu";
+  CHECK(!rt::compile(req).binary.bytes.empty());
+  ::unsetenv("TILEJIT_DUMP_DIR");
+  std::filesystem::remove_all(dir);
 }
