@@ -192,6 +192,24 @@ struct OnDevice {
   }
 };
 
+/// Runs kernel K (options `opt`, one program) on three [rows, 64] tensors of T given as descriptors of 64 × 64
+/// blocks, then the f32 `out` and `extra` scalars; `out` comes back to the host.
+template <class K, class T, class... Extra>
+void run_three_blocks(const tj::Device& dev, tj::CompileOptions opt, std::vector<T>& a, std::vector<T>& b, std::vector<T>& c,
+                      std::vector<float>& out, Extra... extra) {
+  const tj::DType dt = std::is_same_v<T, bf> ? tj::DType::bf16 : tj::DType::f16;
+  OnDevice m{dev};
+  auto *da = m.put(a), *db = m.put(b), *dc = m.put(c);
+  auto* d_out = m.put(out);
+  {
+    const auto ta = blocks64(dev, da, static_cast<long long>(a.size() / 64), dt);
+    const auto tb = blocks64(dev, db, static_cast<long long>(b.size() / 64), dt);
+    const auto tc = blocks64(dev, dc, static_cast<long long>(c.size() / 64), dt);
+    tj::compile<K>(dev, opt).launch(tj::Grid{1}, ta, tb, tc, d_out, extra...);
+  }
+  m.get(out, d_out);
+}
+
 /// O of CarriedPOf<T, BM> (rows q0 .. q0 + BM of q) in f64, P rounded to T as the kernel rounds it.
 template <class T>
 std::vector<double> carried_ref(const std::vector<T>& q, int q0, int BM, const std::vector<T>& k, const std::vector<T>& v, int S) {
@@ -217,33 +235,14 @@ void carried_matches(const tj::Device& dev, tj::CompileOptions opt) {
   constexpr int S = 256;
   auto q = testing::random_tensor<T>(64 * 64, 91), k = testing::random_tensor<T>(S * 64, 92), v = testing::random_tensor<T>(S * 64, 93);
   std::vector<float> o(64 * 64, std::nanf(""));
-  OnDevice m{dev};
-  auto *dq = m.put(q), *dk = m.put(k), *dv = m.put(v);
-  auto* d_o = m.put(o);
-  const tj::DType dt = std::is_same_v<T, bf> ? tj::DType::bf16 : tj::DType::f16;
-  {
-    const auto tq = blocks64(dev, dq, 64, dt);
-    const auto tk = blocks64(dev, dk, S, dt);
-    const auto tv = blocks64(dev, dv, S, dt);
-    tj::compile<CarriedPOf<T, 64>>(dev, opt).launch(tj::Grid{1}, tq, tk, tv, d_o, S);
-  }
-  m.get(o, d_o);
+  run_three_blocks<CarriedPOf<T, 64>>(dev, opt, q, k, v, o, S);
   CHECK(testing::rel_error(o, carried_ref(q, 0, 64, k, v, S)) < 5e-3);
 }
 
 void nested_matches(const tj::Device& dev, int S, int R) {
   auto q = testing::random_tensor<bf>(64 * 64, 101), k = testing::random_tensor<bf>(256 * 64, 102), v = testing::random_tensor<bf>(256 * 64, 103);
   std::vector<float> o(64 * 64, std::nanf(""));
-  OnDevice m{dev};
-  auto *dq = m.put(q), *dk = m.put(k), *dv = m.put(v);
-  auto* d_o = m.put(o);
-  {
-    const auto tq = blocks64(dev, dq, 64);
-    const auto tk = blocks64(dev, dk, 256);
-    const auto tv = blocks64(dev, dv, 256);
-    tj::compile<NestedP>(dev, {.num_warps = 4, .num_stages = 2}).launch(tj::Grid{1}, tq, tk, tv, d_o, S, R);
-  }
-  m.get(o, d_o);
+  run_three_blocks<NestedP>(dev, {.num_warps = 4, .num_stages = 2}, q, k, v, o, S, R);
   std::vector<double> ref(64 * 64, 0.0);
   std::vector<float> x(64 * 64, 0.f), p(64 * 64);
   auto pv = [&](const std::vector<float>& a, int vb) {
@@ -350,16 +349,7 @@ void const_acc_matches(const tj::Device& dev, tj::DType dt) {
 void register_a_zero_matches(const tj::Device& dev) {
   auto a = testing::random_tensor<bf>(64 * 64, 141), b = testing::random_tensor<bf>(64 * 64, 142), v = testing::random_tensor<bf>(64 * 64, 143);
   std::vector<float> o(64 * 64, std::nanf(""));
-  OnDevice m{dev};
-  auto *da = m.put(a), *db = m.put(b), *dv = m.put(v);
-  auto* d_o = m.put(o);
-  {
-    const auto ta = blocks64(dev, da, 64);
-    const auto tb = blocks64(dev, db, 64);
-    const auto tv = blocks64(dev, dv, 64);
-    tj::compile<RegisterAZero>(dev, {.num_warps = 4, .num_stages = 2}).launch(tj::Grid{1}, ta, tb, tv, d_o);
-  }
-  m.get(o, d_o);
+  run_three_blocks<RegisterAZero>(dev, {.num_warps = 4, .num_stages = 2}, a, b, v, o);
   std::vector<double> ref(64 * 64, 0.0);
   for (int i = 0; i < 64; ++i)
     for (int j = 0; j < 64; ++j) {
@@ -367,6 +357,16 @@ void register_a_zero_matches(const tj::Device& dev) {
       for (int d = 0; d < 64; ++d) ref[static_cast<std::size_t>(i * 64 + d)] += p * as_double(v[static_cast<std::size_t>(j * 64 + d)]);
     }
   CHECK(testing::rel_error(o, ref) < 5e-3);
+}
+
+/// Every zero-accumulator case on `dev`: s8 -> s32, e4m3, tf32, bf16 with -0 and with 1.5, and a register-A dot.
+void zero_acc_cases_match(const tj::Device& dev) {
+  const_acc_matches<std::int8_t, std::int32_t, 0.0>(dev, tj::DType::i8);
+  const_acc_matches<tj::f8e4m3, float, 0.0>(dev, tj::DType::f8e4nv);
+  const_acc_matches<float, float, 0.0>(dev, tj::DType::f32);
+  const_acc_matches<bf, float, -0.0>(dev, tj::DType::bf16);
+  const_acc_matches<bf, float, 1.5>(dev, tj::DType::bf16);
+  register_a_zero_matches(dev);
 }
 
 void resident_matches(const tj::Device& dev, int S, int S2) {
@@ -506,12 +506,7 @@ TEST_CASE("zero_acc_edges_types_and_constants") {
     testing::compiles_for_sm90a(g.source, "zero_acc_register_a.cu");
   }
   const auto dev = tj::Device::interpreter();
-  const_acc_matches<std::int8_t, std::int32_t, 0.0>(dev, tj::DType::i8);
-  const_acc_matches<tj::f8e4m3, float, 0.0>(dev, tj::DType::f8e4nv);
-  const_acc_matches<float, float, 0.0>(dev, tj::DType::f32);
-  const_acc_matches<bf, float, -0.0>(dev, tj::DType::bf16);
-  const_acc_matches<bf, float, 1.5>(dev, tj::DType::bf16);
-  register_a_zero_matches(dev);
+  zero_acc_cases_match(dev);
 }
 
 TEST_CASE("resident_edges_loops_that_may_not_run_and_a_read_after") {
@@ -557,12 +552,7 @@ TEST_CASE("packed_zero_resident_edges_gpu_matches_reference") {
   persistent_matches(dev, kWs8, 2);
   persistent_matches(dev, {.num_warps = 8, .num_stages = 2}, 2);  // not warp-specialised
   stored_matches(dev, {.num_warps = 4, .num_stages = 2, .tma_store = true});
-  const_acc_matches<std::int8_t, std::int32_t, 0.0>(dev, tj::DType::i8);
-  const_acc_matches<tj::f8e4m3, float, 0.0>(dev, tj::DType::f8e4nv);
-  const_acc_matches<float, float, 0.0>(dev, tj::DType::f32);
-  const_acc_matches<bf, float, -0.0>(dev, tj::DType::bf16);
-  const_acc_matches<bf, float, 1.5>(dev, tj::DType::bf16);
-  register_a_zero_matches(dev);
+  zero_acc_cases_match(dev);
   for (const auto& [S, S2] : {std::pair{0, 128}, std::pair{128, 0}, std::pair{0, 0}, std::pair{192, 64}}) resident_matches(dev, S, S2);
   cluster_matches(dev, kCluster);
 }
