@@ -1121,9 +1121,9 @@ class Emitter {
       const Node& n = k_.nodes[id];
       const int x = static_cast<int>(id);
       if ((n.op != Op::loop_carry && n.op != Op::loop_result) || !tile(x) || n.type.is_ptr || n.type.rank != 2 ||
-          (n.type.dtype != DType::bf16 && n.type.dtype != DType::f16) || R(x) % 2 || alias_[id] >= 0)
+          (n.type.dtype != DType::bf16 && n.type.dtype != DType::f16) || R(x) % 2)
         continue;
-      bool ok = !uses[id].empty();
+      bool ok = !uses[id].empty();  // (an async dot accumulating into a carry reads it as its slot 2: not packed)
       for (const auto& [u, j] : uses[id]) {
         const Op o = k_[u].op;
         if (n.op == Op::loop_carry && o == Op::loop_yield && j == 0) continue;  // the write of the next value
@@ -1134,8 +1134,6 @@ class Emitter {
           continue;
         ok = false;
       }
-      for (std::size_t d = 0; d < N; ++d)
-        if (alias_[d] == x) ok = false;
       packed_[id] = ok ? 1 : 0;
     }
   }
@@ -1147,12 +1145,16 @@ class Emitter {
     const ir::TileLayout want = plan_.operand_layout(k_, user, j);
     const char* pk = t == DType::bf16 ? "tj_pack_bf16x2" : "tj_pack_f16x2";
     if (want == TL(a) && packed(a)) return fmt::format("v{}[{}]", a, i);
-    if (want == TL(a) && k_[a].op == Op::cast && k_[a].type.dtype == t) {
-      const int src = k_[a].args[0];
-      if (tile(src) && !k_[src].type.is_ptr && k_[src].type.dtype == DType::f32 && TL(src) == TL(a))
-        return fmt::format("{}({}, {})", pk, v(src, 2 * i), v(src, 2 * i + 1));
-    }
+    if (const int src = want == TL(a) && k_[a].type.dtype == t ? f32_cast_source(a) : -1; src >= 0)
+      return fmt::format("{}({}, {})", pk, v(src, 2 * i), v(src, 2 * i + 1));
     return fmt::format("{}({}, {})", pk, opnd(user, j, 2 * i), opnd(user, j, 2 * i + 1));
+  }
+  /// When tile `a` is a cast of an f32 tile held in the same layout (P = cast<bf16>(p)): that f32 tile, whose
+  /// registers pack straight into 16-bit pairs by one cvt.rn each; else -1.
+  int f32_cast_source(int a) const {
+    if (k_[a].op != Op::cast) return -1;
+    const int src = k_[a].args[0];
+    return tile(src) && !k_[src].type.is_ptr && k_[src].type.dtype == DType::f32 && TL(src) == TL(a) ? src : -1;
   }
 
   /// Operand `j` of node `id` at register r of the layout the node needs it in:
@@ -1937,10 +1939,7 @@ class Emitter {
     int precast = -1;
     if (A.regs_of >= 0) {
       const int a = k_[A.regs_of].args[0];
-      const int src = k_[a].op == Op::cast ? k_[a].args[0] : -1;
-      if (src >= 0 && k_[src].type.dtype == DType::f32 && !k_[src].type.is_ptr && TL(src) == TL(a) &&
-          TL(a) == plan_.operand_layout(k_, A.regs_of, 0))
-        precast = src;
+      if (TL(a) == plan_.operand_layout(k_, A.regs_of, 0)) precast = f32_cast_source(a);
     }
     auto a_index = [&](int row, int col) {
       auto it = atab.find({row, col});
