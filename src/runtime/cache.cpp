@@ -2,14 +2,11 @@
 //
 // Disk entry <dir>/<key>.tjkc, all integers little-endian:
 //   "TJKC"  u8 version (1)  u8 n  format[n]  u64 payload size  16-byte XXH3-128 of payload (canonical)  payload
-// An entry is installed by writing <dir>/.<key>.<pid>.<random>.tmp, fsync, rename.
+// An entry is installed by writing <dir>/.<key>.tjkc.<pid>.<random>.tmp, fsync, rename (write_file_atomically).
 #include "tilejit/runtime/cache.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
 #include <xxhash.h>
 
-#include <cerrno>
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
@@ -17,8 +14,8 @@
 #include <fstream>
 #include <iostream>
 #include <iterator>
-#include <random>
 
+#include "atomic_file.hpp"
 #include "jit_internal.hpp"
 
 namespace tilejit::runtime {
@@ -95,38 +92,6 @@ DiskRead read_entry(const std::filesystem::path& path, std::shared_ptr<const Bin
   std::error_code ec;
   std::filesystem::remove(path, ec);  // never load it again; the rebuild rewrites it
   return DiskRead::corrupt;
-}
-
-bool write_all(int fd, const char* p, std::size_t n) {
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    p += w;
-    n -= static_cast<std::size_t>(w);
-  }
-  return true;
-}
-
-// Installs the entry atomically; returns "" or what went wrong.
-std::string write_entry(const std::filesystem::path& dir, const std::string& key,
-                        const std::filesystem::path& path, const Binary& b) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return fmt::format("cannot create it: {}", ec.message());
-  thread_local std::mt19937_64 rng{std::random_device{}() ^ std::uint64_t(::getpid()) << 32};
-  const auto tmp = dir / fmt::format(".{}.{}.{:016x}.tmp", key, ::getpid(), rng());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) return fmt::format("cannot create {}: {}", tmp.string(), std::strerror(errno));
-  const std::string data = serialize(b);
-  std::string err;
-  if (!write_all(fd, data.data(), data.size())) err = fmt::format("write failed: {}", std::strerror(errno));
-  else if (::fsync(fd) != 0) err = fmt::format("fsync failed: {}", std::strerror(errno));
-  if (::close(fd) != 0 && err.empty()) err = fmt::format("close failed: {}", std::strerror(errno));
-  if (err.empty() && ::rename(tmp.c_str(), path.c_str()) != 0)
-    err = fmt::format("rename to {} failed: {}", path.string(), std::strerror(errno));
-  if (!err.empty()) ::unlink(tmp.c_str());
-  return err;
 }
 
 void hash_field(XXH3_state_t* st, std::string_view s) {
@@ -236,7 +201,7 @@ KernelCache::Entry KernelCache::get_or_compile(const JitRequest& req, std::strin
       e.compile_ms = r.compile_ms;
       e.source = Source::compiled;
       e.binary = std::make_shared<const Binary>(std::move(r.binary));
-      if (use_disk) disk_error = write_entry(dir_, e.key, path, *e.binary);
+      if (use_disk) disk_error = detail::write_file_atomically(path, serialize(*e.binary));
     }
     {
       std::lock_guard lock(mu_);

@@ -7,13 +7,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
 #include <optional>
 #include <regex>
 #include <sstream>
-#include <thread>
 
+#include "atomic_file.hpp"
 #include "jit_internal.hpp"
 
 namespace tilejit::runtime {
@@ -38,25 +37,16 @@ std::optional<std::filesystem::path> dump_stem(const JitRequest& req) {
   return std::filesystem::path(dir) / fmt::format("{}-{}", stem, req.arch);
 }
 
-/// Writes `text` to `path` through a file of its own renamed into place (parallel compiles of one kernel write
-/// the same bytes). A failure is reported once per process on stderr and never fails the compile.
+/// Writes `text` to `path` (write_file_atomically: parallel compiles of one kernel write the same bytes). A
+/// failure is reported once per process on stderr and never fails the compile.
 void dump_file(const std::filesystem::path& path, const std::string& text) {
-  std::error_code ec;
-  std::filesystem::create_directories(path.parent_path(), ec);
-  const std::filesystem::path tmp = path.string() + fmt::format(".tmp{}", std::hash<std::thread::id>{}(std::this_thread::get_id()));
-  bool ok = false;
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    ok = f && (f << text) && f.flush();
-  }
-  if (ok) std::filesystem::rename(tmp, path, ec);
-  if (!ok || ec) {
-    std::filesystem::remove(tmp, ec);
-    static std::once_flag once;
-    std::call_once(once, [&] {
-      std::fprintf(stderr, "[tilejit] TILEJIT_DUMP_DIR: cannot write %s; kernels are compiled without their dump\n", path.string().c_str());
-    });
-  }
+  const std::string err = detail::write_file_atomically(path, text);
+  if (err.empty()) return;
+  static std::once_flag once;
+  std::call_once(once, [&] {
+    std::fprintf(stderr, "[tilejit] TILEJIT_DUMP_DIR: cannot write %s (%s); kernels are compiled without their dump\n",
+                 path.string().c_str(), err.c_str());
+  });
 }
 
 }  // namespace
