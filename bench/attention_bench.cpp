@@ -16,7 +16,8 @@
 //   BM_FlashFwdPersistent[EvenN]/...         flash_fwd_persistent.hpp: PingPongEdge's body (EvenN: no key masked) in
 //                                            one program per SM walking the (query block, head) items; causal
 //                                            heaviest first in sections of heads sized for L2 (Sec1: one KV head
-//                                            per section; SecAll: one section, global heaviest-first order)
+//                                            per section; SecAll: one section, global heaviest-first order;
+//                                            Padded: D = 96 run by the D = 128 kernel on zero-padded heads)
 //   BM_FlashFwdPadded/D96                    D = 96 run as the D = 128 kernel on zero-padded heads
 //                                            (TFLOP/s still counts D = 96: the exact tile's gain is the time ratio)
 //   BM_FlashBwd/D{64,128}/{full,causal}      flash_bwd.hpp, pointer loads (3 launches; the library's path off Hopper)
@@ -141,26 +142,32 @@ void BM_FlashFwdTma(benchmark::State& st) {
 }
 
 /// The persistent Hopper forward (flash_fwd_persistent.hpp) at 128 x 128, 2 stages, a producer warp group, as
-/// the library would run it: min(items, SMs) programs. MASK: edge_blocks or none (EvenN); L2: FwdItems' section
-/// size in K and V elements (0: the kernel's default, 32 MiB).
-template <int D, bool CAUSAL, examples::KeyMask MASK = examples::KeyMask::edge_blocks, int L2 = 0>
+/// the library would run it: its schedule table for min(items, SMs) programs. MASK: edge_blocks or none (EvenN);
+/// SECTION_MIB: the table's causal section size in MiB of K and V (0: the default, 32 MiB). DK > D: head dim D run
+/// by the DK kernel on zero-padded heads (TFLOP/s counts D).
+template <int D, bool CAUSAL, examples::KeyMask MASK = examples::KeyMask::edge_blocks, int SECTION_MIB = 0, int DK = D>
 void BM_FlashFwdPersistent(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
   constexpr int BM = 128, BN = 128;
-  const FwdData<D> x;
-  constexpr int B = FwdData<D>::B, H = FwdData<D>::H, S = FwdData<D>::S;
+  const FwdData<D, DK> x;
+  constexpr int B = FwdData<D, DK>::B, H = FwdData<D, DK>::H, S = FwdData<D, DK>::S;
   using Desc = tj::TensorDescriptor;
   const long long rows = static_cast<long long>(B) * H * S;
-  const Desc dq(gpu(), x.q, tj::DType::bf16, {rows, D}, {D, 1}, {BM, D});
-  const Desc dk(gpu(), x.k, tj::DType::bf16, {rows, D}, {D, 1}, {BN, D});
-  const Desc dv(gpu(), x.v, tj::DType::bf16, {rows, D}, {D, 1}, {BN, D});
-  using K = examples::FlashAttnFwdTmaPersistent<BM, BN, D, CAUSAL, tj::bf16, MASK,
-                                                (L2 > 0 ? L2 : examples::kFwdSectionElems<tj::bf16>)>;
+  const Desc dq(gpu(), x.q, tj::DType::bf16, {rows, DK}, {DK, 1}, {BM, DK});
+  const Desc dk(gpu(), x.k, tj::DType::bf16, {rows, DK}, {DK, 1}, {BN, DK});
+  const Desc dv(gpu(), x.v, tj::DType::bf16, {rows, DK}, {DK, 1}, {BN, DK});
+  using K = examples::FlashAttnFwdTmaPersistent<BM, BN, DK, CAUSAL, tj::bf16, MASK>;
   auto kern = tj::compile<K>(gpu(), {.num_warps = 8, .num_stages = 2, .warp_specialize = true});
-  const tj::Grid grid = examples::fwd_persistent_grid(S, B * H, BM, gpu().num_sms());
+  const auto table = examples::fwd_item_table({.seqlen = S, .heads_q = B * H, .head_dim = DK, .block_m = BM, .block_n = BN,
+                                               .causal = CAUSAL, .programs = gpu().num_sms(),
+                                               .section_bytes = SECTION_MIB > 0 ? (SECTION_MIB * 1LL) << 20 : examples::kFwdSectionBytes});
+  const std::size_t bytes = table.data.size() * sizeof(std::int32_t);
+  auto* items = static_cast<std::int32_t*>(gpu().alloc(bytes));
+  gpu().copy_to_device(items, table.data.data(), bytes);
   const float scale = static_cast<float>(1.4426950408889634 / std::sqrt(double(D)));
-  time_tflops(st, [&] { kern.launch(grid, dq, dk, dv, x.o, x.lse, S, 1, scale); }, x.flops(CAUSAL));
-  st.SetLabel(fmt::format("128x128 stages 2, producer warp, {} programs", grid.x));
+  time_tflops(st, [&] { kern.launch(table.grid(), dq, dk, dv, x.o, x.lse, items, S, 1, scale); }, x.flops(CAUSAL));
+  gpu().free(items);
+  st.SetLabel(fmt::format("128x128 stages 2, producer warp, {} programs", table.programs));
 }
 
 /// Inputs of a backward run: random q, k, v, dO (B=4, H=32, S=4096, bf16), O and LSE from the forward, and
@@ -448,6 +455,8 @@ TJ_PERSISTENT(64, true, "causal", "Sec1", examples::KeyMask::edge_blocks, 1);
 TJ_PERSISTENT(128, true, "causal", "Sec1", examples::KeyMask::edge_blocks, 1);
 TJ_PERSISTENT(64, true, "causal", "SecAll", examples::KeyMask::edge_blocks, 1 << 30);
 TJ_PERSISTENT(128, true, "causal", "SecAll", examples::KeyMask::edge_blocks, 1 << 30);
+TJ_PERSISTENT(96, false, "full", "Padded", examples::KeyMask::edge_blocks, 0, 128);
+TJ_PERSISTENT(96, true, "causal", "Padded", examples::KeyMask::edge_blocks, 0, 128);
 BENCHMARK(BM_AttnBackward<64, false>)->Name("BM_AttnBackward/D64/full")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttnBackward<64, true>)->Name("BM_AttnBackward/D64/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttnBackward<128, false>)->Name("BM_AttnBackward/D128/full")->UseManualTime()->Unit(benchmark::kMillisecond);

@@ -31,6 +31,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <tuple>
 #include <typeindex>
 #include <vector>
 
@@ -149,16 +150,21 @@ class Attention {
           const Desc dv(dev_, const_cast<T*>(v), tj::dtype_v<T>, {rkv, D}, {D, 1}, {BN, D});
           const bool persistent = schedule_ == FwdSchedule::persistent ||
                                   (schedule_ == FwdSchedule::automatic && persistent_by_default(D, C));
-          const tj::Grid grid = persistent ? fwd_persistent_grid(s.seqlen, s.batch * s.heads_q, BM, dev_.num_sms())
-                                                    : tj::Grid{tj::cdiv(s.seqlen, BM), s.batch * s.heads_q};
-          auto run = [&]<class K>(tj::Kernel<K>& kern) {
-            kern.launch(grid, dq, dk, dv, o, lse, s.seqlen, s.heads_q / s.heads_kv, scale_log2e);
-          };
-          if (persistent && !C && s.seqlen % BN == 0)
-            run(kernel<FlashAttnFwdTmaPersistent<BM, BN, D, false, T, KeyMask::none>>(8, stages, ws));
-          else if (persistent)
-            run(kernel<FlashAttnFwdTmaPersistent<BM, BN, D, C, T>>(8, stages, ws));
-          else if (!C && s.seqlen % BN == 0)
+          const long long group = s.heads_q / s.heads_kv;
+          if (persistent) {
+            const auto [grid, items] = item_table({.seqlen = s.seqlen, .heads_q = s.batch * s.heads_q, .group = group, .head_dim = D,
+                                                   .block_m = BM, .block_n = BN, .elem_bytes = sizeof(T), .causal = C,
+                                                   .programs = dev_.num_sms()});
+            auto run = [&]<class K>(tj::Kernel<K>& kern) { kern.launch(grid, dq, dk, dv, o, lse, items, s.seqlen, group, scale_log2e); };
+            if (!C && s.seqlen % BN == 0)
+              run(kernel<FlashAttnFwdTmaPersistent<BM, BN, D, false, T, KeyMask::none>>(8, stages, ws));
+            else
+              run(kernel<FlashAttnFwdTmaPersistent<BM, BN, D, C, T>>(8, stages, ws));
+            return;
+          }
+          const tj::Grid grid{tj::cdiv(s.seqlen, BM), s.batch * s.heads_q};
+          auto run = [&]<class K>(tj::Kernel<K>& kern) { kern.launch(grid, dq, dk, dv, o, lse, s.seqlen, group, scale_log2e); };
+          if (!C && s.seqlen % BN == 0)
             run(kernel<FlashAttnFwdTmaPingPongEvenN<BM, BN, D, false, T>>(8, stages, ws));
           else
             run(kernel<FlashAttnFwdTmaPingPongEdge<BM, BN, D, C, T>>(8, stages, ws));
@@ -316,6 +322,7 @@ class Attention {
 
   ~Attention() {
     if (ws_) dev_.free(ws_);
+    if (table_) dev_.free(table_);
   }
   Attention(const Attention&) = delete;
   Attention& operator=(const Attention&) = delete;
@@ -336,6 +343,29 @@ class Attention {
       default: go.template operator()<256>(); break;
     }
   }
+  /// The persistent forward's schedule for `shape` on the device (fwd_item_table), rebuilt and uploaded only when the
+  /// shape changes: its grid and the device copy of its table.
+  std::pair<tj::Grid, const std::int32_t*> item_table(const FwdItemShape& shape) {
+    auto key = [](const FwdItemShape& x) {
+      return std::tuple{x.seqlen, x.heads_q, x.group, x.head_dim, x.block_m, x.block_n, x.elem_bytes, x.causal, x.programs,
+                        x.section_bytes};
+    };
+    if (table_programs_ == 0 || key(shape) != key(table_shape_)) {
+      const FwdItemTable t = fwd_item_table(shape);
+      const std::size_t bytes = t.data.size() * sizeof(std::int32_t);
+      if (bytes > table_bytes_) {
+        std::int32_t* fresh = static_cast<std::int32_t*>(dev_.alloc(bytes));
+        if (table_) dev_.free(table_);
+        table_ = fresh;
+        table_bytes_ = bytes;
+      }
+      table_programs_ = 0;  // (no valid table until the copy is done)
+      dev_.copy_to_device(table_, t.data.data(), bytes);
+      table_shape_ = shape;
+      table_programs_ = t.programs;
+    }
+    return {tj::Grid{table_programs_}, table_};
+  }
   /// K compiled once per Attention object (the kernel cache keeps the machine code across objects).
   template <class K>
   tj::Kernel<K>& kernel(int warps, int stages = 3, bool warp_specialize = false) {
@@ -351,6 +381,10 @@ class Attention {
   std::map<std::type_index, std::shared_ptr<void>> kernels_;
   float* ws_ = nullptr;
   std::size_t ws_bytes_ = 0;
+  FwdItemShape table_shape_{};  ///< the shape table_ holds the schedule of
+  std::int32_t* table_ = nullptr;
+  std::size_t table_bytes_ = 0;
+  int table_programs_ = 0;       ///< 0: no valid table
 };
 
 }  // namespace examples

@@ -15,83 +15,143 @@
 // (codegen, "ItemBlock"); the key loop keeps its TMA ring, which runs on across
 // items.
 //
-// Item order (FwdItems):
-//   - causal: heaviest first — the query blocks with the longest key ranges
-//     first (longest-processing-time order, as FlashAttention-3's causal
-//     scheduler does), within sections of heads whose K and V fit in 32 MiB of
-//     L2 (FlashAttention-3 sizes its sections the same way); program p takes
-//     items p, p + P, p + 2P, ... of that list (P programs);
-//   - full: head by head (query blocks of one head consecutive), so the
-//     programs running together share a few KV heads in L2.
-// The schedule is static (no atomic counter): a program's items are known
-// from its id, which the producer warp group needs to walk them on its own.
+// Which items each program runs (FwdItemTable, built on the host; the
+// kernel reads it from memory):
+//   - the list: causal — heaviest first (the query blocks with the longest key
+//     ranges first, longest-processing-time order as FlashAttention-3's causal
+//     scheduler), within sections of heads whose K and V fit in 32 MiB of L2
+//     (FlashAttention-3 sizes its sections the same way; here the sections are
+//     made equal, so the last one is not a sliver of heavy items at the end);
+//     full — head by head, so the programs running together share a few KV
+//     heads in L2;
+//   - the assignment: each item of the list, in order, to the program with the
+//     least work so far (its key blocks plus one block for the item's prologue
+//     and epilogue) — what a dynamic scheduler's atomic counter hands out when
+//     the costs are right, computed once on the host. The producer warp group
+//     walks the same list as the consumers (the table is read-only, so the
+//     code generator lets the producer load it).
+// Simulated at B·H = 128, S = 4096, 132 programs (busiest / average work):
+// round robin over the old list 1.03 (D64, D128) and 1.10 (D96); this table
+// 1.004–1.005.
 //
 // Same arguments, shapes and results as FlashAttnFwdTmaPingPongEdge
-// (flash_fwd_tma.hpp): q, o [B·Hq, S, D]; k, v [B·Hkv, S, D]; lse [B·Hq, S];
-// descriptors over q as [B·Hq·S, D] (the head count is read from it: its rows
-// / S) and k, v as [B·Hkv·S, D]; any S; GQA (group = Hq / Hkv); causal or not.
-// Grid: fwd_persistent_grid() (one dimension, min(items, SMs) programs); any
-// other positive number of programs also gives the right result. Compiled with
-// CompileOptions{.num_warps = 8, .num_stages = 2, .warp_specialize = true} at
-// 128 x 128 (a producer warp group, two consumer warp groups of 64 rows).
+// (flash_fwd_tma.hpp), plus the table: q, o [B·Hq, S, D]; k, v [B·Hkv, S, D];
+// lse [B·Hq, S]; items: FwdItemTable::data on the device; descriptors over q as
+// [B·Hq·S, D] and k, v as [B·Hkv·S, D]; any S; GQA (group = Hq / Hkv); causal
+// or not. Grid: FwdItemTable::grid() (its programs, min(items, SMs) for the
+// library) — a table is valid for exactly the grid it was built for. Compiled
+// with CompileOptions{.num_warps = 8, .num_stages = 2, .warp_specialize = true}
+// at 128 x 128 (a producer warp group, two consumer warp groups of 64 rows).
 // V must be finite where it is read, as for FlashAttnFwdTmaPingPongBody (with
 // S a multiple of BLOCK_N every V row read is the item's own head's).
 #pragma once
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <queue>
+#include <string>
+#include <vector>
 
 #include "examples/attention/flash_fwd_tma.hpp"
 
 namespace examples {
 
-/// The K and V elements a causal section's heads may hold: 32 MiB, as FlashAttention-3 sizes its sections for the
-/// 50 MB L2 of an H100 (the H200 has the same L2).
-template <class T>
-inline constexpr int kFwdSectionElems = (32 << 20) / static_cast<int>(sizeof(T));
+/// The K and V bytes of a causal section's heads: 32 MiB, as FlashAttention-3 sizes its sections for the 50 MB L2
+/// of an H100 (the H200 has the same L2).
+inline constexpr long long kFwdSectionBytes = 32LL << 20;
 
-/// The work items of a persistent forward: query block `block_m` of query head `bh`, item t of the order in the
-/// file comment. The counts are computed once per program (outside the item loop); at() is a few integer
-/// operations per item.
-/// L2_ELEMS: the K and V elements of one KV head times the KV heads of a section may reach it (at least one KV
-/// head per section).
-template <int BLOCK_M, int HEAD_DIM, bool CAUSAL, class T, int L2_ELEMS = kFwdSectionElems<T>>
-struct FwdItems {
-  static constexpr int kL2Elems = L2_ELEMS / 2;  // elements of K (as many of V)
-  tj::Int num_m, heads, count;
-  tj::Int sec_heads;  ///< query heads per section (causal): whole groups, at least one KV head
-  FwdItems(const tj::Int& q_rows, const tj::Size& S, const tj::Size& group)
-      : num_m((S + (BLOCK_M - 1)) / BLOCK_M), heads(q_rows / S), count(num_m * heads),
-        sec_heads(tj::maximum(kL2Elems / (S * HEAD_DIM), 1) * group) {}
-  /// Item t: (query block, query head).
-  std::pair<tj::Int, tj::Int> at(const tj::Int& t) const {
-    if constexpr (CAUSAL) {
-      const tj::Int per_sec = sec_heads * num_m;
-      const tj::Int first = t / per_sec * sec_heads;                    // the section's first head
-      const tj::Int n = tj::minimum(heads - first, sec_heads);         // its heads (the last one may have fewer)
-      const tj::Int r = t % per_sec;                                    // < n · num_m
-      return {num_m - 1 - r / n, first + r % n};                        // longest key range first, then head
-    } else {
-      return {t % num_m, t / num_m};
-    }
+/// The problem a persistent forward's schedule is built for. heads_q: B·Hq (query heads of the whole batch);
+/// group: Hq / Hkv; elem_bytes: sizeof(T); section_bytes: the K and V bytes a causal section may hold (tests make it
+/// small); programs: the grid (0 is an error; the library passes the SM count).
+struct FwdItemShape {
+  long long seqlen = 1, heads_q = 1, group = 1;
+  int head_dim = 64, block_m = 128, block_n = 128, elem_bytes = 2;
+  bool causal = false;
+  int programs = 1;
+  long long section_bytes = kFwdSectionBytes;
+};
+
+/// A persistent forward's schedule (see the file comment). data: programs + 1 offsets, then the item list;
+/// program p runs the items data[programs + 1 + j] for j in [data[p], data[p + 1]), in that order; an item is
+/// head · num_m + block_m (num_m = cdiv(S, block_m)). Built once per shape on the host, uploaded by the caller.
+struct FwdItemTable {
+  int programs = 0;
+  long long num_m = 0, heads_per_section = 0;
+  std::vector<std::int32_t> data;
+  tj::Grid grid() const { return tj::Grid{programs}; }
+  /// The key blocks item `item` reads (its work, without the per-item block of the cost model).
+  static long long key_blocks(const FwdItemShape& s, long long block_m) {
+    const long long hi = s.causal ? std::min(s.seqlen, (block_m + 1) * s.block_m) : s.seqlen;
+    return tj::cdiv(hi, static_cast<long long>(s.block_n));
   }
 };
 
-/// The persistent grid: one program per SM, never more programs than items (cdiv(S, block_m) · B·Hq).
-inline tj::Grid fwd_persistent_grid(long long S, long long heads_q_total, int block_m, int programs) {
-  const long long items = tj::cdiv(S, block_m) * heads_q_total;
-  return tj::Grid{static_cast<int>(std::max(1LL, std::min<long long>(items, programs)))};
+/// Builds the schedule of FlashAttnFwdTmaPersistent for `s`: min(items, s.programs) programs. Throws
+/// InvalidArgument for extents < 1, a group that does not divide heads_q, or a table past 2^31 entries.
+inline FwdItemTable fwd_item_table(const FwdItemShape& s) {
+  auto bad = [](const std::string& why) { throw tj::InvalidArgument("fwd_item_table: " + why); };
+  if (s.seqlen < 1 || s.heads_q < 1 || s.group < 1 || s.programs < 1 || s.block_m < 1 || s.block_n < 1 || s.head_dim < 1 ||
+      s.elem_bytes < 1)
+    bad(fmt::format("seqlen = {}, heads_q = {}, group = {}, programs = {}, block {} x {}, head_dim = {}, elem_bytes = {}: each "
+                    "must be >= 1", s.seqlen, s.heads_q, s.group, s.programs, s.block_m, s.block_n, s.head_dim, s.elem_bytes));
+  if (s.heads_q % s.group != 0) bad(fmt::format("heads_q = {} is not a multiple of group = {}", s.heads_q, s.group));
+  FwdItemTable t;
+  t.num_m = tj::cdiv(s.seqlen, static_cast<long long>(s.block_m));
+  const long long count = t.num_m * s.heads_q;
+  if (count + s.programs + 1 > 2147483647LL) bad(fmt::format("{} items: the table's 32-bit entries hold at most 2^31 - 1", count));
+  t.programs = static_cast<int>(std::min<long long>(count, s.programs));
+  // The list.
+  std::vector<std::int32_t> list;
+  list.reserve(static_cast<std::size_t>(count));
+  if (s.causal) {
+    const long long kv_head_bytes = 2 * s.seqlen * s.head_dim * s.elem_bytes;  // K and V of one KV head
+    const long long most = std::max(s.section_bytes / kv_head_bytes, 1LL) * s.group;  // whole groups, at least one
+    const long long sections = tj::cdiv(s.heads_q, most);
+    t.heads_per_section = tj::cdiv(tj::cdiv(s.heads_q, sections), s.group) * s.group;  // equal sections of whole groups
+    for (long long first = 0; first < s.heads_q; first += t.heads_per_section)
+      for (long long m = t.num_m - 1; m >= 0; --m)
+        for (long long h = first; h < std::min(s.heads_q, first + t.heads_per_section); ++h)
+          list.push_back(static_cast<std::int32_t>(h * t.num_m + m));
+  } else {
+    t.heads_per_section = s.heads_q;
+    for (long long i = 0; i < count; ++i) list.push_back(static_cast<std::int32_t>(i));
+  }
+  // The assignment: each item to the least-loaded program (the lowest id among equals).
+  using Load = std::pair<long long, int>;
+  std::priority_queue<Load, std::vector<Load>, std::greater<>> least;
+  for (int p = 0; p < t.programs; ++p) least.push({0, p});
+  std::vector<std::vector<std::int32_t>> per(static_cast<std::size_t>(t.programs));
+  for (const std::int32_t item : list) {
+    auto [load, p] = least.top();
+    least.pop();
+    per[static_cast<std::size_t>(p)].push_back(item);
+    least.push({load + FwdItemTable::key_blocks(s, item % t.num_m) + 1, p});
+  }
+  t.data.reserve(static_cast<std::size_t>(t.programs + 1 + count));
+  std::int32_t at = 0;
+  for (const auto& items : per) {
+    t.data.push_back(at);
+    at += static_cast<std::int32_t>(items.size());
+  }
+  t.data.push_back(at);
+  for (const auto& items : per) t.data.insert(t.data.end(), items.begin(), items.end());
+  return t;
 }
 
 /// See the file comment. MASK: edge_blocks (any S), or none (full attention with S a multiple of BLOCK_N, the
-/// caller's promise, as FlashAttnFwdTmaPingPongEvenN). L2_ELEMS: FwdItems' section size (tests make it small).
-template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, KeyMask MASK = KeyMask::edge_blocks,
-          int L2_ELEMS = kFwdSectionElems<T>>
+/// caller's promise, as FlashAttnFwdTmaPingPongEvenN).
+template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, KeyMask MASK = KeyMask::edge_blocks>
 struct FlashAttnFwdTmaPersistent {
   static_assert(MASK != KeyMask::none || !CAUSAL, "causal attention masks its diagonal block");
   void operator()(tj::Desc<T, BLOCK_M, HEAD_DIM> q, tj::Desc<T, BLOCK_N, HEAD_DIM> k, tj::Desc<T, BLOCK_N, HEAD_DIM> v, tj::Ptr<T> o,
-                  tj::Ptr<float> lse, tj::Size S, tj::Size group, tj::Scalar<float> scale_log2e) const {
-    const FwdItems<BLOCK_M, HEAD_DIM, CAUSAL, T, L2_ELEMS> items(q.rows(), S, group);
-    tj::for_range(tj::program_id(0), items.count, tj::num_programs(0), [&](tj::Int t) {
-      const auto [block_m, bh] = items.at(t);
+                  tj::Ptr<float> lse, tj::Ptr<std::int32_t> items, tj::Size S, tj::Size group, tj::Scalar<float> scale_log2e) const {
+    const tj::Int num_m = (S + (BLOCK_M - 1)) / BLOCK_M;
+    const tj::Int list = tj::num_programs(0) + 1;  // the item list follows the programs' offsets
+    tj::for_range(tj::load(items + tj::program_id(0)), tj::load(items + tj::program_id(0) + 1), 1, [&](tj::Int j) {
+      const tj::Int item = tj::load(items + list + j);
+      const tj::Int block_m = item % num_m, bh = item / num_m;
       const FwdRows<BLOCK_M, HEAD_DIM, CAUSAL> p(S, group, block_m, bh);
       auto q_tile = p.load_q(q, S);  // one buffer, copied per item (before the item's first K block)
       auto hi = p.hi(S);

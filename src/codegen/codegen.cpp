@@ -35,6 +35,40 @@ bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 /// `bytes` rounded up to 1024: shared-memory regions start 1024-byte aligned (the 128-byte swizzle's period).
 int align_1k(int bytes) { return (bytes + 1023) / 1024 * 1024; }
 
+/// The parameter a pointer value is an offset of (through addptr, broadcast and expand_dims), or -1.
+int pointer_param(const ir::Kernel& k, int id) {
+  while (id >= 0) {
+    const ir::Node& n = k[id];
+    if (n.op == ir::Op::param) return static_cast<int>(n.i);
+    if (n.op != ir::Op::addptr && n.op != ir::Op::broadcast && n.op != ir::Op::expand_dims) return -1;
+    id = n.args[0];
+  }
+  return -1;
+}
+
+/// A scalar the TMA producer (a producer warp group, or thread 0 issuing a ring's copies ahead of the loop body) may
+/// compute on its own from its operands: arithmetic (pointer offsets too), program ids, descriptor fields — and a scalar load from a
+/// pointer parameter no store of the kernel writes through (a schedule table, sequence offsets), so running ahead of
+/// the other threads cannot read a value before they write it. A store whose pointer has no single parameter makes
+/// every load unsafe.
+bool producer_scalar(const ir::Kernel& k, int id) {
+  const ir::Node& n = k[id];
+  if (n.type.rank != 0) return false;
+  using ir::Op;
+  if (n.op == Op::constant || ir::is_binary(n.op) || n.op == Op::neg || n.op == Op::cast || n.op == Op::program_id ||
+      n.op == Op::num_programs || n.op == Op::desc_field || n.op == Op::where || n.op == Op::addptr)
+    return true;
+  if (n.op != Op::load) return false;
+  const int p = pointer_param(k, n.args[0]);
+  if (p < 0) return false;
+  for (const ir::Node& m : k.nodes)
+    if (m.op == Op::store) {
+      const int q = pointer_param(k, m.args[0]);
+      if (q < 0 || q == p) return false;
+    }
+  return true;
+}
+
 class Emitter {
  public:
   Emitter(const ir::Kernel& k, const ir::Specialization& spec, const Target& t, const Options& o)
@@ -852,11 +886,10 @@ class Emitter {
       const int L = parent[id];
       if (!need[id] || L < 0 || !outer[static_cast<std::size_t>(L)] || pipe_of_loop_[id] >= 0) continue;  // (the pipelined loop's own induction variable)
       const Op op = k_.nodes[id].op;
-      const bool pure = op == Op::constant || ir::is_binary(op) || op == Op::neg || op == Op::cast || op == Op::program_id ||
-                        op == Op::num_programs || op == Op::desc_field || op == Op::where;
-      if (tile(static_cast<int>(id)) || !pure)
+      if (!producer_scalar(k_, static_cast<int>(id)))
         return no(fmt::format("%{} ({}) in loop %{} feeds a loop bound or a block coordinate of a nested pipelined loop and is "
-                              "not scalar arithmetic on loop %{}'s induction variable and values computed outside loops",
+                              "not scalar arithmetic on loop %{}'s induction variable, loads of parameters the kernel never "
+                              "stores to, and values computed outside loops",
                               id, ir::name(op), L, L));
     }
     for (std::size_t id = 0; id < need.size(); ++id) {
@@ -869,8 +902,10 @@ class Emitter {
         outer_deps_.push_back(static_cast<int>(id));
         continue;
       }
-      if (tile(static_cast<int>(id)) || op == Op::loop_carry || op == Op::loop_result || op == Op::loop_begin || (L >= 0 && !in_pipe))
-        return no(fmt::format("%{} ({}) feeds a loop bound or a block coordinate and is not a scalar computed outside loops", id, ir::name(op)));
+      if (tile(static_cast<int>(id)) || op == Op::loop_carry || op == Op::loop_result || op == Op::loop_begin || (L >= 0 && !in_pipe) ||
+          (op == Op::load && !producer_scalar(k_, static_cast<int>(id))))
+        return no(fmt::format("%{} ({}) feeds a loop bound or a block coordinate and is not a scalar computed outside loops (a load "
+                              "only from a parameter the kernel never stores to)", id, ir::name(op)));
       if (!in_pipe) producer_deps_.push_back(static_cast<int>(id));
     }
     ws_ = true;
@@ -2403,10 +2438,7 @@ std::vector<char> tma_loads(const ir::Kernel& k, const Target& t, const Options&
   std::function<bool(int, int)> invariant_or_iv = [&](int x, int L) {
     if (x <= L) return true;  // defined before the loop, or its induction variable
     const Node& n = k.nodes[static_cast<std::size_t>(x)];
-    if (n.type.rank != 0 || parent[static_cast<std::size_t>(x)] != L) return false;
-    const bool pure = n.op == Op::constant || ir::is_binary(n.op) || n.op == Op::neg || n.op == Op::cast ||
-                      n.op == Op::program_id || n.op == Op::num_programs || n.op == Op::desc_field || n.op == Op::where;
-    if (!pure) return false;
+    if (parent[static_cast<std::size_t>(x)] != L || !producer_scalar(k, x)) return false;
     for (int a : n.args)
       if (a >= 0 && !invariant_or_iv(a, L)) return false;
     return true;

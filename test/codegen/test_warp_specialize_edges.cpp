@@ -141,7 +141,8 @@ enum class TileLoop {
   split_range,       // the inner bounds from arithmetic on t (each tile a K range, split-K style)
   carried_coord,     // refused: the row offset carried by the outer loop (a scalar loop_carry)
   tile_carry,        // refused: the row offset a reduction of a tile the outer loop carries
-  loaded_tile,       // refused: the tile index read from memory in the outer body
+  loaded_tile,       // the tile index read from a table the kernel never writes (the producer loads it too)
+  loaded_written,    // refused: the same, from a pointer the kernel also stores to
   outer_block,       // descriptor blocks copied by TMA in the outer body: once per tile, one buffer each
   doubly_nested,     // refused: the tile loop itself inside another loop
   bound_from_reduce  // refused: the tile count a reduction of a loaded tile
@@ -166,9 +167,10 @@ struct Persistent {
       } else if constexpr (S == TileLoop::split_range) {
         const tj::Int lo = t % 3 * (K / 3) / BK * BK;
         store_block<BM, BN>(c, m0, n0, N, k_loop(a, b, m0, n0, lo, tj::minimum(lo + K / 3 + BK, K)));
-      } else if constexpr (S == TileLoop::loaded_tile) {
+      } else if constexpr (S == TileLoop::loaded_tile || S == TileLoop::loaded_written) {
         const tj::Int u = tj::load(table + t);
         store_block<BM, BN>(c, m0, n0, N, k_loop(a, b, u / num_n * BM, n0, 0, K));
+        if constexpr (S == TileLoop::loaded_written) tj::store(table + t, u + 1);
       } else if constexpr (S == TileLoop::outer_block) {
         // a rank-64 correction A2·B2ᵀ from blocks loaded once per tile, outside the K loop
         auto corr = tj::dot(a2.load(m0, 0), tj::trans(b2.load(n0, 0)));
@@ -218,7 +220,7 @@ struct DataBound {
 };
 
 /// Coordinates that are not the induction variable plus a constant.
-enum class Coord { nonlinear, carried, loaded_in_loop };
+enum class Coord { nonlinear, carried, loaded_in_loop, loaded_written };
 template <int BM, int BN, Coord C, int BK = 64>
 struct OddCoords {
   void operator()(tj::Desc<bf, BM, BK> a, tj::Desc<bf, BN, BK> b, tj::Ptr<float> c, tj::Ptr<std::int32_t> table, tj::Size N,
@@ -244,6 +246,7 @@ struct OddCoords {
         }
       });
       store_block<BM, BN>(c, m0, n0, N, acc);
+      if constexpr (C == Coord::loaded_written) tj::store(table + tj::program_id(0), m0);  // the table is also written
     }
   }
 };
@@ -671,10 +674,15 @@ TEST_CASE("warp_specialize_edges_coordinates") {
   CHECK(nl.applied);
   CHECK(nl.producer.find(" * s") != std::string::npos);
   CHECK(nl.producer.find(" % ") != std::string::npos);
-  // A K block index read from memory inside the loop (block-sparse), a coordinate carried by the loop:
-  // these blocks are not pipelined at all (plain loads), so there is nothing to specialise; the
-  // fallback is the plain kernel (check_ws).
-  CHECK(!check_ws<OddCoords<128, 64, Coord::loaded_in_loop>>(8, 2, false, "coords_loaded").applied);
+  // A K block index read inside the loop from a table the kernel never writes (block-sparse): pipelined, the
+  // producer loads the index of the iteration it copies for.
+  const auto ld = check_ws<OddCoords<128, 64, Coord::loaded_in_loop>>(8, 2, false, "coords_loaded");
+  CHECK(ld.applied);
+  CHECK(std::regex_search(ld.producer, std::regex(R"(int const s\d+ = \*s\d+;)")));
+  // The same from a pointer the kernel also stores to (the producer could read ahead of a store), a coordinate
+  // carried by the loop: these blocks are not pipelined at all (plain loads), so there is nothing to specialise;
+  // the fallback is the plain kernel (check_ws).
+  CHECK(!check_ws<OddCoords<128, 64, Coord::loaded_written>>(8, 2, false, "coords_loaded_written").applied);
   CHECK(!check_ws<OddCoords<128, 64, Coord::carried>>(8, 2, true, "coords_carried").applied);
 }
 
@@ -725,6 +733,10 @@ TEST_CASE("warp_specialize_edges_persistent_tile_loops_taken") {
   int walked = 0;
   for (const auto& d : g2.diagnostics) walked += d.find("warp specialised: the producer walks loop %") != std::string::npos;
   CHECK(walked == 2);
+  // The tile index read from a table the kernel never writes (a host-built schedule): the producer loads it too.
+  const auto table = check_ws<Persistent<128, 64, TileLoop::loaded_tile>>(8, 2, false, "persistent_loaded_tile");
+  CHECK(table.applied);
+  CHECK(table.producer.find("arg5") != std::string::npos);
   // Inner bounds from arithmetic on the tile index (each tile its own K range).
   const auto split = check_ws<Persistent<128, 64, TileLoop::split_range>>(8, 2, false, "persistent_split_range");
   CHECK(split.applied);
@@ -757,7 +769,7 @@ TEST_CASE("warp_specialize_edges_persistent_tile_loops_refused") {
   refused(Persistent<128, 64, TileLoop::carried_coord>{}, "persistent_carried_coord",
           "(loop_carry) in loop %");
   refused(Persistent<128, 64, TileLoop::tile_carry>{}, "persistent_tile_carry", "(reduce_sum) in loop %");
-  refused(Persistent<128, 64, TileLoop::loaded_tile>{}, "persistent_loaded_tile", "(load) in loop %");
+  refused(Persistent<128, 64, TileLoop::loaded_written>{}, "persistent_loaded_written", "(load) in loop %");
   refused(Persistent<128, 64, TileLoop::doubly_nested>{}, "persistent_doubly_nested", "itself nested in loop %");
   refused(Persistent<128, 64, TileLoop::bound_from_reduce>{}, "persistent_bound_from_reduce",
           "feeds a loop bound or a block coordinate and is not a scalar computed outside loops");

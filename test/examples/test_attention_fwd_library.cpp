@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <vector>
 
 #include "examples/attention/attention.hpp"
@@ -21,9 +22,11 @@ namespace {
 
 using Schedule = examples::Attention<tj::bf16>::FwdSchedule;  // (the same enumerators for every T)
 
+/// shared: run on this Attention object (its kernels and persistent schedule table kept from earlier calls) instead
+/// of a fresh one.
 template <class T>
 void forward_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int D, bool causal, double tol,
-                  Schedule schedule_bf16 = Schedule::automatic) {
+                  Schedule schedule_bf16 = Schedule::automatic, examples::Attention<T>* shared = nullptr) {
   const auto schedule = static_cast<typename examples::Attention<T>::FwdSchedule>(schedule_bf16);
   CAPTURE(static_cast<int>(schedule));
   CAPTURE(D);
@@ -42,8 +45,12 @@ void forward_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int D, b
     testing::Mirror m{dev, {}};
     auto *pq = m.up(q), *pk = m.up(k), *pv = m.up(v), *po = m.up(o);
     auto* pl = m.up(lse);
-    examples::Attention<T> attn(dev);
-    CHECK(attn.forward_schedule() == examples::Attention<T>::FwdSchedule::automatic);
+    std::optional<examples::Attention<T>> own;
+    if (!shared) {
+      own.emplace(dev);
+      CHECK(own->forward_schedule() == examples::Attention<T>::FwdSchedule::automatic);
+    }
+    examples::Attention<T>& attn = shared ? *shared : *own;
     attn.set_forward_schedule(schedule);
     attn.forward(pq, pk, pv, po, pl, s);
     m.down();
@@ -157,4 +164,13 @@ TEST_CASE("attention_library_persistent_forward_gpu_matches_f64") {
     forward_case<tj::f16>(dev, 2, 2, 2, 384, 128, causal, 1e-2, Schedule::persistent);
     forward_case<tj::bf16>(dev, 2, 16, 8, 640, 64, causal, 2e-2, Schedule::persistent);  // 160 items: more than one per SM
   }
+  // One object across shapes: its schedule table is rebuilt for each new shape (items, sections, causal), kept for
+  // a repeated one.
+  examples::Attention<tj::bf16> attn(dev);
+  for (int round = 0; round < 2; ++round)
+    for (bool causal : {true, false}) {
+      forward_case<tj::bf16>(dev, 2, 16, 8, 640, 64, causal, 2e-2, Schedule::persistent, &attn);
+      forward_case<tj::bf16>(dev, 1, 4, 1, 300, 64, causal, 2e-2, Schedule::persistent, &attn);
+      forward_case<tj::bf16>(dev, 1, 8, 2, 1024, 64, causal, 2e-2, Schedule::persistent, &attn);
+    }
 }

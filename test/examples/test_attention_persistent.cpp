@@ -1,6 +1,6 @@
 // The persistent Hopper forward (examples/attention/flash_fwd_persistent.hpp):
-// its item order (every (query block, head) once; causal heaviest first within
-// sections of heads), the interpreter against f64 (ragged S, causal and full,
+// its schedule table (every (query block, head) once, balanced; causal heaviest
+// first within equal sections of heads), the interpreter against f64 (ragged S, causal and full,
 // D 64 and 96, GQA, more items than programs and more programs than items),
 // the sm_90a code (the item loop's Q and last-V blocks copied once per item by
 // the producer, released after their last reader; no spills at D 64 / 96 / 128)
@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstring>
 #include <regex>
+#include <algorithm>
 #include <set>
 #include <string>
 #include <vector>
@@ -34,9 +35,6 @@ template <int BM, int BN, int HD, bool C, class T>
 using Persistent = examples::FlashAttnFwdTmaPersistent<BM, BN, HD, C, T>;
 template <int BM, int BN, int HD, bool C, class T>
 using PersistentEvenN = examples::FlashAttnFwdTmaPersistent<BM, BN, HD, C, T, KeyMask::none>;
-/// Causal sections of 2 KV heads at S = 512 (4 at 256): K and V of 2 heads of [512, HD] elements each.
-template <int BM, int BN, int HD, bool C, class T>
-using PersistentSmallSections = examples::FlashAttnFwdTmaPersistent<BM, BN, HD, C, T, KeyMask::edge_blocks, 2 * 2 * 512 * HD>;
 
 /// Device buffers for the GPU, host pointers for the interpreter.
 template <class X>
@@ -49,7 +47,8 @@ X* on(const tj::Device& dev, std::vector<X>& host) {
 
 struct Case {
   int B = 1, Hq = 2, group = 1, S = 64;
-  int programs = 0;   // 0: fwd_persistent_grid with the device's SM count
+  int programs = 0;   // 0: the device's SM count (the library's table)
+  long long section_bytes = examples::kFwdSectionBytes;  // K and V bytes of a causal section
   int stages = 2;
   bool ws = false;
   double tol = 2e-2;
@@ -91,13 +90,16 @@ void check_persistent(const tj::Device& dev, const Case& c) {
   D dkd(dev, dk, dt, {rows_kv, HD}, {HD, 1}, {BN, HD});
   D dvd(dev, dv, dt, {rows_kv, HD}, {HD, 1}, {BN, HD});
   auto kern = tj::compile<Kernel<BM, BN, HD, CAUSAL, T>>(dev, {.num_warps = BM / 16, .num_stages = c.stages, .warp_specialize = c.ws});
-  const tj::Grid grid = c.programs > 0 ? tj::Grid{c.programs} : examples::fwd_persistent_grid(S, BH, BM, dev.num_sms());
-  CAPTURE(grid.x);
-  kern.launch(grid, dqd, dkd, dvd, dout, dl, S, c.group, static_cast<float>(scale * kLog2e));
+  auto table = examples::fwd_item_table({.seqlen = S, .heads_q = BH, .group = c.group, .head_dim = HD, .block_m = BM, .block_n = BN,
+                                         .elem_bytes = sizeof(T), .causal = CAUSAL,
+                                         .programs = c.programs > 0 ? c.programs : dev.num_sms(), .section_bytes = c.section_bytes});
+  std::int32_t* items = on(dev, table.data);
+  CAPTURE(table.programs);
+  kern.launch(table.grid(), dqd, dkd, dvd, dout, dl, items, S, c.group, static_cast<float>(scale * kLog2e));
   if (gpu) {
     dev.copy_to_host(o.data(), dout, o.size() * sizeof(T));
     dev.copy_to_host(lse.data(), dl, lse.size() * 4);
-    dev.free(dq), dev.free(dk), dev.free(dv), dev.free(dout), dev.free(dl);
+    dev.free(dq), dev.free(dk), dev.free(dv), dev.free(dout), dev.free(dl), dev.free(items);
   }
   auto head = [&](const std::vector<T>& x, int h) {
     std::vector<double> out(static_cast<std::size_t>(S) * HD);
@@ -123,19 +125,6 @@ void check_persistent(const tj::Device& dev, const Case& c) {
   }
 }
 
-/// Writes FwdItems' (block_m, head) of every item t into out[2t], out[2t + 1].
-template <bool CAUSAL, int L2_ELEMS>
-struct ItemOrder {
-  void operator()(tj::Ptr<std::int32_t> out, tj::Size rows, tj::Size S, tj::Size group) const {
-    const examples::FwdItems<64, 64, CAUSAL, bf, L2_ELEMS> items(rows, S, group);
-    tj::for_range(0, items.count, 1, [&](tj::Int t) {
-      const auto [m, h] = items.at(t);
-      tj::store(out + 2 * t, m);
-      tj::store(out + 2 * t + 1, h);
-    });
-  }
-};
-
 tj::codegen::Generated sm90(auto kernel, int warps, int stages, bool ws) {
   return tj::codegen::generate(tj::trace(decltype(kernel){}), {}, tj::codegen::target_for("sm_90a"),
                                {.num_warps = warps, .num_stages = stages, .warp_specialize = ws});
@@ -157,51 +146,102 @@ using testing::occurrences;
 
 }  // namespace
 
-TEST_CASE("attention_persistent_items_cover_every_block_once_heaviest_first") {
-  // Every (query block, head) exactly once; causal: within each section of heads (L2_ELEMS = 2 · 2 · 300 · 64:
-  // 2 KV heads' K and V at S = 300, more at smaller S), the query blocks run from the longest key range down,
-  // each across the section's heads; the last section may hold fewer heads. Full: head by head.
-  auto dev = tj::Device::interpreter();
-  for (auto [heads, S, group] : {std::tuple{5, 300, 1}, std::tuple{6, 300, 2}, std::tuple{6, 128, 2}, std::tuple{4, 64, 1}, std::tuple{3, 1, 1}}) {
-    CAPTURE(heads);
-    CAPTURE(S);
-    CAPTURE(group);
-    const int num_m = (S + 63) / 64, count = num_m * heads;
-    std::vector<std::int32_t> out(2 * static_cast<std::size_t>(count), -1);
-    auto run = [&]<class K>() {
-      std::fill(out.begin(), out.end(), -1);
-      tj::compile<K>(dev, {.num_warps = 1}).launch(tj::Grid{1}, out.data(), heads * S, S, group);
-    };
+TEST_CASE("attention_persistent_item_table_covers_every_block_once_balanced_heaviest_first") {
+  // Every (query block, head) exactly once over the programs; causal: the list runs in equal sections of whole
+  // groups (section_bytes = K and V of 2 KV heads at S = 300: sections of at most 2 · group query heads), each from
+  // the longest key range down, head by head at each block; full: head by head. Each program's items are in list
+  // order, and the assignment is greedy: no program's work (key blocks + 1 per item) exceeds the least-loaded
+  // program's by more than one item's.
+  for (auto [heads, S, group, programs] : {std::tuple{5, 300, 1, 3}, std::tuple{6, 300, 2, 4}, std::tuple{6, 128, 2, 2},
+                                           std::tuple{4, 64, 1, 7}, std::tuple{3, 1, 1, 2}, std::tuple{128, 4096, 1, 132},
+                                           std::tuple{10, 256, 2, 3}}) {
     for (bool causal : {false, true}) {
+      CAPTURE(heads);
+      CAPTURE(S);
+      CAPTURE(group);
+      CAPTURE(programs);
       CAPTURE(causal);
-      constexpr int kSmall = 2 * 2 * 300 * 64;  // K and V of 2 KV heads at S = 300
-      if (causal) run.template operator()<ItemOrder<true, kSmall>>();
-      else run.template operator()<ItemOrder<false, kSmall>>();
-      std::set<std::pair<int, int>> seen;
-      for (int t = 0; t < count; ++t) {
-        const int m = out[2 * static_cast<std::size_t>(t)], h = out[2 * static_cast<std::size_t>(t) + 1];
-        REQUIRE(m >= 0);
-        REQUIRE(m < num_m);
-        REQUIRE(h >= 0);
-        REQUIRE(h < heads);
-        seen.insert({m, h});
-        if (t == 0) continue;
-        const int pm = out[2 * static_cast<std::size_t>(t) - 2], ph = out[2 * static_cast<std::size_t>(t) - 1];
-        const int sec = std::max(kSmall / 2 / (S * 64), 1) * group;  // query heads per section
-        if (!causal) {
-          CHECK((h == ph ? m == pm + 1 : (h == ph + 1 && m == 0 && pm == num_m - 1)));
-        } else if (h / sec == ph / sec) {  // same section: next head at the same block, or the next lighter block
-          CHECK((m == pm ? h == ph + 1 : (m == pm - 1 && h == h / sec * sec)));
-        } else {  // a new section starts at its first head and the heaviest block
-          CHECK(h == ph + 1);
-          CHECK(h % sec == 0);
-          CHECK(m == num_m - 1);
-          CHECK(pm == 0);
+      const examples::FwdItemShape shape{.seqlen = S, .heads_q = heads, .group = group, .head_dim = 64, .block_m = 64, .block_n = 64,
+                                         .causal = causal, .programs = programs, .section_bytes = 2LL * 2 * 300 * 64 * 2};
+      const auto t = examples::fwd_item_table(shape);
+      const int num_m = (S + 63) / 64, count = num_m * heads;
+      REQUIRE(t.num_m == num_m);
+      REQUIRE(t.programs == std::min(count, programs));
+      REQUIRE(t.data.size() == static_cast<std::size_t>(t.programs + 1 + count));
+      CHECK(t.data[0] == 0);
+      CHECK(t.data[static_cast<std::size_t>(t.programs)] == count);
+      // The list position of an item, as the builder orders it.
+      const long long sec = causal ? t.heads_per_section : heads;
+      if (causal) {
+        const long long most = std::max(2LL * 2 * 300 * 64 * 2 / (2LL * S * 64 * 2), 1LL) * group;
+        CHECK(sec % group == 0);
+        CHECK(sec <= std::max<long long>(most, group));
+        CHECK((heads + sec - 1) / sec == (heads + most - 1) / most);  // as few sections as the bound allows
+      }
+      auto position = [&](int item) {
+        const long long m = item % num_m, h = item / num_m;
+        if (!causal) return static_cast<long long>(item);
+        const long long first = h / sec * sec, n = std::min<long long>(heads - first, sec);
+        return first * num_m + (num_m - 1 - m) * n + (h - first);
+      };
+      std::set<int> seen;
+      std::vector<long long> work(static_cast<std::size_t>(t.programs), 0);
+      long long heaviest = 0;
+      for (int p = 0; p < t.programs; ++p) {
+        CAPTURE(p);
+        REQUIRE(t.data[static_cast<std::size_t>(p)] <= t.data[static_cast<std::size_t>(p) + 1]);
+        long long prev = -1;
+        for (int j = t.data[static_cast<std::size_t>(p)]; j < t.data[static_cast<std::size_t>(p) + 1]; ++j) {
+          const int item = t.data[static_cast<std::size_t>(t.programs + 1 + j)];
+          REQUIRE(item >= 0);
+          REQUIRE(item < count);
+          CHECK(seen.insert(item).second);
+          CHECK(position(item) > prev);  // in list order
+          prev = position(item);
+          const long long m = item % num_m;
+          const long long blocks = ((causal ? std::min<long long>(S, (m + 1) * 64) : S) + 63) / 64 + 1;
+          CHECK(blocks - 1 == examples::FwdItemTable::key_blocks(shape, m));
+          work[static_cast<std::size_t>(p)] += blocks;
+          heaviest = std::max(heaviest, blocks);
         }
       }
       CHECK(seen.size() == static_cast<std::size_t>(count));
+      const auto [lo, hi] = std::minmax_element(work.begin(), work.end());
+      CHECK(*hi - *lo <= heaviest);
+      if (!causal) CHECK(*hi - *lo <= (S + 63) / 64 + 1);  // equal items: counts differ by at most one
     }
   }
+  // The paper case: B·H = 128, S = 4096, 132 programs, causal at D 64 / 96 / 128 — the busiest program within 1% of
+  // the average (round robin over the old list: 3% at D 64 / 128, 10% at D 96).
+  for (int d : {64, 96, 128}) {
+    CAPTURE(d);
+    const auto t = examples::fwd_item_table({.seqlen = 4096, .heads_q = 128, .head_dim = d, .causal = true, .programs = 132});
+    std::vector<long long> work(132, 0);
+    long long total = 0;
+    for (int p = 0; p < 132; ++p)
+      for (int j = t.data[static_cast<std::size_t>(p)]; j < t.data[static_cast<std::size_t>(p) + 1]; ++j) {
+        const long long w = (t.data[static_cast<std::size_t>(133 + j)] % 32) + 2;
+        work[static_cast<std::size_t>(p)] += w;
+        total += w;
+      }
+    CHECK(static_cast<double>(*std::max_element(work.begin(), work.end())) / (static_cast<double>(total) / 132) < 1.01);
+  }
+}
+
+TEST_CASE("attention_persistent_item_table_rejects_bad_shapes") {
+  auto bad = [](examples::FwdItemShape s, const char* text) {
+    CAPTURE(text);
+    try {
+      (void)examples::fwd_item_table(s);
+      FAIL("no error");
+    } catch (const tj::InvalidArgument& e) {
+      CHECK(std::string(e.what()).find(text) != std::string::npos);
+    }
+  };
+  bad({.seqlen = 0}, "seqlen = 0");
+  bad({.programs = 0}, "programs = 0");
+  bad({.heads_q = 6, .group = 4}, "heads_q = 6 is not a multiple of group = 4");
+  bad({.seqlen = 1LL << 30, .heads_q = 1LL << 20, .block_m = 1}, "at most 2^31 - 1");
 }
 
 TEST_CASE("attention_persistent_interpreter_matches_f64") {
@@ -219,8 +259,8 @@ TEST_CASE("attention_persistent_interpreter_matches_f64") {
   check_persistent<64, 64, 64, false, bf, PersistentEvenN>(dev, {.B = 1, .Hq = 2, .group = 2, .S = 128, .programs = 3});
   // The grid of the library: min(items, SMs) with the interpreter's "SMs" (its threads).
   check_persistent<64, 64, 128, true, bf>(dev, {.B = 2, .Hq = 2, .S = 150});
-  // Causal sections of 4 KV heads at S = 256: 10 query heads in sections of 8 and 2 (group 2).
-  check_persistent<64, 64, 64, true, bf, PersistentSmallSections>(dev, {.B = 1, .Hq = 10, .group = 2, .S = 256, .programs = 3});
+  // Causal sections of 4 KV heads at S = 256: 10 query heads in equal sections of 6 and 4 (group 2).
+  check_persistent<64, 64, 64, true, bf>(dev, {.B = 1, .Hq = 10, .group = 2, .S = 256, .programs = 3, .section_bytes = 4LL * 2 * 256 * 64 * 2});
 }
 
 TEST_CASE("attention_persistent_reads_no_v_row_of_another_head_when_s_is_a_multiple_of_block_n") {
@@ -377,8 +417,9 @@ TEST_CASE("attention_persistent_gpu_matches_f64") {
   // More programs than items, a single key.
   check_persistent<128, 128, 128, false, bf>(dev, with({.B = 1, .Hq = 2, .S = 200, .programs = 7}));
   check_persistent<128, 128, 64, true, bf>(dev, with({.B = 1, .Hq = 2, .S = 1, .programs = 2}));
-  // Causal sections of 2 KV heads: 10 query heads (group 2) in sections of 4, 4 and 2.
-  check_persistent<128, 128, 128, true, bf, PersistentSmallSections>(dev, with({.B = 1, .Hq = 10, .group = 2, .S = 512, .programs = 6}));
+  // Causal sections of 2 KV heads: 10 query heads (group 2) in sections of 4, 4 and 2 (whole groups).
+  check_persistent<128, 128, 128, true, bf>(dev, with({.B = 1, .Hq = 10, .group = 2, .S = 512, .programs = 6,
+                                                       .section_bytes = 2LL * 2 * 512 * 128 * 2}));
   // A NaN in the last V block of a KV head stays there (S a multiple of 128), full and causal.
   check_persistent<128, 128, 64, false, bf>(dev, with({.B = 2, .Hq = 4, .S = 512, .nan_v_head = 0}));
   check_persistent<128, 128, 128, true, bf>(dev, with({.B = 2, .Hq = 4, .group = 2, .S = 512, .programs = 5, .nan_v_head = 1}));
