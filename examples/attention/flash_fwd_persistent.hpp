@@ -149,8 +149,12 @@ struct FlashAttnFwdTmaPersistent {
                   tj::Ptr<float> lse, tj::Ptr<std::int32_t> items, tj::Size S, tj::Size group, tj::Scalar<float> scale_log2e) const {
     const tj::Int num_m = (S + (BLOCK_M - 1)) / BLOCK_M;
     const tj::Int list = tj::num_programs(0) + 1;  // the item list follows the programs' offsets
-    tj::for_range(tj::load(items + tj::program_id(0)), tj::load(items + tj::program_id(0) + 1), 1, [&](tj::Int j) {
-      const tj::Int item = tj::load(items + list + j);
+    const tj::Int begin = tj::load(items + tj::program_id(0)), end = tj::load(items + tj::program_id(0) + 1);
+    // Each item's entry is loaded one item ahead (carried): the load's latency hides behind an item's key loop
+    // instead of stalling the consumers at every item's start (measured 1-4% on the H200 without it).
+    const tj::Int first = tj::load(items + list + begin, begin < end, 0);
+    tj::for_range(begin, end, 1, first, [&](tj::Int j, tj::Int item) {
+      const tj::Int next = tj::load(items + list + j + 1, j + 1 < end, 0);
       const tj::Int block_m = item % num_m, bh = item / num_m;
       const FwdRows<BLOCK_M, HEAD_DIM, CAUSAL> p(S, group, block_m, bh);
       auto q_tile = p.load_q(q, S);  // one buffer, copied per item (before the item's first K block)
@@ -162,6 +166,7 @@ struct FlashAttnFwdTmaPersistent {
       // the next item's Q and first K / V copies are not held behind this item's last product.
       auto v_last = v.load(p.kv_row + (hi - 1) / BLOCK_N * BLOCK_N, 0);
       p.store(o, lse, S, m_i, l_i, tj::dot(p_last, v_last, acc));
+      return next;
     });
   }
 };

@@ -69,6 +69,13 @@ bool producer_scalar(const ir::Kernel& k, int id) {
   return true;
 }
 
+/// The value a loop_carry node takes for the next iteration (its loop_yield's operand), or -1.
+int carry_next(const ir::Kernel& k, int carry) {
+  for (const ir::Node& n : k.nodes)
+    if (n.op == ir::Op::loop_yield && n.args[0] == carry) return n.args[1];
+  return -1;
+}
+
 class Emitter {
  public:
   Emitter(const ir::Kernel& k, const ir::Specialization& spec, const Target& t, const Options& o)
@@ -877,6 +884,7 @@ class Emitter {
       if (x < 0 || need[static_cast<std::size_t>(x)]) continue;
       need[static_cast<std::size_t>(x)] = 1;
       for (int a : k_[x].args) todo.push_back(a);
+      if (k_[x].op == Op::loop_carry) todo.push_back(carry_next(k_, x));  // the producer repeats the recurrence
     }
     // In an enclosing loop's body, outside the pipelined loop: scalar arithmetic the producer repeats per outer
     // iteration. Not a load (the producer runs ahead of the consumers' stores), not a value carried by the outer loop
@@ -886,10 +894,11 @@ class Emitter {
       const int L = parent[id];
       if (!need[id] || L < 0 || !outer[static_cast<std::size_t>(L)] || pipe_of_loop_[id] >= 0) continue;  // (the pipelined loop's own induction variable)
       const Op op = k_.nodes[id].op;
-      if (!producer_scalar(k_, static_cast<int>(id)))
+      const bool carried_scalar = op == Op::loop_carry && !tile(static_cast<int>(id)) && k_.nodes[id].args[1] == L;
+      if (!carried_scalar && !producer_scalar(k_, static_cast<int>(id)))
         return no(fmt::format("%{} ({}) in loop %{} feeds a loop bound or a block coordinate of a nested pipelined loop and is "
-                              "not scalar arithmetic on loop %{}'s induction variable, loads of parameters the kernel never "
-                              "stores to, and values computed outside loops",
+                              "not scalar arithmetic on loop %{}'s induction variable, the scalars it carries, loads of "
+                              "parameters the kernel never stores to, and values computed outside loops",
                               id, ir::name(op), L, L));
     }
     for (std::size_t id = 0; id < need.size(); ++id) {
@@ -899,7 +908,8 @@ class Emitter {
       if (pipe_of_loop_[id] >= 0 || outer[id]) continue;  // a loop's induction variable: the producer walks that loop too
       const Op op = k_.nodes[id].op;
       if (L >= 0 && outer[static_cast<std::size_t>(L)]) {
-        outer_deps_.push_back(static_cast<int>(id));
+        if (op == Op::loop_carry) outer_carries_.push_back(static_cast<int>(id));  // declared before the producer's loop
+        else outer_deps_.push_back(static_cast<int>(id));
         continue;
       }
       if (tile(static_cast<int>(id)) || op == Op::loop_carry || op == Op::loop_result || op == Op::loop_begin || (L >= 0 && !in_pipe) ||
@@ -977,6 +987,8 @@ class Emitter {
       for (std::size_t q = i; q < j; ++q) line(fmt::format("unsigned tj_it{} = 0;  // across all of loop %{}", pipes_[q].loop, O));
       if (has_items(O)) line(fmt::format("unsigned tj_oit{} = 0;", O));
       const Node& ob = k_[O];
+      for (int c : outer_carries_)  // scalars the loop carries (a prefetched work item): the producer's own copy
+        if (k_[c].args[1] == O) line(fmt::format("{} s{} = {};  // carried by loop %{}", reg_type(k_[c].type), c, v(k_[c].args[0], 0), O));
       line(fmt::format("for (int s{0} = {1}; s{0} < {2}; s{0} += {3}) {{  // loop %{0}, as the consumers walk it", O, v(ob.args[0], 0),
                        v(ob.args[1], 0), v(ob.args[2], 0)));
       for (int d : outer_deps_)
@@ -994,6 +1006,10 @@ class Emitter {
         walk(pipes_[i]);
       }
       items_before(static_cast<int>(k_.nodes.size()));
+      for (int c : outer_carries_)  // every carry's next value first: the yields of one iteration happen together
+        if (k_[c].args[1] == O) line(fmt::format("{} const y{} = {};", reg_type(k_[c].type), c, v(carry_next(k_, c), 0)));
+      for (int c : outer_carries_)
+        if (k_[c].args[1] == O) line(fmt::format("s{0} = y{0};", c));
       if (has_items(O)) line(fmt::format("++tj_oit{};", O));
       line("}");
     }
@@ -2384,6 +2400,7 @@ class Emitter {
   int cluster_ = 1;                     // programs per cluster (decide_cluster)
   std::vector<int> producer_deps_;      // scalars the producer warp recomputes, in program order
   std::vector<int> outer_deps_;         // ... inside a loop that encloses a pipelined loop, per outer iteration (program order)
+  std::vector<int> outer_carries_;      // ... scalars that loop carries (init and next value producer scalars)
   std::vector<int> parent_;             // per node: its innermost enclosing loop_begin (-1: none)
   int pp_first_ = -1, pp_last_ = -1;    // the span of wgmma the warp groups take turns over
   bool in_turn_ = false;                // emitting between pp_first_'s turn barrier and pp_last_'s hand-over
@@ -2435,10 +2452,23 @@ std::vector<char> tma_loads(const ir::Kernel& k, const Target& t, const Options&
     const bool n_ok = et != DType::i8 || Nn % 16 == 0 || Nn == 8 || Nn == 24;
     return M == 16 * o.num_warps && M % 64 == 0 && layout::wgmma_legal_n(Nn) && layout::wgmma_padded_n(Nn) == Nn && n_ok;
   };
+  // A scalar the producer computes per iteration of loop L: values from before it, its induction variable, producer
+  // scalars in its body, and scalars it carries whose initial and next values are such (a recurrence: a carry met
+  // again while being checked counts as computable).
+  std::vector<char> visiting(N, 0);
   std::function<bool(int, int)> invariant_or_iv = [&](int x, int L) {
     if (x <= L) return true;  // defined before the loop, or its induction variable
     const Node& n = k.nodes[static_cast<std::size_t>(x)];
-    if (parent[static_cast<std::size_t>(x)] != L || !producer_scalar(k, x)) return false;
+    if (parent[static_cast<std::size_t>(x)] != L) return false;
+    if (n.op == Op::loop_carry && n.type.rank == 0 && n.args[1] == L) {
+      if (visiting[static_cast<std::size_t>(x)]) return true;
+      visiting[static_cast<std::size_t>(x)] = 1;
+      const int next = carry_next(k, x);
+      const bool ok = n.args[0] <= L && next >= 0 && invariant_or_iv(next, L);
+      visiting[static_cast<std::size_t>(x)] = 0;
+      return ok;
+    }
+    if (!producer_scalar(k, x)) return false;
     for (int a : n.args)
       if (a >= 0 && !invariant_or_iv(a, L)) return false;
     return true;

@@ -139,7 +139,7 @@ struct Nested {
 enum class TileLoop {
   two_inner,         // two pipelined loops in the tile loop (two rings, both walked per tile)
   split_range,       // the inner bounds from arithmetic on t (each tile a K range, split-K style)
-  carried_coord,     // refused: the row offset carried by the outer loop (a scalar loop_carry)
+  carried_coord,     // the row offset carried by the outer loop (a scalar loop_carry: the producer repeats it)
   tile_carry,        // refused: the row offset a reduction of a tile the outer loop carries
   loaded_tile,       // the tile index read from a table the kernel never writes (the producer loads it too)
   loaded_written,    // refused: the same, from a pointer the kernel also stores to
@@ -737,6 +737,11 @@ TEST_CASE("warp_specialize_edges_persistent_tile_loops_taken") {
   const auto table = check_ws<Persistent<128, 64, TileLoop::loaded_tile>>(8, 2, false, "persistent_loaded_tile");
   CHECK(table.applied);
   CHECK(table.producer.find("arg5") != std::string::npos);
+  // A row offset the tile loop carries (a scalar recurrence): the producer keeps its own copy, initialised before
+  // its loop and advanced at the end of each iteration, as the consumers do.
+  const auto carried = check_ws<Persistent<128, 64, TileLoop::carried_coord>>(8, 2, false, "persistent_carried_coord");
+  CHECK(carried.applied);
+  CHECK(std::regex_search(carried.producer, std::regex(R"(int (s\d+) = s\d+;  // carried by loop %\d+\n(.|\n)*int const y\d+ = s\d+;\n *\1 = y)")));
   // Inner bounds from arithmetic on the tile index (each tile its own K range).
   const auto split = check_ws<Persistent<128, 64, TileLoop::split_range>>(8, 2, false, "persistent_split_range");
   CHECK(split.applied);
@@ -766,14 +771,12 @@ TEST_CASE("warp_specialize_edges_persistent_tile_loops_refused") {
     const auto g = gen<K>("sm_90a", o);
     CHECK(has_diag(g, why));
   };
-  refused(Persistent<128, 64, TileLoop::carried_coord>{}, "persistent_carried_coord",
-          "(loop_carry) in loop %");
-  refused(Persistent<128, 64, TileLoop::tile_carry>{}, "persistent_tile_carry", "(reduce_sum) in loop %");
+  refused(Persistent<128, 64, TileLoop::tile_carry>{}, "persistent_tile_carry", "(add) in loop %");
   refused(Persistent<128, 64, TileLoop::loaded_written>{}, "persistent_loaded_written", "(load) in loop %");
   refused(Persistent<128, 64, TileLoop::doubly_nested>{}, "persistent_doubly_nested", "itself nested in loop %");
   refused(Persistent<128, 64, TileLoop::bound_from_reduce>{}, "persistent_bound_from_reduce",
           "feeds a loop bound or a block coordinate and is not a scalar computed outside loops");
-  CHECK(has_diag(gen<Persistent<128, 64, TileLoop::carried_coord>>("sm_90a", o),
+  CHECK(has_diag(gen<Persistent<128, 64, TileLoop::tile_carry>>("sm_90a", o),
                  "feeds a loop bound or a block coordinate of a nested pipelined loop and is not scalar arithmetic"));
 }
 
