@@ -65,10 +65,11 @@ class Attention {
   enum class FwdSchedule { automatic, per_item, persistent };
   void set_forward_schedule(FwdSchedule s) { schedule_ = s; }
   FwdSchedule forward_schedule() const { return schedule_; }
-  /// What `automatic` runs: the schedule measured faster on the H200 (docs/perf.md, v0.9, with P carried packed):
-  /// persistent at D = 64 (+5–7%) and for full attention at D = 128 (+1–5%); one program per item at D = 96 and for
-  /// causal D = 128, where the persistent kernel was 1–6% slower.
-  static constexpr bool persistent_by_default(int head_dim, bool causal) { return head_dim == 64 || (head_dim == 128 && !causal); }
+  /// What `automatic` runs: the schedule measured faster on the H200 (docs/perf.md, v0.10): persistent for causal
+  /// attention (its schedule table balances the programs: +12% / +3% / +3% over one program per item at D = 64 / 96 /
+  /// 128) and for full attention at D = 64 and 128; one program per item for full D = 96 (persistent measured 1%
+  /// slower).
+  static constexpr bool persistent_by_default(int head_dim, bool causal) { return head_dim <= 128 && (causal || head_dim != 96); }
 
   /// The common rules (see the file comment). `min_seqlen` is 0 for varlen (max_seqlen 0: every sequence empty).
   static void check(const AttnShape& s, long long min_seqlen = 1) {
