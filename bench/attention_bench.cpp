@@ -145,10 +145,11 @@ void BM_FlashFwdTma(benchmark::State& st) {
 /// the library would run it: its schedule table for min(items, SMs) programs. MASK: edge_blocks or none (EvenN);
 /// SECTION_MIB: the table's causal section size in MiB of K and V (0: the default, 32 MiB). DK > D: head dim D run
 /// by the DK kernel on zero-padded heads (TFLOP/s counts D).
-template <int D, bool CAUSAL, examples::KeyMask MASK = examples::KeyMask::edge_blocks, int SECTION_MIB = 0, int DK = D>
+/// BM: query rows per item (192: three consumer warp groups, num_warps = 12).
+template <int D, bool CAUSAL, examples::KeyMask MASK = examples::KeyMask::edge_blocks, int SECTION_MIB = 0, int DK = D, int BM = 128>
 void BM_FlashFwdPersistent(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
-  constexpr int BM = 128, BN = 128;
+  constexpr int BN = 128;
   const FwdData<D, DK> x;
   constexpr int B = FwdData<D, DK>::B, H = FwdData<D, DK>::H, S = FwdData<D, DK>::S;
   using Desc = tj::TensorDescriptor;
@@ -157,7 +158,7 @@ void BM_FlashFwdPersistent(benchmark::State& st) {
   const Desc dk(gpu(), x.k, tj::DType::bf16, {rows, DK}, {DK, 1}, {BN, DK});
   const Desc dv(gpu(), x.v, tj::DType::bf16, {rows, DK}, {DK, 1}, {BN, DK});
   using K = examples::FlashAttnFwdTmaPersistent<BM, BN, DK, CAUSAL, tj::bf16, MASK>;
-  auto kern = tj::compile<K>(gpu(), {.num_warps = 8, .num_stages = 2, .warp_specialize = true});
+  auto kern = tj::compile<K>(gpu(), {.num_warps = BM / 16, .num_stages = 2, .warp_specialize = true});
   const auto table = examples::fwd_item_table({.seqlen = S, .heads_q = B * H, .head_dim = DK, .block_m = BM, .block_n = BN,
                                                .causal = CAUSAL, .programs = gpu().num_sms(),
                                                .section_bytes = SECTION_MIB > 0 ? (SECTION_MIB * 1LL) << 20 : examples::kFwdSectionBytes});
@@ -167,7 +168,7 @@ void BM_FlashFwdPersistent(benchmark::State& st) {
   const float scale = static_cast<float>(1.4426950408889634 / std::sqrt(double(D)));
   time_tflops(st, [&] { kern.launch(table.grid(), dq, dk, dv, x.o, x.lse, items, S, 1, scale); }, x.flops(CAUSAL));
   gpu().free(items);
-  st.SetLabel(fmt::format("128x128 stages 2, producer warp, {} programs", table.programs));
+  st.SetLabel(fmt::format("{}x128 stages 2, producer warp, {} programs", BM, table.programs));
 }
 
 /// Inputs of a backward run: random q, k, v, dO (B=4, H=32, S=4096, bf16), O and LSE from the forward, and
@@ -457,6 +458,11 @@ TJ_PERSISTENT(64, true, "causal", "SecAll", examples::KeyMask::edge_blocks, 1 <<
 TJ_PERSISTENT(128, true, "causal", "SecAll", examples::KeyMask::edge_blocks, 1 << 30);
 TJ_PERSISTENT(96, false, "full", "Padded", examples::KeyMask::edge_blocks, 0, 128);
 TJ_PERSISTENT(96, true, "causal", "Padded", examples::KeyMask::edge_blocks, 0, 128);
+// 192-row items: three consumer warp groups (num_warps = 12, a radix-3 warp digit), FlashAttention-3's D = 64 tile.
+BENCHMARK(BM_FlashFwdPersistent<64, false, examples::KeyMask::none, 0, 64, 192>)->Name("BM_FlashFwdPersistentEvenN/D64/full/192x128/2")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdPersistent<64, true, examples::KeyMask::edge_blocks, 0, 64, 192>)->Name("BM_FlashFwdPersistent/D64/causal/192x128/2")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdPersistent<96, false, examples::KeyMask::none, 0, 96, 192>)->Name("BM_FlashFwdPersistentEvenN/D96/full/192x128/2")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdPersistent<96, true, examples::KeyMask::edge_blocks, 0, 96, 192>)->Name("BM_FlashFwdPersistent/D96/causal/192x128/2")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttnBackward<64, false>)->Name("BM_AttnBackward/D64/full")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttnBackward<64, true>)->Name("BM_AttnBackward/D64/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttnBackward<128, false>)->Name("BM_AttnBackward/D128/full")->UseManualTime()->Unit(benchmark::kMillisecond);

@@ -31,7 +31,6 @@ namespace {
 using ir::Node;
 using ir::Op;
 
-bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 /// `bytes` rounded up to 1024: shared-memory regions start 1024-byte aligned (the 128-byte swizzle's period).
 int align_1k(int bytes) { return (bytes + 1023) / 1024 * 1024; }
 
@@ -1082,9 +1081,14 @@ class Emitter {
       while (j < digits.size()) {
         int img = digits[j].image[dim];
         if (img == 0) { ++j; continue; }
+        if (digits[j].radix != 2) {  // (additive: distributed_from refuses other mixes) e.g. 12 warps = 2·2·3
+          terms.push_back(fmt::format("(({} / {}) % {}) * {}", var, digits[j].stride, digits[j].radix, img));
+          ++j;
+          continue;
+        }
         std::size_t e = j + 1;
         if (d_.additive)
-          while (e < digits.size() && digits[e].image[dim] == img * (1 << (e - j)) &&
+          while (e < digits.size() && digits[e].radix == 2 && digits[e].image[dim] == img * (1 << (e - j)) &&
                  digits[e].stride == digits[j].stride * (1 << (e - j)))
             ++e;
         int bits = static_cast<int>(e - j);
@@ -1123,13 +1127,19 @@ class Emitter {
   std::string owner_predicate(const ir::TileLayout& t) const {
     if (t.scalar) return "tj_tid == 0";
     int lm = 0, wm = 0;
-    for (const auto& g : D(t).lane) if (digit_hidden(g, t)) lm |= g.stride * (g.radix - 1);
-    for (const auto& g : D(t).warp) if (digit_hidden(g, t)) wm |= g.stride * (g.radix - 1);
-    if (!lm && !wm) return "";
     std::vector<std::string> c;
+    for (const auto& g : D(t).lane) if (digit_hidden(g, t)) lm |= g.stride * (g.radix - 1);
+    for (const auto& g : D(t).warp)
+      if (digit_hidden(g, t)) {
+        if (g.radix == 2) wm |= g.stride;
+        else c.push_back(fmt::format("(tj_warp / {}) % {} == 0", g.stride, g.radix));  // a radix-3 warp digit (12 warps)
+      }
     if (lm) c.push_back(fmt::format("(tj_lane & {}) == 0", lm));
     if (wm) c.push_back(fmt::format("(tj_warp & {}) == 0", wm));
-    return c.size() == 1 ? c[0] : c[0] + " && " + c[1];
+    if (c.empty()) return "";
+    std::string out = c[0];
+    for (std::size_t i = 1; i < c.size(); ++i) out += " && " + c[i];
+    return out;
   }
   std::string coord(const ir::TileLayout& t, int r, int tile_dim) const {
     const int pd = t.dim_of[static_cast<std::size_t>(tile_dim)];
@@ -2338,7 +2348,13 @@ class Emitter {
     // 3. warps: through shared memory, every thread folding the same warps in the same order.
     std::vector<int> warp_red;
     for (const auto& g : d_.warp)
-      if (reduces(g)) warp_red.push_back(g.stride);
+      if (reduces(g)) {
+        if (g.radix != 2)
+          throw Unsupported(fmt::format("reduce %{}: a reduction across a radix-{} warp digit (num_warps = {}) is not lowered yet; "
+                                        "reduce along a dim the warps do not split, or use a power-of-two num_warps",
+                                        id, g.radix, o_.num_warps));
+        warp_red.push_back(g.stride);
+      }
     if (!warp_red.empty()) {
       const int slots = static_cast<int>(canon.size()) * threads_;
       smem_bytes_ = std::max(smem_bytes_, slots * static_cast<int>(sizeof(float) * (ty == "long long" || ty == "double" ? 2 : 1)));
@@ -2593,8 +2609,9 @@ Target target_for(const std::string& arch) {
 
 Generated generate(const ir::Kernel& k, const ir::Specialization& spec, const Target& t, const Options& o) {
   ir::verify(k);
-  if (!is_pow2(o.num_warps) || o.num_warps > 32)
-    throw InvalidArgument(fmt::format("num_warps = {}: must be a power of two in [1, 32]", o.num_warps));
+  if (!valid_num_warps(o.num_warps))
+    throw InvalidArgument(fmt::format("num_warps = {}: must be a power of two in [1, 32], or whole warp groups (a multiple of 4) "
+                                      "of 12, 20, 24 or 28 warps", o.num_warps));
   if (o.num_warps * t.warp_size > 1024)
     throw InvalidArgument(fmt::format("num_warps = {} with {} lanes per warp gives {} threads: at most 1024 per program",
                                       o.num_warps, t.warp_size, o.num_warps * t.warp_size));

@@ -21,6 +21,10 @@ int largest_pow2_dividing(int n, int cap) {
   return p;
 }
 
+/// The largest divisor of `room` that also divides n (room a 7-smooth warp count: 12 warps over an extent of 96
+/// take all 12, over 64 take 4).
+int largest_common_divisor(int n, int room) { return std::gcd(n, room); }
+
 /// Union-find over node ids (rank-1 values that must share a dim).
 struct Classes {
   std::vector<int> parent;
@@ -133,7 +137,7 @@ layout::LinearLayout blocked_parent(int rank, std::array<int, kMaxRank> shape, i
   for (int i = 0; i < rank; ++i) {
     const int d = order[static_cast<std::size_t>(i)];
     const int e = shape[static_cast<std::size_t>(d)] / (d == minor ? spt : 1) / lanes[static_cast<std::size_t>(d)];
-    warps[static_cast<std::size_t>(d)] = largest_pow2_dividing(e, warp_room);
+    warps[static_cast<std::size_t>(d)] = largest_common_divisor(e, warp_room);
     warp_room /= warps[static_cast<std::size_t>(d)];
     regs[static_cast<std::size_t>(d)] = e / warps[static_cast<std::size_t>(d)];
   }
@@ -174,7 +178,8 @@ layout::LinearLayout blocked_parent(int rank, std::array<int, kMaxRank> shape, i
 std::array<int, 2> mma_warps(int m, int n, int num_warps, int node) {
   std::array<int, 2> best{0, 0};
   long best_cost = 0;
-  for (int wm = num_warps; wm >= 1; wm /= 2) {
+  for (int wm = num_warps; wm >= 1; --wm) {
+    if (num_warps % wm != 0) continue;
     const int wn = num_warps / wm;
     if (m % (16 * wm) != 0 || n % (8 * wn) != 0) continue;
     const long cost = m / wm + n / wn;
@@ -197,7 +202,8 @@ std::pair<int, std::array<int, 2>> mfma_plan(int m, int n, int num_warps, int no
   for (int r : {32, 16}) {
     std::array<int, 2> best{0, 0};
     long best_cost = 0;
-    for (int wm = num_warps; wm >= 1; wm /= 2) {
+    for (int wm = num_warps; wm >= 1; --wm) {
+      if (num_warps % wm != 0) continue;
       const int wn = num_warps / wm;
       if (m % (r * wm) != 0 || n % (r * wn) != 0) continue;
       const long cost = m / wm + n / wn;

@@ -255,6 +255,8 @@ TEST_CASE("attention_persistent_interpreter_matches_f64") {
   // More programs than items (programs with no item), and a single key.
   check_persistent<64, 64, 64, true, bf>(dev, {.B = 1, .Hq = 2, .S = 64, .programs = 5});
   check_persistent<64, 64, 64, true, bf>(dev, {.B = 1, .Hq = 1, .S = 1, .programs = 2});
+  // 192-row items over 12 warps (three warp groups; the interpreter runs the IR, the layouts are the GPU case's).
+  check_persistent<192, 128, 64, true, bf>(dev, {.B = 1, .Hq = 2, .S = 300, .programs = 2});
   // No key masked (S a multiple of BLOCK_N, full attention).
   check_persistent<64, 64, 64, false, bf, PersistentEvenN>(dev, {.B = 1, .Hq = 2, .group = 2, .S = 128, .programs = 3});
   // The grid of the library: min(items, SMs) with the interpreter's "SMs" (its threads).
@@ -420,6 +422,11 @@ TEST_CASE("attention_persistent_gpu_matches_f64") {
   // Causal sections of 2 KV heads: 10 query heads (group 2) in sections of 4, 4 and 2 (whole groups).
   check_persistent<128, 128, 128, true, bf>(dev, with({.B = 1, .Hq = 10, .group = 2, .S = 512, .programs = 6,
                                                        .section_bytes = 2LL * 2 * 512 * 128 * 2}));
+  // 192-row items: three consumer warp groups (num_warps = 12: the warp digits 2·2·3), D = 64 and 96, ragged S.
+  check_persistent<192, 128, 64, true, bf>(dev, with({.B = 2, .Hq = 8, .group = 2, .S = 700}));
+  check_persistent<192, 128, 64, false, bf>(dev, with({.B = 2, .Hq = 8, .S = 640 - 5}));
+  check_persistent<192, 128, 64, false, bf, PersistentEvenN>(dev, with({.B = 2, .Hq = 4, .S = 768}));
+  check_persistent<192, 128, 96, true, bf>(dev, with({.B = 1, .Hq = 8, .group = 4, .S = 1000}));
   // A NaN in the last V block of a KV head stays there (S a multiple of 128), full and causal.
   check_persistent<128, 128, 64, false, bf>(dev, with({.B = 2, .Hq = 4, .S = 512, .nan_v_head = 0}));
   check_persistent<128, 128, 128, true, bf>(dev, with({.B = 2, .Hq = 4, .group = 2, .S = 512, .programs = 5, .nan_v_head = 1}));

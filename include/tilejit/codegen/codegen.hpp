@@ -27,8 +27,17 @@ struct Target {
 /// Throws InvalidArgument for an arch that is neither "sm_NN[a]" nor "gfxNNN".
 Target target_for(const std::string& arch);
 
+/// The warp counts a program may have: a power of two in [1, 32], or whole warp groups of a 7-smooth count
+/// (12, 20, 24, 28): the warp digits of a layout are then mixed-radix (12 = 2·2·3), e.g. three consumer warp
+/// groups of 64 rows for a 192-row wgmma tile (FlashAttention-3's D = 64 forward).
+constexpr bool valid_num_warps(int n) {
+  if (n < 1 || n > 32) return false;
+  if ((n & (n - 1)) == 0) return true;
+  return n % 4 == 0 && (n == 12 || n == 20 || n == 24 || n == 28);
+}
+
 struct Options {
-  int num_warps = 4;            // power of two, 1..32
+  int num_warps = 4;            // valid_num_warps: a power of two in 1..32, or 12, 20, 24, 28
   bool rematerialize = true;    // clone cheap index chains instead of converting them (ir/remat.hpp)
   int num_stages = 3;           // TMA pipeline depth (sm_90a), 1..8
   /// sm_90a: one extra producer warp group (setmaxnreg down to 24 registers;

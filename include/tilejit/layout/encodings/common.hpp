@@ -75,9 +75,9 @@ constexpr void require_2d(const char* who, const DimValues& shape, const DimValu
                                    << shape.rank << " and " << warps.rank << ")");
   }
   for (int d = 0; d < 2; ++d) {
-    if (!is_pow2(warps[d])) {
+    if (warps[d] < 1 || !is_smooth(warps[d])) {  // 12 warps = 2·2·3: a mixed-radix warp digit
       throw_layout_error(Reason(who) << ": warps_per_cta[" << d << "] = " << warps[d]
-                                     << " is not a power of two");
+                                     << " is not a product of 2, 3, 5 and 7");
     }
   }
 }
