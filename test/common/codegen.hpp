@@ -27,17 +27,26 @@ inline tilejit::ir::Specialization all_div16(const tilejit::ir::Kernel& k) {
   return s;
 }
 
-/// NVRTC's result for `src` (named `name` in its log) on sm_90a with `options`; nullopt when NVRTC is absent.
-inline std::optional<tilejit::runtime::JitResult> compile_sm90a(const std::string& src, const std::string& name,
-                                                                std::vector<std::string> options = {}) {
+/// NVRTC's result for `src` (named `name` in its log) on `arch` with `options`; nullopt when NVRTC is absent.
+inline std::optional<tilejit::runtime::JitResult> compile_for(const std::string& src, const std::string& arch, const std::string& name,
+                                                              std::vector<std::string> options = {}) {
   std::string why;
   if (!tilejit::runtime::compiler_available(tilejit::runtime::Compiler::nvrtc, &why)) return std::nullopt;
   tilejit::runtime::JitRequest req;
   req.source = src;
   req.name = name;
-  req.arch = "sm_90a";
+  req.arch = arch;
   req.options = std::move(options);
   return tilejit::runtime::compile(req);
+}
+inline std::optional<tilejit::runtime::JitResult> compile_sm90a(const std::string& src, const std::string& name,
+                                                                std::vector<std::string> options = {}) {
+  return compile_for(src, "sm_90a", name, std::move(options));
+}
+
+/// NVRTC compiles `src` (named `name` in its log) for `arch` to a non-empty binary; skipped when NVRTC is absent.
+inline void compiles_for(const std::string& src, const std::string& arch, const std::string& name) {
+  if (const auto res = compile_for(src, arch, name)) CHECK(!res->binary.bytes.empty());
 }
 
 /// NVRTC compiles `src` (named `name` in its log) for sm_90a to a non-empty binary; skipped when NVRTC is absent.

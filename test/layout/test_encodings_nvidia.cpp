@@ -196,7 +196,12 @@ TEST_CASE("encodings_mma_sync_rejects_what_does_not_fit") {
   CHECK_THROWS_AS((void)mma_sync_accumulator({24, 8}, {1, 1}), LayoutError);   // 24 % 16
   CHECK_THROWS_AS((void)mma_sync_accumulator({16, 8}, {2, 1}), LayoutError);   // 16 < 32
   CHECK_THROWS_AS((void)mma_sync_accumulator({16, 88}, {1, 1}), LayoutError);  // 11 reps
-  CHECK_THROWS_AS((void)mma_sync_accumulator({16, 24}, {1, 3}), LayoutError);  // 3 warps
+  CHECK_THROWS_WITH_AS((void)mma_sync_accumulator({16, 88}, {1, 11}), doctest::Contains("is not a product of 2, 3, 5 and 7"),
+                       LayoutError);                                                // 11 warps
+  // 3 warps along N: a radix-3 warp digit (codegen's num_warps = 12 uses the same), a bijection of 16 x 24.
+  const auto three = mma_sync_accumulator({16, 24}, {1, 3});
+  CHECK(three.in_size(three.in_dim_index(Name("warp"))) == 3);
+  CHECK(three.is_bijective());
   CHECK_THROWS_AS((void)mma_sync_operand_a({16, 8}, {1, 1}), LayoutError);     // K % 16
   CHECK_THROWS_AS((void)mma_sync_operand_b({16, 12}, {1, 1}), LayoutError);    // N % 8
   CHECK_THROWS_WITH_AS((void)mma_sync_accumulator({16, 88}, {1, 1}),
