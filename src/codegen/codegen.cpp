@@ -1081,7 +1081,9 @@ class Emitter {
       while (j < digits.size()) {
         int img = digits[j].image[dim];
         if (img == 0) { ++j; continue; }
-        if (digits[j].radix != 2) {  // (additive: distributed_from refuses other mixes) e.g. 12 warps = 2·2·3
+        if (digits[j].radix != 2 || !std::has_single_bit(static_cast<unsigned>(digits[j].stride))) {
+          // A digit of another radix, or one above it (12 warps = 2·2·3 in either order): no bit field of the index
+          // (additive: distributed_from refuses other mixes).
           terms.push_back(fmt::format("(({} / {}) % {}) * {}", var, digits[j].stride, digits[j].radix, img));
           ++j;
           continue;
@@ -1131,8 +1133,8 @@ class Emitter {
     for (const auto& g : D(t).lane) if (digit_hidden(g, t)) lm |= g.stride * (g.radix - 1);
     for (const auto& g : D(t).warp)
       if (digit_hidden(g, t)) {
-        if (g.radix == 2) wm |= g.stride;
-        else c.push_back(fmt::format("(tj_warp / {}) % {} == 0", g.stride, g.radix));  // a radix-3 warp digit (12 warps)
+        if (g.radix == 2 && std::has_single_bit(static_cast<unsigned>(g.stride))) wm |= g.stride;
+        else c.push_back(fmt::format("(tj_warp / {}) % {} == 0", g.stride, g.radix));  // 12 warps: mixed-radix digits
       }
     if (lm) c.push_back(fmt::format("(tj_lane & {}) == 0", lm));
     if (wm) c.push_back(fmt::format("(tj_warp & {}) == 0", wm));
@@ -2349,10 +2351,10 @@ class Emitter {
     std::vector<int> warp_red;
     for (const auto& g : d_.warp)
       if (reduces(g)) {
-        if (g.radix != 2)
-          throw Unsupported(fmt::format("reduce %{}: a reduction across a radix-{} warp digit (num_warps = {}) is not lowered yet; "
-                                        "reduce along a dim the warps do not split, or use a power-of-two num_warps",
-                                        id, g.radix, o_.num_warps));
+        if (g.radix != 2 || !std::has_single_bit(static_cast<unsigned>(g.stride)))
+          throw Unsupported(fmt::format("reduce %{}: a reduction across warps whose index is mixed-radix (a radix-{} warp digit of "
+                                        "stride {}, num_warps = {}) is not lowered yet; reduce along a dim the warps do not split, "
+                                        "or use a power-of-two num_warps", id, g.radix, g.stride, o_.num_warps));
         warp_red.push_back(g.stride);
       }
     if (!warp_red.empty()) {

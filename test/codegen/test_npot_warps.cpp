@@ -74,6 +74,14 @@ TEST_CASE("npot_warps_coordinates_and_owners") {
   const auto v = tj::codegen::generate(tj::trace(examples::VecAdd<64>{}), {}, tj::codegen::target_for("sm_80"), {.num_warps = 12});
   CHECK(v.source.find("(tj_warp / 4) % 3 == 0") != std::string::npos);
   testing::compiles_for(v.source, "sm_80", "vecadd64_w12.cu");
+  // [96] over 12 warps: 32 lanes x 3 warps hold it (the radix-3 digit first, stride 1), the radix-2 digits above it
+  // (strides 3 and 6: no bit field of tj_warp) are copies. (A bit mask there let warps 1 to 7 skip their stores: a
+  // GPU run found the unwritten elements.)
+  const auto w = tj::codegen::generate(tj::trace(examples::VecAdd<96>{}), {}, tj::codegen::target_for("sm_80"), {.num_warps = 12});
+  CHECK(w.source.find("((tj_warp / 1) % 3) * 32") != std::string::npos);
+  CHECK(w.source.find("(tj_warp / 3) % 2 == 0 && (tj_warp / 6) % 2 == 0") != std::string::npos);
+  CHECK(w.source.find("tj_warp & ") == std::string::npos);
+  testing::compiles_for(w.source, "sm_80", "vecadd96_w12.cu");
 }
 
 TEST_CASE("npot_warps_reduction_across_a_radix_3_digit_is_refused") {
