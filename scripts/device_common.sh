@@ -13,3 +13,19 @@ bench_rows() {
   timeout -k 5 120 "$2" --benchmark_filter="$3" --benchmark_min_time=0.1 > "$OUT/bench_$1.txt" 2>&1; echo "rc $?"
   grep -E "BM_|rror" "$OUT/bench_$1.txt" | sed 's/ \+/ /g' | cut -c1-130
 }
+# gpu_tests FILTER: tilejit_tests' cases matching FILTER (doctest -tc) into $OUT/tests.txt, with the summary printed.
+gpu_tests() {
+  echo "== GPU tests"
+  timeout -k 5 480 "$B/tilejit_tests" -tc="$1" > "$OUT/tests.txt" 2>&1; echo "rc $?"
+  grep -E "ERROR|test cases|assertions|CRASH|skipping" "$OUT/tests.txt" | head -30
+}
+# ab_rounds OLD_FILTER NEW_FILTER: the previous commit's attention_bench_old rows and this one's attention_bench rows,
+# alternated in two rounds (old1 new1, torch SDPA, old2 new2) so both see the same clocks.
+ab_rounds() {
+  bench_rows old1 "$B/attention_bench_old" "$1"
+  bench_rows new1 "$B/attention_bench" "$2"
+  echo "== torch SDPA, same call"
+  timeout -k 5 150 python3 bench/attention_baselines.py > "$OUT/torch.txt" 2>&1; head -14 "$OUT/torch.txt"
+  bench_rows old2 "$B/attention_bench_old" "$1"
+  bench_rows new2 "$B/attention_bench" "$2"
+}

@@ -2,7 +2,5 @@
 # v0.10, fifth call: every GPU test of the suite at the final code (the producer's scalar loads and carries, the
 # radix-3 warp coordinates, the schedule table), the 12- and 24-warp blocked kernels among them.
 . "$(dirname "$0")/device_common.sh" "$@"
-echo "== GPU tests"
-timeout -k 5 480 "$B/tilejit_tests" -tc='*gpu*' > "$OUT/tests.txt" 2>&1; echo "rc $?"
-grep -E "ERROR|test cases|assertions|CRASH" "$OUT/tests.txt" | head -30
+gpu_tests '*gpu*'
 grep -c "no GPU: skipping" "$OUT/tests.txt"

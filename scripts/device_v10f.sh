@@ -2,6 +2,4 @@
 # v0.10, sixth call: the 12- / 24-warp blocked kernels after the owner-predicate fix (mixed-radix warp digits
 # above a radix-3 one), and the persistent forward's GPU tests (192-row items included) again.
 . "$(dirname "$0")/device_common.sh" "$@"
-echo "== GPU tests"
-timeout -k 5 200 "$B/tilejit_tests" -tc='npot_warps*,attention_persistent_gpu*,producer_loads*gpu*' > "$OUT/tests.txt" 2>&1; echo "rc $?"
-grep -E "ERROR|test cases|assertions|CRASH|skipping" "$OUT/tests.txt" | head -20
+gpu_tests 'npot_warps*,attention_persistent_gpu*,producer_loads*gpu*'

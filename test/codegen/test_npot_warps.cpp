@@ -13,6 +13,7 @@
 #include "examples/attention/flash_fwd_persistent.hpp"
 #include "examples/vector_add.hpp"
 #include "test/common/codegen.hpp"
+#include "test/common/mirror.hpp"
 #include "test/common/random.hpp"
 #include "test/common/text.hpp"
 #include "tilejit/tilejit.hpp"
@@ -43,13 +44,6 @@ struct ColSums {
     tj::store(sums + tj::arange<C>(), tj::sum<0>(tj::load(x + offs)));
   }
 };
-
-template <class X>
-X* on(const tj::Device& dev, std::vector<X>& host) {
-  auto* p = static_cast<X*>(dev.alloc(host.size() * sizeof(X)));
-  dev.copy_to_device(p, host.data(), host.size() * sizeof(X));
-  return p;
-}
 
 }  // namespace
 
@@ -115,33 +109,34 @@ TEST_CASE("npot_warps_gpu_blocked_kernels_match_the_cpu") {
   CAPTURE(testing::fresh_seed());
   for (int warps : {12, 24}) {
     CAPTURE(warps);
-    // 1-D: a tile larger, smaller and ragged against the program (copies stored once).
+    // 1-D: a tile larger, smaller and ragged against the program (copies stored once), tiles of 96 and 64.
     for (int n : {1000, 50, 384}) {
       CAPTURE(n);
       auto x = testing::random_floats(static_cast<std::size_t>(n), -2, 2, 1), y = testing::random_floats(static_cast<std::size_t>(n), -2, 2, 2);
-      std::vector<float> out(x.size(), std::nanf(""));
-      float *dx = on(dev, x), *dy = on(dev, y), *dout = on(dev, out);
-      auto run = [&]<int B>() { tj::compile<examples::VecAdd<B>>(dev, {.num_warps = warps}).launch(tj::Grid{tj::cdiv(n, B)}, dx, dy, dout, n); };
+      auto run = [&]<int B>() {
+        CAPTURE(B);
+        std::vector<float> out(x.size(), std::nanf(""));
+        {
+          testing::Mirror m{dev, {}};
+          float *dx = m.up(x), *dy = m.up(y), *dout = m.up(out);
+          tj::compile<examples::VecAdd<B>>(dev, {.num_warps = warps}).launch(tj::Grid{tj::cdiv(n, B)}, dx, dy, dout, n);
+          m.down();
+        }
+        for (int i = 0; i < n; ++i) REQUIRE(out[static_cast<std::size_t>(i)] == x[static_cast<std::size_t>(i)] + y[static_cast<std::size_t>(i)]);
+      };
       run.template operator()<96>();
-      dev.copy_to_host(out.data(), dout, out.size() * 4);
-      for (int i = 0; i < n; ++i) REQUIRE(out[static_cast<std::size_t>(i)] == x[static_cast<std::size_t>(i)] + y[static_cast<std::size_t>(i)]);
       run.template operator()<64>();
-      std::fill(out.begin(), out.end(), std::nanf(""));
-      dev.copy_to_device(dout, out.data(), out.size() * 4);
-      run.template operator()<64>();
-      dev.copy_to_host(out.data(), dout, out.size() * 4);
-      for (int i = 0; i < n; ++i) REQUIRE(out[static_cast<std::size_t>(i)] == x[static_cast<std::size_t>(i)] + y[static_cast<std::size_t>(i)]);
-      dev.free(dx), dev.free(dy), dev.free(dout);
     }
     // 2-D: [96, 64] blocks, ragged rows, row sums.
     const int rows = 250;
     auto x = testing::random_floats(static_cast<std::size_t>(rows) * 64, -2, 2, 3);
     std::vector<float> y(x.size(), std::nanf("")), sums(static_cast<std::size_t>(rows), std::nanf(""));
-    float *dx = on(dev, x), *dy = on(dev, y), *ds = on(dev, sums);
-    tj::compile<RowSums<96, 64>>(dev, {.num_warps = warps}).launch(tj::Grid{tj::cdiv(rows, 96)}, dx, dy, ds, rows);
-    dev.copy_to_host(y.data(), dy, y.size() * 4);
-    dev.copy_to_host(sums.data(), ds, sums.size() * 4);
-    dev.free(dx), dev.free(dy), dev.free(ds);
+    {
+      testing::Mirror m{dev, {}};
+      float *dx = m.up(x), *dy = m.up(y), *ds = m.up(sums);
+      tj::compile<RowSums<96, 64>>(dev, {.num_warps = warps}).launch(tj::Grid{tj::cdiv(rows, 96)}, dx, dy, ds, rows);
+      m.down();
+    }
     for (std::size_t i = 0; i < x.size(); ++i) REQUIRE(y[i] == 2 * x[i]);
     for (int r = 0; r < rows; ++r) {
       double s = 0;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "test/common/codegen.hpp"
+#include "test/common/mirror.hpp"
 #include "test/common/random.hpp"
 #include "tilejit/tilejit.hpp"
 
@@ -35,14 +36,6 @@ struct BlockSparse {
   }
 };
 
-template <class X>
-X* on(const tj::Device& dev, std::vector<X>& host) {
-  if (dev.backend() == tj::Backend::interpreter) return host.data();
-  auto* p = static_cast<X*>(dev.alloc(host.size() * sizeof(X)));
-  dev.copy_to_device(p, host.data(), host.size() * sizeof(X));
-  return p;
-}
-
 /// M x N (ragged) over K = 8 blocks of 64; the table picks 6 of them, one twice, out of order.
 void check_block_sparse(const tj::Device& dev, const tj::CompileOptions& o) {
   constexpr int BM = 128, BN = 64, BK = 64, M = 200, N = 150, K = 512;
@@ -54,16 +47,16 @@ void check_block_sparse(const tj::Device& dev, const tj::CompileOptions& o) {
   auto b = testing::random_tensor<bf>(static_cast<std::size_t>(N) * K, 72, -2, 2);
   std::vector<std::int32_t> table{5, 1, 7, 1, 0, 3};
   std::vector<float> c(static_cast<std::size_t>(M) * N, std::nanf(""));
-  bf *da = on(dev, a), *db = on(dev, b);
-  float* dc = on(dev, c);
-  std::int32_t* dt = on(dev, table);
-  const tj::TensorDescriptor ad(dev, da, tj::DType::bf16, {M, K}, {K, 1}, {BM, BK});
-  const tj::TensorDescriptor bd(dev, db, tj::DType::bf16, {N, K}, {K, 1}, {BN, BK});
-  auto kern = tj::compile<BlockSparse<BM, BN, BK>>(dev, o);
-  kern.launch(tj::Grid{tj::cdiv(M, BM), tj::cdiv(N, BN)}, ad, bd, dc, dt, M, N, static_cast<int>(table.size()));
-  if (dev.backend() != tj::Backend::interpreter) {
-    dev.copy_to_host(c.data(), dc, c.size() * sizeof(float));
-    dev.free(da), dev.free(db), dev.free(dc), dev.free(dt);
+  {
+    testing::Mirror m{dev, {}};
+    bf *da = m.up(a), *db = m.up(b);
+    float* dc = m.up(c);
+    std::int32_t* dt = m.up(table);
+    const tj::TensorDescriptor ad(dev, da, tj::DType::bf16, {M, K}, {K, 1}, {BM, BK});
+    const tj::TensorDescriptor bd(dev, db, tj::DType::bf16, {N, K}, {K, 1}, {BN, BK});
+    auto kern = tj::compile<BlockSparse<BM, BN, BK>>(dev, o);
+    kern.launch(tj::Grid{tj::cdiv(M, BM), tj::cdiv(N, BN)}, ad, bd, dc, dt, M, N, static_cast<int>(table.size()));
+    m.down();
   }
   std::vector<double> ref(c.size(), 0.0);
   for (int m = 0; m < M; ++m)
