@@ -406,6 +406,27 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const s
         dot_warps[id] = mma_warps(e[0], e[1], num_warps, static_cast<int>(id));
       }
     }
+  // One accumulator layout per family: dots that share an accumulator (a loop's wgmma, then one more product of
+  // register operands too large to stage) must lower alike, or neither instruction finds its registers.
+  {
+    std::vector<int> first_wgmma(N, -1), first_other(N, -1);
+    for (std::size_t id = 0; id < N; ++id) {
+      if (k.nodes[id].op != Op::dot) continue;
+      const auto root = static_cast<std::size_t>(fam.find(static_cast<int>(id)));
+      int& slot = plan.dot_wgmma[id] ? first_wgmma[root] : first_other[root];
+      if (slot < 0) slot = static_cast<int>(id);
+      if (first_wgmma[root] >= 0 && first_other[root] >= 0) {
+        const int w = first_wgmma[root], o = first_other[root];
+        const auto& on = k.nodes[static_cast<std::size_t>(o)];
+        throw Unsupported(fmt::format(
+            "dot %{} and dot %{} share an accumulator, but dot %{} lowers to wgmma and dot %{} cannot ([{},{}] x K={} with "
+            "operands in registers: staging them for wgmma needs {} bytes of shared memory, over 48 KiB; register A needs B "
+            "as a TMA block): load dot %{}'s B operand (or both) through a descriptor, so wgmma reads it in place",
+            w, o, w, o, on.type.shape[0], on.type.shape[1], k.nodes[static_cast<std::size_t>(on.args[0])].type.shape[1],
+            2L * (on.type.shape[0] + on.type.shape[1]) * k.nodes[static_cast<std::size_t>(on.args[0])].type.shape[1] + 1024, o));
+      }
+    }
+  }
   auto operand_layout_of = [&](int dot, int which) {
     const Node& n = k.nodes[static_cast<std::size_t>(dot)];
     const Type& ta = k.nodes[static_cast<std::size_t>(n.args[0])].type;
