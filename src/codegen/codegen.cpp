@@ -2473,12 +2473,18 @@ std::vector<char> tma_loads(const ir::Kernel& k, const Target& t, const Options&
   // A scalar the producer computes per iteration of loop L: values from before it, its induction variable, producer
   // scalars in its body, and scalars it carries whose initial and next values are such (a recurrence: a carry met
   // again while being checked counts as computable).
+  // Carries only for a loop whose blocks are copied once per iteration at the point of the load (one that encloses a
+  // loop with blocks of its own, plan_pipes' ItemBlock): a ring issues an iteration's copies ahead of time from the
+  // induction variable alone, while a carry holds the current iteration's value (the prologue and every refill would
+  // copy the wrong block).
+  bool carries_ok = true;
   std::vector<char> visiting(N, 0);
   std::function<bool(int, int)> invariant_or_iv = [&](int x, int L) {
     if (x <= L) return true;  // defined before the loop, or its induction variable
     const Node& n = k.nodes[static_cast<std::size_t>(x)];
     if (parent[static_cast<std::size_t>(x)] != L) return false;
     if (n.op == Op::loop_carry && n.type.rank == 0 && n.args[1] == L) {
+      if (!carries_ok) return false;
       if (visiting[static_cast<std::size_t>(x)]) return true;
       visiting[static_cast<std::size_t>(x)] = 1;
       const int next = carry_next(k, x);
@@ -2526,6 +2532,22 @@ std::vector<char> tma_loads(const ir::Kernel& k, const Target& t, const Options&
   };
   for (bool changed = true; changed;) {
     changed = false;
+    // A block whose coordinates need a scalar its loop carries stays only while that loop encloses a loop with kept
+    // blocks (else plan_pipes makes it a ring of that loop).
+    std::vector<char> encloses(N, 0);
+    for (std::size_t x = 0; x < N; ++x)
+      if (kept(static_cast<int>(x)) && parent[x] >= 0 && parent[static_cast<std::size_t>(parent[x])] >= 0)
+        encloses[static_cast<std::size_t>(parent[static_cast<std::size_t>(parent[x])])] = 1;
+    carries_ok = false;
+    for (std::size_t x = 0; x < N; ++x) {
+      const int L = parent[x];
+      if (!keep[x] || L < 0 || encloses[static_cast<std::size_t>(L)]) continue;
+      if (!invariant_or_iv(k.nodes[x].args[1], L) || !invariant_or_iv(k.nodes[x].args[2], L)) {
+        keep[x] = 0;
+        changed = true;
+      }
+    }
+    carries_ok = true;
     for (std::size_t x = 0; x < N; ++x) {
       if (!keep[x]) continue;
       bool ok = true;

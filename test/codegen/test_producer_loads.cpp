@@ -36,6 +36,32 @@ struct BlockSparse {
   }
 };
 
+/// C = A·Bᵀ with the K offset carried by the K loop (off += BK each iteration) instead of computed from its
+/// induction variable. INNER: the K loop also runs a nested loop whose descriptor block is no wgmma operand (a plain
+/// masked load, so the K loop stays a ring of its own).
+template <int BM, int BN, bool INNER = false, int BK = 64>
+struct CarriedOffset {
+  void operator()(tj::Desc<bf, BM, BK> a, tj::Desc<bf, BN, BK> b, tj::Desc<bf, 64, 64> e, tj::Ptr<float> c, tj::Ptr<float> d,
+                  tj::Size N, tj::Size K) const {
+    const tj::Int m0 = tj::program_id(0) * BM, n0 = tj::program_id(1) * BN;
+    auto [acc, off] = tj::for_range(0, K, BK, std::tuple{tj::zeros<float, BM, BN>(), tj::scalar<std::int32_t>(0)},
+                                    [&](tj::Int k0, auto acc, auto off) {
+                                      if constexpr (INNER)
+                                        tj::for_range(0, 2, 1, [&](tj::Int j) {
+                                          auto r = tj::arange<64>();
+                                          tj::store(d + tj::expand_dims<1>(r) * 64 + tj::expand_dims<0>(r),
+                                                    tj::cast<float>(e.load(j * 64 + k0, 0)));
+                                        });
+                                      return std::tuple{tj::dot(a.load(m0, off), tj::trans(b.load(n0, off)), acc), off + BK};
+                                    });
+    (void)off;
+    auto rm = m0 + tj::arange<BM>();
+    auto rn = n0 + tj::arange<BN>();
+    tj::store(c + tj::expand_dims<1>(rm) * N + tj::expand_dims<0>(rn), acc,
+              tj::expand_dims<1>(rm < N) & tj::expand_dims<0>(rn < N));
+  }
+};
+
 /// M x N (ragged) over K = 8 blocks of 64; the table picks 6 of them, one twice, out of order.
 void check_block_sparse(const tj::Device& dev, const tj::CompileOptions& o) {
   constexpr int BM = 128, BN = 64, BK = 64, M = 200, N = 150, K = 512;
@@ -101,4 +127,24 @@ TEST_CASE("producer_loads_block_sparse_gemm_gpu_matches_f64") {
   }
   for (const int stages : {2, 3})
     for (const bool ws : {false, true}) check_block_sparse(dev, {.num_warps = 8, .num_stages = stages, .warp_specialize = ws});
+}
+
+TEST_CASE("producer_loads_a_coordinate_the_pipelined_loop_carries_is_not_copied_ahead") {
+  // A TMA ring issues the copies of iteration i + stages - 1 at iteration i (and the first stages - 1 before the
+  // loop) from the induction variable alone; a scalar the loop carries holds iteration i's value there, so those
+  // copies would read the wrong K blocks (every prologue copy the initial offset). Blocks at such coordinates stay
+  // plain loads, with or without a producer warp group; a loop over work items (whose own blocks are copied once
+  // per iteration, where the program loads them) may still carry them (test_attention_persistent.cpp).
+  for (const bool inner : {false, true})
+    for (const bool ws : {false, true}) {
+      CAPTURE(inner);
+      CAPTURE(ws);
+      const auto g = inner ? tj::codegen::generate(tj::trace(CarriedOffset<128, 64, true>{}), {}, tj::codegen::target_for("sm_90a"),
+                                                   {.num_warps = 8, .num_stages = 3, .warp_specialize = ws})
+                           : tj::codegen::generate(tj::trace(CarriedOffset<128, 64, false>{}), {}, tj::codegen::target_for("sm_90a"),
+                                                   {.num_warps = 8, .num_stages = 3, .warp_specialize = ws});
+      CHECK(!testing::has_diagnostic(g, "TMA pipeline of"));
+      CHECK(g.source.find("coordinates of block %") == std::string::npos);
+      testing::compiles_for_sm90a(g.source, inner ? "carried_offset_inner.cu" : "carried_offset.cu");
+    }
 }
