@@ -49,7 +49,8 @@ int pointer_param(const ir::Kernel& k, int id) {
 /// compute on its own from its operands: arithmetic (pointer offsets too), program ids, descriptor fields — and a scalar load from a
 /// pointer parameter no store of the kernel writes through (a schedule table, sequence offsets), so running ahead of
 /// the other threads cannot read a value before they write it. A store whose pointer has no single parameter makes
-/// every load unsafe.
+/// every load unsafe. Two pointer parameters aliasing one buffer are the caller's promise not to (as everywhere in
+/// the generated code: there is no alias analysis).
 bool producer_scalar(const ir::Kernel& k, int id) {
   const ir::Node& n = k[id];
   if (n.type.rank != 0) return false;
