@@ -2632,11 +2632,15 @@ Target target_for(const std::string& arch) {
   return t;
 }
 
+void require_valid_num_warps(int n) {
+  if (!valid_num_warps(n))
+    throw InvalidArgument(fmt::format("num_warps = {}: must be a power of two in [1, 32], or whole warp groups (a multiple of 4) "
+                                      "of 12, 20, 24 or 28 warps", n));
+}
+
 Generated generate(const ir::Kernel& k, const ir::Specialization& spec, const Target& t, const Options& o) {
   ir::verify(k);
-  if (!valid_num_warps(o.num_warps))
-    throw InvalidArgument(fmt::format("num_warps = {}: must be a power of two in [1, 32], or whole warp groups (a multiple of 4) "
-                                      "of 12, 20, 24 or 28 warps", o.num_warps));
+  require_valid_num_warps(o.num_warps);
   if (o.num_warps * t.warp_size > 1024)
     throw InvalidArgument(fmt::format("num_warps = {} with {} lanes per warp gives {} threads: at most 1024 per program",
                                       o.num_warps, t.warp_size, o.num_warps * t.warp_size));

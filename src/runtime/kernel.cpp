@@ -34,9 +34,7 @@ KernelCore::KernelCore(Device dev, ir::Kernel ir, CompileOptions opt)
   for (const ir::Node& n : ir_.nodes)
     if (n.op == ir::Op::desc_store && ir_[n.args[0]].op == ir::Op::param) stored_desc_[static_cast<std::size_t>(ir_[n.args[0]].i)] = 1;
   const int nw = opt_.num_warps;
-  if (!codegen::valid_num_warps(nw))
-    throw InvalidArgument(fmt::format("num_warps = {}: must be a power of two in [1, 32], or whole warp groups (a multiple of 4) "
-                                      "of 12, 20, 24 or 28 warps", nw));
+  codegen::require_valid_num_warps(nw);
   if (opt_.num_stages < 1 || opt_.num_stages > 8)
     throw InvalidArgument(fmt::format("num_stages = {}: must be in [1, 8]", opt_.num_stages));
   if (opt_.num_ctas != 1 && opt_.num_ctas != 2 && opt_.num_ctas != 4)

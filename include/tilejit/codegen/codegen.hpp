@@ -36,6 +36,9 @@ constexpr bool valid_num_warps(int n) {
   return n % 4 == 0 && (n == 12 || n == 20 || n == 24 || n == 28);
 }
 
+/// Throws InvalidArgument naming `n` and the rule when !valid_num_warps(n).
+void require_valid_num_warps(int n);
+
 struct Options {
   int num_warps = 4;            // valid_num_warps: a power of two in 1..32, or 12, 20, 24, 28
   bool rematerialize = true;    // clone cheap index chains instead of converting them (ir/remat.hpp)
