@@ -12,20 +12,17 @@
 #include <fmt/format.h>
 
 namespace tilejit::runtime::detail {
-namespace {
-
-bool write_all(int fd, const char* p, std::size_t n) {
+bool write_all(int fd, const void* p, std::size_t n) {
+  auto* b = static_cast<const char*>(p);
   while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
+    ssize_t w = ::write(fd, b, n);
     if (w < 0 && errno == EINTR) continue;
     if (w <= 0) return false;
-    p += w;
+    b += w;
     n -= static_cast<std::size_t>(w);
   }
   return true;
 }
-
-}  // namespace
 
 std::string write_file_atomically(const std::filesystem::path& path, std::string_view data) {
   std::error_code ec;

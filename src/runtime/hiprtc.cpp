@@ -61,6 +61,7 @@
 #include <type_traits>
 #include <fmt/format.h>
 
+#include "atomic_file.hpp"
 #include "dl.hpp"
 #include "jit_internal.hpp"
 
@@ -173,18 +174,6 @@ const Comgr& comgr() {
 }
 
 // ---- subprocesses and pipes ------------------------------------------------
-
-bool write_all(int fd, const void* p, std::size_t n) {
-  auto* b = static_cast<const char*>(p);
-  while (n > 0) {
-    ssize_t w = ::write(fd, b, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return false;
-    b += w;
-    n -= static_cast<std::size_t>(w);
-  }
-  return true;
-}
 
 // Appends everything read from `fd` to `out` until EOF; false when the
 // deadline passed first.
