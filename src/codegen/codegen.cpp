@@ -2672,7 +2672,7 @@ Generated generate(const ir::Kernel& k, const ir::Specialization& spec, const Ta
   };
   // Clone cheap index chains instead of converting them between layouts.
   if (!o.rematerialize) return emit(lowered);
-  const ir::Rematerialized rm = ir::rematerialize(lowered, o.num_warps, t.warp_size);
+  const ir::Rematerialized rm = ir::rematerialize(lowered, o.num_warps, t.warp_size, t.arch);
   Generated g = emit(rm.kernel);
   g.diagnostics.insert(g.diagnostics.end(), rm.diagnostics.begin(), rm.diagnostics.end());
   return g;

@@ -53,10 +53,10 @@ struct Group {  // uses that want the same layout, in the same loop body: one se
 };
 
 /// One round: clone for every conversion the plan of `r.kernel` would make. False when there is none.
-bool remat_round(Rematerialized& r, int num_warps, int warp_size) {
+bool remat_round(Rematerialized& r, int num_warps, int warp_size, const std::string& arch) {
   const Kernel& k = r.kernel;
   const std::size_t N = k.nodes.size();
-  const LayoutPlan plan = assign_layouts(k, num_warps, warp_size);
+  const LayoutPlan plan = assign_layouts(k, num_warps, warp_size, arch);
   const auto owner = loop_owner(k);
   std::vector<Group> groups;
   std::vector<std::string> left;  // reported by the last round only (every round finds them again)
@@ -224,13 +224,13 @@ Kernel split_shared_expand_dims(const Kernel& k, std::vector<std::string>& diag)
 
 }  // namespace
 
-Rematerialized rematerialize(const Kernel& k, int num_warps, int warp_size) {
+Rematerialized rematerialize(const Kernel& k, int num_warps, int warp_size, const std::string& arch) {
   Rematerialized r;
   r.kernel = split_shared_expand_dims(k, r.diagnostics);
   // One round removes every conversion it can (each group's clones form a
   // class of their own with the one layout its uses want, and the original
   // keeps the layout it had); a second round only confirms that.
-  for (int round = 0; round < 3 && remat_round(r, num_warps, warp_size); ++round) {
+  for (int round = 0; round < 3 && remat_round(r, num_warps, warp_size, arch); ++round) {
   }
   return r;
 }

@@ -18,6 +18,7 @@
 #include "test/common/text.hpp"
 #include "tilejit/ir/axis_info.hpp"
 #include "tilejit/ir/layout_plan.hpp"
+#include "tilejit/ir/remat.hpp"
 #include "tilejit/tilejit.hpp"
 
 namespace tj = tilejit;
@@ -202,4 +203,22 @@ TEST_CASE("coalesced_kernels_compile_without_spills") {
   } else {
     MESSAGE("skipping HIP: ", why);
   }
+}
+
+// Rematerialisation plans against the target's layouts: on gfx942 the decode
+// kernel's dots lower to MFMA, whose operand layouts differ from mma.sync's,
+// so a plan made without the arch picks the wrong chains to clone and leaves
+// conversions through shared memory (two barriers each) in the kernel.
+TEST_CASE("remat_plans_layouts_for_the_target_arch") {
+  const auto ir = tj::trace(examples::FlashDecodeSplit<64, 128, tj::bf16>{});
+  const tj::ir::Specialization spec;  // unaligned: the kernel's loads stay scalar and its layouts anchored
+  const auto t = tj::codegen::target_for("gfx942");
+  const auto with = [&](const std::string& plan_arch) {
+    const auto rm = tj::ir::rematerialize(ir, 1, t.warp_size, plan_arch);
+    return tj::codegen::generate(rm.kernel, spec, t, {.num_warps = 1, .rematerialize = false}).source;
+  };
+  CHECK(occurrences(with(""), "through shared memory") > 0);  // planned for no tensor cores: wrong clones
+  CHECK(occurrences(with("gfx942"), "through shared memory") == 0);
+  // generate() runs the pass itself with its target.
+  CHECK(occurrences(tj::codegen::generate(ir, spec, t, {.num_warps = 1}).source, "through shared memory") == 0);
 }

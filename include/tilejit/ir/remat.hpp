@@ -37,8 +37,11 @@ struct Rematerialized {
 };
 
 /// Clone cheap 1-D chains instead of converting them (see above). Uses the
-/// layout plan of `k` for `num_warps` warps of `warp_size` lanes to find
-/// the conversions; a kernel with none comes back unchanged.
-[[nodiscard]] Rematerialized rematerialize(const Kernel& k, int num_warps, int warp_size);
+/// layout plan of `k` for `num_warps` warps of `warp_size` lanes on `arch`
+/// (the code generator's target, e.g. "sm_90a", "sm_80", "gfx942"; empty:
+/// no tensor-core lowering) to find the conversions — the same plan the
+/// code generator will make, so dots lowered to wgmma or MFMA decide which
+/// uses convert. A kernel with none comes back unchanged.
+[[nodiscard]] Rematerialized rematerialize(const Kernel& k, int num_warps, int warp_size, const std::string& arch = "");
 
 }  // namespace tilejit::ir
