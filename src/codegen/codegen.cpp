@@ -668,6 +668,10 @@ class Emitter {
       if (need[i]) out.push_back(static_cast<int>(i));
     return out;
   }
+  /// Ping-pong: group 1 hands group 0 the first turn (before the turns' loop, or before its enclosing loop).
+  void emit_first_turn() { line("if (tj_warp / 4 == 1) asm volatile(\"bar.arrive 2, 256;\" ::: \"memory\");  // warp group 0 issues first"); }
+  /// Ping-pong: group 1 handed a last turn to group 0 in its final iteration: group 0 takes it (after the same loop).
+  void emit_last_turn() { line("if (tj_warp / 4 == 0) asm volatile(\"bar.sync 2, 256;\" ::: \"memory\");  // the last hand-off"); }
   /// Before `for`: a coordinate function per block, the copy-issue function, the prologue.
   void emit_pipe_prologue(const Pipe& p) {
     if (ws_) {
@@ -675,7 +679,7 @@ class Emitter {
       if (const int O = parent_[static_cast<std::size_t>(p.loop)]; O >= 0)
         line(fmt::format("const unsigned tj_it0{0} = tj_it{0};  // stages consumed before this run of loop %{0} (the ring continues across loop %{1})",
                          p.loop, O));
-      if (pingpong_) line("if (tj_warp / 4 == 1) asm volatile(\"bar.arrive 2, 256;\" ::: \"memory\");  // warp group 0 issues first");
+      if (pingpong_ && pp_outer_ < 0) emit_first_turn();
       return;
     }
     emit_pipe_issue(p);
@@ -936,10 +940,12 @@ class Emitter {
       return;
     }
     const Pipe& p = pipes_.front();
-    if (const int O = parent[static_cast<std::size_t>(p.loop)]; O >= 0) {
-      plan_diag_.push_back(fmt::format("pingpong not applied: loop %{} is nested in loop %{} (turns are kept to top-level loops)", p.loop, O));
-      return;
-    }
+    // Nested in a persistent loop (the producer walks at most one enclosing loop): the turns continue across the
+    // outer loop's iterations — group 1 hands group 0 its first turn once, before the outer loop, and group 0 takes
+    // the last hand-off once, after it. Handing over per run of the inner loop instead would let group 1 arrive
+    // twice in a row (its last turn's hand-off, then the next run's first) before group 0 absorbs one, which
+    // completes the named barrier with group 1's threads alone.
+    pp_outer_ = parent[static_cast<std::size_t>(p.loop)];
     for (int d = p.loop + 1; d < ends[static_cast<std::size_t>(p.loop)]; ++d)
       if (k_[d].op == Op::dot && parent[static_cast<std::size_t>(d)] == p.loop && plan_.dot_wgmma[static_cast<std::size_t>(d)]) {
         if (pp_first_ < 0) pp_first_ = d;
@@ -950,8 +956,9 @@ class Emitter {
       return;
     }
     pingpong_ = true;
-    plan_diag_.push_back(fmt::format("pingpong: the warp groups take turns over loop %{}'s wgmma from dot %{} to dot %{}", p.loop,
-                                     pp_first_, pp_last_));
+    plan_diag_.push_back(fmt::format("pingpong: the warp groups take turns over loop %{}'s wgmma from dot %{} to dot %{}{}", p.loop,
+                                     pp_first_, pp_last_,
+                                     pp_outer_ >= 0 ? fmt::format(", continuing across loop %{}'s iterations", pp_outer_) : ""));
   }
   /// The producer warp's code, before everything else: lane 0 walks every pipelined loop's iteration space,
   /// waits for a stage to be released (from the second round on) and issues its copies; then the warp exits.
@@ -1610,6 +1617,7 @@ class Emitter {
         }
         const int pi = pipe_of_loop_[static_cast<std::size_t>(id)];
         if (pi >= 0) emit_pipe_prologue(pipes_[static_cast<std::size_t>(pi)]);
+        if (pingpong_ && id == pp_outer_) emit_first_turn();
         hoist_conversions(id);
         wait_resident_before(id);
         line(fmt::format("for (int s{0} = {1}; s{0} < {2}; s{0} += {3}) {{", id, v(arg(0), 0), v(arg(1), 0), v(arg(2), 0)));
@@ -1656,8 +1664,7 @@ class Emitter {
         line("}");
         for (const std::string& key : conv_scopes_.back()) conversions_.erase(key);  // declared in the loop body
         conv_scopes_.pop_back();
-        if (pi >= 0 && pingpong_)  // warp group 1 handed a last turn to group 0 in its final iteration: take it
-          line("if (tj_warp / 4 == 0) asm volatile(\"bar.sync 2, 256;\" ::: \"memory\");");
+        if ((pi >= 0 && pingpong_ && pp_outer_ < 0) || (pingpong_ && arg(0) == pp_outer_)) emit_last_turn();
         if (pi >= 0 && !pipes_[static_cast<std::size_t>(pi)].async_dots.empty())
           line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");  // the accumulators are final");
         if (pi >= 0 && ws_ && parent_[static_cast<std::size_t>(arg(0))] >= 0 && release_lag(pipes_[static_cast<std::size_t>(pi)])) {
@@ -2416,6 +2423,7 @@ class Emitter {
   std::vector<int> deferred_;  // wgmma dots issued, not yet waited for, oldest first (retire_deferred)
   std::vector<int> loop_end_;  // per loop_begin: its loop_end (ir::loop_ends)
   bool ws_ = false, pingpong_ = false;  // warp specialisation and the ping-pong schedule (decide_warp_specialization)
+  int pp_outer_ = -1;                   // the loop enclosing the turns' loop (a persistent loop), or -1
   int cluster_ = 1;                     // programs per cluster (decide_cluster)
   std::vector<int> producer_deps_;      // scalars the producer warp recomputes, in program order
   std::vector<int> outer_deps_;         // ... inside a loop that encloses a pipelined loop, per outer iteration (program order)

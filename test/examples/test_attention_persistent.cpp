@@ -7,6 +7,7 @@
 // and, on a GPU, the kernel against f64 with poisoned outputs.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <cstring>
@@ -51,6 +52,7 @@ struct Case {
   long long section_bytes = examples::kFwdSectionBytes;  // K and V bytes of a causal section
   int stages = 2;
   bool ws = false;
+  bool pingpong = false;  // the consumer warp groups take turns over their wgmma (CompileOptions::pingpong)
   double tol = 2e-2;
   int nan_v_head = -1;  // >= 0: V of this KV head is NaN in its last BLOCK_N rows (read by no other head)
 };
@@ -68,6 +70,7 @@ void check_persistent(const tj::Device& dev, const Case& c) {
   CAPTURE(c.group);
   CAPTURE(c.programs);
   CAPTURE(c.ws);
+  CAPTURE(c.pingpong);
   CAPTURE(BM);
   CAPTURE(BN);
   CAPTURE(testing::fresh_seed());
@@ -89,7 +92,8 @@ void check_persistent(const tj::Device& dev, const Case& c) {
   D dqd(dev, dq, dt, {rows_q, HD}, {HD, 1}, {BM, HD});
   D dkd(dev, dk, dt, {rows_kv, HD}, {HD, 1}, {BN, HD});
   D dvd(dev, dv, dt, {rows_kv, HD}, {HD, 1}, {BN, HD});
-  auto kern = tj::compile<Kernel<BM, BN, HD, CAUSAL, T>>(dev, {.num_warps = BM / 16, .num_stages = c.stages, .warp_specialize = c.ws});
+  auto kern = tj::compile<Kernel<BM, BN, HD, CAUSAL, T>>(
+      dev, {.num_warps = BM / 16, .num_stages = c.stages, .warp_specialize = c.ws, .pingpong = c.pingpong});
   auto table = examples::fwd_item_table({.seqlen = S, .heads_q = BH, .group = c.group, .head_dim = HD, .block_m = BM, .block_n = BN,
                                          .elem_bytes = sizeof(T), .causal = CAUSAL,
                                          .programs = c.programs > 0 ? c.programs : dev.num_sms(), .section_bytes = c.section_bytes});
@@ -125,9 +129,9 @@ void check_persistent(const tj::Device& dev, const Case& c) {
   }
 }
 
-tj::codegen::Generated sm90(auto kernel, int warps, int stages, bool ws) {
+tj::codegen::Generated sm90(auto kernel, int warps, int stages, bool ws, bool pingpong = false) {
   return tj::codegen::generate(tj::trace(decltype(kernel){}), {}, tj::codegen::target_for("sm_90a"),
-                               {.num_warps = warps, .num_stages = stages, .warp_specialize = ws});
+                               {.num_warps = warps, .num_stages = stages, .warp_specialize = ws, .pingpong = pingpong});
 }
 
 /// The text of the `{ ... }` block whose opening brace is the first one at or after `at`.
@@ -369,6 +373,43 @@ TEST_CASE("attention_persistent_sm90a_compiles_without_spills") {
   both(PersistentEvenN<128, 128, 96, false, bf>{}, examples::FlashAttnFwdTmaPingPongEvenN<128, 128, 96, false, bf>{}, "d96_even");
 }
 
+TEST_CASE("attention_persistent_sm90a_pingpong_turns_continue_across_items") {
+  // The key loop is nested in the item loop. Group 1 hands group 0 its first turn once, before the item loop, and
+  // group 0 takes the last hand-off once, after it: per item, group 1 could hand over twice in a row (its last
+  // turn's hand-off, then the next item's first) before group 0 took one, completing barrier 2 with group 1 alone.
+  const auto check = [](auto kernel, const std::string& tag) {
+    CAPTURE(tag);
+    const auto g = sm90(kernel, 8, 2, true, true);
+    const std::regex turns("pingpong: the warp groups take turns over loop %([0-9]+)'s wgmma from dot %[0-9]+ to dot %[0-9]+, "
+                           "continuing across loop %([0-9]+)'s iterations");
+    std::smatch m;
+    const std::string diag = fmt::format("{}", fmt::join(g.diagnostics, "\n"));
+    REQUIRE(std::regex_search(diag, m, turns));
+    const std::string inner = m[1], outer = m[2];
+    const std::string& src = g.source;
+    CHECK(occurrences(src, "warp group 0 issues first") == 1);
+    CHECK(occurrences(src, "the last hand-off") == 1);
+    CHECK(occurrences(src, "this warp group's turn") == 1);
+    CHECK(occurrences(src, "the other group's turn") == 1);
+    // The consumers' item loop (the producer's comes first), and the turns inside it.
+    const std::size_t producer_outer = src.find("for (int s" + outer + " =");
+    const std::size_t consumer_outer = src.find("for (int s" + outer + " =", producer_outer + 1);
+    REQUIRE(consumer_outer != std::string::npos);
+    const std::string body = block_from(src, consumer_outer);
+    const std::size_t first = src.find("warp group 0 issues first"), last = src.find("the last hand-off");
+    CHECK(first < consumer_outer);
+    CHECK(src.rfind("\n", first) > producer_outer);     // after the producer's loops (the consumers' code)
+    CHECK(last > consumer_outer + body.size());        // after the item loop closes
+    CHECK(body.find("for (int s" + inner + " =") != std::string::npos);
+    CHECK(body.find("this warp group's turn") != std::string::npos);
+    testing::compiles_for_sm90a_without_spills(src, "persistent_pingpong_" + tag + ".cu");
+  };
+  check(PersistentEvenN<128, 128, 64, false, bf>{}, "d64_even");
+  check(Persistent<128, 128, 64, true, bf>{}, "d64_causal");
+  check(PersistentEvenN<128, 128, 128, false, bf>{}, "d128_even");
+  check(Persistent<128, 128, 96, true, bf>{}, "d96_causal");
+}
+
 TEST_CASE("attention_persistent_sm90a_d128_spills_no_more_than_the_per_item_kernel") {
   // At D = 128 the one-program-per-item kernel spilled 12-44 bytes while P was carried in f32 (64 registers per
   // thread) with P·V in flight; carried packed in bf16 pairs (32, codegen plan_packed) it spills nothing, and must
@@ -432,6 +473,29 @@ TEST_CASE("attention_persistent_gpu_matches_f64") {
   check_persistent<128, 128, 128, true, bf>(dev, with({.B = 2, .Hq = 4, .group = 2, .S = 512, .programs = 5, .nan_v_head = 1}));
 }
 
+TEST_CASE("attention_persistent_gpu_pingpong_matches_f64") {
+  // The warp groups take turns over their products, the turns continuing from item to item (see the sm90a test):
+  // programs with many items, one item, none; full and causal; ragged S; GQA.
+  auto dev = tj::Device::best();
+  if (dev.backend() != tj::Backend::cuda) {
+    MESSAGE("no GPU: skipping");
+    return;
+  }
+  const auto pp = [](Case c) {
+    c.stages = 2, c.ws = true, c.pingpong = true;
+    return c;
+  };
+  check_persistent<128, 128, 64, false, bf, PersistentEvenN>(dev, pp({.B = 2, .Hq = 16, .S = 640}));
+  check_persistent<128, 128, 64, true, bf>(dev, pp({.B = 2, .Hq = 16, .S = 640 - 17}));
+  check_persistent<128, 128, 96, true, bf>(dev, pp({.B = 2, .Hq = 8, .group = 2, .S = 768, .programs = 7}));
+  check_persistent<128, 128, 128, false, bf, PersistentEvenN>(dev, pp({.B = 2, .Hq = 4, .S = 512, .programs = 3}));
+  check_persistent<128, 128, 128, true, bf>(dev, pp({.B = 2, .Hq = 8, .group = 4, .S = 640, .programs = 9}));
+  check_persistent<128, 128, 128, false, tj::f16>(dev, pp({.B = 1, .Hq = 4, .S = 1000, .programs = 3, .tol = 1e-2}));
+  // More programs than items (some programs take none), a single key.
+  check_persistent<128, 128, 128, false, bf>(dev, pp({.B = 1, .Hq = 2, .S = 200, .programs = 7}));
+  check_persistent<128, 128, 64, true, bf>(dev, pp({.B = 1, .Hq = 2, .S = 1, .programs = 2}));
+}
+
 TEST_CASE("attention_persistent_gpu_small_for_the_sanitizers") {
   // Two programs taking 3 items each, causal (items of 1 to 3 key blocks) and full, producer warp group:
   // small enough for compute-sanitizer racecheck / synccheck (scripts/device_persist2.sh).
@@ -442,4 +506,5 @@ TEST_CASE("attention_persistent_gpu_small_for_the_sanitizers") {
   }
   check_persistent<128, 128, 64, true, bf>(dev, {.B = 1, .Hq = 2, .S = 300, .programs = 2, .stages = 2, .ws = true});
   check_persistent<128, 128, 128, false, bf>(dev, {.B = 1, .Hq = 2, .S = 300, .programs = 2, .stages = 2, .ws = true});
+  check_persistent<128, 128, 64, true, bf>(dev, {.B = 1, .Hq = 2, .S = 300, .programs = 2, .stages = 2, .ws = true, .pingpong = true});
 }

@@ -56,7 +56,10 @@ struct Options {
   /// groups take turns issuing the wgmma of each pipelined-loop iteration
   /// (named barriers around the span from the iteration's first wgmma to its
   /// last), so one group's non-tensor work overlaps the other's products
-  /// (FlashAttention-3's ping-pong schedule, arXiv 2407.08608 §3.1).
+  /// (FlashAttention-3's ping-pong schedule, arXiv 2407.08608 §3.1). Needs
+  /// exactly one pipelined loop; nested in a persistent loop, the turns continue
+  /// from one work item to the next (handed over once before that loop and
+  /// taken back once after it).
   bool pingpong = false;
   /// sm_90a: a wgmma with A in registers (attention's P·V) is left in flight
   /// until a node reads its result, as one with both operands in shared
