@@ -670,6 +670,37 @@ BENCHMARK(BM_TilejitV5<64, 96, 8>)->Name("BM_TilejitV5Narrow/64x96/8")->Args({81
 BENCHMARK(BM_TilejitV5<128, 96, 7>)->Name("BM_TilejitV5Narrow/128x96/7")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TilejitV5<64, 192, 7>)->Name("BM_TilejitV5Narrow/64x192/7")->Args({8192, 192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TilejitV5<128, 192, 5>)->Name("BM_TilejitV5Narrow/128x192/5")->Args({8192, 192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
+// Narrow N in clusters of CL programs along M sharing B's block by TMA multicast (rung 7, a producer warp group): each
+// program still streams its own rows of A, while B crosses L2 once per cluster instead of once per program.
+#define TJ_V7_NARROW(BM, BN, ST, CL)                                                                              \
+  BENCHMARK(BM_TilejitV7<BM, BN, ST, CL>)                                                                        \
+      ->Name("BM_TilejitV7Narrow/" #BM "x" #BN "/" #ST "/" #CL)                                                   \
+      ->Args({8192, BN, 8192})                                                                                  \
+      ->UseManualTime()                                                                                         \
+      ->Unit(benchmark::kMillisecond)
+TJ_V7_NARROW(64, 96, 8, 1);
+TJ_V7_NARROW(64, 96, 8, 2);
+TJ_V7_NARROW(64, 96, 8, 4);
+TJ_V7_NARROW(64, 192, 6, 1);
+TJ_V7_NARROW(64, 192, 6, 2);
+TJ_V7_NARROW(64, 192, 6, 4);
+TJ_V7_NARROW(128, 96, 7, 2);
+TJ_V7_NARROW(128, 192, 5, 2);
+// The store race's narrow candidates (rung 6 persistent, a producer warp group, bf16 C) with deeper rings: a 64x96
+// tile keeps the masked store (no staging), so its ring may take 10 stages; 64x192 stages C slab by slab (16 KiB).
+#define TJ_STORE_NARROW(BM, BN, ST)                                                                               \
+  BENCHMARK(BM_TilejitV6Store<BM, BN, ST>)                                                                       \
+      ->Name("BM_TilejitV6StoreNarrow/" #BM "x" #BN "/" #ST)                                                      \
+      ->Args({8192, BN, 8192})                                                                                  \
+      ->UseManualTime()                                                                                         \
+      ->Unit(benchmark::kMillisecond)
+TJ_STORE_NARROW(64, 96, 6);
+TJ_STORE_NARROW(64, 96, 8);
+TJ_STORE_NARROW(64, 96, 10);
+TJ_STORE_NARROW(64, 192, 5);
+TJ_STORE_NARROW(64, 192, 6);
+BENCHMARK(BM_TilejitFused<64, 96, 8, false, examples::Act::none>)->Name("BM_TilejitBf16OutNarrow/v5/64x96/8")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TilejitFused<64, 192, 7, false, examples::Act::none>)->Name("BM_TilejitBf16OutNarrow/v5/64x192/7")->Args({8192, 192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
 
 // f8 e4m3 against cuBLASLt.
 void shapes_f8(benchmark::internal::Benchmark* b) {

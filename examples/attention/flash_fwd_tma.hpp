@@ -172,6 +172,21 @@ namespace examples {
 /// and a NaN or Inf there gives NaN (0·NaN) in this head's output; with S a
 /// multiple of BLOCK_N (and S >= BLOCK_N) every V row read is this head's own. Source: Shah et al., FlashAttention-3 (arXiv
 /// 2407.08608), §3.1 (ping-pong) and Algorithm 1.
+/// One step of FlashAttention-3's key loop at key block n0: issues S_j = Q·K_jᵀ and O += P_{j-1}·V_{j-1} (acc: O
+/// before that product, p_prev: P_{j-1}), then the softmax of S_j, masked as MASK says. Returns (m, l, O rescaled, P_j).
+template <int BLOCK_N, bool CAUSAL, class T, KeyMask MASK, class QTile, class KDesc, class VDesc, class Rows, class M, class L, class Acc,
+          class P>
+auto fa3_step(const QTile& q_tile, const KDesc& k, const VDesc& v, const tj::Int& kv_row, const Rows& rm, const tj::Int& hi,
+              const tj::Int& edge, const tj::Scalar<float>& scale_log2e, const tj::Int& n0, const M& m_i, const L& l_i, const Acc& acc,
+              const P& p_prev) {
+  auto s = tj::dot(q_tile, tj::trans(k.load(kv_row + n0, 0)));
+  // P_{-1} = 0: at j = 0 any V block gives 0, as long as it is finite — so read this head's first block, not
+  // the previous head's last one (a NaN or Inf there would make 0·NaN = NaN here).
+  auto o_prev = tj::dot(p_prev, v.load(kv_row + tj::maximum(n0 - BLOCK_N, 0), 0), acc);
+  auto [m_new, prob, alpha] = softmax_of_masked(mask_scores_as<BLOCK_N, CAUSAL, MASK>(s, rm, n0, hi, edge), scale_log2e, m_i);
+  return std::tuple{m_new, l_i * alpha + tj::sum<1>(prob), o_prev * tj::expand_dims<1>(alpha), tj::cast<T>(prob)};
+}
+
 /// FlashAttention-3's loop over the keys [0, hi) of one head (FlashAttnFwdTmaPingPongBody): iteration j issues
 /// S_j = Q·K_jᵀ and O += P_{j-1}·V_{j-1}, then the softmax of S_j, masked as MASK says (`edge`: see
 /// mask_scores_from). Returns (m, l, acc, P of the last block): the last block's P·V is the caller's.
@@ -183,12 +198,24 @@ auto fa3_keys(const QTile& q_tile, const KDesc& k, const VDesc& v, const tj::Int
   auto init = std::tuple{tj::full<float, BLOCK_M>(kAttnNegBig), tj::zeros<float, BLOCK_M>(), tj::zeros<float, BLOCK_M, HEAD_DIM>(),
                          tj::zeros<T, BLOCK_M, BLOCK_N>()};
   return tj::for_range(0, hi, BLOCK_N, init, [&](tj::Int n0, auto m_i, auto l_i, auto acc, auto p_prev) {
-    auto s = tj::dot(q_tile, tj::trans(k.load(kv_row + n0, 0)));
-    // P_{-1} = 0: at j = 0 any V block gives 0, as long as it is finite — so read this head's first block, not
-    // the previous head's last one (a NaN or Inf there would make 0·NaN = NaN here).
-    auto o_prev = tj::dot(p_prev, v.load(kv_row + tj::maximum(n0 - BLOCK_N, 0), 0), acc);
-    auto [m_new, prob, alpha] = softmax_of_masked(mask_scores_as<BLOCK_N, CAUSAL, MASK>(s, rm, n0, hi, edge), scale_log2e, m_i);
-    return std::tuple{m_new, l_i * alpha + tj::sum<1>(prob), o_prev * tj::expand_dims<1>(alpha), tj::cast<T>(prob)};
+    return fa3_step<BLOCK_N, CAUSAL, T, MASK>(q_tile, k, v, kv_row, rm, hi, edge, scale_log2e, n0, m_i, l_i, acc, p_prev);
+  });
+}
+
+/// fa3_keys with the key loop unrolled by two (two key blocks per iteration; the caller's promise: hi is a multiple
+/// of 2·BLOCK_N, full attention with no key masked). Each half's P is a value of its own — the first half's is read
+/// by the second half's P·V, the second's carried into the next iteration — so while O += P·V of one half is in
+/// flight, the softmax of the other writes P into other registers: the intra-warp-group overlap of FlashAttention-3
+/// (arXiv 2407.08608 §3.2), which ptxas gives up when the softmax's P and the in-flight product's P share registers.
+template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, class T, class QTile, class KDesc, class VDesc, class Rows>
+auto fa3_keys_x2(const QTile& q_tile, const KDesc& k, const VDesc& v, const tj::Int& kv_row, const Rows& rm, const tj::Int& hi,
+                 const tj::Scalar<float>& scale_log2e) {
+  auto init = std::tuple{tj::full<float, BLOCK_M>(kAttnNegBig), tj::zeros<float, BLOCK_M>(), tj::zeros<float, BLOCK_M, HEAD_DIM>(),
+                         tj::zeros<T, BLOCK_M, BLOCK_N>()};
+  return tj::for_range(0, hi, 2 * BLOCK_N, init, [&](tj::Int n0, auto m_i, auto l_i, auto acc, auto p_prev) {
+    auto [m1, l1, acc1, p1] =
+        fa3_step<BLOCK_N, false, T, KeyMask::none>(q_tile, k, v, kv_row, rm, hi, hi, scale_log2e, n0, m_i, l_i, acc, p_prev);
+    return fa3_step<BLOCK_N, false, T, KeyMask::none>(q_tile, k, v, kv_row, rm, hi, hi, scale_log2e, n0 + BLOCK_N, m1, l1, acc1, p1);
   });
 }
 
