@@ -148,7 +148,7 @@ void BM_FlashFwdTma(benchmark::State& st) {
 /// BM: query rows per item (192: three consumer warp groups, num_warps = 12). PP: the two consumer warp groups take
 /// turns over their products (CompileOptions::pingpong), from item to item.
 template <int D, bool CAUSAL, examples::KeyMask MASK = examples::KeyMask::edge_blocks, int SECTION_MIB = 0, int DK = D, int BM = 128,
-          bool PP = false, int UNROLL = 1>
+          bool PP = false>
 void BM_FlashFwdPersistent(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
   constexpr int BN = 128;
@@ -159,7 +159,7 @@ void BM_FlashFwdPersistent(benchmark::State& st) {
   const Desc dq(gpu(), x.q, tj::DType::bf16, {rows, DK}, {DK, 1}, {BM, DK});
   const Desc dk(gpu(), x.k, tj::DType::bf16, {rows, DK}, {DK, 1}, {BN, DK});
   const Desc dv(gpu(), x.v, tj::DType::bf16, {rows, DK}, {DK, 1}, {BN, DK});
-  using K = examples::FlashAttnFwdTmaPersistent<BM, BN, DK, CAUSAL, tj::bf16, MASK, UNROLL>;
+  using K = examples::FlashAttnFwdTmaPersistent<BM, BN, DK, CAUSAL, tj::bf16, MASK>;
   auto kern = tj::compile<K>(gpu(), {.num_warps = BM / 16, .num_stages = 2, .warp_specialize = true, .pingpong = PP});
   const auto table = examples::fwd_item_table({.seqlen = S, .heads_q = B * H, .head_dim = DK, .block_m = BM, .block_n = BN,
                                                .causal = CAUSAL, .programs = gpu().num_sms(),
@@ -170,8 +170,7 @@ void BM_FlashFwdPersistent(benchmark::State& st) {
   const float scale = static_cast<float>(1.4426950408889634 / std::sqrt(double(D)));
   time_tflops(st, [&] { kern.launch(table.grid(), dq, dk, dv, x.o, x.lse, items, S, 1, scale); }, x.flops(CAUSAL));
   gpu().free(items);
-  st.SetLabel(fmt::format("{}x128 stages 2, producer warp, {} programs{}{}", BM, table.programs, PP ? ", ping-pong" : "",
-                          UNROLL == 2 ? ", key loop unrolled by 2" : ""));
+  st.SetLabel(fmt::format("{}x128 stages 2, producer warp, {} programs{}", BM, table.programs, PP ? ", ping-pong" : ""));
 }
 
 /// Inputs of a backward run: random q, k, v, dO (B=4, H=32, S=4096, bf16), O and LSE from the forward, and
@@ -468,8 +467,6 @@ TJ_PERSISTENT(128, true, "causal", "PP", examples::KeyMask::edge_blocks, 0, 128,
 TJ_PERSISTENT(64, false, "full", "EvenNPP", examples::KeyMask::none, 0, 64, 128, true);
 TJ_PERSISTENT(96, false, "full", "EvenNPP", examples::KeyMask::none, 0, 96, 128, true);
 TJ_PERSISTENT(128, false, "full", "EvenNPP", examples::KeyMask::none, 0, 128, 128, true);
-// The key loop unrolled by two (two P registers sets: the softmax of one half runs under the other half's P·V).
-TJ_PERSISTENT(64, false, "full", "EvenNX2", examples::KeyMask::none, 0, 64, 128, false, 2);
 // 192-row items: three consumer warp groups (num_warps = 12, a radix-3 warp digit), FlashAttention-3's D = 64 tile.
 BENCHMARK(BM_FlashFwdPersistent<64, false, examples::KeyMask::none, 0, 64, 192>)->Name("BM_FlashFwdPersistentEvenN/D64/full/192x128/2")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashFwdPersistent<64, true, examples::KeyMask::edge_blocks, 0, 64, 192>)->Name("BM_FlashFwdPersistent/D64/causal/192x128/2")->UseManualTime()->Unit(benchmark::kMillisecond);

@@ -145,12 +145,9 @@ inline FwdItemTable fwd_item_table(const FwdItemShape& s) {
 
 /// See the file comment. MASK: edge_blocks (any S), or none (full attention with S a multiple of BLOCK_N, the
 /// caller's promise, as FlashAttnFwdTmaPingPongEvenN).
-/// UNROLL = 2 (full attention, no key masked, S a multiple of 2·BLOCK_N: the caller's promise): the key loop
-/// takes two blocks per iteration (fa3_keys_x2).
-template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, KeyMask MASK = KeyMask::edge_blocks, int UNROLL = 1>
+template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, KeyMask MASK = KeyMask::edge_blocks>
 struct FlashAttnFwdTmaPersistent {
   static_assert(MASK != KeyMask::none || !CAUSAL, "causal attention masks its diagonal block");
-  static_assert(UNROLL == 1 || (UNROLL == 2 && MASK == KeyMask::none), "the key loop unrolls by two only with no key masked");
   void operator()(tj::Desc<T, BLOCK_M, HEAD_DIM> q, tj::Desc<T, BLOCK_N, HEAD_DIM> k, tj::Desc<T, BLOCK_N, HEAD_DIM> v, tj::Ptr<T> o,
                   tj::Ptr<float> lse, tj::Ptr<std::int32_t> items, tj::Size S, tj::Size group, tj::Scalar<float> scale_log2e) const {
     const tj::Int num_m = (S + (BLOCK_M - 1)) / BLOCK_M;
@@ -159,12 +156,8 @@ struct FlashAttnFwdTmaPersistent {
       auto q_tile = p.load_q(q, S);  // one buffer, copied per item (before the item's first K block)
       auto hi = p.hi(S);
       auto edge = MASK == KeyMask::edge_blocks ? p.template mask_edge<BLOCK_N>(S) : hi;
-      auto [m_i, l_i, acc, p_last] = [&] {
-        if constexpr (UNROLL == 2)
-          return fa3_keys_x2<BLOCK_M, BLOCK_N, HEAD_DIM, T>(q_tile, k, v, p.kv_row, p.rm, hi, scale_log2e);
-        else
-          return fa3_keys<BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, T, MASK>(q_tile, k, v, p.kv_row, p.rm, hi, edge, scale_log2e);
-      }();
+      auto [m_i, l_i, acc, p_last] =
+          fa3_keys<BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, T, MASK>(q_tile, k, v, p.kv_row, p.rm, hi, edge, scale_log2e);
       // The last block's V, loaded after the key loop: the producer copies it after the item's K and V blocks, so
       // the next item's Q and first K / V copies are not held behind this item's last product.
       auto v_last = v.load(p.kv_row + (hi - 1) / BLOCK_N * BLOCK_N, 0);

@@ -202,23 +202,6 @@ auto fa3_keys(const QTile& q_tile, const KDesc& k, const VDesc& v, const tj::Int
   });
 }
 
-/// fa3_keys with the key loop unrolled by two (two key blocks per iteration; the caller's promise: hi is a multiple
-/// of 2·BLOCK_N, full attention with no key masked). Each half's P is a value of its own — the first half's is read
-/// by the second half's P·V, the second's carried into the next iteration — so while O += P·V of one half is in
-/// flight, the softmax of the other writes P into other registers: the intra-warp-group overlap of FlashAttention-3
-/// (arXiv 2407.08608 §3.2), which ptxas gives up when the softmax's P and the in-flight product's P share registers.
-template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, class T, class QTile, class KDesc, class VDesc, class Rows>
-auto fa3_keys_x2(const QTile& q_tile, const KDesc& k, const VDesc& v, const tj::Int& kv_row, const Rows& rm, const tj::Int& hi,
-                 const tj::Scalar<float>& scale_log2e) {
-  auto init = std::tuple{tj::full<float, BLOCK_M>(kAttnNegBig), tj::zeros<float, BLOCK_M>(), tj::zeros<float, BLOCK_M, HEAD_DIM>(),
-                         tj::zeros<T, BLOCK_M, BLOCK_N>()};
-  return tj::for_range(0, hi, 2 * BLOCK_N, init, [&](tj::Int n0, auto m_i, auto l_i, auto acc, auto p_prev) {
-    auto [m1, l1, acc1, p1] =
-        fa3_step<BLOCK_N, false, T, KeyMask::none>(q_tile, k, v, kv_row, rm, hi, hi, scale_log2e, n0, m_i, l_i, acc, p_prev);
-    return fa3_step<BLOCK_N, false, T, KeyMask::none>(q_tile, k, v, kv_row, rm, hi, hi, scale_log2e, n0 + BLOCK_N, m1, l1, acc1, p1);
-  });
-}
-
 template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, KeyMask MASK = KeyMask::every_block>
 struct FlashAttnFwdTmaPingPongBody {
   void operator()(tj::Desc<T, BLOCK_M, HEAD_DIM> q, tj::Desc<T, BLOCK_N, HEAD_DIM> k, tj::Desc<T, BLOCK_N, HEAD_DIM> v, tj::Ptr<T> o,

@@ -36,8 +36,6 @@ template <int BM, int BN, int HD, bool C, class T>
 using Persistent = examples::FlashAttnFwdTmaPersistent<BM, BN, HD, C, T>;
 template <int BM, int BN, int HD, bool C, class T>
 using PersistentEvenN = examples::FlashAttnFwdTmaPersistent<BM, BN, HD, C, T, KeyMask::none>;
-template <int BM, int BN, int HD, bool C, class T>
-using PersistentEvenNX2 = examples::FlashAttnFwdTmaPersistent<BM, BN, HD, C, T, KeyMask::none, 2>;  // S % (2·BN) == 0
 
 /// Device buffers for the GPU, host pointers for the interpreter.
 template <class X>
@@ -265,9 +263,6 @@ TEST_CASE("attention_persistent_interpreter_matches_f64") {
   check_persistent<192, 128, 64, true, bf>(dev, {.B = 1, .Hq = 2, .S = 300, .programs = 2});
   // No key masked (S a multiple of BLOCK_N, full attention).
   check_persistent<64, 64, 64, false, bf, PersistentEvenN>(dev, {.B = 1, .Hq = 2, .group = 2, .S = 128, .programs = 3});
-  // The key loop unrolled by two (S a multiple of 2·BLOCK_N): one pair of blocks, and three.
-  check_persistent<64, 64, 64, false, bf, PersistentEvenNX2>(dev, {.B = 1, .Hq = 2, .group = 2, .S = 128, .programs = 3});
-  check_persistent<64, 32, 64, false, tj::f16, PersistentEvenNX2>(dev, {.B = 1, .Hq = 3, .S = 192, .programs = 2, .tol = 1e-2});
   // The grid of the library: min(items, SMs) with the interpreter's "SMs" (its threads).
   check_persistent<64, 64, 128, true, bf>(dev, {.B = 2, .Hq = 2, .S = 150});
   // Causal sections of 4 KV heads at S = 256: 10 query heads in equal sections of 6 and 4 (group 2).
@@ -462,8 +457,6 @@ TEST_CASE("attention_persistent_gpu_matches_f64") {
   check_persistent<128, 128, 128, true, bf>(dev, with({.B = 2, .Hq = 8, .group = 4, .S = 640, .programs = 9}));
   check_persistent<128, 128, 128, false, bf>(dev, with({.B = 1, .Hq = 4, .S = 1000, .programs = 3}));
   check_persistent<128, 128, 128, false, bf, PersistentEvenN>(dev, with({.B = 2, .Hq = 4, .S = 512}));
-  check_persistent<128, 128, 64, false, bf, PersistentEvenNX2>(dev, with({.B = 2, .Hq = 8, .group = 2, .S = 768}));
-  check_persistent<128, 128, 64, false, tj::f16, PersistentEvenNX2>(dev, with({.B = 1, .Hq = 4, .S = 256, .programs = 3, .tol = 1e-2}));
   // More programs than items, a single key.
   check_persistent<128, 128, 128, false, bf>(dev, with({.B = 1, .Hq = 2, .S = 200, .programs = 7}));
   check_persistent<128, 128, 64, true, bf>(dev, with({.B = 1, .Hq = 2, .S = 1, .programs = 2}));

@@ -40,7 +40,7 @@ TEST_CASE("gemm_store_race_candidates_and_keys") {
       "BM=64 BN=256 PERSISTENT=1 STORE=1 WS=1 num_warps=4 num_stages=4",
       "BM=64 BN=192 PERSISTENT=1 STORE=1 WS=1 num_warps=4 num_stages=5",
       "BM=64 BN=128 PERSISTENT=1 STORE=1 WS=1 num_warps=4 num_stages=6",
-      "BM=64 BN=96 PERSISTENT=1 STORE=1 WS=1 num_warps=4 num_stages=6",
+      "BM=64 BN=96 PERSISTENT=1 STORE=1 WS=1 num_warps=4 num_stages=8",
       "BM=64 BN=64 PERSISTENT=1 STORE=1 WS=1 num_warps=4 num_stages=8",
       "BM=128 BN=256 CLUSTER=2 PERSISTENT=1 STORE=1 WS=1 num_warps=8 num_stages=4",
       "BM=256 BN=128 CLUSTER=2 PERSISTENT=1 STORE=1 WS=1 num_warps=16 num_stages=3",
@@ -140,7 +140,7 @@ TEST_CASE("gemm_store_race_interpreter_matches_f64_on_every_path") {
   // race into a workspace, then the rounding pass), M = 8: the small-M kernel and the rounding pass.
   const testing::GemmTN<bf> aligned(270, 304, 136, 51), ragged(270, 300, 136, 53), small(8, 200, 256, 55);
   for (const char* keep : {"BM=128 BN=192 PERSISTENT=1 STORE=1 WS=1 num_warps=8 num_stages=4",
-                           "BM=64 BN=96 PERSISTENT=1 STORE=1 WS=1 num_warps=4 num_stages=6",
+                           "BM=64 BN=96 PERSISTENT=1 STORE=1 WS=1 num_warps=4 num_stages=8",
                            "BM=256 BN=128 CLUSTER=2 PERSISTENT=1 STORE=1 WS=1 num_warps=16 num_stages=3"}) {
     CAPTURE(keep);
     G gemm(dev, keeping({keep}));
