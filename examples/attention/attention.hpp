@@ -33,6 +33,7 @@
 #include <memory>
 #include <tuple>
 #include <typeindex>
+#include <utility>
 #include <vector>
 
 #include "examples/attention/flash_bwd.hpp"
@@ -241,7 +242,11 @@ class Attention {
     fits_i32(splits * s.batch * s.heads_q * s.head_dim, "the split workspace [splits, B·Hq, D]");
     const std::size_t need = static_cast<std::size_t>(splits * s.batch * s.heads_q) * (s.head_dim + 2) * 4;
     if (ws_bytes_ < need) {
-      if (ws_) dev_.free(ws_);
+      // Forget the old workspace before allocating the new one: if alloc throws, the object stays valid (no
+      // workspace) rather than holding a freed pointer that a later call would write to and ~Attention free again.
+      float* old = std::exchange(ws_, nullptr);
+      ws_bytes_ = 0;
+      dev_.free(old);
       ws_ = static_cast<float*>(dev_.alloc(need));
       ws_bytes_ = need;
     }
