@@ -975,6 +975,7 @@ class Emitter {
       const Node& lb = k_[L];
       emit_pipe_issue(p);
       if (parent_[static_cast<std::size_t>(L)] < 0) line(fmt::format("unsigned tj_it{} = 0;", L));
+      step_guard(L);
       line(fmt::format("for (int s{0} = {1}; s{0} < {2}; s{0} += {3}, ++tj_it{0}) {{", L, v(lb.args[0], 0), v(lb.args[1], 0), v(lb.args[2], 0)));
       line(fmt::format("  if (tj_it{0} >= {1}u) tj_mbar_wait(tj_empty{0} + 8u * (tj_it{0} % {1}u), (tj_it{0} / {1}u - 1u) & 1u);", L, p.stages));
       line(fmt::format("  tj_issue{0}(s{0}, tj_it{0});", L));
@@ -996,6 +997,7 @@ class Emitter {
       const Node& ob = k_[O];
       for (int c : outer_carries_)  // scalars the loop carries (a prefetched work item): the producer's own copy
         if (k_[c].args[1] == O) line(fmt::format("{} s{} = {};  // carried by loop %{}", reg_type(k_[c].type), c, v(k_[c].args[0], 0), O));
+      step_guard(O);
       line(fmt::format("for (int s{0} = {1}; s{0} < {2}; s{0} += {3}) {{  // loop %{0}, as the consumers walk it", O, v(ob.args[0], 0),
                        v(ob.args[1], 0), v(ob.args[2], 0)));
       for (int d : outer_deps_)
@@ -1420,6 +1422,17 @@ class Emitter {
 
   void line(const std::string& s) { body_ += "  " + s + "\n"; }
 
+  /// Before a loop over a run-time step: one scalar check, outside the loop, that the step is positive (a step of 0
+  /// or less would never end `for (s = lo; s < hi; s += step)` on the GPU; the interpreter throws for it): the
+  /// kernel traps instead of hanging. A constant step needs none (tracing rejects a non-positive one), nor
+  /// num_programs (>= 1).
+  void step_guard(int loop) {
+    const Node& st = k_[k_[loop].args[2]];
+    if ((st.op == Op::constant && st.i > 0) || st.op == Op::num_programs) return;
+    line(fmt::format("if ({} <= 0) tj_bad_step();  // loop %{}: for_range's step must be positive (else the loop never ends)",
+                     v(k_[loop].args[2], 0), loop));
+  }
+
   /// Emit `value(r)` into every canonical register of `id`, copies into the others.
   void each_register(int id, const std::function<std::string(int)>& value) {
     const ir::Type& t = k_[id].type;
@@ -1620,6 +1633,7 @@ class Emitter {
         if (pingpong_ && id == pp_outer_) emit_first_turn();
         hoist_conversions(id);
         wait_resident_before(id);
+        step_guard(id);
         line(fmt::format("for (int s{0} = {1}; s{0} < {2}; s{0} += {3}) {{", id, v(arg(0), 0), v(arg(1), 0), v(arg(2), 0)));
         conv_scopes_.emplace_back();
         if (pi >= 0) emit_pipe_wait(pipes_[static_cast<std::size_t>(pi)]);
