@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <set>
 #include <vector>
@@ -94,4 +95,36 @@ TEST_CASE("attention_decode_workspace_survives_a_failed_allocation") {
   }
   CHECK(impl->bad_frees == 0);  // ~Attention freed each workspace once
   CHECK(impl->live.empty());
+}
+
+TEST_CASE("attention_huge_extents_and_non_finite_scale_are_typed_errors") {
+  using A = examples::Attention<tj::bf16>;
+  const auto dev = tj::Device::interpreter();
+  A attn(dev);
+  std::vector<tj::bf16> x(64);
+  std::vector<float> l(4);
+  std::vector<std::int32_t> lens{0, 0};
+  constexpr long long huge = 1LL << 61;
+  // forward_varlen and decode used to allocate batch + 1 / batch host entries first: a bare std::bad_alloc.
+  CHECK_THROWS_WITH_AS(attn.forward_varlen(x.data(), x.data(), x.data(), x.data(), l.data(), lens.data(), 1,
+                                           {.batch = huge, .heads_q = 1, .heads_kv = 1, .seqlen = 1, .head_dim = 64}),
+                       doctest::Contains("batch = 2305843009213693952: at most 65535"), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(attn.decode(x.data(), x.data(), x.data(), lens.data(), x.data(), l.data(),
+                                   {.batch = huge, .heads_q = 1, .heads_kv = 1, .seqlen = 1, .head_dim = 64}, 1),
+                       doctest::Contains("32-bit offsets"), tj::InvalidArgument);
+  // B·H·S·D past 2^63: overflowed (undefined) and could wrap to a count that passes; now checked factor by factor.
+  const AttnShape wraps{.batch = 1LL << 32, .heads_q = 1LL << 16, .heads_kv = 1LL << 16, .seqlen = 1LL << 10, .head_dim = 64};
+  CHECK_THROWS_WITH_AS(attn.forward(x.data(), x.data(), x.data(), x.data(), l.data(), wraps),
+                       doctest::Contains("4294967296 x 65536 x 1024 x 64 elements, more than 2^31 - 1"), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(A::fits_i32({1LL << 62, 4}, "t"), doctest::Contains("more than 2^31 - 1"), tj::InvalidArgument);
+  CHECK_NOTHROW(A::fits_i32({1LL << 62, 0}, "t"));
+  CHECK_NOTHROW(A::fits_i32({1024, 1024, 2047}, "t"));
+  CHECK_THROWS_AS(A::fits_i32({1024, 1024, 2048}, "t"), tj::InvalidArgument);
+  // A scale of inf (or -inf) gave NaN everywhere.
+  for (double sc : {std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()}) {
+    CAPTURE(sc);
+    CHECK_THROWS_WITH_AS(A::check({.batch = 1, .heads_q = 1, .heads_kv = 1, .seqlen = 8, .head_dim = 64, .scale = sc}),
+                         doctest::Contains("must be > 0 and finite"), tj::InvalidArgument);
+  }
+  CHECK_NOTHROW(A::check({.batch = 1, .heads_q = 1, .heads_kv = 1, .seqlen = 8, .head_dim = 64, .scale = 0.125}));
 }
