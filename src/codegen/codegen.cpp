@@ -17,6 +17,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string_view>
 
 #include "prelude.hpp"
 #include "tilejit/core/error.hpp"
@@ -2638,18 +2639,48 @@ void tma_stores(const ir::Kernel& k, const ir::Specialization& spec, const Targe
 
 }  // namespace
 
+namespace {
+bool digits(std::string_view s) { return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }); }
+/// "sm_" two or three digits, then at most an "a" (sm_80, sm_90a).
+bool is_sm_arch(std::string_view a) {
+  if (a.substr(0, 3) != "sm_") return false;
+  a.remove_prefix(3);
+  if (!a.empty() && a.back() == 'a') a.remove_suffix(1);
+  return digits(a) && (a.size() == 2 || a.size() == 3);
+}
+/// "gfx" three or four lowercase hex digits (gfx90a, gfx942, gfx1100), then any ":feature+" / ":feature-" (xnack-).
+bool is_gfx_arch(std::string_view a) {
+  if (a.substr(0, 3) != "gfx") return false;
+  a.remove_prefix(3);
+  const std::string_view chip = a.substr(0, a.find(':'));
+  if (chip.size() < 3 || chip.size() > 4 || chip[0] < '0' || chip[0] > '9' ||
+      !std::all_of(chip.begin(), chip.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }))
+    return false;
+  for (a.remove_prefix(chip.size()); !a.empty();) {  // ":name+" or ":name-"
+    a.remove_prefix(1);
+    const std::string_view f = a.substr(0, a.find(':'));
+    if (f.size() < 2 || (f.back() != '+' && f.back() != '-') ||
+        !std::all_of(f.begin(), f.end() - 1, [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; }))
+      return false;
+    a.remove_prefix(f.size());
+  }
+  return true;
+}
+}  // namespace
+
 Target target_for(const std::string& arch) {
   Target t;
   t.arch = arch;
-  if (arch.rfind("sm_", 0) == 0 && arch.size() >= 5) {
+  if (is_sm_arch(arch)) {
     t.dialect = Dialect::cuda;
     t.warp_size = 32;
-  } else if (arch.rfind("gfx", 0) == 0 && arch.size() >= 6) {
+  } else if (is_gfx_arch(arch)) {
     t.dialect = Dialect::hip;
     // CDNA (gfx9xx) runs wave64; RDNA (gfx10+/11+) defaults to wave32.
     t.warp_size = arch[3] == '9' ? 64 : 32;
   } else {
-    throw InvalidArgument(fmt::format("target arch '{}' is neither sm_NN[a] (NVIDIA) nor gfxNNN (AMD)", arch));
+    throw InvalidArgument(fmt::format("target arch '{}' is not a target: sm_NN or sm_NNa (NVIDIA, e.g. sm_80, sm_90a) or "
+                                      "gfxNNN with optional :feature+/- (AMD, e.g. gfx90a, gfx942, gfx942:xnack-)", arch));
   }
   return t;
 }
