@@ -19,8 +19,10 @@
 // flash_fwd_varlen.hpp, flash_decode.hpp and flash_bwd.hpp.
 // Every rule broken is an InvalidArgument naming the value and the rule:
 // extents >= 1; heads_q a multiple of heads_kv (grouped-query attention needs
-// whole groups); a supported head dim; a scale > 0 (0: 1/sqrt(D)); tensors
-// below 2^31 elements (32-bit offsets); non-null pointers; cu_seqlens starting
+// whole groups); a supported head dim; a finite scale > 0 (0: 1/sqrt(D)); tensors
+// below 2^31 elements (32-bit offsets; the products are checked without
+// overflowing); varlen batches of at most 65535 sequences (the grid's z
+// extent); non-null pointers; cu_seqlens starting
 // at 0, non-decreasing, within the token buffer and max_seqlen; decode lengths
 // within [0, s_max]. Rows whose keys are all masked (an empty sequence or
 // cache) give O = 0 and lse = -1e30, never NaN. Pointers must be non-null and
@@ -29,10 +31,13 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <initializer_list>
 #include <map>
 #include <memory>
+#include <string>
 #include <tuple>
 #include <typeindex>
+#include <utility>
 #include <vector>
 
 #include "examples/attention/flash_bwd.hpp"
@@ -76,8 +81,8 @@ class Attention {
     for (auto [v, what] : {std::pair{s.batch, "batch"}, std::pair{s.heads_q, "heads_q"}, std::pair{s.heads_kv, "heads_kv"}})
       if (v < 1) throw tj::InvalidArgument(fmt::format("attention: {} = {}: must be >= 1", what, v));
     if (s.seqlen < min_seqlen) throw tj::InvalidArgument(fmt::format("attention: seqlen = {}: must be >= {}", s.seqlen, min_seqlen));
-    if (!(s.scale >= 0))
-      throw tj::InvalidArgument(fmt::format("attention: scale = {}: must be > 0 (or 0 for 1/sqrt(head_dim))", s.scale));
+    if (!(s.scale >= 0) || !std::isfinite(s.scale))
+      throw tj::InvalidArgument(fmt::format("attention: scale = {}: must be > 0 and finite (or 0 for 1/sqrt(head_dim))", s.scale));
     if (s.heads_q % s.heads_kv != 0)
       throw tj::InvalidArgument(fmt::format("attention: heads_q = {} is not a multiple of heads_kv = {}: grouped-query attention "
                                             "shares each KV head among a whole group of query heads", s.heads_q, s.heads_kv));
@@ -89,6 +94,20 @@ class Attention {
     if (elems > 2147483647LL)
       throw tj::InvalidArgument(fmt::format("attention: {} has {} elements: the kernels use 32-bit offsets, at most 2^31 - 1; "
                                             "split the batch", what, elems));
+  }
+  /// The same for a tensor whose extents are `factors` (each >= 0): their product is checked without overflowing
+  /// (a product past 2^63 would be undefined, and could wrap to a small or negative count that passes).
+  static void fits_i32(std::initializer_list<long long> factors, const char* what) {
+    long long elems = 1;
+    bool over = false;
+    for (long long f : factors)
+      if (f == 0) return;  // an empty tensor fits
+    for (long long f : factors) over = over || __builtin_mul_overflow(elems, f, &elems) || elems > 2147483647LL;
+    if (!over) return;
+    std::string dims;
+    for (long long f : factors) dims += (dims.empty() ? "" : " x ") + std::to_string(f);
+    throw tj::InvalidArgument(fmt::format("attention: {} has {} elements, more than 2^31 - 1: the kernels use 32-bit offsets; "
+                                          "split the batch", what, dims));
   }
   /// A tensor argument: its pointer, its name, and its element size (the alignment every kernel needs).
   struct PtrArg {
@@ -131,8 +150,8 @@ class Attention {
   /// finite in every head, as a NaN or Inf there would give NaN (0·NaN) in the neighbouring head's output.
   void forward(const T* q, const T* k, const T* v, T* o, float* lse, const AttnShape& s) {
     check(s);
-    fits_i32(s.batch * s.heads_q * s.seqlen * s.head_dim, "q [B·Hq, S, D]");
-    fits_i32(s.batch * s.heads_kv * s.seqlen * s.head_dim, "k [B·Hkv, S, D]");
+    fits_i32({s.batch, s.heads_q, s.seqlen, s.head_dim}, "q [B·Hq, S, D]");
+    fits_i32({s.batch, s.heads_kv, s.seqlen, s.head_dim}, "k [B·Hkv, S, D]");
     not_null({{q, "q"}, {k, "k"}, {v, "v"}, {o, "o"}, {lse, "lse"}});
     with_dim(s, [&]<int D, bool C>() {
       const float scale_log2e = static_cast<float>(s.softmax_scale() * kLog2e);
@@ -185,7 +204,10 @@ class Attention {
     check(s, 0);
     not_null({{q, "q"}, {k, "k"}, {v, "v"}, {o, "o"}, {lse, "lse"}, {cu_seqlens, "cu_seqlens"}});
     if (total_tokens < 0) throw tj::InvalidArgument(fmt::format("attention: total_tokens = {}: must be >= 0", total_tokens));
-    fits_i32(total_tokens * s.heads_q * s.head_dim, "q [total, Hq, D]");
+    fits_i32({total_tokens, s.heads_q, s.head_dim}, "q [total, Hq, D]");
+    if (s.batch > 65535)  // before cu_seqlens' host copy of batch + 1 entries is allocated
+      throw tj::InvalidArgument(fmt::format("attention varlen: batch = {}: at most 65535 sequences (the grid's z extent, one "
+                                            "program row per sequence)", s.batch));
     std::vector<std::int32_t> cu(static_cast<std::size_t>(s.batch + 1));
     dev_.copy_to_host(cu.data(), cu_seqlens, cu.size() * 4);
     check_cu_seqlens(cu, total_tokens, s.seqlen);
@@ -216,7 +238,8 @@ class Attention {
     not_null({{q, "q"}, {k, "k"}, {v, "v"}, {o, "o"}, {lse, "lse"}, {seqlens, "seqlens"}});
     if (s_max < 1) throw tj::InvalidArgument(fmt::format("attention decode: s_max = {}: must be >= 1", s_max));
     if (chunk < 0) throw tj::InvalidArgument(fmt::format("attention decode: chunk = {}: must be >= 0 (0 = automatic)", chunk));
-    fits_i32(s.batch * s.heads_kv * s_max * s.head_dim, "the KV cache [B, Hkv, s_max, D]");
+    fits_i32({s.batch, s.heads_kv, s_max, s.head_dim}, "the KV cache [B, Hkv, s_max, D]");
+    fits_i32({s.batch, s.heads_q, s.head_dim}, "q [B, Hq, D]");  // bounds B before seqlens' host copy is allocated
     const long long group = s.heads_q / s.heads_kv;
     if (group > 16)
       throw tj::InvalidArgument(fmt::format("attention decode: {} query heads per KV head: at most 16 (one tile of rows)", group));
@@ -238,10 +261,14 @@ class Attention {
       chunk = std::max<long long>(step, tj::cdiv(tj::cdiv(s_max, splits), step) * step);
     }
     const long long splits = std::max<long long>(1, tj::cdiv(s_max, chunk));
-    fits_i32(splits * s.batch * s.heads_q * s.head_dim, "the split workspace [splits, B·Hq, D]");
+    fits_i32({splits, s.batch, s.heads_q, s.head_dim}, "the split workspace [splits, B·Hq, D]");
     const std::size_t need = static_cast<std::size_t>(splits * s.batch * s.heads_q) * (s.head_dim + 2) * 4;
     if (ws_bytes_ < need) {
-      if (ws_) dev_.free(ws_);
+      // Forget the old workspace before allocating the new one: if alloc throws, the object stays valid (no
+      // workspace) rather than holding a freed pointer that a later call would write to and ~Attention free again.
+      float* old = std::exchange(ws_, nullptr);
+      ws_bytes_ = 0;
+      dev_.free(old);
       ws_ = static_cast<float*>(dev_.alloc(need));
       ws_bytes_ = need;
     }
@@ -282,8 +309,8 @@ class Attention {
   void backward(const T* q, const T* k, const T* v, const T* o, const T* d_o, const float* lse, float* delta, T* dq, T* dk, T* dv,
                 const AttnShape& s) {
     check(s);
-    fits_i32(s.batch * s.heads_q * s.seqlen * s.head_dim, "q [B·Hq, S, D]");
-    fits_i32(s.batch * s.heads_kv * s.seqlen * s.head_dim, "k [B·Hkv, S, D]");
+    fits_i32({s.batch, s.heads_q, s.seqlen, s.head_dim}, "q [B·Hq, S, D]");
+    fits_i32({s.batch, s.heads_kv, s.seqlen, s.head_dim}, "k [B·Hkv, S, D]");
     not_null({{q, "q"}, {k, "k"}, {v, "v"}, {o, "o"}, {d_o, "d_o"}, {lse, "lse"}, {delta, "delta"}, {dq, "dq"}, {dk, "dk"}, {dv, "dv"}});
     if (s.head_dim > 128) throw tj::InvalidArgument(fmt::format("attention backward: head_dim = {}: 64, 96 or 128", s.head_dim));
     const float sc = static_cast<float>(s.softmax_scale()), sl2 = static_cast<float>(s.softmax_scale() * kLog2e);

@@ -17,6 +17,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <string_view>
 
 #include "prelude.hpp"
 #include "tilejit/core/error.hpp"
@@ -975,6 +976,7 @@ class Emitter {
       const Node& lb = k_[L];
       emit_pipe_issue(p);
       if (parent_[static_cast<std::size_t>(L)] < 0) line(fmt::format("unsigned tj_it{} = 0;", L));
+      step_guard(L);
       line(fmt::format("for (int s{0} = {1}; s{0} < {2}; s{0} += {3}, ++tj_it{0}) {{", L, v(lb.args[0], 0), v(lb.args[1], 0), v(lb.args[2], 0)));
       line(fmt::format("  if (tj_it{0} >= {1}u) tj_mbar_wait(tj_empty{0} + 8u * (tj_it{0} % {1}u), (tj_it{0} / {1}u - 1u) & 1u);", L, p.stages));
       line(fmt::format("  tj_issue{0}(s{0}, tj_it{0});", L));
@@ -996,6 +998,7 @@ class Emitter {
       const Node& ob = k_[O];
       for (int c : outer_carries_)  // scalars the loop carries (a prefetched work item): the producer's own copy
         if (k_[c].args[1] == O) line(fmt::format("{} s{} = {};  // carried by loop %{}", reg_type(k_[c].type), c, v(k_[c].args[0], 0), O));
+      step_guard(O);
       line(fmt::format("for (int s{0} = {1}; s{0} < {2}; s{0} += {3}) {{  // loop %{0}, as the consumers walk it", O, v(ob.args[0], 0),
                        v(ob.args[1], 0), v(ob.args[2], 0)));
       for (int d : outer_deps_)
@@ -1420,6 +1423,17 @@ class Emitter {
 
   void line(const std::string& s) { body_ += "  " + s + "\n"; }
 
+  /// Before a loop over a run-time step: one scalar check, outside the loop, that the step is positive (a step of 0
+  /// or less would never end `for (s = lo; s < hi; s += step)` on the GPU; the interpreter throws for it): the
+  /// kernel traps instead of hanging. A constant step needs none (tracing rejects a non-positive one), nor
+  /// num_programs (>= 1).
+  void step_guard(int loop) {
+    const Node& st = k_[k_[loop].args[2]];
+    if ((st.op == Op::constant && st.i > 0) || st.op == Op::num_programs) return;
+    line(fmt::format("if ({} <= 0) tj_bad_step();  // loop %{}: for_range's step must be positive (else the loop never ends)",
+                     v(k_[loop].args[2], 0), loop));
+  }
+
   /// Emit `value(r)` into every canonical register of `id`, copies into the others.
   void each_register(int id, const std::function<std::string(int)>& value) {
     const ir::Type& t = k_[id].type;
@@ -1620,6 +1634,7 @@ class Emitter {
         if (pingpong_ && id == pp_outer_) emit_first_turn();
         hoist_conversions(id);
         wait_resident_before(id);
+        step_guard(id);
         line(fmt::format("for (int s{0} = {1}; s{0} < {2}; s{0} += {3}) {{", id, v(arg(0), 0), v(arg(1), 0), v(arg(2), 0)));
         conv_scopes_.emplace_back();
         if (pi >= 0) emit_pipe_wait(pipes_[static_cast<std::size_t>(pi)]);
@@ -2624,18 +2639,48 @@ void tma_stores(const ir::Kernel& k, const ir::Specialization& spec, const Targe
 
 }  // namespace
 
+namespace {
+bool digits(std::string_view s) { return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }); }
+/// "sm_" two or three digits, then at most an "a" (sm_80, sm_90a).
+bool is_sm_arch(std::string_view a) {
+  if (a.substr(0, 3) != "sm_") return false;
+  a.remove_prefix(3);
+  if (!a.empty() && a.back() == 'a') a.remove_suffix(1);
+  return digits(a) && (a.size() == 2 || a.size() == 3);
+}
+/// "gfx" three or four lowercase hex digits (gfx90a, gfx942, gfx1100), then any ":feature+" / ":feature-" (xnack-).
+bool is_gfx_arch(std::string_view a) {
+  if (a.substr(0, 3) != "gfx") return false;
+  a.remove_prefix(3);
+  const std::string_view chip = a.substr(0, a.find(':'));
+  if (chip.size() < 3 || chip.size() > 4 || chip[0] < '0' || chip[0] > '9' ||
+      !std::all_of(chip.begin(), chip.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); }))
+    return false;
+  for (a.remove_prefix(chip.size()); !a.empty();) {  // ":name+" or ":name-"
+    a.remove_prefix(1);
+    const std::string_view f = a.substr(0, a.find(':'));
+    if (f.size() < 2 || (f.back() != '+' && f.back() != '-') ||
+        !std::all_of(f.begin(), f.end() - 1, [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'; }))
+      return false;
+    a.remove_prefix(f.size());
+  }
+  return true;
+}
+}  // namespace
+
 Target target_for(const std::string& arch) {
   Target t;
   t.arch = arch;
-  if (arch.rfind("sm_", 0) == 0 && arch.size() >= 5) {
+  if (is_sm_arch(arch)) {
     t.dialect = Dialect::cuda;
     t.warp_size = 32;
-  } else if (arch.rfind("gfx", 0) == 0 && arch.size() >= 6) {
+  } else if (is_gfx_arch(arch)) {
     t.dialect = Dialect::hip;
     // CDNA (gfx9xx) runs wave64; RDNA (gfx10+/11+) defaults to wave32.
     t.warp_size = arch[3] == '9' ? 64 : 32;
   } else {
-    throw InvalidArgument(fmt::format("target arch '{}' is neither sm_NN[a] (NVIDIA) nor gfxNNN (AMD)", arch));
+    throw InvalidArgument(fmt::format("target arch '{}' is not a target: sm_NN or sm_NNa (NVIDIA, e.g. sm_80, sm_90a) or "
+                                      "gfxNNN with optional :feature+/- (AMD, e.g. gfx90a, gfx942, gfx942:xnack-)", arch));
   }
   return t;
 }

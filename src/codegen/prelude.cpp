@@ -60,6 +60,10 @@ static __device__ __forceinline__ unsigned long long tj_wgmma_desc_mn(unsigned a
   return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)((lbo >> 4) & 0x3FFF) << 16) |
          ((unsigned long long)(1024 >> 4) << 32) | (1ull << 62);
 }
+// A for_range whose step is not positive at run time would never end (s += step never reaches hi): the loop's
+// guard stops the kernel here instead (the launch then fails with an illegal-instruction error; the guard's line
+// names the loop). A trap, not printf: an extern call (vprintf) would make ptxas serialise every wgmma.
+static __device__ __forceinline__ void tj_bad_step() { asm volatile("trap;"); }
 static __device__ __forceinline__ void tj_mma_f16(float& d0, float& d1, float& d2, float& d3, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
   asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
                : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
@@ -134,6 +138,9 @@ static __device__ __forceinline__ float tj_fmod(float a, float b) { return __bui
 static __device__ __forceinline__ float tj_max(float a, float b) { return (a != a || b != b) ? __builtin_nanf("") : fmaxf(a, b); }
 static __device__ __forceinline__ float tj_min(float a, float b) { return (a != a || b != b) ? __builtin_nanf("") : fminf(a, b); }
 static __device__ __forceinline__ float tj_exp2(float x) { return exp2f(x); }
+// A for_range whose step is not positive at run time would never end (s += step never reaches hi): the loop's
+// guard stops the kernel here instead; the launch then fails.
+static __device__ __forceinline__ void tj_bad_step() { __builtin_trap(); }
 )";
 }
 

@@ -514,8 +514,8 @@ void add_kernel_slots(std::vector<MetricSlot>& m, std::int64_t dur, std::int64_t
   unsigned seen = 0;
   for (MetricSlot& x : m) {
     switch (x.id) {
-      case kTimeNs: x.i += dur; break;
-      case kCount: x.i += 1; break;
+      case kTimeNs: x.i = saturating_add(x.i, dur); break;
+      case kCount: x.i = saturating_add(x.i, 1); break;
       case kDeviceId: x.i = device_id; break;
       case kDeviceType: x.i = device_type; break;
       default: continue;

@@ -12,6 +12,13 @@ namespace tilejit::profiler::detail {
 
 inline constexpr std::uint32_t kNoNode = 0xffffffffu;
 
+/// a + b clamped to [INT64_MIN, INT64_MAX]: integer metrics saturate rather than wrap (metric.hpp).
+inline std::int64_t saturating_add(std::int64_t a, std::int64_t b) {
+  std::int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) return b > 0 ? INT64_MAX : INT64_MIN;
+  return r;
+}
+
 struct MetricSlot {
   std::uint32_t id = 0;
   MetricType type = MetricType::int64;
@@ -37,7 +44,7 @@ struct MetricSlot {
       if (type == MetricType::int64) i = o.i;
       else d = o.d;
     } else if (type == MetricType::int64) {
-      i += o.i;
+      i = saturating_add(i, o.i);
     } else {
       d += o.d;
     }

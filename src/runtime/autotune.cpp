@@ -112,8 +112,10 @@ void write_atomically(const std::filesystem::path& file, const json& j) {
   std::error_code ec;
   std::filesystem::rename(tmp, file, ec);
   if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw std::runtime_error(fmt::format("cannot rename into {}: {}", file.string(), ec.message()));
+    const std::string why = ec.message();  // before remove() reuses an error code
+    std::error_code rm;
+    std::filesystem::remove(tmp, rm);
+    throw std::runtime_error(fmt::format("cannot rename into {}: {}", file.string(), why));
   }
 }
 

@@ -1,7 +1,11 @@
 // src/runtime/cache.cpp — KernelCache (see cache.hpp).
 //
 // Disk entry <dir>/<key>.tjkc, all integers little-endian:
-//   "TJKC"  u8 version (1)  u8 n  format[n]  u64 payload size  16-byte XXH3-128 of payload (canonical)  payload
+//   "TJKC"  u8 version (2)  u8 k  key[k]  u8 n  format[n]  u64 payload size  payload
+//   16-byte XXH3-128 (canonical) of every byte before it
+// The checksum covers the whole header, so a damaged format string or key is detected like a damaged payload, and
+// the entry names its own key, so an intact entry under another key's file name is not served for that key.
+// Version 1 (checksum of the payload only, no key) is not read: such entries are rebuilt.
 // An entry is installed by writing <dir>/.<key>.tjkc.<pid>.<random>.tmp, fsync, rename (write_file_atomically).
 #include "tilejit/runtime/cache.hpp"
 
@@ -22,7 +26,7 @@ namespace tilejit::runtime {
 namespace {
 
 constexpr char kMagic[4] = {'T', 'J', 'K', 'C'};
-constexpr std::uint8_t kVersion = 1;
+constexpr std::uint8_t kVersion = 2;
 
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) {
@@ -44,36 +48,40 @@ XXH128_canonical_t checksum(const void* data, std::size_t n) {
   return c;
 }
 
-std::string serialize(const Binary& b) {
+std::string serialize(const std::string& key, const Binary& b) {
   std::string out(kMagic, 4);
   out.push_back(static_cast<char>(kVersion));
+  out.push_back(static_cast<char>(key.size()));
+  out += key;
   out.push_back(static_cast<char>(b.format.size()));
   out += b.format;
   put_u64(out, b.bytes.size());
-  auto sum = checksum(b.bytes.data(), b.bytes.size());
-  out.append(reinterpret_cast<const char*>(sum.digest), sizeof sum.digest);
   out.append(reinterpret_cast<const char*>(b.bytes.data()), b.bytes.size());
+  const auto sum = checksum(out.data(), out.size());
+  out.append(reinterpret_cast<const char*>(sum.digest), sizeof sum.digest);
   return out;
 }
 
-// The entry's binary, or nullptr when `data` is not a whole, intact entry.
-std::shared_ptr<const Binary> deserialize(const std::string& data) {
-  const std::size_t fixed = 4 + 1 + 1 + 8 + 16;
-  if (data.size() < fixed || std::memcmp(data.data(), kMagic, 4) != 0 ||
+// The entry's binary, or nullptr when `data` is not a whole, intact entry of `key` in this version's format.
+std::shared_ptr<const Binary> deserialize(const std::string& data, const std::string& key) {
+  const std::size_t fixed = 4 + 1 + 1 + 1 + 8 + 16;  // magic, version, key length, format length, size, checksum
+  if (data.size() < fixed + key.size() || std::memcmp(data.data(), kMagic, 4) != 0 ||
       static_cast<std::uint8_t>(data[4]) != kVersion)
     return nullptr;
-  const std::size_t fmt_len = static_cast<std::uint8_t>(data[5]);
-  if (fmt_len == 0 || data.size() < fixed + fmt_len) return nullptr;
-  const char* p = data.data() + 6;
+  const std::size_t body = data.size() - 16;
+  const auto actual = checksum(data.data(), body);
+  if (std::memcmp(actual.digest, data.data() + body, 16) != 0) return nullptr;
+  const char* p = data.data() + 5;
+  const std::size_t key_len = static_cast<std::uint8_t>(*p++);
+  if (key_len != key.size() || std::memcmp(p, key.data(), key_len) != 0) return nullptr;  // another key's entry
+  p += key_len;
+  const std::size_t fmt_len = static_cast<std::uint8_t>(*p++);
+  if (fmt_len == 0 || data.size() < fixed + key_len + fmt_len) return nullptr;
   std::string format(p, fmt_len);
   p += fmt_len;
   const std::uint64_t size = get_u64(p);
   p += 8;
-  const char* sum = p;
-  p += 16;
-  if (size != data.size() - fixed - fmt_len) return nullptr;
-  auto actual = checksum(p, size);
-  if (std::memcmp(actual.digest, sum, 16) != 0) return nullptr;
+  if (size != data.size() - fixed - key_len - fmt_len) return nullptr;
   auto b = std::make_shared<Binary>();
   b->format = std::move(format);
   b->bytes.assign(reinterpret_cast<const std::uint8_t*>(p), reinterpret_cast<const std::uint8_t*>(p) + size);
@@ -82,14 +90,28 @@ std::shared_ptr<const Binary> deserialize(const std::string& data) {
 
 enum class DiskRead { missing, hit, corrupt };
 
-DiskRead read_entry(const std::filesystem::path& path, std::shared_ptr<const Binary>& out) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return DiskRead::missing;  // absent (or unreadable: treated as absent)
-  std::string data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return DiskRead::missing;
-  out = deserialize(data);
-  if (out) return DiskRead::hit;
+// An entry that exists but cannot be read whole (a directory at its path, an I/O error) is corrupt, like one that
+// fails a check: deleted where possible and rebuilt, never an error of the lookup.
+DiskRead read_entry(const std::filesystem::path& path, const std::string& key, std::shared_ptr<const Binary>& out) {
   std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  // Absent, or its status unknowable (e.g. no permission on the directory): treated as absent, and the write
+  // after the compile says whether the directory is usable.
+  if (ec || st.type() == std::filesystem::file_type::not_found) return DiskRead::missing;
+  std::string data;
+  bool readable = std::filesystem::is_regular_file(st);
+  if (readable) {
+    try {
+      std::ifstream in(path, std::ios::binary);
+      if (!in) return DiskRead::missing;  // cannot be opened (removed meanwhile, no permission): treated as absent
+      data.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+      readable = !in.bad();
+    } catch (const std::exception&) {  // libstdc++'s filebuf throws ios_base::failure on a read error
+      readable = false;
+    }
+  }
+  if (readable) out = deserialize(data, key);
+  if (out) return DiskRead::hit;
   std::filesystem::remove(path, ec);  // never load it again; the rebuild rewrites it
   return DiskRead::corrupt;
 }
@@ -190,7 +212,7 @@ KernelCache::Entry KernelCache::get_or_compile(const JitRequest& req, std::strin
     std::string disk_error;
     const auto path = entry_path(e.key);
     if (use_disk) {
-      switch (read_entry(path, e.binary)) {
+      switch (read_entry(path, e.key, e.binary)) {
         case DiskRead::hit: e.source = Source::disk; break;
         case DiskRead::corrupt: corrupt = true; break;
         case DiskRead::missing: break;
@@ -201,7 +223,7 @@ KernelCache::Entry KernelCache::get_or_compile(const JitRequest& req, std::strin
       e.compile_ms = r.compile_ms;
       e.source = Source::compiled;
       e.binary = std::make_shared<const Binary>(std::move(r.binary));
-      if (use_disk) disk_error = detail::write_file_atomically(path, serialize(*e.binary));
+      if (use_disk) disk_error = detail::write_file_atomically(path, serialize(e.key, *e.binary));
     }
     {
       std::lock_guard lock(mu_);
@@ -210,7 +232,12 @@ KernelCache::Entry KernelCache::get_or_compile(const JitRequest& req, std::strin
       if (e.source == Source::disk) ++stats_.disk_hits;
       if (e.source == Source::compiled) ++stats_.compiled;
       if (corrupt) ++stats_.corrupt_rebuilt;
-      if (!disk_error.empty() && disk_ok_) {
+      if (!disk_error.empty() && corrupt) {
+        // Only this entry's path is unusable (e.g. a directory stands there): the others still go to disk.
+        std::cerr << fmt::format("tilejit: warning: kernel cache entry {} is unreadable and could not be replaced ({}); "
+                                 "keeping this kernel in memory only\n",
+                                 path.string(), disk_error);
+      } else if (!disk_error.empty() && disk_ok_) {
         disk_ok_ = false;
         std::cerr << fmt::format("tilejit: warning: kernel cache directory {} is not usable ({}); "
                                  "caching kernels in memory only\n",

@@ -86,6 +86,56 @@ void write_elem(DType t, std::uintptr_t a, double v, std::int64_t iv) {
   }
 }
 
+// Integer arithmetic the way the generated CUDA / HIP code behaves on a GPU: two's complement,
+// wrapping on overflow, never a signal. Every value is held in an int64 (narrower types are
+// wrapped to their width by wrap_int afterwards), so only 64-bit operands can overflow here;
+// these do the arithmetic in uint64 (defined modulo 2^64) and handle INT64_MIN / -1 explicitly
+// (x86's idiv traps on it; the GPU gives INT64_MIN, and INT64_MIN % -1 = 0).
+std::int64_t wrapping_add(std::int64_t x, std::int64_t y) {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(x) + static_cast<std::uint64_t>(y));
+}
+std::int64_t wrapping_sub(std::int64_t x, std::int64_t y) {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(x) - static_cast<std::uint64_t>(y));
+}
+std::int64_t wrapping_mul(std::int64_t x, std::int64_t y) {
+  return static_cast<std::int64_t>(static_cast<std::uint64_t>(x) * static_cast<std::uint64_t>(y));
+}
+std::int64_t wrapping_neg(std::int64_t x) { return static_cast<std::int64_t>(0 - static_cast<std::uint64_t>(x)); }
+/// x / y and x % y for y != 0, of signed operands, or of u64 operands (held as their bit pattern).
+std::int64_t int_div(std::int64_t x, std::int64_t y, bool u64) {
+  if (u64) return static_cast<std::int64_t>(static_cast<std::uint64_t>(x) / static_cast<std::uint64_t>(y));
+  if (y == -1) return wrapping_neg(x);
+  return x / y;
+}
+std::int64_t int_rem(std::int64_t x, std::int64_t y, bool u64) {
+  if (u64) return static_cast<std::int64_t>(static_cast<std::uint64_t>(x) % static_cast<std::uint64_t>(y));
+  if (y == -1) return 0;
+  return x % y;
+}
+/// A float converted to an integer type as the GPU's cvt.rzi does: truncated, clamped to the
+/// destination's range, NaN to 0 (a plain static_cast of an out-of-range double is undefined).
+std::int64_t float_to_int(DType t, double v) {
+  if (std::isnan(v)) return 0;
+  v = std::trunc(v);
+  auto clamp = [&](double lo, double hi) { return v <= lo ? lo : (v >= hi ? hi : v); };
+  switch (t) {
+    case DType::i8: return static_cast<std::int64_t>(clamp(-128.0, 127.0));
+    case DType::i16: return static_cast<std::int64_t>(clamp(-32768.0, 32767.0));
+    case DType::i32: return static_cast<std::int64_t>(clamp(-2147483648.0, 2147483647.0));
+    case DType::u8: return static_cast<std::int64_t>(clamp(0.0, 255.0));
+    case DType::u16: return static_cast<std::int64_t>(clamp(0.0, 65535.0));
+    case DType::u32: return static_cast<std::int64_t>(clamp(0.0, 4294967295.0));
+    case DType::u64:
+      if (v <= 0) return 0;
+      if (v >= 18446744073709551616.0) return -1;  // UINT64_MAX's bit pattern
+      return static_cast<std::int64_t>(static_cast<std::uint64_t>(v));
+    default:  // i64
+      if (v <= -9223372036854775808.0) return std::numeric_limits<std::int64_t>::min();
+      if (v >= 9223372036854775808.0) return std::numeric_limits<std::int64_t>::max();
+      return static_cast<std::int64_t>(v);
+  }
+}
+
 /// Row-major index of element `e` of `to` in a tile of shape `from` that broadcasts to it.
 int broadcast_source(const ir::Type& from, const ir::Type& to, int e) {
   if (from.rank == 0) return 0;
@@ -206,13 +256,13 @@ class Program {
         const ir::Type& ft = type_of_arg(0);
         if (fl) {
           if (holds_float(ft)) put_f([&](int e) { return a(0).f[e]; });
+          else if (ft.dtype == DType::u64) put_f([&](int e) { return static_cast<double>(static_cast<std::uint64_t>(a(0).i[e])); });
           else put_f([&](int e) { return static_cast<double>(a(0).i[e]); });
         } else {
           if (holds_float(ft)) put_i([&](int e) {
             double v = a(0).f[e];
             if (n.type.dtype == DType::i1) return static_cast<std::int64_t>(v != 0);
-            if (std::isnan(v)) return std::int64_t{0};
-            return static_cast<std::int64_t>(std::trunc(v));
+            return float_to_int(n.type.dtype, v);
           });
           else put_i([&](int e) { return a(0).i[e]; });
         }
@@ -221,7 +271,7 @@ class Program {
       case Op::addptr: {
         const int es = size_bytes(n.type.dtype);
         out.i.resize(N);
-        for (int e = 0; e < N; ++e) out.i[e] = a(0).i[e] + a(1).i[e] * es;
+        for (int e = 0; e < N; ++e) out.i[e] = wrapping_add(a(0).i[e], wrapping_mul(a(1).i[e], es));
         return;
       }
       case Op::where:
@@ -309,7 +359,7 @@ class Program {
             std::int64_t acc = a(0).i[src(o, 0)];
             for (int j = 1; j < len; ++j) {
               std::int64_t y = a(0).i[src(o, j)];
-              acc = n.op == Op::reduce_sum ? wrap_int(n.type.dtype, acc + y) : (n.op == Op::reduce_max ? std::max(acc, y) : std::min(acc, y));
+              acc = n.op == Op::reduce_sum ? wrap_int(n.type.dtype, wrapping_add(acc, y)) : (n.op == Op::reduce_max ? std::max(acc, y) : std::min(acc, y));
             }
             out.i[o] = acc;
           }
@@ -337,9 +387,9 @@ class Program {
         put_i([&](int e) {
           std::int64_t x = a(0).i[e];
           switch (n.op) {
-            case Op::neg: return -x;
+            case Op::neg: return wrapping_neg(x);
             case Op::logical_not: return std::int64_t{!x};
-            case Op::abs: return x < 0 ? -x : x;
+            case Op::abs: return x < 0 ? wrapping_neg(x) : x;  // abs(INT64_MIN) = INT64_MIN, as on the GPU
             default: fail(id, "not an integer operation");
           }
         });
@@ -360,7 +410,10 @@ class Program {
               default: return x != y;
             }
           };
-          return of ? cmp(a(0).f[e], a(1).f[e]) : cmp(a(0).i[e], a(1).i[e]);
+          if (of) return cmp(a(0).f[e], a(1).f[e]);
+          if (!type_of_arg(0).is_ptr && type_of_arg(0).dtype == DType::u64)  // held as its bit pattern
+            return cmp(static_cast<std::uint64_t>(a(0).i[e]), static_cast<std::uint64_t>(a(1).i[e]));
+          return cmp(a(0).i[e], a(1).i[e]);
         });
       } else if (fl) {
         put_f([&](int e) {
@@ -377,16 +430,17 @@ class Program {
           }
         });
       } else {
+        const bool u64 = !type_of_arg(0).is_ptr && type_of_arg(0).dtype == DType::u64;  // held as its bit pattern
         put_i([&](int e) {
           std::int64_t x = a(0).i[e], y = a(1).i[e];
           switch (n.op) {
-            case Op::add: return x + y;
-            case Op::sub: return x - y;
-            case Op::mul: return x * y;
-            case Op::div: if (y == 0) fail(id, "integer division by zero"); return x / y;
-            case Op::rem: if (y == 0) fail(id, "integer remainder by zero"); return x % y;
-            case Op::maximum: return std::max(x, y);
-            case Op::minimum: return std::min(x, y);
+            case Op::add: return wrapping_add(x, y);
+            case Op::sub: return wrapping_sub(x, y);
+            case Op::mul: return wrapping_mul(x, y);
+            case Op::div: if (y == 0) fail(id, "integer division by zero"); return int_div(x, y, u64);
+            case Op::rem: if (y == 0) fail(id, "integer remainder by zero"); return int_rem(x, y, u64);
+            case Op::maximum: return u64 ? (static_cast<std::uint64_t>(x) < static_cast<std::uint64_t>(y) ? y : x) : std::max(x, y);
+            case Op::minimum: return u64 ? (static_cast<std::uint64_t>(y) < static_cast<std::uint64_t>(x) ? y : x) : std::min(x, y);
             case Op::bit_and: return x & y;
             case Op::bit_or: return x | y;
             case Op::bit_xor: return x ^ y;

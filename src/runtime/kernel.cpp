@@ -39,6 +39,9 @@ KernelCore::KernelCore(Device dev, ir::Kernel ir, CompileOptions opt)
     throw InvalidArgument(fmt::format("num_stages = {}: must be in [1, 8]", opt_.num_stages));
   if (opt_.num_ctas != 1 && opt_.num_ctas != 2 && opt_.num_ctas != 4)
     throw InvalidArgument(fmt::format("num_ctas = {}: a cluster is 1, 2 or 4 programs", opt_.num_ctas));
+  // The arch is validated on every backend (the interpreter generates only for source(), but a bad arch must not
+  // be accepted there and rejected on a GPU).
+  if (!opt_.arch.empty()) codegen::target_for(opt_.arch);
   if (dev_.backend() != Backend::interpreter) {
     target_ = codegen::target_for(opt_.arch.empty() ? dev_.arch() : opt_.arch);
     const bool cuda = dev_.backend() == Backend::cuda;

@@ -11,6 +11,24 @@
 namespace tj = tilejit;
 
 namespace {
+/// out[i] = sum over s in [0, n) by `step` of (i + s): a step known only at run time.
+struct RuntimeStep {
+  void operator()(tj::Ptr<float> out, tj::Size n, tj::Int step) const {
+    auto i = tj::arange<32>();
+    auto acc = tj::for_range(0, n, step, tj::zeros<float, 32>(), [&](tj::Int s, auto acc) { return acc + tj::cast<float>(i + s); });
+    tj::store(out + i, acc);
+  }
+};
+/// The same with a constant step.
+template <int STEP>
+struct ConstantStep {
+  void operator()(tj::Ptr<float> out, tj::Size n) const {
+    auto i = tj::arange<32>();
+    auto acc = tj::for_range(0, n, STEP, tj::zeros<float, 32>(), [&](tj::Int s, auto acc) { return acc + tj::cast<float>(i + s); });
+    tj::store(out + i, acc);
+  }
+};
+
 void row_stats_ref(const std::vector<float>& x, int rows, int cols, std::vector<double>& m, std::vector<double>& l) {
   m.assign(static_cast<std::size_t>(rows), -1e30);
   l.assign(static_cast<std::size_t>(rows), 0);
@@ -82,5 +100,49 @@ TEST_CASE("loops_compile_for_every_target") {
     }
     CHECK_NOTHROW(tj::compile_for_arch<testing::RowStatsLoop<4, 96>>(arch, {.num_warps = 4}));
     CHECK_NOTHROW(tj::compile_for_arch<testing::NestedLoops>(arch, {.num_warps = 1}));
+  }
+}
+
+TEST_CASE("loops_constant_step_must_be_positive_when_traced") {
+  CHECK_THROWS_WITH_AS(tj::trace(ConstantStep<0>{}), doctest::Contains("for_range: step = 0: the step must be positive"),
+                       tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(tj::trace(ConstantStep<-2>{}), doctest::Contains("step = -2"), tj::InvalidArgument);
+  CHECK_THROWS_AS(tj::compile<ConstantStep<0>>(tj::Device::interpreter()), tj::InvalidArgument);
+  CHECK_THROWS_AS(tj::compile_for_arch<ConstantStep<-1>>("sm_90a", {.num_warps = 1}), tj::InvalidArgument);
+  CHECK_NOTHROW(tj::trace(ConstantStep<3>{}));
+}
+
+TEST_CASE("loops_runtime_step_interpreter_rejects_non_positive_steps") {
+  std::vector<float> out(32, -1.f);
+  auto k = tj::compile<RuntimeStep>(tj::Device::interpreter(), {.num_warps = 1});
+  k.launch(tj::Grid{1}, out.data(), 10, 3);  // s = 0, 3, 6, 9
+  for (int i = 0; i < 32; ++i) CHECK(out[static_cast<std::size_t>(i)] == doctest::Approx(4.0 * i + 18));
+  CHECK_THROWS_WITH_AS(k.launch(tj::Grid{1}, out.data(), 10, 0), doctest::Contains("for_range step is 0: it must be positive"),
+                       tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(k.launch(tj::Grid{1}, out.data(), 10, -4), doctest::Contains("for_range step is -4"), tj::InvalidArgument);
+}
+
+TEST_CASE("loops_runtime_step_is_guarded_once_before_the_generated_loop") {
+  for (std::string arch : {"sm_80", "sm_90a", "gfx90a", "gfx942"}) {
+    CAPTURE(arch);
+    const auto t = tj::codegen::target_for(arch);
+    const std::string src = tj::codegen::generate(tj::trace(RuntimeStep{}), {}, t, {1}).source;
+    // One scalar check outside the loop: a step <= 0 would never end `for (s = 0; s < n; s += step)` on a GPU.
+    const auto guard = src.find("<= 0) tj_bad_step();");
+    const auto loop = src.find("for (int s");
+    REQUIRE(guard != std::string::npos);
+    REQUIRE(loop != std::string::npos);
+    CHECK(guard < loop);
+    CHECK(src.find("<= 0) tj_bad_step(", guard + 1) == std::string::npos);
+    // A constant positive step needs no guard.
+    const std::string csrc = tj::codegen::generate(tj::trace(ConstantStep<4>{}), {}, t, {1}).source;
+    CHECK(csrc.find("<= 0) tj_bad_step();") == std::string::npos);
+    std::string why;
+    if (!tj::runtime::compiler_available(t.dialect == tj::codegen::Dialect::cuda ? tj::runtime::Compiler::nvrtc
+                                                                                 : tj::runtime::Compiler::hiprtc, &why)) {
+      MESSAGE("skipping the compile for ", arch, ": ", why);
+      continue;
+    }
+    CHECK_NOTHROW(tj::compile_for_arch<RuntimeStep>(arch, {.num_warps = 1}));
   }
 }

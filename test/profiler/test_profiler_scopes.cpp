@@ -1,4 +1,6 @@
 // Sessions, scopes, metrics, threads and kernel attribution through a backend.
+#include <cstdint>
+#include <limits>
 #include <thread>
 
 #include "profiler_test_util.hpp"
@@ -295,5 +297,34 @@ TEST_CASE("profiler backend: an unavailable backend leaves a working session wit
   CHECK(tp::stats(s).pending_launches == 0);
   json root = json::parse(*tp::get(s, 0))[0];
   CHECK(child_names(root) == std::vector<std::string>{"still_recorded"});
+  tp::finalize(s);
+}
+
+TEST_CASE("profiler metric: int64 sums saturate instead of wrapping") {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max(), kMin = std::numeric_limits<std::int64_t>::min();
+  auto dir = temp_dir("saturate");
+  auto s = tp::start((dir / "saturate").string());
+  {
+    tp::Scope a("A");
+    tp::add_metric({"sat_big", kMax});
+    tp::add_metric({"sat_big", kMax});  // used to wrap to -2
+    tp::add_metric({"sat_low", kMin});
+    tp::add_metric({"sat_low", std::int64_t{-1}});
+    {
+      tp::Scope b("B");
+      tp::add_metric({"sat_big", std::int64_t{5}});  // B alone is fine; A (inc) = A + B saturates
+      tp::add_metric({"sat_exc", kMax - 1, tp::MetricKind::exclusive});
+      tp::add_metric({"sat_exc", std::int64_t{3}, tp::MetricKind::exclusive});
+    }
+  }
+  json j = json::parse(*tp::get(s, 0));
+  const json& A = at(j[0], {"A"});
+  const json& B = at(A, {"B"});
+  CHECK(A["metrics"]["sat_big"] == kMax);
+  CHECK(A["metrics"]["sat_big (inc)"] == kMax);
+  CHECK(j[0]["metrics"]["sat_big (inc)"] == kMax);
+  CHECK(A["metrics"]["sat_low"] == kMin);
+  CHECK(B["metrics"]["sat_big"] == 5);
+  CHECK(B["metrics"]["sat_exc"] == kMax);
   tp::finalize(s);
 }

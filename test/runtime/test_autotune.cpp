@@ -378,6 +378,25 @@ TEST_CASE("autotune: a corrupt stored file is ignored, re-tuned and rewritten") 
   CHECK(files == std::vector<std::filesystem::path>{file});
 }
 
+TEST_CASE("autotune: a store that cannot be renamed into place logs the rename's own error") {
+  TempDir dir;
+  Log log;
+  constexpr int W = 96, rows = 5;
+  std::vector<float> x(std::size_t{rows} * W, 0.25f), y(x.size());
+  // The store's path is a directory that is not empty: the rename of the temporary over it fails (EISDIR / ENOTEMPTY).
+  const auto file = dir.path / "autotune" / "softmax_store_fails.json";
+  std::filesystem::create_directories(file / "occupied");
+  tj::Autotuner a("softmax_store_fails", softmax_candidates<W, 1, 2>({1}), interp_options(dir, log));
+  const auto& r = a.tune(tj::TuneKey{{"rows", rows}}, grid_for(rows), x.data(), y.data(), rows);
+  CHECK(r.tuned);
+  CHECK(log.has("could not store the result in"));
+  CHECK(log.has("cannot rename into"));
+  CHECK_FALSE(log.has("Success"));  // remove(tmp, ec) used to overwrite the rename's error before it was formatted
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path / "autotune")) files.push_back(e.path());
+  CHECK(files == std::vector<std::filesystem::path>{file});  // the temporary was removed
+}
+
 TEST_CASE("autotune: Kernel::prepare builds without launching and validates like launch") {
   auto dev = tj::Device::best();
   std::vector<float> x(96 * 4, 1.f), y(x.size());

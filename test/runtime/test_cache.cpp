@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,9 @@
 #include <thread>
 
 #include "tilejit/runtime/cache.hpp"
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
 
 namespace fs = std::filesystem;
 namespace rt = tilejit::runtime;
@@ -137,12 +141,14 @@ TEST_CASE("cache: damaged entries are detected, rebuilt and counted") {
     b[at] = static_cast<char>(b[at] ^ 0x10);
     return b;
   };
+  // "TJKC" 2 32 | key at 6..37 | 5 at 38 | "cubin" at 39..43 | size at 44..51 | payload | checksum (the last 16)
+  REQUIRE(good.substr(38, 6) == "\x05" "cubin");
   for (const Damage& d : {Damage{"truncated payload", good.substr(0, good.size() / 2)},
                           Damage{"truncated header", good.substr(0, 7)}, Damage{"empty file", ""},
-                          Damage{"bit flip in payload", flip(good.size() - 5)},
-                          // "TJKC" 1 5 "cubin" | size at 11..18 | checksum at 19..34
-                          Damage{"bit flip in size", flip(12)}, Damage{"bit flip in checksum", flip(25)},
-                          Damage{"bad format length", flip(5)},
+                          Damage{"bit flip in payload", flip(60)}, Damage{"bit flip in size", flip(45)},
+                          Damage{"bit flip in checksum", flip(good.size() - 5)}, Damage{"bad key length", flip(5)},
+                          Damage{"bit flip in key", flip(10)}, Damage{"bad format length", flip(38)},
+                          Damage{"bit flip in format", flip(41)},  // "cubin" -> "cuRin": outside v1's checksum
                           Damage{"bad magic", flip(0)}, Damage{"bad version", flip(4)},
                           Damage{"extra trailing byte", good + "x"}}) {
     CAPTURE(d.what);
@@ -155,6 +161,81 @@ TEST_CASE("cache: damaged entries are detected, rebuilt and counted") {
     rt::KernelCache fresh(dir.path);
     CHECK(fresh.get_or_compile(req).source == Source::disk);
     CHECK(fresh.stats().corrupt_rebuilt == 0);
+  }
+}
+
+TEST_CASE("cache: an intact entry of another key under this key's file name is rebuilt, not served") {
+  if (!nvrtc_or_skip()) return;
+  TempDir dir;
+  auto sm80 = request("moved"), sm90 = sm80;
+  sm90.arch = "sm_90a";
+  rt::KernelCache c(dir.path);
+  const auto a = c.get_or_compile(sm80);
+  const fs::path forged = c.entry_path(rt::KernelCache::key(sm90));
+  fs::copy_file(c.entry_path(a.key), forged);  // a whole, valid sm_80 entry at the sm_90a key's path
+  auto b = c.get_or_compile(sm90);
+  CHECK(b.source == Source::compiled);
+  CHECK(c.stats().corrupt_rebuilt == 1);
+  CHECK(b.binary->bytes != a.binary->bytes);
+  rt::KernelCache fresh(dir.path);  // the rebuilt entry is sm_90a's own
+  auto d = fresh.get_or_compile(sm90);
+  CHECK(d.source == Source::disk);
+  CHECK(d.binary->bytes == b.binary->bytes);
+}
+
+TEST_CASE("cache: an entry of the previous format version is rebuilt, not loaded") {
+  if (!nvrtc_or_skip()) return;
+  TempDir dir;
+  const auto req = request("v1");
+  rt::KernelCache c(dir.path);
+  const auto e = c.get_or_compile(req);
+  const auto path = c.entry_path(e.key);
+  // Version 1: "TJKC" 1 n format u64 size XXH3-128(payload) payload: intact by its own rules.
+  const auto& bytes = e.binary->bytes;
+  std::string v1 = std::string("TJKC\x01\x05", 6) + "cubin";
+  for (int i = 0; i < 8; ++i) v1.push_back(static_cast<char>(std::uint64_t(bytes.size()) >> (8 * i)));
+  XXH128_canonical_t sum;
+  XXH128_canonicalFromHash(&sum, XXH3_128bits(bytes.data(), bytes.size()));
+  v1.append(reinterpret_cast<const char*>(sum.digest), 16);
+  v1.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  const std::string good = read_file(path);
+  write_file(path, v1);
+  rt::KernelCache old(dir.path);
+  CHECK(old.get_or_compile(req).source == Source::compiled);
+  CHECK(old.stats().corrupt_rebuilt == 1);
+  CHECK(read_file(path) == good);
+}
+
+TEST_CASE("cache: an entry that cannot be read is a miss, not an error") {
+  if (!nvrtc_or_skip()) return;
+  TempDir dir;
+  const auto req = request("unreadable"), other = request("unreadable-neighbour");
+  {  // an empty directory at the entry's path: removed, the entry rebuilt and written
+    rt::KernelCache c(dir.path);
+    const fs::path path = c.entry_path(rt::KernelCache::key(req));
+    fs::create_directories(path);
+    auto e = c.get_or_compile(req);
+    CHECK(e.source == Source::compiled);
+    CHECK(c.stats().corrupt_rebuilt == 1);
+    CHECK(fs::is_regular_file(path));
+    rt::KernelCache fresh(dir.path);
+    CHECK(fresh.get_or_compile(req).source == Source::disk);
+    fs::remove(path);
+  }
+  {  // a directory that cannot be removed: compiled and kept in memory (a warning); other entries still on disk
+    rt::KernelCache c(dir.path);
+    const fs::path path = c.entry_path(rt::KernelCache::key(req));
+    fs::create_directories(path / "inside");
+    auto e = c.get_or_compile(req);
+    CHECK(e.source == Source::compiled);
+    CHECK(e.binary != nullptr);
+    CHECK(c.get_or_compile(req).source == Source::memory);
+    CHECK(fs::is_directory(path));
+    CHECK(c.get_or_compile(other).source == Source::compiled);
+    CHECK(fs::is_regular_file(c.entry_path(rt::KernelCache::key(other))));
+    c.clear_memory();
+    CHECK(c.get_or_compile(other).source == Source::disk);
+    CHECK(c.get_or_compile(req).source == Source::compiled);  // still unreadable: rebuilt again, still no error
   }
 }
 

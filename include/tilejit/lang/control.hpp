@@ -15,9 +15,11 @@
 // Values made inside the body cannot be used after the loop except by
 // returning them (checked when the kernel is compiled).
 #pragma once
+#include <string>
 #include <tuple>
 #include <type_traits>
 
+#include "tilejit/core/error.hpp"
 #include "tilejit/lang/ops.hpp"
 
 namespace tilejit {
@@ -59,10 +61,20 @@ T result_of(const T& carry) {
 template <class X> struct carried_tile { using type = decltype(tile_of(std::declval<X>())); };
 template <class X> using carried_t = typename carried_tile<std::remove_cvref_t<X>>::type;
 
+/// A constant step of 0 or less is rejected while tracing: `for (s = lo; s < hi; s += step)` would never end on
+/// a GPU. (A step known only at run time is checked there: the interpreter throws, the generated code traps.)
+inline void require_positive_step(const Int& step) {
+  const ir::Node& n = current_kernel()->nodes[static_cast<std::size_t>(step.id())];
+  if (n.op == ir::Op::constant && n.i <= 0)
+    throw InvalidArgument("for_range: step = " + std::to_string(n.i) +
+                          ": the step must be positive (a loop `for (s = lo; s < hi; s += step)` with a step <= 0 never ends)");
+}
+
 /// Records a loop_begin over [lo, hi) by step; returns its node (the induction variable).
 template <class Lo, class Hi, class Step>
 int begin_loop(const Lo& lo, const Hi& hi, const Step& step) {
   const Int l = as_int(lo), h = as_int(hi), s = as_int(step);
+  require_positive_step(s);
   ir::Node b;
   b.op = ir::Op::loop_begin;
   b.type = type_of<std::int32_t>();
@@ -84,7 +96,8 @@ inline void end_loop(int begin) {
 /// or a std::tuple of tiles; `body(iv, carried...)` returns the next values
 /// (one tile, or a tuple in the same order and of the same types). Returns
 /// the values after the last iteration (`init` when the loop runs zero times).
-/// lo, hi, step: Int / Size scalars or C++ ints; step must be positive.
+/// lo, hi, step: Int / Size scalars or C++ ints; step must be positive (a constant step <= 0 throws
+/// InvalidArgument while tracing; a run-time one makes the interpreter throw and the generated code trap).
 template <class Lo, class Hi, class Step, class Init, class Body>
 auto for_range(const Lo& lo, const Hi& hi, const Step& step, const Init& init, Body&& body) {
   const int begin = lang::begin_loop(lo, hi, step);

@@ -12,6 +12,12 @@
 //   exclusive  summed at the node; never propagated to its ancestors.
 //   property   not summed: the last value written wins; never propagated.
 //
+// Sums of int64 metrics saturate: a total that would pass INT64_MAX (or
+// INT64_MIN) stays there, in the node's own value and in "<name> (inc)" alike,
+// rather than wrapping to a meaningless negative (or positive) number. A
+// saturated total reads as "at least this much"; recording never throws for it.
+// (double metrics follow IEEE arithmetic: they overflow to inf.)
+//
 // Reserved names: "time (ns)" and "count" (int64, inclusive) are shared with
 // kernel records, so a user "count" adds up with kernel invocations;
 // "device_id" and "device_type" belong to kernel records only.

@@ -5,10 +5,15 @@
 // compiler version and a caller-supplied extra string (driver version).
 // Disk entries are written to a temporary file in the same directory and
 // renamed into place (atomic on POSIX), so a reader sees either nothing or a
-// whole entry. Each entry carries a header (magic, format, payload length,
-// payload checksum); an entry that fails any check is deleted and rebuilt,
-// never loaded. Entry file (<key>.tjkc): "TJKC", version byte, format
-// string, u64 payload length, XXH3-128 of the payload, payload.
+// whole entry. Each entry carries a header (magic, version, its own key,
+// format, payload length) and ends in a checksum of every byte before it; an
+// entry that fails any check (damaged anywhere, another key's entry under this
+// file name, an older version) or cannot be read at all (a directory at its
+// path, an I/O error) is deleted where possible and rebuilt, never loaded, and
+// never an error of the lookup. Entry file (<key>.tjkc): "TJKC", version byte
+// (2), key, format string ("cubin", "hsaco"), u64 payload length, payload,
+// XXH3-128 of all the preceding bytes. When such an entry cannot be replaced,
+// the rebuilt kernel is kept in memory only (with a warning on stderr).
 #pragma once
 #include <cstdint>
 #include <filesystem>

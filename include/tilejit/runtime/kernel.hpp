@@ -42,7 +42,8 @@ struct CompileOptions {
   /// loads of iteration i + num_stages - 1 are in flight while iteration i
   /// computes. 1..8; 1 = no prefetch. Ignored by other targets.
   int num_stages = 3;
-  std::string arch;   ///< JIT target override ("sm_80"); empty = the device's own
+  std::string arch;   ///< JIT target override ("sm_80"); empty = the device's own. Checked on every backend, the
+                      ///< interpreter too, as codegen::target_for does (InvalidArgument naming it)
   /// sm_90a: one more warp group, a producer (24 registers through
   /// setmaxnreg) whose first lane issues every TMA copy of the pipelined
   /// loops, while the num_warps consumer warps (up to 240 registers) release
@@ -284,10 +285,15 @@ Kernel<K> compile(Device dev, CompileOptions opt = {}, const K& k = K{}) {
 
 /// Generate and JIT-compile K for an arch without any device ("sm_90a",
 /// "gfx942"): used by CI and `tilejit demo` to prove every kernel compiles.
+/// `arch` is checked as codegen::target_for does; `opt.arch` must be empty or
+/// the same arch (InvalidArgument otherwise, naming both).
 template <class K>
 runtime::JitResult compile_for_arch(const std::string& arch, CompileOptions opt = {}, const K& k = K{}) {
-  auto ir = trace(k);
   auto t = codegen::target_for(arch);
+  if (!opt.arch.empty() && opt.arch != arch)
+    throw InvalidArgument("compile_for_arch: CompileOptions::arch = '" + opt.arch + "' differs from the arch argument '" + arch +
+                          "': leave it empty or give the same target");
+  auto ir = trace(k);
   auto g = codegen::generate(ir, {}, t, codegen_options(opt));
   runtime::JitRequest req;
   req.compiler = t.dialect == codegen::Dialect::cuda ? runtime::Compiler::nvrtc : runtime::Compiler::hiprtc;
