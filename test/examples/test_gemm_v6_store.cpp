@@ -28,13 +28,14 @@ using testing::on_device;
 /// element written, within Out's rounding plus the f32 accumulation error of f64, and nothing written past C's
 /// shape (C sits in a larger buffer whose pitch exceeds N).
 template <int BM, int BN, class Out>
-void run_store(const tj::Device& dev, int M, int N, int K, int stages, bool ws, int programs) {
+void run_store(const tj::Device& dev, int M, int N, int K, int stages, bool ws, int programs, bool pingpong = false) {
   CAPTURE(M);
   CAPTURE(N);
   CAPTURE(K);
   CAPTURE(BM);
   CAPTURE(BN);
   CAPTURE(ws);
+  CAPTURE(pingpong);
   testing::GemmTN<tj::bf16> p(M, N, K, static_cast<unsigned>(M * 5 + N + K));
   const bool gpu = dev.backend() != tj::Backend::interpreter;
   const int ld = (N + 8 + 7) / 8 * 8, rows = M + 3;  // 16-byte aligned pitch, a pad of rows and columns
@@ -46,7 +47,7 @@ void run_store(const tj::Device& dev, int M, int N, int K, int stages, bool ws, 
   D a(dev, da, tj::DType::bf16, {M, K}, {K, 1}, {BM, 64}, {.swizzle = D::Swizzle::b128});
   D b(dev, db, tj::DType::bf16, {N, K}, {K, 1}, {BN, 64}, {.swizzle = D::Swizzle::b128});
   D cd(dev, dc, tj::dtype_v<Out>, {M, N}, {ld, 1}, {BM, 128 / static_cast<int>(sizeof(Out))}, {.swizzle = D::Swizzle::b128});
-  auto k = tj::compile<Kern>(dev, {.num_warps = BM / 16, .num_stages = stages, .warp_specialize = ws, .tma_store = true});
+  auto k = tj::compile<Kern>(dev, {.num_warps = BM / 16, .num_stages = stages, .warp_specialize = ws, .pingpong = pingpong, .tma_store = true});
   const tj::Grid grid = programs > 0 ? tj::Grid{programs} : examples::persistent_grid(M, N, BM, BN, dev.num_sms());
   k.launch(grid, a, b, cd, M, N, K);
   if (gpu) {
@@ -234,4 +235,18 @@ TEST_CASE("gemm_v6_store_gpu_matches_f64") {
   run_store<128, 256, float>(dev, 1000, 1800, 320, 4, true, 5);
   run_store<256, 128, bf>(dev, 1000, 1800, 320, 3, true, 5);  // two slabs, staged whole
   run_store<128, 256, bf>(dev, 2048, 2048, 2048, 3, true, 0);
+}
+
+TEST_CASE("gemm_v6_store_gpu_pingpong_persistent_matches_f64") {
+  // Review of fda15a0: the ping-pong turns continue across the tile loop, whose body ends in a TMA store epilogue with
+  // barriers of every consumer thread (bar.sync 1, 256) outside the turns. Programs with many tiles, one tile, none
+  // (more programs than tiles); one K block per tile.
+  auto dev = tj::Device::best();
+  if (!gpu_or_skip(dev)) return;
+  using bf = tj::bf16;
+  run_store<128, 128, bf>(dev, 512, 768, 1024, 3, true, 3, true);
+  run_store<128, 128, bf>(dev, 300, 712, 200, 2, true, 2, true);
+  run_store<128, 128, float>(dev, 300, 260, 64 * 7, 3, true, 0, true);
+  run_store<128, 128, bf>(dev, 256, 256, 64, 3, true, 7, true);   // 4 tiles on 7 programs, one K block each
+  run_store<128, 128, bf>(dev, 1000, 1800, 320, 4, true, 5, true);
 }
