@@ -125,6 +125,10 @@ class KernelCore {
   /// interpreter only validates. Returns what the JIT did for this call.
   /// Throws InvalidArgument, Unsupported, CompileError, DriverError.
   JitInfo prepare(std::span<const ArgSlot> args);
+  /// The argument checks launch() and prepare() make (count, nulls,
+  /// alignment, sizes, descriptors), alone: they depend on the kernel's
+  /// signature and the arguments, not on its options. Throws InvalidArgument.
+  void check_arguments(std::span<const ArgSlot> args) const { (void)check_args(args); }
   const ir::Kernel& ir() const { return ir_; }
   const Device& device() const { return dev_; }
   const CompileOptions& options() const { return opt_; }
