@@ -63,11 +63,16 @@ struct CompileOptions {
   /// sm_90a with warp_specialize: thread-block clusters of num_ctas (1, 2 or
   /// 4) consecutive programs along grid x; blocks loaded with
   /// `Desc::load_multicast` are read once per cluster and multicast into each
-  /// program's shared memory (TMA multicast). The launch's grid x must be a
-  /// multiple of num_ctas (InvalidArgument otherwise, on every device).
+  /// program's shared memory (TMA multicast).
   /// Applied only where the code generator can show that the programs of a
   /// cluster run every pipelined loop equally often and agree on the
-  /// multicast coordinates (codegen::Options::num_ctas); else 1 and a diagnostic.
+  /// multicast coordinates (codegen::Options::num_ctas); else 1 and a diagnostic
+  /// (also without warp_specialize, and on targets other than sm_90a).
+  /// The launch's grid x must be a multiple of the cluster the compiled kernel
+  /// actually uses (codegen::Generated::num_ctas: num_ctas where applied, else 1;
+  /// InvalidArgument otherwise, before anything is launched). The interpreter,
+  /// which runs no clusters, applies the rule of the kernel generated for
+  /// `arch` (sm_90a when empty), so a grid it accepts is one the GPU accepts.
   int num_ctas = 1;
   /// sm_90a: Desc::store of blocks with 128-byte rows through a swizzled shared staging buffer and TMA bulk
   /// stores, drained while the program goes on (codegen::Options::tma_store) — for a descriptor whose
@@ -144,7 +149,11 @@ class KernelCore {
     unsigned dynamic_shared = 0;  // bytes passed at launch
     std::vector<int> tma_params;  // descriptor parameters loaded through TMA
     std::vector<std::array<int, 2>> tma_boxes;  // the box each is copied with
+    int num_ctas = 1;  // programs per cluster the generated kernel uses (grid.x must be whole clusters)
   };
+  /// The cluster size the launch's grid.x must be a multiple of (see CompileOptions::num_ctas), for the
+  /// interpreter: that of the kernel generated for the options' arch (sm_90a when empty), per specialisation.
+  int interpreter_cluster(std::uint64_t key, const ir::Specialization& spec);
   const Variant& variant_for(std::uint64_t key, const ir::Specialization& spec, JitInfo* info = nullptr);
   /// Argument checks shared by launch() and prepare(); returns the specialisation key.
   std::uint64_t check_args(std::span<const ArgSlot> args) const;
@@ -169,6 +178,7 @@ class KernelCore {
   codegen::Target target_;
   std::mutex mu_;
   std::vector<std::unique_ptr<Variant>> variants_;
+  std::vector<std::pair<std::uint64_t, int>> interp_clusters_;  // interpreter_cluster's answers, under mu_
   JitInfo last_jit_;
 };
 
