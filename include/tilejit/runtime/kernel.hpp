@@ -297,12 +297,24 @@ Kernel<K> compile(Device dev, CompileOptions opt = {}, const K& k = K{}) {
   return Kernel<K>(std::move(dev), k, std::move(opt));
 }
 
+/// What compile_for_arch returns: the compiler's result (binary, log, compile time) and what the code
+/// generator decided — its diagnostics (layout choices and fallbacks, and why warp specialisation, pingpong, a
+/// cluster or a TMA store was not applied), the kernel's name, block size, shared memory and cluster size.
+/// A runtime::JitResult, so code that takes one keeps working.
+struct ArchCompileResult : runtime::JitResult {
+  std::vector<std::string> diagnostics;  ///< codegen::Generated::diagnostics
+  std::string kernel_name;
+  int threads = 0;               ///< block size
+  int dynamic_shared_bytes = 0;  ///< dynamic shared memory a launch passes
+  int num_ctas = 1;              ///< programs per cluster the kernel uses (1: none)
+};
+
 /// Generate and JIT-compile K for an arch without any device ("sm_90a",
 /// "gfx942"): used by CI and `tilejit demo` to prove every kernel compiles.
 /// `arch` is checked as codegen::target_for does; `opt.arch` must be empty or
 /// the same arch (InvalidArgument otherwise, naming both).
 template <class K>
-runtime::JitResult compile_for_arch(const std::string& arch, CompileOptions opt = {}, const K& k = K{}) {
+ArchCompileResult compile_for_arch(const std::string& arch, CompileOptions opt = {}, const K& k = K{}) {
   auto t = codegen::target_for(arch);
   if (!opt.arch.empty() && opt.arch != arch)
     throw InvalidArgument("compile_for_arch: CompileOptions::arch = '" + opt.arch + "' differs from the arch argument '" + arch +
@@ -314,7 +326,14 @@ runtime::JitResult compile_for_arch(const std::string& arch, CompileOptions opt 
   req.source = g.source;
   req.name = g.kernel_name + (t.dialect == codegen::Dialect::cuda ? ".cu" : ".hip");
   req.arch = arch;
-  return runtime::compile(req);
+  ArchCompileResult r;
+  static_cast<runtime::JitResult&>(r) = runtime::compile(req);
+  r.diagnostics = std::move(g.diagnostics);
+  r.kernel_name = std::move(g.kernel_name);
+  r.threads = g.threads;
+  r.dynamic_shared_bytes = g.dynamic_shared_bytes;
+  r.num_ctas = g.num_ctas;
+  return r;
 }
 
 }  // namespace tilejit
