@@ -109,7 +109,10 @@ struct Generated {
   std::vector<int> tma_params;
   /// The TMA box each of tma_params is copied with, {rows, elements per row}:
   /// the block's rows by one 128-byte swizzle span (128 / element size); a
-  /// block wider than that is copied as several boxes (128-byte slabs).
+  /// block wider than that is copied as several boxes (128-byte slabs). A block
+  /// whose rows are not whole slabs (e.g. 64 i8 or 32 bf16 elements: 64 bytes)
+  /// is still copied in 128-byte-wide boxes (twice its data for 64-byte rows;
+  /// a diagnostic names the ratio).
   std::vector<std::array<int, 2>> tma_boxes;
   std::vector<std::string> diagnostics;  // layout choices and fallbacks
   int num_ctas = 1;       // programs per cluster along grid x (__cluster_dims__), 1: none; grid x must be a multiple
