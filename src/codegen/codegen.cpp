@@ -445,6 +445,19 @@ class Emitter {
       if (rows && rows != n.type.shape[0])
         throw Unsupported(fmt::format("descriptor parameter {} is copied by TMA in blocks of {} and of {} rows: one box per "
                                       "descriptor", k_[n.args[0]].i, rows, n.type.shape[0]));
+      // Boxes are 128 bytes wide (the 128B swizzle wgmma reads): a block whose rows are not whole 128-byte slabs is
+      // copied with its last slab's columns past the block (in bounds: read from memory; past the tensor: zero-filled).
+      const int row_bytes = n.type.shape[1] * size_bytes(n.type.dtype);
+      if (!rows && row_bytes % 128 != 0) {
+        const int id = static_cast<int>(&n - k_.nodes.data()), used = n.type.shape[0] * row_bytes, moved = block_bytes(id);
+        plan_diag_.push_back(fmt::format("descriptor parameter {}: its [{}, {}] blocks have {}-byte rows, copied as {} TMA box(es) "
+                                         "{} elements (128 bytes) wide: each copy moves {} bytes into shared memory for a block of {} "
+                                         "({:.2f}x; columns past the tensor are zero-filled, the others are read); blocks whose rows "
+                                         "are a multiple of 128 bytes ({} elements) copy only what they use",
+                                         k_[n.args[0]].i, n.type.shape[0], n.type.shape[1], row_bytes, slabs_of(id),
+                                         128 / size_bytes(n.type.dtype), moved, used, static_cast<double>(moved) / used,
+                                         128 / size_bytes(n.type.dtype)));
+      }
       rows = n.type.shape[0];
     };
     // A loop whose blocks are copied per iteration into one buffer each (ItemBlock) rather than a ring: one that

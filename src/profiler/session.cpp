@@ -925,6 +925,11 @@ SessionId start(std::string_view name, const Options& options) {
     }
     s->periodic = true;
     backend_mode.clear();
+  } else if (!options.mode.empty() && (options.backend.empty() || options.backend == "none")) {
+    // Other text is the backend's; with no backend nothing would read it (a typo would pass silently).
+    throw InvalidArgument("profiler::start: mode '" + options.mode +
+                          "' is not \"\", \"periodic_flushing\" or \"periodic_flushing:format=<format>\"; other modes "
+                          "are passed to a backend and need Options::backend (e.g. \"cupti\")");
   }
   if (format == "hatchet") s->format = Format::hatchet;
   else if (format == "hatchet_msgpack") s->format = Format::hatchet_msgpack;

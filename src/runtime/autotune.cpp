@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <ctime>
+#include <exception>
 #include <fstream>
 #include <functional>
 #include <nlohmann/json.hpp>
@@ -275,6 +276,14 @@ AutotunerCore::Tuned& AutotunerCore::tune_locked(const TuneKey& key, const GridF
   rep.candidates.resize(n);
   for (std::size_t i = 0; i < n; ++i) rep.candidates[i].config = cands_[i].first;
   std::vector<std::shared_ptr<KernelCore>> kernels(n);
+  // Per candidate: the InvalidArgument of its argument checks (KernelCore::check_arguments). Those depend on the
+  // arguments and the family's shared signature, not on the config: every candidate hits the same one, so it
+  // propagates as itself rather than as an AutotuneError of "failed" configs.
+  std::vector<std::exception_ptr> arg_errors(n);
+  auto rethrow_argument_error = [&] {
+    for (const auto& e : arg_errors)
+      if (e) std::rethrow_exception(e);
+  };
 
   // Build candidate i: factory (trace) + prepare (codegen, JIT, load). Never throws.
   auto build = [&](std::size_t i) {
@@ -300,6 +309,12 @@ AutotunerCore::Tuned& AutotunerCore::tune_locked(const TuneKey& key, const GridF
           c.compile_ms = ms_since(tb);
           return;
         }
+      }
+      try {
+        k->check_arguments(args);
+      } catch (const InvalidArgument&) {
+        arg_errors[i] = std::current_exception();
+        throw;
       }
       const JitInfo ji = k->prepare(args);
       c.jit_ms = ji.compile_ms;
@@ -344,6 +359,7 @@ AutotunerCore::Tuned& AutotunerCore::tune_locked(const TuneKey& key, const GridF
     } catch (const std::exception& e) {
       rep.note = fmt::format("ignoring {}: it {}; re-tuning and rewriting it", rep.file.string(), e.what());
     }
+    rethrow_argument_error();  // the stored winner failed on the arguments, not its config: re-tuning would too
     if (!rep.note.empty()) log(rep.note);
   }
   rep.lookup_ms = ms_since(t0);
@@ -391,6 +407,7 @@ AutotunerCore::Tuned& AutotunerCore::tune_locked(const TuneKey& key, const GridF
     for (auto& t : pool) t.join();
   }
   rep.compile_ms = ms_since(tc);
+  if (std::none_of(kernels.begin(), kernels.end(), [](const auto& k) { return k != nullptr; })) rethrow_argument_error();
   for (std::size_t i : todo)
     if (!kernels[i]) log(fmt::format("skipped {}: {}", rep.candidates[i].config.str(), rep.candidates[i].reason));
 

@@ -11,6 +11,7 @@
 #include <optional>
 #include <regex>
 #include <sstream>
+#include <string_view>
 
 #include "atomic_file.hpp"
 #include "jit_internal.hpp"
@@ -27,14 +28,23 @@ std::string compiler_version(Compiler c) {
 
 namespace {
 
-/// TILEJIT_DUMP_DIR: the file stem of a request's dump, <name without .cu>-<arch>, in that directory (created).
-std::optional<std::filesystem::path> dump_stem(const JitRequest& req) {
+/// TILEJIT_DUMP_DIR: where a request's dump goes — <name without .cu / .hip>-<arch> in that directory (created) —
+/// and the source's extension: ".cu" for NVRTC, ".hip" for HIP (the log is <stem>.log).
+struct DumpPaths {
+  std::filesystem::path stem;
+  std::string source_ext;
+};
+std::optional<DumpPaths> dump_stem(const JitRequest& req) {
   const char* dir = std::getenv("TILEJIT_DUMP_DIR");
   if (!dir || !*dir) return std::nullopt;
   std::string stem = req.name;
-  if (stem.size() > 3 && stem.compare(stem.size() - 3, 3, ".cu") == 0) stem.resize(stem.size() - 3);
+  for (std::string_view ext : {".cu", ".hip"})
+    if (stem.size() > ext.size() && stem.ends_with(ext)) {
+      stem.resize(stem.size() - ext.size());
+      break;
+    }
   std::replace(stem.begin(), stem.end(), '/', '_');
-  return std::filesystem::path(dir) / fmt::format("{}-{}", stem, req.arch);
+  return DumpPaths{std::filesystem::path(dir) / fmt::format("{}-{}", stem, req.arch), req.compiler == Compiler::nvrtc ? ".cu" : ".hip"};
 }
 
 /// Writes `text` to `path` (write_file_atomically: parallel compiles of one kernel write the same bytes). A
@@ -62,14 +72,14 @@ JitResult compile(const JitRequest& req) {
         throw InvalidArgument(fmt::format(
             "JitRequest::options contains '{}': set the target with JitRequest::arch", o));
   // TILEJIT_DUMP_DIR: the source before the compiler runs (so a source it rejects is there too), its log after.
-  const auto stem = dump_stem(req);
-  if (stem) dump_file(stem->string() + ".cu", req.source);
+  const auto dump = dump_stem(req);
+  if (dump) dump_file(dump->stem.string() + dump->source_ext, req.source);
   try {
     JitResult r = req.compiler == Compiler::nvrtc ? detail::nvrtc_compile(req) : detail::hip_compile(req);
-    if (stem) dump_file(stem->string() + ".log", r.log);
+    if (dump) dump_file(dump->stem.string() + ".log", r.log);
     return r;
   } catch (const CompileError& e) {
-    if (stem) dump_file(stem->string() + ".log", e.what());
+    if (dump) dump_file(dump->stem.string() + ".log", e.what());
     throw;
   }
 }

@@ -100,6 +100,7 @@ const KernelCore::Variant& KernelCore::variant_for(std::uint64_t key, const ir::
   v->dynamic_shared = static_cast<unsigned>(gen.dynamic_shared_bytes);
   v->tma_params = gen.tma_params;
   v->tma_boxes = gen.tma_boxes;
+  v->num_ctas = gen.num_ctas;
   if (gen.dynamic_shared_bytes > 48 * 1024) dev_.set_max_dynamic_shared(v->fn, v->dynamic_shared);
   info.load_ms = ms_since(t2);
   info.total_ms = ms_since(t0);
@@ -178,6 +179,20 @@ std::shared_ptr<const TensorDescriptor> KernelCore::derived(const TensorDescript
   return v;
 }
 
+int KernelCore::interpreter_cluster(std::uint64_t key, const ir::Specialization& spec) {
+  std::lock_guard lock(mu_);
+  for (const auto& [k, c] : interp_clusters_)
+    if (k == key) return c;
+  int c = opt_.num_ctas;
+  try {
+    c = codegen::generate(ir_, spec, codegen::target_for(opt_.arch.empty() ? "sm_90a" : opt_.arch), codegen_options(opt_)).num_ctas;
+  } catch (const Error&) {
+    // A kernel the code generator cannot lower for that target still runs here; keep the requested cluster's rule.
+  }
+  interp_clusters_.emplace_back(key, c);
+  return c;
+}
+
 JitInfo KernelCore::prepare(std::span<const ArgSlot> args) {
   const std::uint64_t key = check_args(args);
   JitInfo info;
@@ -194,10 +209,20 @@ void KernelCore::launch(const Grid& g, Stream s, std::span<ArgSlot> args) {
   for (int d = 0; d < 3; ++d)
     if (dims[d] < 1 || dims[d] > limits[d])
       throw InvalidArgument(fmt::format("grid.{} = {}: must be in [1, {}]", "xyz"[d], dims[d], limits[d]));
-  if (g.x % opt_.num_ctas != 0)
-    throw InvalidArgument(fmt::format("grid.x = {}: must be a multiple of num_ctas = {} (programs run in clusters of {} along x)", g.x,
-                                      opt_.num_ctas, opt_.num_ctas));
   const std::uint64_t key = check_args(args);
+  // grid.x is whole clusters of the kernel that runs: num_ctas where the code generator applied it, else 1
+  // (CompileOptions::num_ctas). On a GPU, that of the variant these arguments select (built here if needed).
+  const Variant* var = nullptr;
+  int cluster = 1;
+  if (dev_.backend() == Backend::interpreter) {
+    if (opt_.num_ctas > 1) cluster = interpreter_cluster(key, spec_of(key, args.size()));
+  } else {
+    var = &variant_for(key, spec_of(key, args.size()));
+    cluster = var->num_ctas;
+  }
+  if (g.x % cluster != 0)
+    throw InvalidArgument(fmt::format("grid.x = {}: must be a multiple of num_ctas = {} (the kernel runs in clusters of {} programs "
+                                      "along x)", g.x, cluster, cluster));
 
   // The profiler's launch hook (every backend): one relaxed atomic load when no session listens.
   profiler::LaunchScope hook({.kernel = ir_.name, .grid = {g.x, g.y, g.z}});
@@ -226,7 +251,7 @@ void KernelCore::launch(const Grid& g, Stream s, std::span<ArgSlot> args) {
     return;
   }
 
-  const Variant& v = variant_for(key, spec_of(key, args.size()));
+  const Variant& v = *var;
   void* params[64];
   if (args.size() > 64) throw InvalidArgument(fmt::format("kernel {} has {} parameters; at most 64 are supported", ir_.name, args.size()));
   for (std::size_t i = 0; i < args.size(); ++i)

@@ -5,6 +5,7 @@
 // and the GPU against f64 with poisoned outputs.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <regex>
 #include <type_traits>
@@ -171,8 +172,10 @@ TEST_CASE("num_ctas_rules") {
     CHECK_THROWS_WITH_AS(tj::compile<Small>(tj::Device::interpreter(), {.num_ctas = bad}),
                          doctest::Contains("a cluster is 1, 2 or 4 programs"), tj::InvalidArgument);
   }
-  // grid.x must be whole clusters, on every device (checked before anything runs).
-  auto k = tj::compile<Small>(tj::Device::interpreter(), {.num_ctas = 2});
+  // grid.x must be whole clusters of the kernel that runs (checked before anything runs); the interpreter applies
+  // the rule of the sm_90a kernel, so it accepts exactly the grids a GPU does.
+  auto k = tj::compile<Small>(tj::Device::interpreter(), {.num_warps = 4, .warp_specialize = true, .num_ctas = 2});
+  REQUIRE(k.source().num_ctas == 2);
   testing::GemmTN<tj::bf16> p(64, 64, 64, 5);
   std::vector<float> c(64 * 64, 0.0f);
   const auto dev = tj::Device::interpreter();
@@ -181,6 +184,21 @@ TEST_CASE("num_ctas_rules") {
   CHECK_THROWS_WITH_AS(k.launch(tj::Grid{3}, a, b, c.data(), 64, 64, 64), doctest::Contains("grid.x = 3: must be a multiple of num_ctas = 2"),
                        tj::InvalidArgument);
   CHECK(c[0] == 0.0f);  // nothing ran
+  CHECK_NOTHROW(k.launch(tj::Grid{2}, a, b, c.data(), 64, 64, 64));
+  p.check(c, 1e-5);
+  // Where the cluster is not applied (here: no warp specialisation, a diagnostic says so), the kernel runs no
+  // clusters and any grid.x is accepted: a grid of 1 program computes the whole 64x64 tile. (It used to demand
+  // grid.x % 2 == 0 of a kernel compiled without __cluster_dims__.)
+  for (const tj::CompileOptions& o : {tj::CompileOptions{.num_warps = 4, .num_ctas = 2},
+                                      tj::CompileOptions{.num_warps = 4, .arch = "sm_80", .num_ctas = 2}}) {
+    CAPTURE(o.arch);
+    auto plain = tj::compile<Small>(dev, o);
+    CHECK(plain.source().num_ctas == 1);
+    CHECK(testing::has_diagnostic(plain.source(), "num_ctas = 2 not applied"));
+    std::fill(c.begin(), c.end(), 0.0f);
+    CHECK_NOTHROW(plain.launch(tj::Grid{1}, a, b, c.data(), 64, 64, 64));
+    p.check(c, 1e-5);
+  }
   // The IR names a multicast block.
   CHECK(tj::ir::print(ir).find("multicast") != std::string::npos);
 }

@@ -180,6 +180,29 @@ TEST_CASE("profiler session: bad options and unknown ids are InvalidArgument") {
                   InvalidArgument);
 }
 
+// A mode that is not the session's own goes to the backend; with no backend nothing read it and a typo
+// ({.mode = "periodic_flusing"}) was silently accepted.
+TEST_CASE("profiler session: a backend's mode without a backend is InvalidArgument; with one it is passed on") {
+  using tilejit::InvalidArgument;
+  for (const char* backend : {"", "none"}) {
+    CAPTURE(backend);
+    CHECK_THROWS_WITH_AS(tp::start("x", {.backend = backend, .mode = "nonsense"}),
+                         doctest::Contains("mode 'nonsense' is not \"\", \"periodic_flushing\""), InvalidArgument);
+    CHECK_THROWS_WITH_AS(tp::start("x", {.backend = backend, .mode = "periodic_flusing"}),
+                         doctest::Contains("need Options::backend"), InvalidArgument);
+  }
+  register_mock();
+  auto dir = temp_dir("mode");
+  auto s = tp::start((dir / "mode").string(), {.backend = "mock", .mode = "nonsense"});
+  MockBackend* mock = MockBackend::latest();
+  REQUIRE(mock != nullptr);
+  CHECK(mock->config().mode == "nonsense");
+  tp::finalize(s);
+  // The session's own modes need no backend.
+  auto p = tp::start((dir / "p").string(), {.mode = "periodic_flushing"});
+  tp::finalize(p);
+}
+
 TEST_CASE("profiler backend: kernel records land under the scope that launched them") {
   register_mock();
   auto dir = temp_dir("attrib");

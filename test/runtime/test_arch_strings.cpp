@@ -3,10 +3,13 @@
 // CompileOptions::arch that named another target).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
+#include "examples/gemm/matmul_v7.hpp"
 #include "examples/vector_add.hpp"
+#include "test/common/codegen.hpp"
 #include "tilejit/tilejit.hpp"
 
 namespace tj = tilejit;
@@ -51,4 +54,35 @@ TEST_CASE("arch_strings_compile_for_arch_checks_its_arch_and_the_options_arch") 
     return;
   }
   CHECK_NOTHROW(tj::compile_for_arch<examples::VecAdd<96>>("sm_80", {.num_warps = 1, .arch = "sm_80"}));
+}
+
+// compile_for_arch used to return only the compiler's result: why pingpong, warp specialisation or a cluster was
+// not applied was invisible to its caller. Its result now carries the code generator's diagnostics (and is still a
+// runtime::JitResult for the callers that take one).
+TEST_CASE("compile_for_arch_returns_the_code_generators_diagnostics") {
+  std::string why;
+  if (!tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) {
+    MESSAGE("NVRTC not available, skipping the compiles: ", why);
+    return;
+  }
+  using Kern = examples::MatmulV7<128, 256, tj::bf16, 2>;
+  const tj::CompileOptions o{.num_warps = 8, .num_stages = 4, .pingpong = true, .num_ctas = 2};  // no warp_specialize
+  const tj::ArchCompileResult r = tj::compile_for_arch<Kern>("sm_90a", o);
+  const auto g = tj::codegen::generate(tj::trace(Kern{}), {}, tj::codegen::target_for("sm_90a"), tj::codegen_options(o));
+  CHECK(r.diagnostics == g.diagnostics);
+  CHECK(testing::has_diagnostic(g, "num_ctas = 2 not applied: clusters need warp specialisation"));
+  CHECK(std::find_if(r.diagnostics.begin(), r.diagnostics.end(), [](const std::string& d) {
+          return d.find("num_ctas = 2 not applied") != std::string::npos;
+        }) != r.diagnostics.end());
+  CHECK(r.num_ctas == 1);
+  CHECK(r.kernel_name == g.kernel_name);
+  CHECK(r.threads == g.threads);
+  CHECK_FALSE(r.binary.bytes.empty());
+  const tj::runtime::JitResult& base = r;  // existing callers keep their type
+  CHECK(base.binary.format == "cubin");
+  // Applied: the diagnostic says the cluster is used.
+  const auto ws = tj::compile_for_arch<Kern>("sm_90a", {.num_warps = 8, .num_stages = 4, .warp_specialize = true, .num_ctas = 2});
+  CHECK(ws.num_ctas == 2);
+  CHECK(std::any_of(ws.diagnostics.begin(), ws.diagnostics.end(),
+                    [](const std::string& d) { return d.find("clusters of 2 programs along x") != std::string::npos; }));
 }

@@ -203,6 +203,62 @@ TEST_CASE("autotune: all candidates broken is one clear error listing every reas
   CHECK_THROWS_AS(tuner.report(key), tj::InvalidArgument);
 }
 
+// Bad arguments are the caller's error, not every config's: a null pointer used to surface as
+// "AutotuneError: all 2 candidates failed ... compile failed: ... null pointer".
+TEST_CASE("autotune: bad arguments propagate as their own InvalidArgument, not as an AutotuneError") {
+  TempDir dir;
+  Log log;
+  constexpr int W = 96, rows = 4;
+  std::vector<float> x(std::size_t{rows} * W, 1.f), y(x.size(), -1.f);
+  const tj::TuneKey key{{"rows", rows}};
+  auto two = [] {
+    return std::vector<tj::CandidateFor<Softmax<1, W>>>{tj::cand<Softmax<1, W>>({.params = {{"BLOCK_M", 1}}, .num_warps = 1}),
+                                                        tj::cand<Softmax<2, W>>({.params = {{"BLOCK_M", 2}}, .num_warps = 2})};
+  };
+  tj::Autotuner tuner("softmax_bad_args", two(), interp_options(dir, log));
+  auto is_plain_invalid_argument = [](auto&& f, const std::string& text) {
+    try {
+      f();
+    } catch (const tj::AutotuneError& e) {
+      FAIL("an AutotuneError: " << e.what());
+      return;
+    } catch (const tj::InvalidArgument& e) {
+      CHECK(std::string(e.what()).find(text) != std::string::npos);
+      return;
+    }
+    FAIL("nothing thrown");
+  };
+  is_plain_invalid_argument([&] { tuner.tune(key, grid_for(rows), static_cast<float*>(nullptr), y.data(), rows); },
+                            "argument 0 (arg0: ");
+  is_plain_invalid_argument([&] { tuner.launch(key, grid_for(rows), x.data(), y.data(), -3); }, "= -3 is a size and must be >= 0");
+  CHECK(tuner.find(key) == nullptr);  // nothing recorded: good arguments tune afterwards
+  CHECK_FALSE(log.has("skipped"));
+  CHECK_FALSE(std::filesystem::exists(tuner.file()));
+  tuner.launch(key, grid_for(rows), x.data(), y.data(), rows);
+  CHECK(tuner.report(key).tuned);
+  CHECK(y[0] == doctest::Approx(1.0 / W));
+
+  // A config that fails in its factory is still skipped (and logged); the other candidate's argument error wins.
+  Log log2;
+  tj::Autotuner mixed("softmax_bad_args_mixed", {
+      tj::cand<Softmax<1, W>>({.params = {{"BLOCK_M", 1}}, .num_warps = 3}),  // InvalidArgument: num_warps = 3
+      tj::cand<Softmax<2, W>>({.params = {{"BLOCK_M", 2}}, .num_warps = 2}),
+  }, interp_options(dir, log2));
+  is_plain_invalid_argument([&] { mixed.tune(key, grid_for(rows), x.data(), static_cast<float*>(nullptr), rows); }, "is a null pointer");
+  // Every candidate failing its config is still one AutotuneError.
+  tj::Autotuner broken("softmax_bad_args_broken", {
+      tj::cand<Softmax<1, W>>({.params = {{"BLOCK_M", 1}}, .num_warps = 3}),
+      tj::cand<Softmax<2, W>>({.params = {{"BLOCK_M", 2}}, .num_warps = 5}),
+  }, interp_options(dir, log2));
+  CHECK_THROWS_AS(broken.tune(key, grid_for(rows), static_cast<float*>(nullptr), y.data(), rows), tj::AutotuneError);
+
+  // A stored winner that fails on the arguments: the error, not a re-tune.
+  tj::Autotuner again("softmax_bad_args", two(), interp_options(dir, log));
+  is_plain_invalid_argument([&] { again.tune(key, grid_for(rows), static_cast<float*>(nullptr), y.data(), rows); }, "is a null pointer");
+  CHECK_FALSE(log.has("no longer builds"));
+  CHECK(again.find(key) == nullptr);
+}
+
 TEST_CASE("autotune: bad tuner definitions are rejected up front") {
   using C = tj::CandidateFor<Softmax<1, 96>>;
   auto o = [] { tj::TuneOptions t; t.device = tj::Device::interpreter(); t.cache_dir = ""; return t; };

@@ -374,6 +374,14 @@ TEST_CASE("jit: TILEJIT_DUMP_DIR keeps each compiled source and its log, a rejec
   CHECK_THROWS_AS(rt::compile(req), CompileError);
   CHECK(read(dir / "broken-sm_80.cu") == kSyntaxError);
   CHECK(read(dir / "broken-sm_80.log").find("error") != std::string::npos);
+  // HIP: the source is <kernel>-<arch>.hip (it used to be "vec_add.hip-gfx942.cu"), the log <kernel>-<arch>.log.
+  if (hip_or_skip()) {
+    CHECK(!compile_hip("gfx90a").binary.bytes.empty());
+    CHECK(read(dir / "vec_add-gfx90a.hip") == kHipVecAdd);
+    CHECK(std::filesystem::exists(dir / "vec_add-gfx90a.log"));
+    CHECK_FALSE(std::filesystem::exists(dir / "vec_add.hip-gfx90a.cu"));
+    CHECK_FALSE(std::filesystem::exists(dir / "vec_add-gfx90a.cu"));
+  }
   // A directory that cannot be written: reported on stderr, the compile goes on.
   ::setenv("TILEJIT_DUMP_DIR", "/proc/tilejit-cannot-write-here", 1);
   req.source = kVecAdd;

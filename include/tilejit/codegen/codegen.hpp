@@ -69,8 +69,9 @@ struct Options {
   bool overlap_register_wgmma = true;
   /// sm_90a, with warp_specialize: programs run in thread-block clusters of
   /// num_ctas (1, 2 or 4) consecutive programs along grid x
-  /// (`__cluster_dims__(num_ctas, 1, 1)`; the launch's grid x must be a
-  /// multiple). A descriptor block loaded with `load_multicast` in a pipelined
+  /// (`__cluster_dims__(num_ctas, 1, 1)`; Generated::num_ctas says whether it
+  /// was applied, and the launch's grid x must be a multiple of that: a kernel
+  /// generated without the cluster takes any grid). A descriptor block loaded with `load_multicast` in a pipelined
   /// loop is read from L2 once per cluster — the cluster's first program issues
   /// one TMA copy multicast into every program's shared memory — and each
   /// consumer warp releases a stage in every program of the cluster. 1: no
@@ -108,10 +109,13 @@ struct Generated {
   std::vector<int> tma_params;
   /// The TMA box each of tma_params is copied with, {rows, elements per row}:
   /// the block's rows by one 128-byte swizzle span (128 / element size); a
-  /// block wider than that is copied as several boxes (128-byte slabs).
+  /// block wider than that is copied as several boxes (128-byte slabs). A block
+  /// whose rows are not whole slabs (e.g. 64 i8 or 32 bf16 elements: 64 bytes)
+  /// is still copied in 128-byte-wide boxes (twice its data for 64-byte rows;
+  /// a diagnostic names the ratio).
   std::vector<std::array<int, 2>> tma_boxes;
   std::vector<std::string> diagnostics;  // layout choices and fallbacks
-  int num_ctas = 1;       // programs per cluster along grid x (__cluster_dims__), 1: none
+  int num_ctas = 1;       // programs per cluster along grid x (__cluster_dims__), 1: none; grid x must be a multiple
 };
 
 /// Generate the kernel text. `spec` may be empty (no specialisation).

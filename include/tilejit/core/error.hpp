@@ -70,8 +70,10 @@ class DriverError : public Error {
   int code_;
 };
 
-/// The on-disk kernel cache could not be used (unwritable directory ...).
-/// Corrupt entries are not errors: they are rebuilt.
+/// Reserved for on-disk kernel cache failures; this version throws none. An
+/// unusable cache directory (unwritable, or a file in its place) degrades to
+/// memory-only caching with a warning on stderr, and corrupt or unreadable
+/// entries are rebuilt (runtime/cache.hpp; test/runtime/test_cache.cpp).
 class CacheError : public Error {
  public:
   using Error::Error;

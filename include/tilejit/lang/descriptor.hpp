@@ -24,11 +24,15 @@
 // fed straight from the copy multiplies as zero; a NaN-filled block loaded any
 // other way is an ordinary NaN, and a dot over it gives NaN.)
 //
-// Lowering: on sm_90a a block whose rows are 128 bytes and that only feeds
-// `dot` (directly as operand a, or through `trans` as operand b) inside a
-// loop is copied by TMA into a 128B-swizzled shared-memory ring of
+// Lowering: on sm_90a a block that only feeds `dot` (directly as operand a,
+// or through `trans` as operand b; K · element size a multiple of 32 bytes)
+// inside a loop is copied by TMA into a 128B-swizzled shared-memory ring of
 // `num_stages` buffers and handed to wgmma without passing through registers
-// (codegen, "TMA pipeline"); every other load is rewritten into ordinary masked
+// (codegen, "TMA pipeline"). Its boxes are 128 bytes wide, one per 128-byte
+// slab of a row: rows of a multiple of 128 bytes (B1 = 128 / sizeof(T) per
+// slab) copy exactly the block; narrower rows (or a last, partial slab) copy
+// the columns up to the slab's end too — a [64, 64] i8 block moves 8 KiB for
+// its 4 KiB — and a diagnostic of the generated kernel says so. Every other load is rewritten into ordinary masked
 // loads from the descriptor's base, shape and strides (ir/lower_descriptors.hpp),
 // which is also how the interpreter, HIP and sm_80 run them. `store(i, j, t)`
 // records a desc_store: a masked store of the same block (lower_descriptors),

@@ -368,11 +368,18 @@ template <class E> using dot_acc_t = std::conditional_t<std::is_same_v<E, std::i
 }
 /// acc + a·b for a [M,K] and b [K,N] of the same element type, Triton's tl.dot:
 ///  - f16 / bf16: f32 accumulation; mma.sync m16n8k16 (sm_80+), wgmma on
-///    sm_90a (K a multiple of 64), MFMA on gfx90a/gfx94x;
+///    sm_90a (operands staged from registers: K a multiple of 64; TMA blocks:
+///    K a multiple of 16), MFMA on gfx90a/gfx94x;
 ///  - f8e4m3 / f8e5m2 (f32 accumulation), f32 (multiplied as tf32, f32
 ///    accumulation), i8 (i32 accumulation): wgmma on sm_90a from TMA blocks
-///    (descriptor loads inside a loop with 128-byte K rows: K = 128 for f8 and
-///    i8, 32 for f32); other targets throw Unsupported naming the rule.
+///    (descriptor loads feeding the dot: K · element size a multiple of 32
+///    bytes, i.e. K a multiple of 32 for f8 and i8, of 8 for f32); other
+///    targets throw Unsupported naming the rule.
+///  TMA copies a block in boxes 128 bytes wide (the 128B swizzle wgmma reads),
+///  so K rows of a multiple of 128 bytes (K = 128 for f8 / i8, 64 for f16 /
+///  bf16, 32 for f32) copy exactly the block; a narrower K step (e.g. i8 K = 64)
+///  still copies 128-byte rows — 2x the data for 64-byte rows — and the
+///  kernel's diagnostics say so (codegen::Generated::diagnostics).
 /// The interpreter computes exact products (the GPU's tf32 keeps 10 mantissa
 /// bits of each f32 input; its f8 accumulation keeps ~14 bits per step).
 template <lang::TileArg A, lang::TileArg B, lang::TileArg C>

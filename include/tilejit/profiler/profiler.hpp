@@ -53,7 +53,8 @@ struct Options {
   /// "": closed phases stay in memory. "periodic_flushing" (optionally
   /// "periodic_flushing:format=<format>", which overrides `format`): closed
   /// phases are written in the background and dropped. Other text is passed
-  /// to the backend (BackendConfig::mode).
+  /// to the backend (BackendConfig::mode), which parses it; without a backend
+  /// ("" or "none") it is an InvalidArgument naming the mode.
   std::string mode;
   /// "hatchet", "hatchet_msgpack" or "chrome_trace"; also the file extension.
   std::string format = "hatchet";

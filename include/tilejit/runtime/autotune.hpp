@@ -45,7 +45,12 @@
 // A candidate that throws anywhere (InvalidArgument, Unsupported,
 // CompileError, DriverError, ...) is skipped: its status and reason go to the
 // report and to TuneOptions::log (default stderr). When none survives,
-// AutotuneError lists every reason. On the interpreter everything works the
+// AutotuneError lists every reason — except when the arguments themselves are
+// bad (null or misaligned pointer, negative size, wrong descriptor:
+// KernelCore::check_arguments): those checks depend only on the family's
+// shared signature, so every candidate fails them alike, and when no candidate
+// was built the first one's InvalidArgument is rethrown as it is (also when a
+// stored winner fails them: no re-tuning). On the interpreter everything works the
 // same; times are host times.
 //
 // The candidates run on the caller's arguments several times: a kernel that

@@ -63,11 +63,16 @@ struct CompileOptions {
   /// sm_90a with warp_specialize: thread-block clusters of num_ctas (1, 2 or
   /// 4) consecutive programs along grid x; blocks loaded with
   /// `Desc::load_multicast` are read once per cluster and multicast into each
-  /// program's shared memory (TMA multicast). The launch's grid x must be a
-  /// multiple of num_ctas (InvalidArgument otherwise, on every device).
+  /// program's shared memory (TMA multicast).
   /// Applied only where the code generator can show that the programs of a
   /// cluster run every pipelined loop equally often and agree on the
-  /// multicast coordinates (codegen::Options::num_ctas); else 1 and a diagnostic.
+  /// multicast coordinates (codegen::Options::num_ctas); else 1 and a diagnostic
+  /// (also without warp_specialize, and on targets other than sm_90a).
+  /// The launch's grid x must be a multiple of the cluster the compiled kernel
+  /// actually uses (codegen::Generated::num_ctas: num_ctas where applied, else 1;
+  /// InvalidArgument otherwise, before anything is launched). The interpreter,
+  /// which runs no clusters, applies the rule of the kernel generated for
+  /// `arch` (sm_90a when empty), so a grid it accepts is one the GPU accepts.
   int num_ctas = 1;
   /// sm_90a: Desc::store of blocks with 128-byte rows through a swizzled shared staging buffer and TMA bulk
   /// stores, drained while the program goes on (codegen::Options::tma_store) — for a descriptor whose
@@ -125,6 +130,10 @@ class KernelCore {
   /// interpreter only validates. Returns what the JIT did for this call.
   /// Throws InvalidArgument, Unsupported, CompileError, DriverError.
   JitInfo prepare(std::span<const ArgSlot> args);
+  /// The argument checks launch() and prepare() make (count, nulls,
+  /// alignment, sizes, descriptors), alone: they depend on the kernel's
+  /// signature and the arguments, not on its options. Throws InvalidArgument.
+  void check_arguments(std::span<const ArgSlot> args) const { (void)check_args(args); }
   const ir::Kernel& ir() const { return ir_; }
   const Device& device() const { return dev_; }
   const CompileOptions& options() const { return opt_; }
@@ -140,7 +149,11 @@ class KernelCore {
     unsigned dynamic_shared = 0;  // bytes passed at launch
     std::vector<int> tma_params;  // descriptor parameters loaded through TMA
     std::vector<std::array<int, 2>> tma_boxes;  // the box each is copied with
+    int num_ctas = 1;  // programs per cluster the generated kernel uses (grid.x must be whole clusters)
   };
+  /// The cluster size the launch's grid.x must be a multiple of (see CompileOptions::num_ctas), for the
+  /// interpreter: that of the kernel generated for the options' arch (sm_90a when empty), per specialisation.
+  int interpreter_cluster(std::uint64_t key, const ir::Specialization& spec);
   const Variant& variant_for(std::uint64_t key, const ir::Specialization& spec, JitInfo* info = nullptr);
   /// Argument checks shared by launch() and prepare(); returns the specialisation key.
   std::uint64_t check_args(std::span<const ArgSlot> args) const;
@@ -165,6 +178,7 @@ class KernelCore {
   codegen::Target target_;
   std::mutex mu_;
   std::vector<std::unique_ptr<Variant>> variants_;
+  std::vector<std::pair<std::uint64_t, int>> interp_clusters_;  // interpreter_cluster's answers, under mu_
   JitInfo last_jit_;
 };
 
@@ -283,12 +297,24 @@ Kernel<K> compile(Device dev, CompileOptions opt = {}, const K& k = K{}) {
   return Kernel<K>(std::move(dev), k, std::move(opt));
 }
 
+/// What compile_for_arch returns: the compiler's result (binary, log, compile time) and what the code
+/// generator decided — its diagnostics (layout choices and fallbacks, and why warp specialisation, pingpong, a
+/// cluster or a TMA store was not applied), the kernel's name, block size, shared memory and cluster size.
+/// A runtime::JitResult, so code that takes one keeps working.
+struct ArchCompileResult : runtime::JitResult {
+  std::vector<std::string> diagnostics;  ///< codegen::Generated::diagnostics
+  std::string kernel_name;
+  int threads = 0;               ///< block size
+  int dynamic_shared_bytes = 0;  ///< dynamic shared memory a launch passes
+  int num_ctas = 1;              ///< programs per cluster the kernel uses (1: none)
+};
+
 /// Generate and JIT-compile K for an arch without any device ("sm_90a",
 /// "gfx942"): used by CI and `tilejit demo` to prove every kernel compiles.
 /// `arch` is checked as codegen::target_for does; `opt.arch` must be empty or
 /// the same arch (InvalidArgument otherwise, naming both).
 template <class K>
-runtime::JitResult compile_for_arch(const std::string& arch, CompileOptions opt = {}, const K& k = K{}) {
+ArchCompileResult compile_for_arch(const std::string& arch, CompileOptions opt = {}, const K& k = K{}) {
   auto t = codegen::target_for(arch);
   if (!opt.arch.empty() && opt.arch != arch)
     throw InvalidArgument("compile_for_arch: CompileOptions::arch = '" + opt.arch + "' differs from the arch argument '" + arch +
@@ -300,7 +326,14 @@ runtime::JitResult compile_for_arch(const std::string& arch, CompileOptions opt 
   req.source = g.source;
   req.name = g.kernel_name + (t.dialect == codegen::Dialect::cuda ? ".cu" : ".hip");
   req.arch = arch;
-  return runtime::compile(req);
+  ArchCompileResult r;
+  static_cast<runtime::JitResult&>(r) = runtime::compile(req);
+  r.diagnostics = std::move(g.diagnostics);
+  r.kernel_name = std::move(g.kernel_name);
+  r.threads = g.threads;
+  r.dynamic_shared_bytes = g.dynamic_shared_bytes;
+  r.num_ctas = g.num_ctas;
+  return r;
 }
 
 }  // namespace tilejit
