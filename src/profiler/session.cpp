@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <utility>
 #include <fmt/core.h>
 
@@ -907,6 +908,19 @@ std::uint64_t now_ns() noexcept {
 
 // ---- sessions --------------------------------------------------------------------
 
+namespace {
+/// Why a new session may not be named `name` (empty: it may): two running sessions of one name would write the
+/// same files, the later silently replacing the earlier's. Called with reg().mu held.
+std::string running_named(const std::string& name) {
+  for (const auto& [id, other] : reg().sessions)
+    if (other && other->name == name && !other->finalizing.load())
+      return fmt::format("profiler::start: a session named '{}' is already running (session {}); its files would be "
+                         "overwritten: finalize it first or choose another name",
+                         name, id);
+  return {};
+}
+}  // namespace
+
 SessionId start(std::string_view name, const Options& options) {
   if (name.empty()) throw InvalidArgument("profiler::start: empty session name");
   load_env_plugins();
@@ -959,6 +973,11 @@ SessionId start(std::string_view name, const Options& options) {
   const std::string suffix = "." + s->ext;
   if (s->name.size() > suffix.size() && s->name.ends_with(suffix))
     s->name.resize(s->name.size() - suffix.size());
+  // The files are "<name>.<format>" and "<name>.part_<N>.<format>": the last path component names them.
+  if (const std::string last = std::filesystem::path(s->name).filename().string(); last.empty() || last == "." || last == "..")
+    throw InvalidArgument(fmt::format("profiler::start: session name '{}' ends in a directory ('{}'); the name's last "
+                                      "path component names the files (e.g. '{}{}profile')",
+                                      std::string(name), last, s->name, s->name.ends_with('/') ? "" : "/"));
   const char* timing = std::getenv("TILEJIT_PROFILE_FLUSH_TIMING");
   s->timing = timing && std::string_view(timing) == "1";
   s->detached = std::make_shared<Local>();
@@ -969,6 +988,10 @@ SessionId start(std::string_view name, const Options& options) {
                                                  std::chrono::system_clock::now().time_since_epoch())
                                                  .count());
 
+  {
+    std::lock_guard g(reg().mu);
+    if (const std::string why = running_named(s->name); !why.empty()) throw InvalidArgument(why);
+  }
   if (!options.backend.empty() && options.backend != "none") {
     BackendFactory factory;
     {
@@ -996,6 +1019,10 @@ SessionId start(std::string_view name, const Options& options) {
   }
 
   std::lock_guard g(reg().mu);
+  if (const std::string why = running_named(s->name); !why.empty()) {  // started meanwhile on another thread
+    if (s->backend) s->backend->stop();
+    throw InvalidArgument(why);
+  }
   s->id = reg().next++;
   reg().sessions[s->id] = s;
   bump_locked();

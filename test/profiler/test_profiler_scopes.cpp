@@ -1,5 +1,7 @@
 // Sessions, scopes, metrics, threads and kernel attribution through a backend.
+#include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <limits>
 #include <thread>
 
@@ -349,5 +351,49 @@ TEST_CASE("profiler metric: int64 sums saturate instead of wrapping") {
   CHECK(A["metrics"]["sat_low"] == kMin);
   CHECK(B["metrics"]["sat_big"] == 5);
   CHECK(B["metrics"]["sat_exc"] == kMax);
+  tp::finalize(s);
+}
+
+TEST_CASE("profiler session: names that cannot name files, and a name already running, are InvalidArgument") {
+  using tilejit::InvalidArgument;
+  auto dir = temp_dir("names");
+  // The last path component names the files ("<name>.<format>"): a directory alone would write "<dir>/.hatchet".
+  for (const std::string bad : {(dir / "").string(), (dir / ".").string(), (dir / "..").string(), std::string("/")}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH_AS(tp::start(bad), doctest::Contains("the name's last path component names the files"), InvalidArgument);
+  }
+  // Two running sessions of one name would overwrite each other's files.
+  const std::string name = (dir / "twice").string();
+  auto s = tp::start(name);
+  CHECK_THROWS_WITH_AS(tp::start(name), doctest::Contains("is already running"), InvalidArgument);
+  CHECK_THROWS_WITH_AS(tp::start(name + ".hatchet"), doctest::Contains("is already running"), InvalidArgument);  // same files
+  auto other = tp::start((dir / "other").string());  // another name is fine
+  tp::finalize(other);
+  tp::finalize(s);
+  CHECK(std::filesystem::exists(name + ".hatchet"));
+  auto again = tp::start(name);  // once finalized, the name is free again (a rerun replaces the file)
+  tp::finalize(again);
+}
+
+TEST_CASE("profiler writers: NaN and infinite metrics are null in hatchet JSON and floats in msgpack") {
+  auto dir = temp_dir("nan");
+  auto s = tp::start((dir / "nan").string());
+  {
+    tp::Scope a("A");
+    tp::add_metric({"nan_m", std::numeric_limits<double>::quiet_NaN(), tp::MetricKind::property});
+    tp::add_metric({"inf_m", std::numeric_limits<double>::infinity(), tp::MetricKind::property});
+    tp::add_metric({"ok_m", 1.5, tp::MetricKind::property});
+  }
+  const json j = json::parse(*tp::get(s, 0));
+  const json& A = at(j[0], {"A"});
+  CHECK(A["metrics"]["nan_m"].is_null());
+  CHECK(A["metrics"]["inf_m"].is_null());
+  CHECK(A["metrics"]["ok_m"] == 1.5);
+  const auto mp = tp::get_msgpack(s, 0);
+  REQUIRE(mp.has_value());
+  const json m = json::from_msgpack(*mp);
+  const json& Am = at(m[0], {"A"});
+  CHECK(std::isnan(Am["metrics"]["nan_m"].get<double>()));
+  CHECK(std::isinf(Am["metrics"]["inf_m"].get<double>()));
   tp::finalize(s);
 }

@@ -79,8 +79,12 @@ struct Options {
 
 /// Start a session writing to files named from `name` (a path without
 /// extension; a trailing ".<format>" is dropped). The session starts active,
-/// in phase 0. Throws InvalidArgument for an empty name or bad options. If the
-/// backend cannot start, prints why once and records without kernel records.
+/// in phase 0. Throws InvalidArgument for an empty name, a name whose last
+/// path component is empty, "." or ".." (e.g. "out/"), a name a running (not
+/// yet finalizing) session already has (its files would be overwritten), or
+/// bad options. If the backend cannot start, prints why once and records
+/// without kernel records. Metric values that are NaN or infinite are written
+/// as null in hatchet JSON (JSON has no NaN) and as floats in msgpack.
 SessionId start(std::string_view name, const Options& options = {});
 
 /// Resume / pause recording into a session (a paused session records nothing:
