@@ -358,7 +358,7 @@ TEST_CASE("profiler session: names that cannot name files, and a name already ru
   using tilejit::InvalidArgument;
   auto dir = temp_dir("names");
   // The last path component names the files ("<name>.<format>"): a directory alone would write "<dir>/.hatchet".
-  for (const std::string bad : {(dir / "").string(), (dir / ".").string(), (dir / "..").string(), std::string("/")}) {
+  for (const std::string& bad : {(dir / "").string(), (dir / ".").string(), (dir / "..").string(), std::string("/")}) {
     CAPTURE(bad);
     CHECK_THROWS_WITH_AS(tp::start(bad), doctest::Contains("the name's last path component names the files"), InvalidArgument);
   }
