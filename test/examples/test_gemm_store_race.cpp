@@ -38,7 +38,7 @@ TEST_CASE("gemm_store_race_candidates_and_keys") {
       "BM=128 BN=192 PERSISTENT=1 STORE=1 WS=1 num_warps=8 num_stages=4",
       "BM=128 BN=128 PERSISTENT=1 STORE=1 WS=1 num_warps=8 num_stages=4",
       "BM=64 BN=256 PERSISTENT=1 STORE=1 WS=1 num_warps=4 num_stages=4",
-      "BM=64 BN=192 PERSISTENT=1 STORE=1 WS=1 num_warps=4 num_stages=5",
+      "BM=64 BN=192 PERSISTENT=1 STORE=1 WS=1 num_warps=4 num_stages=6",
       "BM=64 BN=128 PERSISTENT=1 STORE=1 WS=1 num_warps=4 num_stages=6",
       "BM=64 BN=96 PERSISTENT=1 STORE=1 WS=1 num_warps=4 num_stages=8",
       "BM=64 BN=64 PERSISTENT=1 STORE=1 WS=1 num_warps=4 num_stages=8",
