@@ -682,10 +682,6 @@ class Emitter {
       if (need[i]) out.push_back(static_cast<int>(i));
     return out;
   }
-  /// Ping-pong: group 1 hands group 0 the first turn (before the turns' loop, or before its enclosing loop).
-  void emit_first_turn() { line("if (tj_warp / 4 == 1) asm volatile(\"bar.arrive 2, 256;\" ::: \"memory\");  // warp group 0 issues first"); }
-  /// Ping-pong: group 1 handed a last turn to group 0 in its final iteration: group 0 takes it (after the same loop).
-  void emit_last_turn() { line("if (tj_warp / 4 == 0) asm volatile(\"bar.sync 2, 256;\" ::: \"memory\");  // the last hand-off"); }
   /// Before `for`: a coordinate function per block, the copy-issue function, the prologue.
   void emit_pipe_prologue(const Pipe& p) {
     if (ws_) {
@@ -693,7 +689,6 @@ class Emitter {
       if (const int O = parent_[static_cast<std::size_t>(p.loop)]; O >= 0)
         line(fmt::format("const unsigned tj_it0{0} = tj_it{0};  // stages consumed before this run of loop %{0} (the ring continues across loop %{1})",
                          p.loop, O));
-      if (pingpong_ && pp_outer_ < 0) emit_first_turn();
       return;
     }
     emit_pipe_issue(p);
@@ -959,7 +954,8 @@ class Emitter {
     // the last hand-off once, after it. Handing over per run of the inner loop instead would let group 1 arrive
     // twice in a row (its last turn's hand-off, then the next run's first) before group 0 absorbs one, which
     // completes the named barrier with group 1's threads alone.
-    pp_outer_ = parent[static_cast<std::size_t>(p.loop)];
+    const int encloser = parent[static_cast<std::size_t>(p.loop)];
+    pp_hand_ = encloser >= 0 ? encloser : p.loop;
     for (int d = p.loop + 1; d < ends[static_cast<std::size_t>(p.loop)]; ++d)
       if (k_[d].op == Op::dot && parent[static_cast<std::size_t>(d)] == p.loop && plan_.dot_wgmma[static_cast<std::size_t>(d)]) {
         if (pp_first_ < 0) pp_first_ = d;
@@ -972,7 +968,7 @@ class Emitter {
     pingpong_ = true;
     plan_diag_.push_back(fmt::format("pingpong: the warp groups take turns over loop %{}'s wgmma from dot %{} to dot %{}{}", p.loop,
                                      pp_first_, pp_last_,
-                                     pp_outer_ >= 0 ? fmt::format(", continuing across loop %{}'s iterations", pp_outer_) : ""));
+                                     encloser >= 0 ? fmt::format(", continuing across loop %{}'s iterations", encloser) : ""));
   }
   /// The producer warp's code, before everything else: lane 0 walks every pipelined loop's iteration space,
   /// waits for a stage to be released (from the second round on) and issues its copies; then the warp exits.
@@ -1644,7 +1640,8 @@ class Emitter {
         }
         const int pi = pipe_of_loop_[static_cast<std::size_t>(id)];
         if (pi >= 0) emit_pipe_prologue(pipes_[static_cast<std::size_t>(pi)]);
-        if (pingpong_ && id == pp_outer_) emit_first_turn();
+        if (pingpong_ && id == pp_hand_)  // group 1 hands group 0 the first turn
+          line("if (tj_warp / 4 == 1) asm volatile(\"bar.arrive 2, 256;\" ::: \"memory\");  // warp group 0 issues first");
         hoist_conversions(id);
         wait_resident_before(id);
         step_guard(id);
@@ -1692,7 +1689,8 @@ class Emitter {
         line("}");
         for (const std::string& key : conv_scopes_.back()) conversions_.erase(key);  // declared in the loop body
         conv_scopes_.pop_back();
-        if ((pi >= 0 && pingpong_ && pp_outer_ < 0) || (pingpong_ && arg(0) == pp_outer_)) emit_last_turn();
+        if (pingpong_ && arg(0) == pp_hand_)  // group 1 handed a last turn to group 0 in its final iteration: take it
+          line("if (tj_warp / 4 == 0) asm volatile(\"bar.sync 2, 256;\" ::: \"memory\");  // the last hand-off");
         if (pi >= 0 && !pipes_[static_cast<std::size_t>(pi)].async_dots.empty())
           line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");  // the accumulators are final");
         if (pi >= 0 && ws_ && parent_[static_cast<std::size_t>(arg(0))] >= 0 && release_lag(pipes_[static_cast<std::size_t>(pi)])) {
@@ -2451,7 +2449,7 @@ class Emitter {
   std::vector<int> deferred_;  // wgmma dots issued, not yet waited for, oldest first (retire_deferred)
   std::vector<int> loop_end_;  // per loop_begin: its loop_end (ir::loop_ends)
   bool ws_ = false, pingpong_ = false;  // warp specialisation and the ping-pong schedule (decide_warp_specialization)
-  int pp_outer_ = -1;                   // the loop enclosing the turns' loop (a persistent loop), or -1
+  int pp_hand_ = -1;                    // the loop the first turn is handed over before and taken back after
   int cluster_ = 1;                     // programs per cluster (decide_cluster)
   std::vector<int> producer_deps_;      // scalars the producer warp recomputes, in program order
   std::vector<int> outer_deps_;         // ... inside a loop that encloses a pipelined loop, per outer iteration (program order)

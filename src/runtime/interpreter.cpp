@@ -398,6 +398,7 @@ class Program {
     }
     if (ir::is_binary(n.op)) {
       const bool of = holds_float(type_of_arg(0));
+      const bool u64 = !type_of_arg(0).is_ptr && type_of_arg(0).dtype == DType::u64;  // held as its bit pattern
       if (ir::is_compare(n.op)) {
         put_i([&](int e) -> std::int64_t {
           auto cmp = [&](auto x, auto y) {
@@ -411,8 +412,7 @@ class Program {
             }
           };
           if (of) return cmp(a(0).f[e], a(1).f[e]);
-          if (!type_of_arg(0).is_ptr && type_of_arg(0).dtype == DType::u64)  // held as its bit pattern
-            return cmp(static_cast<std::uint64_t>(a(0).i[e]), static_cast<std::uint64_t>(a(1).i[e]));
+          if (u64) return cmp(static_cast<std::uint64_t>(a(0).i[e]), static_cast<std::uint64_t>(a(1).i[e]));
           return cmp(a(0).i[e], a(1).i[e]);
         });
       } else if (fl) {
@@ -430,7 +430,6 @@ class Program {
           }
         });
       } else {
-        const bool u64 = !type_of_arg(0).is_ptr && type_of_arg(0).dtype == DType::u64;  // held as its bit pattern
         put_i([&](int e) {
           std::int64_t x = a(0).i[e], y = a(1).i[e];
           switch (n.op) {

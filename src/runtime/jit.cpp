@@ -34,7 +34,7 @@ struct DumpPaths {
   std::filesystem::path stem;
   std::string source_ext;
 };
-std::optional<DumpPaths> dump_stem(const JitRequest& req) {
+std::optional<DumpPaths> dump_paths(const JitRequest& req) {
   const char* dir = std::getenv("TILEJIT_DUMP_DIR");
   if (!dir || !*dir) return std::nullopt;
   std::string stem = req.name;
@@ -72,7 +72,7 @@ JitResult compile(const JitRequest& req) {
         throw InvalidArgument(fmt::format(
             "JitRequest::options contains '{}': set the target with JitRequest::arch", o));
   // TILEJIT_DUMP_DIR: the source before the compiler runs (so a source it rejects is there too), its log after.
-  const auto dump = dump_stem(req);
+  const auto dump = dump_paths(req);
   if (dump) dump_file(dump->stem.string() + dump->source_ext, req.source);
   try {
     JitResult r = req.compiler == Compiler::nvrtc ? detail::nvrtc_compile(req) : detail::hip_compile(req);
