@@ -168,8 +168,23 @@ auto attend_finish(const tj::Tile<float, BLOCK_M>& m_i, const tj::Tile<float, BL
   return std::tuple{out, lse};
 }
 
+/// What one forward launch amounts to, for the profiler's launch hook (tj::LaunchCost): 4·S²·D flops per query
+/// head (halved when causal, as the benchmarks and FlashAttention count them), Q and O once per query head, K and V
+/// once per KV head, and the LSE. The IR alone cannot total a causal key range (it depends on the program).
+inline tj::LaunchCost fwd_launch_cost(long long heads_q, long long group, long long S, int head_dim, bool causal, int elem_bytes) {
+  const long long per_head = S * head_dim * elem_bytes;
+  return {.flops = 4 * heads_q * S * S * head_dim / (causal ? 2 : 1),
+          .flops_width = elem_bytes * 8,
+          .bytes = 2 * heads_q * per_head + 2 * (heads_q / std::max(group, 1LL)) * per_head + heads_q * S * 4};
+}
+
 template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T>
 struct FlashAttnFwd {
+  /// Grid (cdiv(S, BLOCK_M), B·Hq): see fwd_launch_cost.
+  tj::LaunchCost launch_cost(const tj::Grid& g, const auto&, const auto&, const auto&, const auto&, const auto&, long long S,
+                             long long group, float) const {
+    return fwd_launch_cost(g.y, group, S, HEAD_DIM, CAUSAL, sizeof(T));
+  }
   void operator()(tj::Ptr<T> q, tj::Ptr<T> k, tj::Ptr<T> v, tj::Ptr<T> o, tj::Ptr<float> lse, tj::Size S, tj::Size group,
                   tj::Scalar<float> scale_log2e) const {
     auto start_m = tj::program_id(0) * BLOCK_M;

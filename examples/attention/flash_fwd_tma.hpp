@@ -204,6 +204,11 @@ auto fa3_keys(const QTile& q_tile, const KDesc& k, const VDesc& v, const tj::Int
 
 template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, KeyMask MASK = KeyMask::every_block>
 struct FlashAttnFwdTmaPingPongBody {
+  /// Q's descriptor holds B·Hq·S rows: see fwd_launch_cost.
+  tj::LaunchCost launch_cost(const tj::Grid&, const tj::TensorDescriptor& q, const auto&, const auto&, const auto&, const auto&,
+                             long long S, long long group, float) const {
+    return fwd_launch_cost(q.shape()[0] / std::max(S, 1LL), group, S, HEAD_DIM, CAUSAL, sizeof(T));
+  }
   void operator()(tj::Desc<T, BLOCK_M, HEAD_DIM> q, tj::Desc<T, BLOCK_N, HEAD_DIM> k, tj::Desc<T, BLOCK_N, HEAD_DIM> v, tj::Ptr<T> o,
                   tj::Ptr<float> lse, tj::Size S, tj::Size group, tj::Scalar<float> scale_log2e) const {
     const FwdRows<BLOCK_M, HEAD_DIM, CAUSAL, MASK == KeyMask::edge_blocks> p(S, group);

@@ -28,7 +28,7 @@ ir::Specialization spec_of(std::uint64_t key, std::size_t nargs) {
 }  // namespace
 
 KernelCore::KernelCore(Device dev, ir::Kernel ir, CompileOptions opt)
-    : dev_(std::move(dev)), ir_(std::move(ir)), opt_(std::move(opt)) {
+    : dev_(std::move(dev)), ir_(std::move(ir)), cost_plan_(ir::plan_cost(ir_)), opt_(std::move(opt)) {
   ir::verify(ir_);
   stored_desc_.assign(ir_.params.size(), 0);
   for (const ir::Node& n : ir_.nodes)
@@ -201,7 +201,26 @@ JitInfo KernelCore::prepare(std::span<const ArgSlot> args) {
   return info;
 }
 
-void KernelCore::launch(const Grid& g, Stream s, std::span<ArgSlot> args) {
+std::optional<ir::LaunchCost> KernelCore::launch_cost(const Grid& g, std::span<const ArgSlot> args) const {
+  ir::CostInputs in;
+  in.grid = {g.x, g.y, g.z};
+  in.scalar = [&](int p) -> std::optional<long long> {
+    if (p < 0 || static_cast<std::size_t>(p) >= args.size()) return std::nullopt;
+    const ArgSlot& a = args[static_cast<std::size_t>(p)];
+    if (a.kind == ArgSlot::Kind::i32) return a.v.i32;
+    if (a.kind == ArgSlot::Kind::i64) return a.v.i64;
+    return std::nullopt;
+  };
+  in.desc_shape = [&](int p, int dim) -> std::optional<long long> {
+    if (p < 0 || static_cast<std::size_t>(p) >= args.size() || dim < 0 || dim > 1) return std::nullopt;
+    const ArgSlot& a = args[static_cast<std::size_t>(p)];
+    if (a.kind != ArgSlot::Kind::descriptor || a.v.desc == nullptr || a.v.desc->shape().size() != 2) return std::nullopt;
+    return a.v.desc->shape()[static_cast<std::size_t>(dim)];
+  };
+  return ir::evaluate_cost(cost_plan_, ir_, in);
+}
+
+void KernelCore::launch(const Grid& g, Stream s, std::span<ArgSlot> args, const ir::LaunchCost* cost) {
   if (args.size() != ir_.params.size())
     throw InvalidArgument(fmt::format("kernel {} takes {} arguments, got {}", ir_.name, ir_.params.size(), args.size()));
   const long long dims[3] = {g.x, g.y, g.z};
@@ -225,7 +244,16 @@ void KernelCore::launch(const Grid& g, Stream s, std::span<ArgSlot> args) {
                                       "along x)", g.x, cluster, cluster));
 
   // The profiler's launch hook (every backend): one relaxed atomic load when no session listens.
-  profiler::LaunchScope hook({.kernel = ir_.name, .grid = {g.x, g.y, g.z}});
+  profiler::LaunchInfo info{.kernel = ir_.name, .grid = {g.x, g.y, g.z}};
+  if (profiler::hook_active()) {
+    const std::optional<ir::LaunchCost> c = cost ? std::optional<ir::LaunchCost>(*cost) : launch_cost(g, args);
+    if (c) {
+      info.flops = c->flops;
+      info.flops_width = c->flops_width;
+      info.bytes = c->bytes;
+    }
+  }
+  profiler::LaunchScope hook(info);
   if (dev_.backend() == Backend::interpreter) {
     std::vector<ArgValue> vals(args.size());
     for (std::size_t i = 0; i < args.size(); ++i) {

@@ -4,11 +4,35 @@
 #include <filesystem>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
+#include "examples/attention/attention.hpp"
+#include "examples/gemm/matmul_v1.hpp"
 #include "examples/vector_add.hpp"
 #include "tilejit/tilejit.hpp"
 
 namespace tj = tilejit;
 namespace prof = tilejit::profiler;
+
+namespace {
+
+/// VecAdd declaring its own cost: the launch reports it instead of the IR's count.
+struct DeclaredCost : examples::VecAdd<32> {
+  tj::LaunchCost launch_cost(const tj::Grid& g, const float*, const float*, const float*, int n) const {
+    (void)g;
+    return {.flops = 7LL * n, .flops_width = 64, .bytes = 12LL * n};
+  }
+};
+
+const nlohmann::json& child(const nlohmann::json& node, const std::string& name) {
+  for (const auto& c : node["children"])
+    if (c["frame"]["name"] == name) return c;
+  FAIL("no child named " << name << " in " << node.dump());
+  static const nlohmann::json none;
+  return none;
+}
+
+}  // namespace
 
 TEST_CASE("profiler_launch_hook_records_tilejit_launches") {
   const auto dir = std::filesystem::temp_directory_path() / ("tj_hook_" + std::to_string(::getpid()));
@@ -23,11 +47,59 @@ TEST_CASE("profiler_launch_hook_records_tilejit_launches") {
     k.launch(tj::Grid{3}, x.data(), y.data(), out.data(), 200);
     k.launch(tj::Grid{3}, x.data(), y.data(), out.data(), 200);
   }
+  std::vector<float> a(40 * 33, 0.5f), b(33 * 20, 0.25f), c(40 * 20);
+  auto mm = tj::compile<examples::MatmulV1<16, 16, 16, float>>(tj::Device::interpreter(), {.num_warps = 1});
+  auto declared = tj::compile<DeclaredCost>(tj::Device::interpreter(), {.num_warps = 1});
+  {
+    prof::Scope gemm("gemm");
+    mm.launch(tj::Grid{3, 2}, a.data(), b.data(), c.data(), 40, 20, 33);
+    declared.launch(tj::Grid{7}, x.data(), y.data(), out.data(), 200);
+  }
   const auto json = prof::get(s, prof::current_phase(s));
   REQUIRE(json.has_value());
-  CHECK(json->find("\"step\"") != std::string::npos);
-  CHECK(json->find("VecAdd_96_float") != std::string::npos);  // the kernel's node under the scope
+  const auto root = nlohmann::json::parse(*json)[0];
+  // The kernel's node under the scope, with what its IR amounts to: two launches of 3 programs, each loading two
+  // and storing one 96-float tile; no product, so no flops.
+  CHECK(k.ir().name == "VecAdd_96_float");
+  const auto& vec = child(child(root, "step"), k.ir().name);
+  CHECK(vec["metrics"]["bytes"] == 2 * 3 * 3 * 96 * 4);
+  CHECK_FALSE(vec["metrics"].contains("flops32"));
+  // The tiled GEMM: 6 programs x ceil(33 / 16) = 3 K steps of a 16x16x16 product and two 16x16 loads, and a store.
+  const auto& gemm = child(child(root, "gemm"), mm.ir().name);
+  CHECK(gemm["metrics"]["flops32"] == 6 * 3 * 2 * 16 * 16 * 16);
+  CHECK(gemm["metrics"]["bytes"] == 6 * 3 * 2 * 16 * 16 * 4 + 6 * 16 * 16 * 4);
+  // A kernel's own launch_cost, called with the launch's arguments.
+  const auto& own = child(child(root, "gemm"), declared.ir().name);
+  CHECK(own["metrics"]["flops64"] == 7 * 200);
+  CHECK(own["metrics"]["bytes"] == 12 * 200);
   prof::finalize(s);
   std::filesystem::remove_all(dir);
   CHECK(out[0] == 3.f);
+}
+
+TEST_CASE("profiler_launch_hook_reports_the_attention_forward_s_declared_cost") {
+  // Causal attention's key range depends on the program, so the IR cannot total it: the kernel declares its cost.
+  const auto dir = std::filesystem::temp_directory_path() / ("tj_hook_attn_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  prof::Options o;
+  o.hook = "launch";
+  const auto s = prof::start((dir / "hook").string(), o);
+  const examples::AttnShape shape{.batch = 1, .heads_q = 4, .heads_kv = 2, .seqlen = 40, .head_dim = 64, .causal = true};
+  const std::size_t nq = 4 * 40 * 64, nkv = 2 * 40 * 64;
+  std::vector<tj::bf16> q(nq, tj::bf16(0.25f)), k(nkv, tj::bf16(-0.5f)), v(nkv, tj::bf16(1.f)), out(nq);
+  std::vector<float> lse(4 * 40);
+  examples::Attention<tj::bf16> attn(tj::Device::interpreter());
+  {
+    prof::Scope fwd("fwd");
+    attn.forward(q.data(), k.data(), v.data(), out.data(), lse.data(), shape);
+  }
+  const auto root = nlohmann::json::parse(*prof::get(s, prof::current_phase(s)))[0];
+  const auto& f = child(root, "fwd");
+  REQUIRE(f["children"].size() == 1);
+  const auto& kern = f["children"][0];
+  CHECK(kern["metrics"]["flops16"] == 4LL * 4 * 40 * 40 * 64 / 2);
+  CHECK(kern["metrics"]["bytes"] == (2LL * 4 + 2LL * 2) * 40 * 64 * 2 + 4LL * 40 * 4);
+  prof::finalize(s);
+  std::filesystem::remove_all(dir);
+  CHECK(std::abs(float(out[0]) - 1.f) < 1e-2f);  // every V row is 1: so is every output
 }

@@ -36,6 +36,10 @@ void launch_enter(const LaunchInfo& info) noexcept;
 void launch_exit() noexcept;
 }  // namespace detail
 
+/// True while a session with the launch hook is active (one relaxed atomic load): a launch computes what it
+/// reports only then.
+inline bool hook_active() noexcept { return detail::g_hook_sessions.load(std::memory_order_relaxed) > 0; }
+
 /// RAII: open around the driver's launch call. Not nestable on one thread.
 class LaunchScope {
  public:

@@ -14,13 +14,16 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
 
 #include "tilejit/codegen/codegen.hpp"
+#include "tilejit/ir/cost.hpp"
 #include "tilejit/lang/trace.hpp"
+#include "tilejit/profiler/launch.hpp"
 #include "tilejit/runtime/cache.hpp"
 #include "tilejit/runtime/device.hpp"
 #include "tilejit/runtime/tensor_descriptor.hpp"
@@ -30,6 +33,9 @@ namespace tilejit {
 using runtime::Backend;
 using runtime::Device;
 using runtime::Stream;
+/// What a launch reports to the profiler's launch hook: flops (and their width) and bytes, totalled over the
+/// grid. Derived from the IR unless the kernel declares it (Kernel::launch).
+using LaunchCost = ir::LaunchCost;
 
 /// Launch grid in programs (CTAs). Every dimension must be >= 1 at launch.
 struct Grid {
@@ -121,8 +127,12 @@ class KernelCore {
  public:
   KernelCore(Device dev, ir::Kernel ir, CompileOptions opt);
   /// Validate `args` (count, nulls, alignment, sizes, grid) and launch.
-  /// Throws InvalidArgument, CompileError, DriverError.
-  void launch(const Grid& g, Stream s, std::span<ArgSlot> args);
+  /// `cost`: what the profiler's launch hook reports (nullptr: launch_cost(g, args)); read only while a
+  /// session with the launch hook is active. Throws InvalidArgument, CompileError, DriverError.
+  void launch(const Grid& g, Stream s, std::span<ArgSlot> args, const ir::LaunchCost* cost = nullptr);
+  /// The flops and bytes a launch with these arguments amounts to, derived from the IR (ir/cost.hpp);
+  /// nullopt where a counted loop's trip count depends on the program or on memory.
+  std::optional<ir::LaunchCost> launch_cost(const Grid& g, std::span<const ArgSlot> args) const;
   /// Validate `args` as launch() does and build the variant they select
   /// (codegen, JIT through the kernel cache, module load) without launching;
   /// a later launch() with arguments of the same specialisation finds it
@@ -163,6 +173,7 @@ class KernelCore {
 
   Device dev_;
   ir::Kernel ir_;
+  ir::CostPlan cost_plan_;         // launch_cost's per-kernel part
   std::vector<char> stored_desc_;  // per parameter: a descriptor some Desc::store writes (its kDiv16 flag matters)
   CompileOptions opt_;
   std::mutex derived_mu_;
@@ -242,19 +253,31 @@ ArgSlot to_slot(const A& a) {
 template <class K>
 class Kernel {
  public:
-  Kernel(Device dev, const K& k, CompileOptions opt) : core_(std::make_shared<runtime::KernelCore>(std::move(dev), trace(k), std::move(opt))) {}
+  Kernel(Device dev, const K& k, CompileOptions opt)
+      : k_(k), core_(std::make_shared<runtime::KernelCore>(std::move(dev), trace(k), std::move(opt))) {}
 
   /// Launch on the default stream. Arguments must match K::operator()'s
   /// parameters in number and kind (checked at compile time).
   template <class... A>
   void launch(const Grid& g, const A&... args) { launch(Stream{}, g, args...); }
 
+  /// While a profiler session with the launch hook is active, the launch reports its flops and bytes: those of
+  /// `K::launch_cost(const Grid&, const A&...) const -> LaunchCost` when K declares it (called with the launch's
+  /// own arguments: exact DRAM-level numbers, a causal mask's halving), else what ir/cost.hpp derives from the
+  /// IR (nothing where that is not derivable).
   template <class... A>
   void launch(Stream s, const Grid& g, const A&... args) {
     using Sig = lang::kernel_signature<K>;
     static_assert(sizeof...(A) == Sig::arity, "wrong number of kernel arguments");
     std::array<runtime::ArgSlot, sizeof...(A)> slots;  // on the stack: no allocation per launch
     fill<0>(slots, args...);
+    if constexpr (requires { { k_.launch_cost(g, args...) } -> std::convertible_to<LaunchCost>; }) {
+      if (profiler::hook_active()) {
+        const LaunchCost c = k_.launch_cost(g, args...);
+        core_->launch(g, s, slots, &c);
+        return;
+      }
+    }
     core_->launch(g, s, slots);
   }
   template <class... A>
@@ -288,6 +311,7 @@ class Kernel {
   template <std::size_t I, std::size_t N>
   void fill(std::array<runtime::ArgSlot, N>&) {}
 
+  K k_;  // for K::launch_cost
   std::shared_ptr<runtime::KernelCore> core_;
 };
 
