@@ -27,7 +27,7 @@ def bench(fn, iters=20):
 
 
 print(f"{'D':>4} {'mask':>7} {'backend':>8} {'ms':>8} {'TFLOP/s':>8}")
-for D in (64, 96, 128):
+for D in (64, 96, 128, 256):
     q, k, v = (torch.randn(B, H, S, D, device="cuda", dtype=torch.bfloat16) for _ in range(3))
     for causal in (False, True):
         flops = 4 * B * H * S * S * D / (2 if causal else 1)

@@ -148,10 +148,9 @@ void BM_FlashFwdTma(benchmark::State& st) {
 /// BM: query rows per item (192: three consumer warp groups, num_warps = 12). PP: the two consumer warp groups take
 /// turns over their products (CompileOptions::pingpong), from item to item.
 template <int D, bool CAUSAL, examples::KeyMask MASK = examples::KeyMask::edge_blocks, int SECTION_MIB = 0, int DK = D, int BM = 128,
-          bool PP = false>
+          bool PP = false, int BN = 128>
 void BM_FlashFwdPersistent(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
-  constexpr int BN = 128;
   const FwdData<D, DK> x;
   constexpr int B = FwdData<D, DK>::B, H = FwdData<D, DK>::H, S = FwdData<D, DK>::S;
   using Desc = tj::TensorDescriptor;
@@ -170,7 +169,7 @@ void BM_FlashFwdPersistent(benchmark::State& st) {
   const float scale = static_cast<float>(1.4426950408889634 / std::sqrt(double(D)));
   time_tflops(st, [&] { kern.launch(table.grid(), dq, dk, dv, x.o, x.lse, items, S, 1, scale); }, x.flops(CAUSAL));
   gpu().free(items);
-  st.SetLabel(fmt::format("{}x128 stages 2, producer warp, {} programs{}", BM, table.programs, PP ? ", ping-pong" : ""));
+  st.SetLabel(fmt::format("{}x{} stages 2, producer warp, {} programs{}", BM, BN, table.programs, PP ? ", ping-pong" : ""));
 }
 
 /// Inputs of a backward run: random q, k, v, dO (B=4, H=32, S=4096, bf16), O and LSE from the forward, and
@@ -423,6 +422,8 @@ BENCHMARK(BM_AttnForward<96, false>)->Name("BM_AttnForward/D96/full")->UseManual
 BENCHMARK(BM_AttnForward<96, true>)->Name("BM_AttnForward/D96/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttnForward<128, false>)->Name("BM_AttnForward/D128/full")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttnForward<128, true>)->Name("BM_AttnForward/D128/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttnForward<256, false>)->Name("BM_AttnForward/D256/full")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttnForward<256, true>)->Name("BM_AttnForward/D256/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
 #define TJ_ATTN_SCHEDULE(D, C, NAME, SCHED)                                                                    \
   BENCHMARK(BM_AttnForward<D, C, examples::Attention<tj::bf16>::FwdSchedule::SCHED>)                              \
       ->Name("BM_AttnForward" #SCHED "/D" #D "/" NAME)                                                           \
@@ -437,6 +438,8 @@ TJ_ATTN_SCHEDULES(96, false, "full");
 TJ_ATTN_SCHEDULES(96, true, "causal");
 TJ_ATTN_SCHEDULES(128, false, "full");
 TJ_ATTN_SCHEDULES(128, true, "causal");
+TJ_ATTN_SCHEDULES(256, false, "full");
+TJ_ATTN_SCHEDULES(256, true, "causal");
 // The persistent forward beside BM_FlashFwdPingPongEdge (same body, one program per item); EvenN: no key masked;
 // causal section sizes: one KV head (Sec1: LPT within each head, as the one-program-per-item grid orders its
 // blocks) and one section for all heads (SecAll: global LPT, no L2 grouping).
@@ -467,6 +470,10 @@ TJ_PERSISTENT(128, true, "causal", "PP", examples::KeyMask::edge_blocks, 0, 128,
 TJ_PERSISTENT(64, false, "full", "EvenNPP", examples::KeyMask::none, 0, 64, 128, true);
 TJ_PERSISTENT(96, false, "full", "EvenNPP", examples::KeyMask::none, 0, 96, 128, true);
 TJ_PERSISTENT(128, false, "full", "EvenNPP", examples::KeyMask::none, 0, 128, 128, true);
+// FlashAttention-3 takes 128 x 176 at D = 128 (full): a wider key block amortises each step's rescale and waits.
+// 176 = 16 x 11 is no radix we have; 144 = 16 x 9 fits the shared memory (160 does not, with the last V's buffer).
+BENCHMARK(BM_FlashFwdPersistent<128, false, examples::KeyMask::edge_blocks, 0, 128, 128, false, 144>)
+    ->Name("BM_FlashFwdPersistent/D128/full/128x144/2")->UseManualTime()->Unit(benchmark::kMillisecond);
 // 192-row items: three consumer warp groups (num_warps = 12, a radix-3 warp digit), FlashAttention-3's D = 64 tile.
 BENCHMARK(BM_FlashFwdPersistent<64, false, examples::KeyMask::none, 0, 64, 192>)->Name("BM_FlashFwdPersistentEvenN/D64/full/192x128/2")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashFwdPersistent<64, true, examples::KeyMask::edge_blocks, 0, 64, 192>)->Name("BM_FlashFwdPersistent/D64/causal/192x128/2")->UseManualTime()->Unit(benchmark::kMillisecond);
@@ -651,6 +658,7 @@ TJ_TMA_WS(128, true, 128, 96, 2, "causal", examples::FlashAttnFwdTmaPingPongEdge
 TJ_TMA_WS(128, false, 128, 96, 3, "full", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");
 TJ_TMA_WS(128, true, 128, 96, 3, "causal", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");
 TJ_TMA_WS(128, false, 128, 112, 2, "full", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");
+TJ_TMA_WS(128, false, 128, 144, 2, "full", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");  // 16 x 9
 TJ_TMA_WS(128, true, 128, 112, 2, "causal", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");
 TJ_TMA_WS(128, false, 128, 112, 2, "full", examples::FlashAttnFwdTmaPingPongEdge, 2, "PingPongEdgeTurns");
 TJ_TMA_WS(128, false, 128, 96, 2, "full", examples::FlashAttnFwdTmaPingPongEdge, 2, "PingPongEdgeTurns");

@@ -8,8 +8,8 @@
 //   attn.decode(q, k_cache, v_cache, seqlens, o, lse, shape, s_max);   // one token per sequence
 //
 // Head dims 64, 96 (exact, no padding), 128 and 256 (backward: up to 128).
-// The forward runs flash_fwd_tma.hpp (TMA + wgmma) on Hopper for D <= 128 with
-// 16-byte aligned q, k, v — one program per (query block, head), or
+// The forward runs flash_fwd_tma.hpp (TMA + wgmma) on Hopper for every head dim
+// (64-key blocks at D = 256) with 16-byte aligned q, k, v — one program per (query block, head), or
 // flash_fwd_persistent.hpp's persistent programs (FwdSchedule) — and
 // flash_fwd.hpp otherwise; the backward runs
 // flash_bwd_tma.hpp on Hopper with 16-byte aligned q, k, v, d_o, and
@@ -155,15 +155,17 @@ class Attention {
     not_null({{q, "q"}, {k, "k"}, {v, "v"}, {o, "o"}, {lse, "lse"}});
     with_dim(s, [&]<int D, bool C>() {
       const float scale_log2e = static_cast<float>(s.softmax_scale() * kLog2e);
-      if constexpr (D <= 128) {
+      {
         auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };  // TMA's rule
         if (dev_.compute_capability() == 90 && aligned(q) && aligned(k) && aligned(v)) {  // Hopper: flash_fwd_tma.hpp
           // The configuration measured fastest on the H200 for every head dim and mask (docs/perf.md, v0.6): a
           // producer warp group (warp_specialize) and 128 x 128 tiles in FlashAttention-3's order, masking only
-          // the edge key blocks (no block at all for full attention when S is a multiple of 128).
+          // the edge key blocks (no block at all for full attention when S is a multiple of BLOCK_N). D = 256
+          // takes 64-key blocks: O alone is 128 registers per consumer thread, and Q (64 KiB) with two stages of
+          // K and V (128 KiB) and the last V block (32 KiB) fill the 227 KiB of shared memory.
           using Desc = tj::TensorDescriptor;
           constexpr bool ws = true;
-          constexpr int BM = 128, BN = 128, stages = 2;
+          constexpr int BM = 128, BN = D > 128 ? 64 : 128, stages = 2;
           const long long rq = s.batch * s.heads_q * s.seqlen, rkv = s.batch * s.heads_kv * s.seqlen;
           const Desc dq(dev_, const_cast<T*>(q), tj::dtype_v<T>, {rq, D}, {D, 1}, {BM, D});
           const Desc dk(dev_, const_cast<T*>(k), tj::dtype_v<T>, {rkv, D}, {D, 1}, {BN, D});

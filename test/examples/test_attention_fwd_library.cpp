@@ -86,6 +86,23 @@ TEST_CASE("attention_library_forward_interpreter_matches_f64") {
   auto dev = tj::Device::interpreter();
   forward_case<tj::bf16>(dev, 1, 2, 1, 70, 96, true, 2e-2);
   forward_case<tj::f16>(dev, 1, 4, 2, 65, 64, false, 1e-2);
+  forward_case<tj::bf16>(dev, 1, 2, 1, 45, 256, true, 2e-2);  // D = 256 (flash_fwd.hpp's 64 x 32 tiles), GQA, ragged S
+  forward_case<tj::f16>(dev, 1, 1, 1, 33, 256, false, 1e-2);
+}
+
+TEST_CASE("attention_library_forward_d256_compiles_for_every_target") {
+  // D = 256 runs flash_fwd.hpp's pointer kernel everywhere (64 x 32 tiles, 4 warps: Attention::forward).
+  for (const char* arch : {"sm_90a", "sm_80", "gfx942"}) {
+    CAPTURE(arch);
+    const auto c = std::string(arch) == "gfx942" ? tj::runtime::Compiler::hiprtc : tj::runtime::Compiler::nvrtc;
+    std::string why;
+    if (!tj::runtime::compiler_available(c, &why)) {
+      MESSAGE("skipping ", arch, ": ", why);
+      continue;
+    }
+    CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwd<64, 32, 256, true, tj::bf16>>(arch, {.num_warps = 4}));
+    CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwd<64, 32, 256, false, tj::f16>>(arch, {.num_warps = 4}));
+  }
 }
 
 TEST_CASE("attention_library_forward_configs_compile_for_sm90a") {
@@ -110,6 +127,12 @@ TEST_CASE("attention_library_forward_configs_compile_for_sm90a") {
   CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPersistent<128, 128, 128, true, tj::f16>>("sm_90a", ws));
   CHECK_NOTHROW(tj::compile_for_arch<
                 examples::FlashAttnFwdTmaPersistent<128, 128, 128, false, tj::bf16, examples::KeyMask::none>>("sm_90a", ws));
+  // D = 256: 64-key blocks (227 KiB of shared memory with two stages).
+  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPingPongEdge<128, 64, 256, true, tj::bf16>>("sm_90a", ws));
+  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPingPongEvenN<128, 64, 256, false, tj::f16>>("sm_90a", ws));
+  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPersistent<128, 64, 256, true, tj::bf16>>("sm_90a", ws));
+  CHECK_NOTHROW(tj::compile_for_arch<
+                examples::FlashAttnFwdTmaPersistent<128, 64, 256, false, tj::bf16, examples::KeyMask::none>>("sm_90a", ws));
 }
 
 TEST_CASE("attention_library_forward_gpu_matches_f64") {
@@ -128,6 +151,8 @@ TEST_CASE("attention_library_forward_gpu_matches_f64") {
       forward_case<tj::bf16>(dev, 1, 2, 1, 1, 96, causal, 2e-2, sched);      // one token
       forward_case<tj::bf16>(dev, 1, 4, 1, 512, 64, causal, 2e-2, sched);    // S a multiple of 128 (full: no block masked)
       forward_case<tj::f16>(dev, 2, 2, 2, 384, 128, causal, 1e-2, sched);
+      forward_case<tj::bf16>(dev, 1, 4, 2, 200, 256, causal, 2e-2, sched);   // D = 256: 64-key blocks
+      forward_case<tj::f16>(dev, 1, 2, 1, 256, 256, causal, 1e-2, sched);    // S a multiple of 64
     }
 }
 
@@ -164,6 +189,8 @@ TEST_CASE("attention_library_persistent_forward_gpu_matches_f64") {
     forward_case<tj::bf16>(dev, 1, 4, 1, 512, 64, causal, 2e-2, Schedule::persistent);
     forward_case<tj::f16>(dev, 2, 2, 2, 384, 128, causal, 1e-2, Schedule::persistent);
     forward_case<tj::bf16>(dev, 2, 16, 8, 640, 64, causal, 2e-2, Schedule::persistent);  // 160 items: more than one per SM
+    forward_case<tj::bf16>(dev, 1, 4, 2, 200, 256, causal, 2e-2, Schedule::persistent);   // D = 256: 64-key blocks
+    forward_case<tj::f16>(dev, 1, 2, 1, 256, 256, causal, 1e-2, Schedule::persistent);    // S a multiple of 64
   }
   // One object across shapes: its schedule table is rebuilt for each new shape (items, sections, causal), kept for
   // a repeated one.

@@ -265,6 +265,8 @@ TEST_CASE("attention_persistent_interpreter_matches_f64") {
   check_persistent<64, 64, 64, false, bf, PersistentEvenN>(dev, {.B = 1, .Hq = 2, .group = 2, .S = 128, .programs = 3});
   // The grid of the library: min(items, SMs) with the interpreter's "SMs" (its threads).
   check_persistent<64, 64, 128, true, bf>(dev, {.B = 2, .Hq = 2, .S = 150});
+  // D = 256 with the library's 64-key blocks (rows of 512 bytes: four 128-byte TMA boxes per block).
+  check_persistent<64, 64, 256, true, bf>(dev, {.B = 1, .Hq = 2, .group = 2, .S = 90, .programs = 2});
   // Causal sections of 4 KV heads at S = 256: 10 query heads in equal sections of 6 and 4 (group 2).
   check_persistent<64, 64, 64, true, bf>(dev, {.B = 1, .Hq = 10, .group = 2, .S = 256, .programs = 3, .section_bytes = 4LL * 2 * 256 * 64 * 2});
 }
