@@ -1,6 +1,7 @@
 #include "writers.hpp"
 
 #include <algorithm>
+#include <map>
 #include <set>
 #include <tuple>
 #include <unistd.h>
@@ -125,6 +126,16 @@ json chrome_trace_json(const PhaseData& phase, const Session& session) {
   auto gpu_lane = [](std::uint32_t device, std::uint32_t stream) {
     return 1'000'000ll + 100'000ll * device + stream;
   };
+  // Graph lanes: one slice per replay of a CUDA graph, spanning its kernels, beside the stream they ran on.
+  auto graph_lane = [](std::uint32_t device, std::uint32_t stream) {
+    return 2'000'000ll + 100'000ll * device + stream;
+  };
+  struct Replay {
+    std::uint64_t start = ~0ull, end = 0;
+    std::uint32_t device = 0, stream = 0, kernels = 0, first_node = 0;
+    DeviceType type = DeviceType::CUDA;
+  };
+  std::map<std::pair<std::size_t, std::uint64_t>, Replay> replays;  // (part, correlation id of the graph launch)
 
   json events = json::array();
   auto meta = [&](long long tid, const std::string& what, json args) {
@@ -134,11 +145,18 @@ json chrome_trace_json(const PhaseData& phase, const Session& session) {
 
   std::set<std::uint32_t> cpu_lanes;
   std::set<std::tuple<DeviceType, std::uint32_t, std::uint32_t>> gpu_lanes;
-  for (const auto& p : phase.parts) {
+  for (std::size_t i = 0; i < phase.parts.size(); ++i) {
+    const auto& p = phase.parts[i];
     if (!p.scopes.empty() || !p.asyncs.empty()) cpu_lanes.insert(p.thread);
     for (const auto& k : p.kernels) {
       gpu_lanes.insert({k.device_type, k.device, k.stream});
       if (k.has_launch) cpu_lanes.insert(p.thread);
+      if (k.graph_node == 0) continue;
+      Replay& r = replays[{i, k.correlation}];
+      if (r.kernels == 0) r = {.device = k.device, .stream = k.stream, .first_node = k.node, .type = k.device_type};
+      r.start = std::min(r.start, k.start);
+      r.end = std::max(r.end, k.end);
+      r.kernels += 1;
     }
   }
   for (std::uint32_t t : cpu_lanes) {
@@ -151,6 +169,29 @@ json chrome_trace_json(const PhaseData& phase, const Session& session) {
          {{"name", std::string(name(type)) + " " + std::to_string(device) + " Stream " +
                        std::to_string(stream)}});
     meta(tid, "thread_sort_index", {{"sort_index", tid}});
+  }
+  std::set<long long> graph_lanes;
+  for (const auto& [key, r] : replays) {
+    const long long tid = graph_lane(r.device, r.stream);
+    if (!graph_lanes.insert(tid).second) continue;
+    meta(tid, "thread_name",
+         {{"name", std::string(name(r.type)) + " " + std::to_string(r.device) + " Stream " + std::to_string(r.stream) + " Graphs"}});
+    meta(tid, "thread_sort_index", {{"sort_index", tid}});  // after every stream lane
+  }
+  for (const auto& [key, r] : replays) {
+    // The replay's site: the kernels' call stack up to the <captured_at> frame (attribution: replay site /
+    // <captured_at> / capture site / kernel).
+    const auto& p = phase.parts[key.first];
+    json site = CallStacks(p.tree).of(r.first_node);
+    if (site.is_array())
+      for (std::size_t j = 0; j < site.size(); ++j)
+        if (site[j] == "<captured_at>") {
+          site.erase(site.begin() + static_cast<std::ptrdiff_t>(j), site.end());
+          break;
+        }
+    events.push_back({{"name", "graph replay"}, {"cat", "graph"}, {"ph", "X"}, {"pid", pid},
+                      {"tid", graph_lane(r.device, r.stream)}, {"ts", us(r.start)}, {"dur", dur(r.start, r.end)},
+                      {"args", {{"correlation_id", key.second}, {"kernels", r.kernels}, {"call_stack", std::move(site)}}}});
   }
 
   for (const auto& p : phase.parts) {

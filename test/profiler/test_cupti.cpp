@@ -1083,9 +1083,33 @@ TEST_CASE("profiler cupti: graph kernels in a Chrome trace have one flow each") 
   CHECK(s_count == 2);
   CHECK(f_count == 2);
   CHECK(ids == std::set<std::string>{"launch:20:" + std::to_string(0x41), "launch:20:" + std::to_string(0x42)});
+  long long kernel_lane = -1;
   for (const auto& e : j["traceEvents"])
-    if (e.value("cat", "") == "kernel" && e["name"] == "k1")
+    if (e.value("cat", "") == "kernel" && e["name"] == "k1") {
       CHECK(e["args"]["call_stack"] == json::array({"replay", "<captured_at>", "cap", "k1"}));
+      kernel_lane = e["tid"].get<long long>();
+    }
+  // The graph lane: one slice for the replay, spanning both kernels (k1 at t0 + 1 us, k2 ending at t0 + 2.1 us),
+  // at the replay's site, on a lane named after the kernels' stream.
+  std::vector<json> replays;
+  std::map<long long, std::string> lane_names;
+  for (const auto& e : j["traceEvents"]) {
+    if (e.value("cat", "") == "graph") replays.push_back(e);
+    if (e["ph"] == "M" && e["name"] == "thread_name") lane_names[e["tid"].get<long long>()] = e["args"]["name"];
+  }
+  REQUIRE(replays.size() == 1);
+  const json& r = replays[0];
+  CHECK(r["name"] == "graph replay");
+  CHECK(r["ph"] == "X");
+  CHECK(r["args"]["correlation_id"] == 20);
+  CHECK(r["args"]["kernels"] == 2);
+  CHECK(r["args"]["call_stack"] == json::array({"replay"}));
+  CHECK(r["dur"].get<double>() == doctest::Approx(1.1));
+  const long long lane = r["tid"].get<long long>();
+  CHECK(lane != kernel_lane);
+  REQUIRE(lane_names.count(lane) == 1);
+  REQUIRE(lane_names.count(kernel_lane) == 1);
+  CHECK(lane_names[lane] == lane_names[kernel_lane] + " Graphs");
 }
 
 TEST_CASE("profiler cupti: a graph captured before the session is attributed flat, reported, and not leaked") {
