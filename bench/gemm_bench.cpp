@@ -31,7 +31,9 @@
 //   BM_TilejitSmallM/...     the small-M path with its split count forced (none; twice the rule's)
 //   BM_TilejitSplitK/BMxBN/S rung 5's split-K kernel + SplitKReduce with the 4th argument's splits (the former
 //                            small-M path; narrow-N candidates)
-// Counters: TFLOP/s (2·M·N·K per run). Without a GPU every case is skipped.
+// Counters: TFLOP/s (2·M·N·K per run). After the rows, a table gives each tilejit row's ratio to the cuBLAS row of
+// the same shape in the same run (bench/ratio_reporter.hpp). Without a GPU every case is skipped.
+#include "ratio_reporter.hpp"
 #include <benchmark/benchmark.h>
 #include <cublasLt.h>
 #include <cublas_v2.h>
@@ -717,4 +719,12 @@ BENCHMARK(BM_TilejitV5T<128, 128, 4, float>)->Name("BM_TilejitV5TF32/128x128/4")
 BENCHMARK(BM_CublasTNType<std::int8_t>)->Name("BM_CublasI8")->Apply(shapes_f8);
 BENCHMARK(BM_TilejitV5T<128, 256, 4, std::int8_t>)->Name("BM_TilejitV5I8/128x256/4")->Apply(shapes_f8);
 BENCHMARK(BM_TilejitV5T<128, 128, 5, std::int8_t>)->Name("BM_TilejitV5I8/128x128/5")->Apply(shapes_f8);
-BENCHMARK_MAIN();
+// The console rows, then each tilejit row as a ratio to the cuBLAS row of its shape in the same run.
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  bench::RatioReporter reporter;
+  benchmark::RunSpecifiedBenchmarks(&reporter);
+  benchmark::Shutdown();
+  return 0;
+}
