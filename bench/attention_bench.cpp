@@ -364,6 +364,29 @@ void BM_Decode(benchmark::State& st) {
   time_decode(st, d, [&] { attn.decode(d.q, d.k, d.v, d.dlen, d.o, d.lse, shape, len, chunk); });
 }
 
+/// BM_Decode with `tokens` new query tokens per sequence (the 7th argument: speculative decoding's draft tokens,
+/// causal among themselves); the KV bytes counted are the same (every key is read once per program).
+void BM_DecodeTokens(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  const long long Hq = st.range(0), Hkv = st.range(1), D = st.range(2), len = st.range(3), B = st.range(4), chunk = st.range(5),
+                  tokens = st.range(6);
+  auto& d = DecodeData::get(Hq, Hkv, D, len, B);
+  const std::size_t n = static_cast<std::size_t>(B * tokens * Hq * D);
+  std::vector<tj::bf16> h(n);
+  std::mt19937 g(7);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (auto& x : h) x = tj::bf16(u(g));
+  auto* q = static_cast<tj::bf16*>(gpu().alloc(n * 2));
+  auto* o = static_cast<tj::bf16*>(gpu().alloc(n * 2));
+  auto* lse = static_cast<float*>(gpu().alloc(static_cast<std::size_t>(B * tokens * Hq) * 4));
+  gpu().copy_to_device(q, h.data(), n * 2);
+  examples::Attention<tj::bf16> attn(gpu());
+  const examples::AttnShape shape{.batch = B, .heads_q = Hq, .heads_kv = Hkv, .seqlen = 1, .head_dim = D};
+  time_decode(st, d, [&] { attn.decode(q, d.k, d.v, d.dlen, o, lse, shape, len, chunk, tokens); });
+  gpu().free(q), gpu().free(o), gpu().free(lse);
+  st.SetLabel(fmt::format("{} tokens", tokens));
+}
+
 /// The two decode launches without the library: the split kernel (FlashDecodeSplit, the pointer path: STAGES = 0;
 /// else FlashDecodeSplitTma<64, D> with STAGES stages and, WS, a producer warp group), then FlashDecodeReduce.
 /// `chunk` 0: the library's choice for that path (two programs per SM for the pointer kernel, one for TMA).
@@ -388,7 +411,7 @@ void BM_DecodeKernels(benchmark::State& st) {
   if constexpr (STAGES == 0) {
     auto split = tj::compile<examples::FlashDecodeSplit<64, D, tj::bf16>>(gpu(), {.num_warps = 4});
     time_decode(st, d, [&] {
-      split.launch(grid, d.q, d.k, d.v, d.dlen, o_part, ml_part, Hq, Hq / Hkv, len, chunk, sl2);
+      split.launch(grid, d.q, d.k, d.v, d.dlen, o_part, ml_part, Hq, Hq / Hkv, len, chunk, 1, sl2);
       reduce.launch(tj::Grid{B * Hq}, o_part, ml_part, d.o, d.lse, splits);
     });
   } else {
@@ -397,7 +420,7 @@ void BM_DecodeKernels(benchmark::State& st) {
     auto split = tj::compile<examples::FlashDecodeSplitTma<64, D, tj::bf16>>(
         gpu(), {.num_warps = 4, .num_stages = STAGES, .warp_specialize = WS});
     time_decode(st, d, [&] {
-      split.launch(grid, d.q, dk, dv, d.v, d.dlen, o_part, ml_part, Hq, Hq / Hkv, len, chunk, sl2);
+      split.launch(grid, d.q, dk, dv, d.v, d.dlen, o_part, ml_part, Hq, Hq / Hkv, len, chunk, 1, sl2);
       reduce.launch(tj::Grid{B * Hq}, o_part, ml_part, d.o, d.lse, splits);
     });
   }
@@ -535,6 +558,14 @@ TJ_BWD_SWEEP(128, 64, 64, 3, 128, 64, 2);
 // The split size through the library (the TMA kernel on an H200, whose own choice on 132 SMs is 16384 keys for
 // Llama-3-8B and 32768 for Phi-3-mini).
 TJ_DECODE_ROWS("llama3_8b", 128, 32, 8, 128, 32768, 8);
+// A few query tokens per sequence (1, 4 and 16: 4 to 64 rows of the group's tile), Llama-3-8B.
+BENCHMARK(BM_DecodeTokens)
+    ->Name("BM_DecodeTokens/llama3_8b")
+    ->Args({32, 8, 128, 32768, 8, 0, 1})
+    ->Args({32, 8, 128, 32768, 8, 0, 4})
+    ->Args({32, 8, 128, 32768, 8, 0, 16})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Decode)
     ->Name("BM_Decode/llama3_8b/chunk")
     ->Args({32, 8, 128, 32768, 8, 4096})

@@ -6,6 +6,7 @@
 //   attn.backward(q, k, v, o, d_o, lse, delta, dq, dk, dv, shape);
 //   attn.forward_varlen(q, k, v, o, lse, cu_seqlens, total_tokens, shape);  // packed sequences
 //   attn.decode(q, k_cache, v_cache, seqlens, o, lse, shape, s_max);   // one token per sequence
+//   attn.decode(q, k_cache, v_cache, seqlens, o, lse, shape, s_max, 0, 4);  // four (draft) tokens, causal
 //
 // Head dims 64, 96 (exact, no padding), 128 and 256 (backward: up to 128).
 // The forward runs flash_fwd_tma.hpp (TMA + wgmma) on Hopper for every head dim
@@ -222,29 +223,37 @@ class Attention {
     });
   }
 
-  /// One query token per sequence: q, o [B, Hq, D]; caches k, v [B, Hkv, s_max, D]; seqlens [B] (device memory,
-  /// read back to check); lse [B, Hq]. The cache is split into chunks of `chunk` keys (0: automatic).
+  /// `tokens` new query tokens per sequence (1: plain decode; more: speculative decoding's draft tokens, a
+  /// chunked prefill's last chunk): q, o [B, tokens, Hq, D]; caches k, v [B, Hkv, s_max, D]; seqlens [B] (device
+  /// memory, read back to check): tokens in each cache, the new ones' keys and values included; lse [B, tokens, Hq].
+  /// Token t of sequence b sits at position seqlens[b] − tokens + t and sees keys [0, that position] (causal,
+  /// aligned to the cache's end, as FlashAttention's flash_attn_with_kvcache); a token whose position is negative
+  /// (seqlens[b] < tokens; an empty cache) sees no key: O = 0, lse = −1e30. The cache is split into chunks of
+  /// `chunk` keys (0: automatic). group · tokens must be <= 64 (the rows of one tile); s.seqlen is not read.
   ///
   /// On compute capability 9.0 with D <= 128 and k, v 16-byte aligned (TMA's rule; rows of 64, 96 or 128
   /// elements are multiples of 16 bytes) the splits run FlashDecodeSplitTma with FlashDecodeTmaConfig's tiles:
   /// the cache streamed by TMA and read in place by wgmma; the automatic chunk gives at most one program per SM
   /// when B·Hkv allows (each holds a deep TMA ring, and one fits per SM). Elsewhere FlashDecodeSplit (pointer
-  /// loads, 16-row tiles) with enough splits for two programs per SM. FlashDecodeReduce merges the splits. No V
-  /// slot at or past seqlens[b] is read (K slots there may be, and their scores are replaced), so the cache past a
-  /// sequence's length may hold anything, NaN included.
+  /// loads, 16-row tiles, 64 when group · tokens > 16) with enough splits for two programs per SM.
+  /// FlashDecodeReduce merges the splits. No V slot at or past seqlens[b] is read (K slots there may be, and their
+  /// scores are replaced), so the cache past a sequence's length may hold anything, NaN included.
+  /// Throws InvalidArgument (naming the value and the rule) for bad shapes, tokens, s_max, chunk or seqlens.
   void decode(const T* q, const T* k, const T* v, const std::int32_t* seqlens, T* o, float* lse, const AttnShape& s,
-              long long s_max, long long chunk = 0) {
+              long long s_max, long long chunk = 0, long long tokens = 1) {
     AttnShape one = s;
-    one.seqlen = 1;  // one query token per sequence; s.seqlen is not used here
+    one.seqlen = 1;  // s.seqlen is not used here
     check(one);
     not_null({{q, "q"}, {k, "k"}, {v, "v"}, {o, "o"}, {lse, "lse"}, {seqlens, "seqlens"}});
     if (s_max < 1) throw tj::InvalidArgument(fmt::format("attention decode: s_max = {}: must be >= 1", s_max));
     if (chunk < 0) throw tj::InvalidArgument(fmt::format("attention decode: chunk = {}: must be >= 0 (0 = automatic)", chunk));
+    if (tokens < 1) throw tj::InvalidArgument(fmt::format("attention decode: tokens = {}: must be >= 1", tokens));
     fits_i32({s.batch, s.heads_kv, s_max, s.head_dim}, "the KV cache [B, Hkv, s_max, D]");
-    fits_i32({s.batch, s.heads_q, s.head_dim}, "q [B, Hq, D]");  // bounds B before seqlens' host copy is allocated
+    fits_i32({s.batch, tokens, s.heads_q, s.head_dim}, "q [B, tokens, Hq, D]");  // bounds B before seqlens' host copy
     const long long group = s.heads_q / s.heads_kv;
-    if (group > 16)
-      throw tj::InvalidArgument(fmt::format("attention decode: {} query heads per KV head: at most 16 (one tile of rows)", group));
+    if (group * tokens > 64)
+      throw tj::InvalidArgument(fmt::format("attention decode: {} query heads per KV head x {} tokens = {} rows: at most 64 (one "
+                                            "tile of rows)", group, tokens, group * tokens));
     std::vector<std::int32_t> len(static_cast<std::size_t>(s.batch));
     dev_.copy_to_host(len.data(), seqlens, len.size() * 4);
     for (std::size_t b = 0; b < len.size(); ++b)
@@ -263,8 +272,9 @@ class Attention {
       chunk = std::max<long long>(step, tj::cdiv(tj::cdiv(s_max, splits), step) * step);
     }
     const long long splits = std::max<long long>(1, tj::cdiv(s_max, chunk));
-    fits_i32({splits, s.batch, s.heads_q, s.head_dim}, "the split workspace [splits, B·Hq, D]");
-    const std::size_t need = static_cast<std::size_t>(splits * s.batch * s.heads_q) * (s.head_dim + 2) * 4;
+    const long long rows = s.batch * tokens * s.heads_q;  // query rows: one partial per row and split
+    fits_i32({splits, rows, s.head_dim}, "the split workspace [splits, B·tokens·Hq, D]");
+    const std::size_t need = static_cast<std::size_t>(splits * rows) * (s.head_dim + 2) * 4;
     if (ws_bytes_ < need) {
       // Forget the old workspace before allocating the new one: if alloc throws, the object stays valid (no
       // workspace) rather than holding a freed pointer that a later call would write to and ~Attention free again.
@@ -275,7 +285,7 @@ class Attention {
       ws_bytes_ = need;
     }
     float* o_part = ws_;
-    float* ml_part = ws_ + splits * s.batch * s.heads_q * s.head_dim;
+    float* ml_part = ws_ + splits * rows * s.head_dim;
     const float scale_log2e = static_cast<float>(s.softmax_scale() * kLog2e);
     const tj::Grid grid{programs, splits};
     with_dim(s, [&]<int D, bool C>() {
@@ -283,18 +293,23 @@ class Attention {
       if constexpr (D <= 128) {
         if (tma) {  // Hopper: flash_decode.hpp's FlashDecodeSplitTma
           using Cfg = FlashDecodeTmaConfig;
-          const long long rows = s.batch * s.heads_kv * s_max;
-          const tj::TensorDescriptor dk(dev_, const_cast<T*>(k), tj::dtype_v<T>, {rows, D}, {D, 1}, {Cfg::block_n, D});
-          const tj::TensorDescriptor dv(dev_, const_cast<T*>(v), tj::dtype_v<T>, {rows, D}, {D, 1}, {Cfg::block_n, D});
+          const long long kv_rows = s.batch * s.heads_kv * s_max;
+          const tj::TensorDescriptor dk(dev_, const_cast<T*>(k), tj::dtype_v<T>, {kv_rows, D}, {D, 1}, {Cfg::block_n, D});
+          const tj::TensorDescriptor dv(dev_, const_cast<T*>(v), tj::dtype_v<T>, {kv_rows, D}, {D, 1}, {Cfg::block_n, D});
           kernel<FlashDecodeSplitTma<Cfg::block_n, D, T>>(4, Cfg::stages, Cfg::warp_specialize)
-              .launch(grid, q, dk, dv, v, seqlens, o_part, ml_part, s.heads_q, group, s_max, chunk, scale_log2e);
+              .launch(grid, q, dk, dv, v, seqlens, o_part, ml_part, s.heads_q, group, s_max, chunk, tokens, scale_log2e);
           done = true;
         }
       }
-      if (!done)
-        kernel<FlashDecodeSplit<64, D, T>>(4).launch(grid, q, k, v, seqlens, o_part, ml_part, s.heads_q, group, s_max, chunk,
-                                                     scale_log2e);
-      kernel<FlashDecodeReduce<D, T>>(1).launch(tj::Grid{s.batch * s.heads_q}, o_part, ml_part, o, lse, splits);
+      if (!done) {
+        if (group * tokens <= 16)
+          kernel<FlashDecodeSplit<64, D, T>>(4).launch(grid, q, k, v, seqlens, o_part, ml_part, s.heads_q, group, s_max, chunk,
+                                                       tokens, scale_log2e);
+        else
+          kernel<FlashDecodeSplit<64, D, T, 64>>(4).launch(grid, q, k, v, seqlens, o_part, ml_part, s.heads_q, group, s_max, chunk,
+                                                           tokens, scale_log2e);
+      }
+      kernel<FlashDecodeReduce<D, T>>(1).launch(tj::Grid{rows}, o_part, ml_part, o, lse, splits);
     });
   }
 

@@ -28,17 +28,18 @@ using examples::AttnShape;
 
 namespace {
 
-/// A decode problem: q [B, Hq, D], caches [B, Hkv, s_max, D] random in every slot below seqlens[b] and NaN in
-/// every slot at or past it (none of which may reach the output), poisoned outputs (NaN O, 7 for lse).
+/// A decode problem: q [B, tokens, Hq, D], caches [B, Hkv, s_max, D] random in every slot below seqlens[b] and NaN
+/// in every slot at or past it (none of which may reach the output), poisoned outputs (NaN O, 7 for lse). Token t
+/// of sequence b sees keys [0, seqlens[b] − tokens + t].
 template <class T>
 struct DecodeProblem {
   std::vector<std::int32_t> lens;
-  int B, Hq, Hkv, D, s_max;
+  int B, Hq, Hkv, D, s_max, tokens;
   std::vector<T> q, k, v, o;
   std::vector<float> lse;
-  DecodeProblem(std::vector<std::int32_t> lens_, int Hq_, int Hkv_, int D_, int s_max_)
-      : lens(std::move(lens_)), B(static_cast<int>(lens.size())), Hq(Hq_), Hkv(Hkv_), D(D_), s_max(s_max_) {
-    const std::size_t nq = static_cast<std::size_t>(B) * Hq * D, nkv = static_cast<std::size_t>(B) * Hkv * s_max * D;
+  DecodeProblem(std::vector<std::int32_t> lens_, int Hq_, int Hkv_, int D_, int s_max_, int tokens_ = 1)
+      : lens(std::move(lens_)), B(static_cast<int>(lens.size())), Hq(Hq_), Hkv(Hkv_), D(D_), s_max(s_max_), tokens(tokens_) {
+    const std::size_t nq = rows() * D, nkv = static_cast<std::size_t>(B) * Hkv * s_max * D;
     q = testing::random_tensor<T>(nq, 41);
     k = testing::random_tensor<T>(nkv, 42, -2, 2);
     v = testing::random_tensor<T>(nkv, 43, -2, 2);
@@ -52,10 +53,11 @@ struct DecodeProblem {
           }
     poison();
   }
+  std::size_t rows() const { return static_cast<std::size_t>(B) * tokens * Hq; }
   void poison() {
-    o.resize(static_cast<std::size_t>(B) * Hq * D);
+    o.resize(rows() * D);
     std::memset(static_cast<void*>(o.data()), 0xff, o.size() * sizeof(T));  // NaN in bf16 / f16
-    lse.assign(static_cast<std::size_t>(B) * Hq, 7.0f);
+    lse.assign(rows(), 7.0f);
   }
   double scale() const { return 1.0 / std::sqrt(static_cast<double>(D)); }
   /// O and lse against f64; an empty cache gives O = 0 and lse = -1e30.
@@ -63,19 +65,21 @@ struct DecodeProblem {
     const int group = Hq / Hkv;
     std::vector<double> got_all, ref_all;
     for (int b = 0; b < B; ++b)
-      for (int h = 0; h < Hq; ++h) {
-        const int n = lens[static_cast<std::size_t>(b)], kvh = b * Hkv + h / group;
+      for (int row = b * tokens * Hq; row < (b + 1) * tokens * Hq; ++row) {
+        const int t = row / Hq % tokens, h = row % Hq;
+        const int n = std::max(0, lens[static_cast<std::size_t>(b)] - tokens + t + 1), kvh = b * Hkv + h / group;  // keys seen
         std::vector<double> qd(static_cast<std::size_t>(D)), kd(static_cast<std::size_t>(n) * D), vd(kd.size()), got(qd.size());
         for (int d = 0; d < D; ++d) {
-          qd[static_cast<std::size_t>(d)] = static_cast<float>(q[(static_cast<std::size_t>(b) * Hq + h) * D + d]);
-          got[static_cast<std::size_t>(d)] = static_cast<float>(o[(static_cast<std::size_t>(b) * Hq + h) * D + d]);
+          qd[static_cast<std::size_t>(d)] = static_cast<float>(q[static_cast<std::size_t>(row) * D + d]);
+          got[static_cast<std::size_t>(d)] = static_cast<float>(o[static_cast<std::size_t>(row) * D + d]);
         }
         for (std::size_t i = 0; i < kd.size(); ++i) {
           kd[i] = static_cast<float>(k[static_cast<std::size_t>(kvh) * s_max * D + i]);
           vd[i] = static_cast<float>(v[static_cast<std::size_t>(kvh) * s_max * D + i]);
         }
-        const float l = lse[static_cast<std::size_t>(b) * Hq + h];
+        const float l = lse[static_cast<std::size_t>(row)];
         CAPTURE(b);
+        CAPTURE(t);
         CAPTURE(h);
         for (double g : got) REQUIRE(std::isfinite(g));  // written, and no NaN from past the cache's end
         if (n == 0) {
@@ -107,7 +111,8 @@ void run_kernels(const tj::Device& dev, DecodeProblem<T>& p, long long chunk, in
   CAPTURE(ws);
   CAPTURE(testing::fresh_seed());
   p.poison();
-  const long long splits = tj::cdiv(p.s_max, chunk), BHq = static_cast<long long>(p.B) * p.Hq;
+  CAPTURE(p.tokens);
+  const long long splits = tj::cdiv(p.s_max, chunk), BHq = static_cast<long long>(p.rows());
   std::vector<float> o_part(static_cast<std::size_t>(splits * BHq * D), 3.0f), ml_part(static_cast<std::size_t>(splits * BHq * 2), 3.0f);
   {
     testing::Mirror m{dev, {}};
@@ -119,7 +124,7 @@ void run_kernels(const tj::Device& dev, DecodeProblem<T>& p, long long chunk, in
     const tj::TensorDescriptor vd(dev, dv, tj::dtype_v<T>, {rows, D}, {D, 1}, {BN, D});
     auto split = tj::compile<examples::FlashDecodeSplitTma<BN, D, T>>(dev, {.num_warps = 4, .num_stages = stages, .warp_specialize = ws});
     split.launch(tj::Grid{static_cast<long long>(p.B) * p.Hkv, splits}, dq, kd, vd, dv, dlen, dop, dml, p.Hq, p.Hq / p.Hkv, p.s_max,
-                 chunk, static_cast<float>(p.scale() * 1.4426950408889634));
+                 chunk, p.tokens, static_cast<float>(p.scale() * 1.4426950408889634));
     auto reduce = tj::compile<examples::FlashDecodeReduce<D, T>>(dev, {.num_warps = 1});
     reduce.launch(tj::Grid{BHq}, dop, dml, dout, dl, splits);
     m.down();
@@ -135,6 +140,7 @@ void run_library(const tj::Device& dev, DecodeProblem<T>& p, long long chunk, in
   CAPTURE(p.Hkv);
   CAPTURE(chunk);
   CAPTURE(misalign);
+  CAPTURE(p.tokens);
   CAPTURE(testing::fresh_seed());
   p.poison();
   const AttnShape s{.batch = p.B, .heads_q = p.Hq, .heads_kv = p.Hkv, .seqlen = 1, .head_dim = p.D};
@@ -147,7 +153,7 @@ void run_library(const tj::Device& dev, DecodeProblem<T>& p, long long chunk, in
     auto* dl = m.up(p.lse);
     auto* dlen = m.up(p.lens);
     examples::Attention<T> attn(dev);
-    attn.decode(dq, dk + misalign, dv + misalign, dlen, dout, dl, s, p.s_max, chunk);
+    attn.decode(dq, dk + misalign, dv + misalign, dlen, dout, dl, s, p.s_max, chunk, p.tokens);
     m.down();
   }
   p.check();
@@ -178,6 +184,15 @@ TEST_CASE("attention_decode_tma_interpreter_matches_f64") {
     DecodeProblem<tj::f16> p({200}, 4, 1, 64, 200);
     run_kernels<64, 64>(dev, p, 96, 2, false);
   }
+  {  // 16 tokens at group 4 (all 64 rows): the tail spans two blocks (130 = 2·64 + 2 keys past the first token's
+     // last whole block); a cache shorter than the tokens (positions below 0 see nothing); NaN past each length
+    DecodeProblem<tj::bf16> p({130, 9, 64}, 8, 2, 128, 192, 16);
+    run_kernels<64, 128>(dev, p, 192, 3, true);
+  }
+  {  // 3 tokens, group 1, splits of 64 keys: the tokens' keys straddle a split boundary
+    DecodeProblem<tj::f16> p({129, 66}, 2, 2, 64, 192, 3);
+    run_kernels<64, 64>(dev, p, 64, 2, false);
+  }
 }
 
 TEST_CASE("attention_decode_tma_sm90a_code_streams_the_cache_through_tma_into_wgmma") {
@@ -190,14 +205,13 @@ TEST_CASE("attention_decode_tma_sm90a_code_streams_the_cache_through_tma_into_wg
     CHECK(g.tma_params == std::vector<int>{1, 2});                                      // k_desc, v_desc
     CHECK(has_diagnostic(g, "TMA pipeline of 4 stage(s) x 32768 bytes (2 block(s))"));  // K and V of each step
     CHECK(has_diagnostic(g, "warp specialised: 4 consumer warp(s)"));
-    CHECK(occurrences(src, "copied once by TMA") == 1);  // the tail's K block
+    CHECK(occurrences(src, "copied once by TMA") == 2);  // the two tail steps' K blocks
     // In the loop: S = Q·Kᵀ with Q in registers and K read in place; O += P·V with P in registers and V MN-major.
-    CHECK(occurrences(src, "straight from TMA blocks (a registers, b K-major") == 2);  // the loop's and the tail's
+    CHECK(occurrences(src, "straight from TMA blocks (a registers, b K-major") == 3);  // the loop's and the tail's two
     CHECK(occurrences(src, "straight from TMA blocks (a registers, b MN-major") == 1);
-    // The only staged product is the tail's P·V (its V rows are masked pointer loads), before the loop; Q is
-    // converted to the operand layout once, before the loop, too.
-    CHECK(occurrences(src, "operands staged in shared memory") == 1);
-    CHECK(occurrences(src, "through shared memory") == 1);
+    // The only staged products are the tail steps' P·V (their V rows are masked pointer loads), before the loop.
+    CHECK(occurrences(src, "operands staged in shared memory") == 2);
+    CHECK(occurrences(src, "through shared memory") == 2);
     const auto loop = src.find("tj_mbar_wait(tj_bar");  // the consumers' loop: wait for a stage
     REQUIRE(loop != std::string::npos);
     CHECK(src.find("operands staged in shared memory") < loop);
@@ -252,6 +266,13 @@ TEST_CASE("attention_decode_tma_library_gpu_matches_f64") {
   {  // k and v not 16-byte aligned: the pointer kernel
     DecodeProblem<tj::bf16> p({300, 129}, 8, 2, 128, 320);
     run_library(dev, p, 0, 1);
+  }
+  {  // a few draft tokens: 4 at Llama-3-8B's group of 4, 16 at group 2 (64 rows), and on the pointer kernel
+    DecodeProblem<tj::bf16> p({4096, 1000, 2, 77}, 32, 8, 128, 4096, 4);
+    run_library(dev, p, 0);
+    DecodeProblem<tj::bf16> p16({3000, 130}, 4, 2, 96, 3000, 16);
+    run_library(dev, p16, 512);
+    run_library(dev, p16, 0, 1);
   }
 }
 

@@ -72,18 +72,23 @@ void varlen_case(const tj::Device& dev, std::vector<std::int32_t> lens, int Hq, 
     }
 }
 
+/// Decode of `tokens` new query tokens per sequence against caches of lens[b] keys (the new tokens' included):
+/// token t of sequence b sees keys [0, lens[b] − tokens + t]; none when that is negative (O = 0, lse = −1e30).
 template <class T>
-void decode_case(const tj::Device& dev, std::vector<std::int32_t> lens, int Hq, int Hkv, int D, int s_max, long long chunk) {
+void decode_case(const tj::Device& dev, std::vector<std::int32_t> lens, int Hq, int Hkv, int D, int s_max, long long chunk,
+                 int tokens = 1) {
   CAPTURE(D);
   CAPTURE(Hq);
   CAPTURE(Hkv);
   CAPTURE(chunk);
+  CAPTURE(tokens);
   CAPTURE(testing::fresh_seed());
   const int B = static_cast<int>(lens.size());
-  auto q = testing::random_tensor<T>(static_cast<std::size_t>(B) * Hq * D, 21);
+  const std::size_t rows = static_cast<std::size_t>(B) * tokens * Hq;
+  auto q = testing::random_tensor<T>(rows * D, 21);
   auto k = testing::random_tensor<T>(static_cast<std::size_t>(B) * Hkv * s_max * D, 22), v = testing::random_tensor<T>(static_cast<std::size_t>(B) * Hkv * s_max * D, 23);
   std::vector<T> o(q.size(), T(7.0f));
-  std::vector<float> lse(static_cast<std::size_t>(B) * Hq, 7.0f);
+  std::vector<float> lse(rows, 7.0f);
   const AttnShape s{.batch = B, .heads_q = Hq, .heads_kv = Hkv, .seqlen = 1, .head_dim = D};
   {
     testing::Mirror m{dev, {}};
@@ -91,31 +96,36 @@ void decode_case(const tj::Device& dev, std::vector<std::int32_t> lens, int Hq, 
     auto* dl = m.up(lse);
     auto* dlen = m.up(lens);
     examples::Attention<T> attn(dev);
-    attn.decode(dq, dk, dv, dlen, dout, dl, s, s_max, chunk);
+    attn.decode(dq, dk, dv, dlen, dout, dl, s, s_max, chunk, tokens);
     m.down();
   }
   const int group = Hq / Hkv;
   for (int b = 0; b < B; ++b)
-    for (int h = 0; h < Hq; ++h) {
-      const int n = lens[static_cast<std::size_t>(b)], kvh = b * Hkv + h / group;
-      std::vector<double> qd(static_cast<std::size_t>(D)), kd(static_cast<std::size_t>(n) * D), vd(static_cast<std::size_t>(n) * D);
-      for (int d = 0; d < D; ++d) qd[static_cast<std::size_t>(d)] = static_cast<float>(q[(static_cast<std::size_t>(b) * Hq + h) * D + d]);
-      for (std::size_t i = 0; i < kd.size(); ++i) {
-        kd[i] = static_cast<float>(k[static_cast<std::size_t>(kvh) * s_max * D + i]);
-        vd[i] = static_cast<float>(v[static_cast<std::size_t>(kvh) * s_max * D + i]);
+    for (int t = 0; t < tokens; ++t)
+      for (int h = 0; h < Hq; ++h) {
+        CAPTURE(b);
+        CAPTURE(t);
+        CAPTURE(h);
+        const std::size_t row = (static_cast<std::size_t>(b) * tokens + t) * Hq + h;
+        const int n = std::max(0, lens[static_cast<std::size_t>(b)] - tokens + t + 1), kvh = b * Hkv + h / group;  // keys it sees
+        std::vector<double> qd(static_cast<std::size_t>(D)), kd(static_cast<std::size_t>(n) * D), vd(static_cast<std::size_t>(n) * D);
+        for (int d = 0; d < D; ++d) qd[static_cast<std::size_t>(d)] = static_cast<float>(q[row * D + d]);
+        for (std::size_t i = 0; i < kd.size(); ++i) {
+          kd[i] = static_cast<float>(k[static_cast<std::size_t>(kvh) * s_max * D + i]);
+          vd[i] = static_cast<float>(v[static_cast<std::size_t>(kvh) * s_max * D + i]);
+        }
+        const auto ref = testing::attention_ref(qd, kd, vd, 1, n, D, false, s.softmax_scale());
+        std::vector<double> got(static_cast<std::size_t>(D));
+        for (int d = 0; d < D; ++d) got[static_cast<std::size_t>(d)] = static_cast<float>(o[row * D + d]);
+        const float l = lse[row];
+        if (n == 0) {  // no visible key (an empty cache): O = 0 and a defined LSE, never NaN
+          for (double g : got) CHECK(g == 0.0);
+          CHECK(l == -1e30f);
+          continue;
+        }
+        CHECK(max_rel(got, ref.o) < 2e-2);
+        CHECK(l == doctest::Approx(ref.lse[0]).epsilon(1e-3));
       }
-      const auto ref = testing::attention_ref(qd, kd, vd, 1, n, D, false, s.softmax_scale());
-      std::vector<double> got(static_cast<std::size_t>(D));
-      for (int d = 0; d < D; ++d) got[static_cast<std::size_t>(d)] = static_cast<float>(o[(static_cast<std::size_t>(b) * Hq + h) * D + d]);
-      const float l = lse[static_cast<std::size_t>(b) * Hq + h];
-      if (n == 0) {  // an empty cache: O = 0 and a defined LSE, never NaN
-        for (double g : got) CHECK(g == 0.0);
-        CHECK(l == -1e30f);
-        continue;
-      }
-      CHECK(max_rel(got, ref.o) < 2e-2);
-      CHECK(l == doctest::Approx(ref.lse[0]).epsilon(1e-3));
-    }
 }
 
 template <class T>
@@ -161,6 +171,25 @@ TEST_CASE("attention_decode_interpreter_matches_f64") {
   decode_case<tj::bf16>(dev, {300, 137, 0}, 8, 2, 128, 320, 128);  // Llama-3-8B-like GQA (group 4), 3 splits, an empty cache
   decode_case<tj::bf16>(dev, {97, 64}, 4, 4, 96, 128, 64);         // Phi-3-mini-like MHA (group 1), D = 96
   decode_case<tj::f16>(dev, {200}, 4, 1, 64, 256, 0);              // automatic split
+  // A few tokens per sequence (causal among them): 4 draft tokens at group 4 (16 rows), 3 tokens across a chunk
+  // boundary, 20 tokens at group 2 (40 rows: the 64-row pointer kernel), and a cache shorter than the tokens.
+  decode_case<tj::bf16>(dev, {300, 137, 2}, 8, 2, 128, 320, 128, 4);
+  decode_case<tj::bf16>(dev, {129, 64}, 4, 4, 96, 192, 64, 3);
+  decode_case<tj::f16>(dev, {200, 21}, 4, 2, 64, 256, 0, 20);
+}
+
+TEST_CASE("attention_decode_rejects_bad_tokens") {
+  const auto dev = tj::Device::interpreter();
+  examples::Attention<tj::bf16> attn(dev);
+  std::vector<tj::bf16> x(64 * 1024);
+  std::vector<std::int32_t> lens{4};
+  std::vector<float> l(64);
+  const AttnShape s{.batch = 1, .heads_q = 8, .heads_kv = 1, .seqlen = 1, .head_dim = 64};
+  CHECK_THROWS_WITH_AS(attn.decode(x.data(), x.data(), x.data(), lens.data(), x.data(), l.data(), s, 8, 0, 0),
+                       "attention decode: tokens = 0: must be >= 1", tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(attn.decode(x.data(), x.data(), x.data(), lens.data(), x.data(), l.data(), s, 8, 0, 9),
+                       "attention decode: 8 query heads per KV head x 9 tokens = 72 rows: at most 64 (one tile of rows)",
+                       tj::InvalidArgument);
 }
 
 TEST_CASE("attention_backward_interpreter_matches_f64") {
@@ -255,6 +284,8 @@ TEST_CASE("attention_more_gpu_matches_f64") {
   }
   varlen_case<tj::bf16>(dev, {300, 0, 129, 512}, 4, 2, 128, true);
   decode_case<tj::bf16>(dev, {4096, 1000, 0}, 32, 8, 128, 4096, 0);
+  decode_case<tj::bf16>(dev, {4096, 1000, 3}, 32, 8, 128, 4096, 0, 5);   // 5 draft tokens (20 rows)
+  decode_case<tj::bf16>(dev, {2000, 63}, 8, 1, 96, 2048, 0, 8);           // 64 rows; a cache one key short of a block
   backward_case<tj::bf16>(dev, 1, 4, 2, 300, 128, true);
   backward_case<tj::bf16>(dev, 1, 2, 2, 256, 64, false);
 }
