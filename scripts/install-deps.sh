@@ -4,7 +4,7 @@
 # clang-19 + lld-19 compile HIP for targets Debian's ROCm 5.2 hiprtc does not
 # know (gfx940/gfx941/gfx942); see src/runtime/hiprtc.cpp.
 set -euo pipefail
-pkgs=(cmake g++ make libboost-dev doctest-dev libbenchmark-dev nlohmann-json3-dev libfmt-dev
+pkgs=(cmake g++ make libboost-dev doctest-dev libbenchmark-dev nlohmann-json3-dev libfmt-dev libcli11-dev
       libxxhash-dev libamdhip64-dev rocm-device-libs clang-19 lld-19)
 missing=()
 for p in "${pkgs[@]}"; do
