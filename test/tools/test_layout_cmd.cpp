@@ -490,15 +490,22 @@ bool output_matches(const std::vector<std::string>& want, const std::vector<std:
   return skipping || g == got.size();
 }
 
-TEST_CASE("layout show: every command in docs/layouts.md prints what the doc shows") {
-  const std::string doc = read_file(repo_root() / "docs" / "layouts.md");
+struct DocCommands {
+  int commands = 0, pictures = 0, errors = 0;
+};
+
+/// Runs every `$ tilejit layout show` command of docs/<name> and checks the output the doc shows (and the SVG file
+/// it names) against what the tool prints and draws.
+DocCommands check_doc_commands(const std::string& name) {
+  CAPTURE(name);
+  DocCommands n;
+  const std::string doc = read_file(repo_root() / "docs" / name);
   REQUIRE(!doc.empty());
   const std::vector<std::string> ls = lines_of(doc);
   const std::string prompt = "$ tilejit layout show ";
-  int commands = 0, pictures = 0, errors = 0;
   for (std::size_t i = 0; i < ls.size(); ++i) {
     if (ls[i].rfind(prompt, 0) != 0) continue;
-    ++commands;
+    ++n.commands;
     std::string rest = ls[i].substr(prompt.size());
     CAPTURE(ls[i]);
     REQUIRE(rest.size() > 2);
@@ -533,19 +540,30 @@ TEST_CASE("layout show: every command in docs/layouts.md prints what the doc sho
       text = layout_show(spec, o, &svg);
       if (!svg_path.empty()) text += "wrote " + svg_path + "\n";
     } catch (const SpecError& e) {
-      ++errors;
+      ++n.errors;
       text = std::string("tilejit layout show: ") + e.what() + "\n";
     }
     CHECK_MESSAGE(output_matches(want, lines_of(text)), text);
     if (!svg_path.empty()) {
-      ++pictures;
+      ++n.pictures;
       CHECK_MESSAGE(read_file(repo_root() / svg_path) == svg,
                     svg_path << " differs from what the command draws: rerun it");
     }
   }
-  CHECK(commands >= 8);
-  CHECK(pictures >= 5);
-  CHECK(errors >= 2);
+  return n;
+}
+
+TEST_CASE("layout show: every command in docs/layouts.md prints what the doc shows") {
+  const DocCommands n = check_doc_commands("layouts.md");
+  CHECK(n.commands >= 8);
+  CHECK(n.pictures >= 5);
+  CHECK(n.errors >= 2);
+}
+
+TEST_CASE("layout show: every command in docs/attention.md prints what the doc shows") {
+  const DocCommands n = check_doc_commands("attention.md");
+  CHECK(n.commands >= 2);
+  CHECK(n.pictures >= 1);
 }
 
 TEST_CASE("layout_cmd: the C++ examples of docs/layouts.md are lines of this test") {
