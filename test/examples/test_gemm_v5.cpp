@@ -17,6 +17,7 @@
 #include "examples/gemm/matmul_v3.hpp"
 #include "examples/gemm/matmul_v4.hpp"
 #include "examples/gemm/matmul_v5.hpp"
+#include "test/common/mirror.hpp"
 #include "test/common/random.hpp"
 #include "test/common/text.hpp"
 #include "tilejit/ir/lower_descriptors.hpp"
@@ -102,6 +103,35 @@ void run_v5(const tj::Device& dev, int M, int N, int K, int stages, double tol, 
   }
 }
 
+/// MatmulV5Scaled: C = scale_a[i] · scale_b[j] · Σ A·Bᵀ with per-row scales of A and per-column scales of B
+/// (per_tensor: every scale the same value), against f64; the C poisoned before the launch.
+template <int BM, int BN, class T>
+void run_v5_scaled(const tj::Device& dev, int M, int N, int K, bool per_tensor, double tol) {
+  CAPTURE(M);
+  CAPTURE(N);
+  CAPTURE(K);
+  CAPTURE(per_tensor);
+  CAPTURE(testing::fresh_seed());
+  ProblemTN<T> p(M, N, K, static_cast<unsigned>(M * 5 + N + K));
+  auto sa = testing::random_floats(static_cast<std::size_t>(M), 0.25f, 4.f, 91), sb = testing::random_floats(static_cast<std::size_t>(N), 0.25f, 4.f, 92);
+  if (per_tensor) sa.assign(sa.size(), sa[0]), sb.assign(sb.size(), sb[0]);
+  std::vector<double> ref(p.ref);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j) ref[static_cast<std::size_t>(i) * N + j] *= double(sa[static_cast<std::size_t>(i)]) * sb[static_cast<std::size_t>(j)];
+  std::vector<float> c(static_cast<std::size_t>(M) * N, std::nanf(""));
+  testing::Mirror m{dev, {}};
+  T *da = m.up(p.a), *db = m.up(p.b);
+  float *dsa = m.up(sa), *dsb = m.up(sb), *dc = m.up(c);
+  constexpr int BK = examples::MatmulV5Scaled<BM, BN, T>::BLOCK_K;
+  D a(dev, da, tj::dtype_v<T>, {M, K}, {K, 1}, {BM, BK}, {.swizzle = D::Swizzle::b128});
+  D b(dev, db, tj::dtype_v<T>, {N, K}, {K, 1}, {BN, BK}, {.swizzle = D::Swizzle::b128});
+  auto k = tj::compile<examples::MatmulV5Scaled<BM, BN, T>>(dev, {.num_warps = BM / 16, .num_stages = 3});
+  k.launch(tj::Grid{tj::cdiv(M, BM) * tj::cdiv(N, BN)}, a, b, dsa, dsb, dc, M, N, K);
+  m.down();
+  for (float v : c) REQUIRE(!std::isnan(v));  // every element written
+  CHECK(testing::rel_error(c, ref) < tol);
+}
+
 /// NVRTC compiles `src` for `arch` to a non-empty binary; returns the compiler log.
 std::string nvrtc_compiles(const std::string& src, const char* arch, std::vector<std::string> options = {}) {
   tj::runtime::JitRequest req;
@@ -176,6 +206,12 @@ TEST_CASE("gemm_v5_f8_interpreter_matches_f64") {
   const auto dev = tj::Device::interpreter();
   run_v5<64, 64, tj::f8e4m3>(dev, 64, 64, 128, 3, 1e-6);
   run_v5<64, 96, tj::f8e5m2>(dev, 70, 100, 272, 3, 1e-6);  // ragged M, N, K
+}
+
+TEST_CASE("gemm_v5_scaled_f8_interpreter_matches_f64") {
+  const auto dev = tj::Device::interpreter();
+  run_v5_scaled<64, 64, tj::f8e4m3>(dev, 70, 100, 272, false, 1e-6);  // per-row / per-column scales, ragged M, N, K
+  run_v5_scaled<64, 96, tj::f8e5m2>(dev, 64, 96, 128, true, 1e-6);    // per-tensor scales
 }
 
 TEST_CASE("gemm_v5_tf32_and_i8_interpreter_matches_f64") {
@@ -547,6 +583,9 @@ TEST_CASE("gemm_v5_gpu_matches_f64") {
   // tf32 keeps 10 mantissa bits of each f32 input (relative error ~2^-11 per product).
   run_v5<128, 128, float>(dev, 256, 384, 512, 4, 5e-3);
   run_v5<128, 256, std::int8_t>(dev, 300, 500, 128 * 5, 4, 0);  // exact
+  // Scaled f8 (per-row / per-column, and per-tensor): the f8 accumulation bound above.
+  run_v5_scaled<128, 256, tj::f8e4m3>(dev, 300, 700, 1024, false, 2e-3);
+  run_v5_scaled<128, 128, tj::f8e5m2>(dev, 512, 256, 512, true, 2e-3);
 }
 
 TEST_CASE("gemm_v5_warp_specialised_gpu_matches_f64") {
