@@ -296,8 +296,13 @@ class Attention {
           const long long kv_rows = s.batch * s.heads_kv * s_max;
           const tj::TensorDescriptor dk(dev_, const_cast<T*>(k), tj::dtype_v<T>, {kv_rows, D}, {D, 1}, {Cfg::block_n, D});
           const tj::TensorDescriptor dv(dev_, const_cast<T*>(v), tj::dtype_v<T>, {kv_rows, D}, {D, 1}, {Cfg::block_n, D});
-          kernel<FlashDecodeSplitTma<Cfg::block_n, D, T>>(4, Cfg::stages, Cfg::warp_specialize)
-              .launch(grid, q, dk, dv, v, seqlens, o_part, ml_part, s.heads_q, group, s_max, chunk, tokens, scale_log2e);
+          auto run = [&]<class K>(tj::Kernel<K>& kern) {
+            kern.launch(grid, q, dk, dv, v, seqlens, o_part, ml_part, s.heads_q, group, s_max, chunk, tokens, scale_log2e);
+          };
+          if (tokens == 1)  // a tail shorter than a block: one tail step
+            run(kernel<FlashDecodeSplitTma<Cfg::block_n, D, T, 64, 1>>(4, Cfg::stages, Cfg::warp_specialize));
+          else
+            run(kernel<FlashDecodeSplitTma<Cfg::block_n, D, T, 64, 2>>(4, Cfg::stages, Cfg::warp_specialize));
           done = true;
         }
       }

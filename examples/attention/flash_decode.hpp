@@ -113,8 +113,9 @@ struct FlashDecodeSplit {
 ///     P·V with P in registers and V read MN-major. No key of a whole block is
 ///     masked.
 ///   - The tail, keys [whole, hi) (fewer than 2·BLOCK_N, as tokens <= 64 =
-///     BLOCK_N; only in the split that holds the cache's end), is two more
-///     online-softmax steps, at whole and whole + BLOCK_N, run first by every
+///     BLOCK_N; fewer than BLOCK_N with one token; only in the split that holds
+///     the cache's end), is TAIL_BLOCKS more online-softmax steps, at whole and
+///     whole + BLOCK_N, run first by every
 ///     program: each K block is copied once by TMA (from row −BLOCK_N, wholly
 ///     out of bounds and so TMA's zero fill, when the step has no key), keys >=
 ///     hi or past a row's position are masked, and V rows are masked pointer
@@ -127,10 +128,14 @@ struct FlashDecodeSplit {
 /// ROWS = 64, the wgmma M of one warp group (num_warps = 4); rows >= group ·
 /// tokens are zero queries whose results are not stored. `chunk` should be a
 /// multiple of BLOCK_N, so that only the split holding the cache's end has a
-/// tail. Off sm_90a (the interpreter, sm_80, HIP) the descriptor loads are
-/// masked loads and the kernel computes the same.
-template <int BLOCK_N, int HEAD_DIM, class T, int ROWS = 64>
+/// tail. TAIL_BLOCKS = 1 (the caller's promise that tokens = 1, whose tail is
+/// shorter than a block) runs one tail step: the second costs 1-2% of the
+/// decode's time on the H200 (docs/perf.md v0.12). Off sm_90a (the
+/// interpreter, sm_80, HIP) the descriptor loads are masked loads and the
+/// kernel computes the same.
+template <int BLOCK_N, int HEAD_DIM, class T, int ROWS = 64, int TAIL_BLOCKS = 2>
 struct FlashDecodeSplitTma {
+  static_assert(TAIL_BLOCKS == 1 || TAIL_BLOCKS == 2, "FlashDecodeSplitTma: one tail block (one token) or two");
   void operator()(tj::Ptr<T> q, tj::Desc<T, BLOCK_N, HEAD_DIM> k_desc, tj::Desc<T, BLOCK_N, HEAD_DIM> v_desc, tj::Ptr<T> v,
                   tj::Ptr<std::int32_t> seqlens, tj::Ptr<float> o_part, tj::Ptr<float> ml_part, tj::Size Hq, tj::Size group,
                   tj::Size S_max, tj::Size chunk, tj::Size tokens, tj::Scalar<float> scale_log2e) const {
@@ -143,7 +148,7 @@ struct FlashDecodeSplitTma {
     // The tail first (the online softmax does not care about the order of its blocks): Q is converted to the
     // wgmma operand layout once, before the loop, for both products that read it.
     auto state = attend_init<ROWS, HEAD_DIM>();
-    for (int step = 0; step < 2; ++step) {
+    for (int step = 0; step < TAIL_BLOCKS; ++step) {
       auto n0 = whole + step * BLOCK_N;
       auto k_row = tj::where(n0 < hi, kv_row + n0, -BLOCK_N);
       state = online_softmax_step<BLOCK_N, true, T>(
