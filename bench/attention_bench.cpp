@@ -417,7 +417,7 @@ void BM_DecodeKernels(benchmark::State& st) {
   } else {
     const tj::TensorDescriptor dk(gpu(), d.k, tj::DType::bf16, {B * Hkv * len, D}, {D, 1}, {64, D});
     const tj::TensorDescriptor dv(gpu(), d.v, tj::DType::bf16, {B * Hkv * len, D}, {D, 1}, {64, D});
-    auto split = tj::compile<examples::FlashDecodeSplitTma<64, D, tj::bf16, 64, 1>>(
+    auto split = tj::compile<examples::FlashDecodeSplitTma<64, D, tj::bf16, 64, false>>(
         gpu(), {.num_warps = 4, .num_stages = STAGES, .warp_specialize = WS});
     time_decode(st, d, [&] {
       split.launch(grid, d.q, dk, dv, d.v, d.dlen, o_part, ml_part, Hq, Hq / Hkv, len, chunk, 1, sl2);

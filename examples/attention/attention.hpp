@@ -299,15 +299,18 @@ class Attention {
           auto run = [&]<class K>(tj::Kernel<K>& kern) {
             kern.launch(grid, q, dk, dv, v, seqlens, o_part, ml_part, s.heads_q, group, s_max, chunk, tokens, scale_log2e);
           };
-          if (tokens == 1)  // a tail shorter than a block: one tail step
-            run(kernel<FlashDecodeSplitTma<Cfg::block_n, D, T, 64, 1>>(4, Cfg::stages, Cfg::warp_specialize));
+          if (tokens == 1)  // rows are heads, no position mask, a tail shorter than a block
+            run(kernel<FlashDecodeSplitTma<Cfg::block_n, D, T, 64, false>>(4, Cfg::stages, Cfg::warp_specialize));
           else
-            run(kernel<FlashDecodeSplitTma<Cfg::block_n, D, T, 64, 2>>(4, Cfg::stages, Cfg::warp_specialize));
+            run(kernel<FlashDecodeSplitTma<Cfg::block_n, D, T, 64, true>>(4, Cfg::stages, Cfg::warp_specialize));
           done = true;
         }
       }
       if (!done) {
-        if (group * tokens <= 16)
+        if (tokens == 1)
+          kernel<FlashDecodeSplit<64, D, T, 16, false>>(4).launch(grid, q, k, v, seqlens, o_part, ml_part, s.heads_q, group, s_max,
+                                                                  chunk, tokens, scale_log2e);
+        else if (group * tokens <= 16)
           kernel<FlashDecodeSplit<64, D, T>>(4).launch(grid, q, k, v, seqlens, o_part, ml_part, s.heads_q, group, s_max, chunk,
                                                        tokens, scale_log2e);
         else

@@ -38,21 +38,28 @@ namespace examples {
 /// split past the cache's length: nothing to read), the rows (token × query
 /// head of the group, padded to ROWS), each row's position in the sequence
 /// (`pos`: it sees keys <= pos) and the partials' epilogue. Traced in this order.
-template <int ROWS, int HEAD_DIM>
+/// MULTI = false: one token per sequence (the caller's promise, tokens = 1):
+/// row r is query head r of the group and sees the whole cache, so no row
+/// index is divided by the group size — a division the code generator cannot
+/// rematerialise, which would send the row vectors through shared memory.
+template <int ROWS, int HEAD_DIM, bool MULTI = true>
 struct DecodeRows {
   tj::Int bkv, split, Hkv, b, len, lo, hi;
   tj::Tile<std::int32_t, ROWS> r, head;   // row r = token r / group, query head (bkv % Hkv) · group + r % group;
                                           // head: its row in q [B·tokens·Hq, D]
   tj::Tile<bool, ROWS> row_ok;            // r < group · tokens
-  tj::Tile<std::int32_t, ROWS> pos;       // len − tokens + r / group
+  tj::Tile<std::int32_t, ROWS> pos;       // len − tokens + r / group (MULTI only; else r)
   tj::Tile<std::int32_t, HEAD_DIM> rd;
   DecodeRows(const tj::Ptr<std::int32_t>& seqlens, const tj::Size& Hq, const tj::Size& group, const tj::Size& chunk,
              const tj::Size& tokens)
       : bkv(tj::program_id(0)),  // b · Hkv + kv head
         split(tj::program_id(1)), Hkv(Hq / group), b(bkv / Hkv), len(tj::load(seqlens + b)), lo(split * chunk),
         hi(tj::minimum(len, lo + chunk)), r(tj::arange<ROWS>()),
-        head((b * tokens + r / group) * Hq + (bkv % Hkv) * group + r % group), row_ok(r < group * tokens),
-        pos(len - tokens + r / group), rd(tj::arange<HEAD_DIM>()) {}
+        head(MULTI ? (b * tokens + r / group) * Hq + (bkv % Hkv) * group + r % group : b * Hq + (bkv % Hkv) * group + r),
+        row_ok(MULTI ? r < group * tokens : r < group), pos(MULTI ? len - tokens + r / group : r), rd(tj::arange<HEAD_DIM>()) {}
+  /// The rows the masks compare keys against: positions (keys <= pos) when MULTI, else the rows themselves (>= 0:
+  /// every key below hi).
+  const tj::Tile<std::int32_t, ROWS>& mask_rows() const { return MULTI ? pos : r; }
   /// The rows of q [B·tokens·Hq, D] (rows >= group · tokens read as 0).
   template <class T>
   auto load_q(const tj::Ptr<T>& q) const {
@@ -70,12 +77,13 @@ struct DecodeRows {
   }
 };
 
-template <int BLOCK_N, int HEAD_DIM, class T, int ROWS = 16>
+/// MULTI = false: tokens = 1 (the caller's promise; see DecodeRows).
+template <int BLOCK_N, int HEAD_DIM, class T, int ROWS = 16, bool MULTI = true>
 struct FlashDecodeSplit {
   void operator()(tj::Ptr<T> q, tj::Ptr<T> k, tj::Ptr<T> v, tj::Ptr<std::int32_t> seqlens, tj::Ptr<float> o_part,
                   tj::Ptr<float> ml_part, tj::Size Hq, tj::Size group, tj::Size S_max, tj::Size chunk, tj::Size tokens,
                   tj::Scalar<float> scale_log2e) const {
-    const DecodeRows<ROWS, HEAD_DIM> p(seqlens, Hq, group, chunk, tokens);
+    const DecodeRows<ROWS, HEAD_DIM, MULTI> p(seqlens, Hq, group, chunk, tokens);
     const auto& rd = p.rd;
     const auto& hi = p.hi;
     auto q_tile = p.load_q(q);
@@ -83,8 +91,8 @@ struct FlashDecodeSplit {
     // Causal by position: row r sees keys <= pos[r] (with one token, pos = len − 1: the whole cache). Both cache
     // tiles are read row-major, [BLOCK_N, D] with D contiguous (16-byte loads); Kᵀ is the K tile transposed in
     // registers.
-    auto [m_i, l_i, acc] = attend<ROWS, BLOCK_N, HEAD_DIM, true, T>(
-        q_tile, p.pos, p.lo, hi, scale_log2e,
+    auto [m_i, l_i, acc] = attend<ROWS, BLOCK_N, HEAD_DIM, MULTI, T>(
+        q_tile, p.mask_rows(), p.lo, hi, scale_log2e,
         [&](const tj::Int& n0) {
           auto rn = n0 + tj::arange<BLOCK_N>();
           return tj::trans(tj::load(k + kv_base + tj::expand_dims<1>(rn) * HEAD_DIM + tj::expand_dims<0>(rd),
@@ -114,8 +122,8 @@ struct FlashDecodeSplit {
 ///     masked.
 ///   - The tail, keys [whole, hi) (fewer than 2·BLOCK_N, as tokens <= 64 =
 ///     BLOCK_N; fewer than BLOCK_N with one token; only in the split that holds
-///     the cache's end), is TAIL_BLOCKS more online-softmax steps, at whole and
-///     whole + BLOCK_N, run first by every
+///     the cache's end), is two more online-softmax steps (one without MULTI),
+///     at whole and whole + BLOCK_N, run first by every
 ///     program: each K block is copied once by TMA (from row −BLOCK_N, wholly
 ///     out of bounds and so TMA's zero fill, when the step has no key), keys >=
 ///     hi or past a row's position are masked, and V rows are masked pointer
@@ -128,31 +136,30 @@ struct FlashDecodeSplit {
 /// ROWS = 64, the wgmma M of one warp group (num_warps = 4); rows >= group ·
 /// tokens are zero queries whose results are not stored. `chunk` should be a
 /// multiple of BLOCK_N, so that only the split holding the cache's end has a
-/// tail. TAIL_BLOCKS = 1 (the caller's promise that tokens = 1, whose tail is
-/// shorter than a block) runs one tail step: the second costs 1-2% of the
-/// decode's time on the H200 (docs/perf.md v0.12). Off sm_90a (the
+/// tail. MULTI = false (the caller's promise that tokens = 1: DecodeRows; the
+/// tail is then shorter than a block) runs one tail step: the second costs
+/// 1-2% of the decode's time on the H200 (docs/perf.md v0.12). Off sm_90a (the
 /// interpreter, sm_80, HIP) the descriptor loads are masked loads and the
 /// kernel computes the same.
-template <int BLOCK_N, int HEAD_DIM, class T, int ROWS = 64, int TAIL_BLOCKS = 2>
+template <int BLOCK_N, int HEAD_DIM, class T, int ROWS = 64, bool MULTI = true>
 struct FlashDecodeSplitTma {
-  static_assert(TAIL_BLOCKS == 1 || TAIL_BLOCKS == 2, "FlashDecodeSplitTma: one tail block (one token) or two");
   void operator()(tj::Ptr<T> q, tj::Desc<T, BLOCK_N, HEAD_DIM> k_desc, tj::Desc<T, BLOCK_N, HEAD_DIM> v_desc, tj::Ptr<T> v,
                   tj::Ptr<std::int32_t> seqlens, tj::Ptr<float> o_part, tj::Ptr<float> ml_part, tj::Size Hq, tj::Size group,
                   tj::Size S_max, tj::Size chunk, tj::Size tokens, tj::Scalar<float> scale_log2e) const {
-    const DecodeRows<ROWS, HEAD_DIM> p(seqlens, Hq, group, chunk, tokens);
+    const DecodeRows<ROWS, HEAD_DIM, MULTI> p(seqlens, Hq, group, chunk, tokens);
     const auto& hi = p.hi;
     auto q_tile = p.load_q(q);
     auto kv_row = p.bkv * S_max;  // this KV head's first row in the 2-D view
-    auto vis = tj::maximum(tj::minimum(hi, p.len - tokens + 1), p.lo);  // keys below it: seen by every row
+    auto vis = MULTI ? tj::maximum(tj::minimum(hi, p.len - tokens + 1), p.lo) : tj::maximum(hi, p.lo);  // seen by every row
     auto whole = p.lo + (vis - p.lo) / BLOCK_N * BLOCK_N;               // end of the whole, unmasked blocks
     // The tail first (the online softmax does not care about the order of its blocks): Q is converted to the
     // wgmma operand layout once, before the loop, for both products that read it.
     auto state = attend_init<ROWS, HEAD_DIM>();
-    for (int step = 0; step < TAIL_BLOCKS; ++step) {
+    for (int step = 0; step < (MULTI ? 2 : 1); ++step) {
       auto n0 = whole + step * BLOCK_N;
       auto k_row = tj::where(n0 < hi, kv_row + n0, -BLOCK_N);
-      state = online_softmax_step<BLOCK_N, true, T>(
-          tj::dot(q_tile, tj::trans(k_desc.load(k_row, 0))), p.pos, n0, hi, scale_log2e, std::get<0>(state), std::get<1>(state),
+      state = online_softmax_step<BLOCK_N, MULTI, T>(
+          tj::dot(q_tile, tj::trans(k_desc.load(k_row, 0))), p.mask_rows(), n0, hi, scale_log2e, std::get<0>(state), std::get<1>(state),
           std::get<2>(state), [&](const tj::Int& n) {
             auto rn = n + tj::arange<BLOCK_N>();
             return tj::load(v + kv_row * HEAD_DIM + tj::expand_dims<1>(rn) * HEAD_DIM + tj::expand_dims<0>(p.rd),

@@ -6,6 +6,7 @@
 // values become scalars `sN`. Registers that hold a copy of another register
 // (digits whose image the value does not see) are copied, not recomputed,
 // and never stored twice.
+#include "tilejit/layout/encodings/mma_sync.hpp"
 #include "tilejit/codegen/codegen.hpp"
 
 #include <fmt/format.h>
@@ -75,6 +76,18 @@ int carry_next(const ir::Kernel& k, int carry) {
   for (const ir::Node& n : k.nodes)
     if (n.op == ir::Op::loop_yield && n.args[0] == carry) return n.args[1];
   return -1;
+}
+
+/// The compute capability of an "sm_NN" / "sm_NNa" arch as a number (sm_90a -> 90, sm_100 -> 100); 0 for
+/// anything else. (A string compare would put sm_100 below sm_80.)
+int sm_number(std::string_view a) {
+  if (a.substr(0, 3) != "sm_") return 0;
+  int v = 0;
+  for (char c : a.substr(3)) {
+    if (c < '0' || c > '9') break;
+    v = v * 10 + (c - '0');
+  }
+  return v;
 }
 
 class Emitter {
@@ -1819,32 +1832,39 @@ class Emitter {
     }
   }
 
-  /// acc + a·b with mma.sync.m16n8k16: a and b arrive in the mma operand
-  /// layouts (loaded there when the plan anchors their families, converted
-  /// otherwise), the accumulator is in the mma accumulator layout. For each
-  /// 16-deep k step, every A fragment (one per 16-row block the thread holds)
-  /// and every B fragment (one per 8-column block) is packed once into .b32
-  /// registers, then each 16x8 accumulator tile issues one mma. Fragment
-  /// registers are found by their coordinates in those layouts (PTX ISA
-  /// "Matrix Fragments for mma.m16n8k16"), so the code follows whatever
-  /// register order the layouts use. bf16 values are held as exact f32
-  /// (every bf16 node is rounded), so packing two is a bit splice (one PRMT)
-  /// rather than a cvt; f16 needs the cvt.
+  /// acc + a·b with mma.sync: m16n8k16 for f16 / bf16, m16n8k8 for tf32 (f32
+  /// operands), m16n8k32 for i8 (i32 accumulator) and, from sm_89, e4m3 / e5m2.
+  /// a and b arrive in the mma operand layouts of their element width (loaded
+  /// there when the plan anchors their families, converted otherwise), the
+  /// accumulator is in the mma accumulator layout. For each k step (8·w deep,
+  /// w = elements per 32-bit register: 1, 2 or 4), every A fragment (one per
+  /// 16-row block the thread holds) and every B fragment (one per 8-column
+  /// block) is packed once into .b32 registers, then each 16x8 accumulator
+  /// tile issues one mma. Fragment registers are found by their coordinates in
+  /// those layouts (PTX ISA "Matrix Fragments for mma.m16n8k8 / k16 / k32";
+  /// layout/encodings/mma_sync.hpp), so the code follows whatever register
+  /// order the layouts use. bf16 values are held as exact f32 (every bf16 node
+  /// is rounded), so packing two is a bit splice (one PRMT) rather than a cvt;
+  /// f16 needs the cvt; tf32 rounds each f32 with cvt.rna.tf32.f32; f8 values
+  /// (exact in f32) and i8 are packed four to a register.
   void emit_dot(int id) {
     const Node& n = k_[id];
     if (t_.dialect != Dialect::cuda)
       throw Unsupported(fmt::format("dot %{}: the HIP backend lowers dot to MFMA on gfx90a and gfx94x only; target {} has none",
                                     id, t_.arch));
-    if (const DType et = k_[n.args[0]].type.dtype; et == DType::f8e4nv || et == DType::f8e5 || et == DType::f32 || et == DType::i8)
-      throw Unsupported(fmt::format("dot %{}: {} operands lower only to wgmma from TMA blocks (sm_90a, descriptor loads inside a "
-                                    "loop feeding dot, 128 bytes of K per step, BLOCK_M = 16 x num_warps, a wgmma N — for i8 "
-                                    "8, 24 or a multiple of 16); here ({}, [{}, {}] with {} warps) it would need mma.sync, "
-                                    "which has no {} lowering", id, name(et), t_.arch, n.type.shape[0], n.type.shape[1],
-                                    o_.num_warps, name(et)));
-    if (t_.arch < std::string("sm_80"))
-      throw Unsupported(fmt::format("dot %{}: mma.sync m16n8k16 with f16/bf16 needs sm_80 or newer, target is {}", id, t_.arch));
     const ir::Type& ta = k_[n.args[0]].type;
-    const bool bf = ta.dtype == DType::bf16;
+    const DType et = ta.dtype;
+    const bool f8 = et == DType::f8e4nv || et == DType::f8e5;
+    if (et != DType::f16 && et != DType::bf16 && et != DType::f32 && et != DType::i8 && !f8)
+      throw Unsupported(fmt::format("dot %{}: mma.sync takes f16, bf16, f32 (as tf32), i8, f8e4nv or f8e5 operands, not {}", id,
+                                    name(et)));
+    if (sm_number(t_.arch) < 80)
+      throw Unsupported(fmt::format("dot %{}: mma.sync needs sm_80 or newer, target is {}", id, t_.arch));
+    if (f8 && sm_number(t_.arch) < 89)
+      throw Unsupported(fmt::format("dot %{}: {} products need sm_89 or newer (mma.sync ... .e4m3 / .e5m2 from Ada, wgmma on "
+                                    "Hopper), target is {}", id, name(et), t_.arch));
+    const int kw = layout::mma_sync_k_width(size_bytes(et));  // elements per 32-bit operand register
+    const int kstep = 8 * kw;
     const ir::TileLayout& lc = TL(id);
     const auto& la = plan_.dot_operands[static_cast<std::size_t>(id)][0];
     const auto& lb = plan_.dot_operands[static_cast<std::size_t>(id)][1];
@@ -1889,28 +1909,43 @@ class Emitter {
       return back ? cx > cy : cx < cy;
     });
     const int K = ta.shape[1];
-    line(fmt::format("float v{}[{}];", id, R(id)));
+    line(fmt::format("{} v{}[{}];", et == DType::i8 ? "int" : "float", id, R(id)));
     for (int r = 0; r < R(id); ++r) line(fmt::format("v{}[{}] = {};", id, r, opnd(id, 2, r)));
-    auto pack = [&](const std::string& lo, const std::string& hi) {
-      if (bf) return fmt::format("((__float_as_uint({}) & 0xffff0000u) | (__float_as_uint({}) >> 16))", hi, lo);
-      return fmt::format("tj_pack_f16x2({}, {})", lo, hi);
+    // One .b32 operand register from the kw values at fragment coordinates (x, y0 + e) (A) or (y0 + e, x) (B).
+    auto pack = [&](int operand, const std::vector<int>& regs) {
+      auto v = [&](int e) { return opnd(id, operand, regs[static_cast<std::size_t>(e)]); };
+      if (et == DType::f32) return fmt::format("tj_tf32({})", v(0));
+      if (et == DType::bf16) return fmt::format("((__float_as_uint({}) & 0xffff0000u) | (__float_as_uint({}) >> 16))", v(1), v(0));
+      if (et == DType::f16) return fmt::format("tj_pack_f16x2({}, {})", v(0), v(1));
+      if (et == DType::i8)
+        return fmt::format("tj_pack_b8x4((unsigned char)({}), (unsigned char)({}), (unsigned char)({}), (unsigned char)({}))", v(0),
+                           v(1), v(2), v(3));
+      return fmt::format("{}({}, {}, {}, {})", et == DType::f8e4nv ? "tj_pack_e4m3x4" : "tj_pack_e5m2x4", v(0), v(1), v(2), v(3));
     };
-    const char* mma = bf ? "tj_mma_bf16" : "tj_mma_f16";
-    line(fmt::format("// dot %{}: {} row x {} column blocks of m16n8k16 per thread, {} k steps", id, rows.size(), cols.size(), K / 16));
-    for (int ko = 0; ko < K; ko += 16) {
+    const char* mma = et == DType::bf16 ? "tj_mma_bf16" : et == DType::f16 ? "tj_mma_f16" : et == DType::f32 ? "tj_mma_tf32"
+                    : et == DType::i8   ? "tj_mma_s8"   : et == DType::f8e4nv ? "tj_mma_e4m3" : "tj_mma_e5m2";
+    const int na = 4, nb = 2;  // .b32 registers per A / B fragment (every width)
+    line(fmt::format("// dot %{}: {} row x {} column blocks of m16n8k{} per thread, {} k steps", id, rows.size(), cols.size(), kstep,
+                     K / kstep));
+    for (int ko = 0; ko < K; ko += kstep) {
       line("{");
       for (std::size_t i = 0; i < rows.size(); ++i) {
-        int a[8];
-        for (int j = 0; j < 8; ++j) a[j] = find(ma, rows[i] + 8 * ((j / 2) % 2), ko + j % 2 + 8 * (j / 4), "A");
-        auto A = [&](int j) { return opnd(id, 0, a[j]); };
-        line(fmt::format("  const unsigned ta{}_{}[4] = {{{}, {}, {}, {}}};", id, i, pack(A(0), A(1)), pack(A(2), A(3)),
-                         pack(A(4), A(5)), pack(A(6), A(7))));
+        std::string regs;
+        for (int j = 0; j < na; ++j) {
+          std::vector<int> a;  // a[j·kw + e] at (g + 8·(j%2), kw·t + e + 4kw·(j/2)): register coordinates drop g and kw·t
+          for (int e = 0; e < kw; ++e) a.push_back(find(ma, rows[i] + 8 * (j % 2), ko + e + 4 * kw * (j / 2), "A"));
+          regs += (j ? ", " : "") + pack(0, a);
+        }
+        line(fmt::format("  const unsigned ta{}_{}[4] = {{{}}};", id, i, regs));
       }
       for (std::size_t i = 0; i < cols.size(); ++i) {
-        int b[4];
-        for (int j = 0; j < 4; ++j) b[j] = find(mb, ko + j % 2 + 8 * (j / 2), cols[i], "B");
-        auto B = [&](int j) { return opnd(id, 1, b[j]); };
-        line(fmt::format("  const unsigned tb{}_{}[2] = {{{}, {}}};", id, i, pack(B(0), B(1)), pack(B(2), B(3))));
+        std::string regs;
+        for (int j = 0; j < nb; ++j) {
+          std::vector<int> b;  // b[j·kw + e] at (kw·t + e + 4kw·j, g)
+          for (int e = 0; e < kw; ++e) b.push_back(find(mb, ko + e + 4 * kw * j, cols[i], "B"));
+          regs += (j ? ", " : "") + pack(1, b);
+        }
+        line(fmt::format("  const unsigned tb{}_{}[2] = {{{}}};", id, i, regs));
       }
       for (const TileRef& t : tiles)
         line(fmt::format("  {}(v{}[{}], v{}[{}], v{}[{}], v{}[{}], ta{}_{}[0], ta{}_{}[1], ta{}_{}[2], ta{}_{}[3], tb{}_{}[0], tb{}_{}[1]);",

@@ -431,8 +431,9 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const s
     const Node& n = k.nodes[static_cast<std::size_t>(dot)];
     const Type& ta = k.nodes[static_cast<std::size_t>(n.args[0])].type;
     const auto w = dot_warps[static_cast<std::size_t>(dot)];
-    return which == 0 ? layout::mma_sync_operand_a({ta.shape[0], ta.shape[1]}, {w[0], w[1]})
-                      : layout::mma_sync_operand_b({ta.shape[1], n.type.shape[1]}, {w[0], w[1]});
+    const int kw = layout::mma_sync_k_width(size_bytes(ta.dtype));  // elements per 32-bit register along K
+    return which == 0 ? layout::mma_sync_operand_a({ta.shape[0], ta.shape[1]}, {w[0], w[1]}, kw)
+                      : layout::mma_sync_operand_b({ta.shape[1], n.type.shape[1]}, {w[0], w[1]}, kw);
   };
   auto operand_what = [&](int dot, int which) {
     const Node& n = k.nodes[static_cast<std::size_t>(dot)];

@@ -100,8 +100,8 @@ struct DecodeProblem {
   }
 };
 
-/// FlashDecodeSplitTma (TAIL tail blocks) + FlashDecodeReduce launched directly (any device), `chunk` keys per split.
-template <int BN, int D, class T, int TAIL = 2>
+/// FlashDecodeSplitTma (MULTI: several tokens) + FlashDecodeReduce launched directly (any device), `chunk` keys per split.
+template <int BN, int D, class T, bool MULTI = true>
 void run_kernels(const tj::Device& dev, DecodeProblem<T>& p, long long chunk, int stages, bool ws) {
   CAPTURE(D);
   CAPTURE(p.Hq);
@@ -122,7 +122,7 @@ void run_kernels(const tj::Device& dev, DecodeProblem<T>& p, long long chunk, in
     const long long rows = static_cast<long long>(p.B) * p.Hkv * p.s_max;
     const tj::TensorDescriptor kd(dev, dk, tj::dtype_v<T>, {rows, D}, {D, 1}, {BN, D});
     const tj::TensorDescriptor vd(dev, dv, tj::dtype_v<T>, {rows, D}, {D, 1}, {BN, D});
-    auto split = tj::compile<examples::FlashDecodeSplitTma<BN, D, T, 64, TAIL>>(dev, {.num_warps = 4, .num_stages = stages, .warp_specialize = ws});
+    auto split = tj::compile<examples::FlashDecodeSplitTma<BN, D, T, 64, MULTI>>(dev, {.num_warps = 4, .num_stages = stages, .warp_specialize = ws});
     split.launch(tj::Grid{static_cast<long long>(p.B) * p.Hkv, splits}, dq, kd, vd, dv, dlen, dop, dml, p.Hq, p.Hq / p.Hkv, p.s_max,
                  chunk, p.tokens, static_cast<float>(p.scale() * 1.4426950408889634));
     auto reduce = tj::compile<examples::FlashDecodeReduce<D, T>>(dev, {.num_warps = 1});
@@ -179,7 +179,7 @@ TEST_CASE("attention_decode_tma_interpreter_matches_f64") {
   {  // Phi-3-mini-like MHA (group 1), D = 96 exact; 97 = one whole block + a 33-key tail; a cache of one key
     DecodeProblem<tj::bf16> p({97, 1}, 4, 4, 96, 128);
     run_kernels<64, 96>(dev, p, 128, 4, true);
-    run_kernels<64, 96, tj::bf16, 1>(dev, p, 128, 4, true);  // one tail step (what the library runs for one token)
+    run_kernels<64, 96, tj::bf16, false>(dev, p, 128, 4, true);  // one token (what the library runs for it): one tail step
   }
   {  // f16, D = 64, a chunk that is not a multiple of the block (every split has a tail), the full cache
     DecodeProblem<tj::f16> p({200}, 4, 1, 64, 200);
@@ -220,7 +220,7 @@ TEST_CASE("attention_decode_tma_sm90a_code_streams_the_cache_through_tma_into_wg
     compiles_for_sm90a(src, "decode_tma.cu");
   }
   // One token (the library's kernel for it): one tail step, so one tail copy and one staged product.
-  const auto one = sm90(examples::FlashDecodeSplitTma<64, 128, tj::bf16, 64, 1>{}, 4, true);
+  const auto one = sm90(examples::FlashDecodeSplitTma<64, 128, tj::bf16, 64, false>{}, 4, true);
   CHECK(occurrences(one.source, "copied once by TMA") == 1);
   CHECK(occurrences(one.source, "straight from TMA blocks (a registers, b K-major") == 2);
   CHECK(occurrences(one.source, "operands staged in shared memory") == 1);

@@ -53,8 +53,9 @@ struct ProblemTN {
 };
 
 template <int BM, int BN, class T>
-void run_v5(const tj::Device& dev, int M, int N, int K, int stages, double tol, bool ws = false) {
+void run_v5(const tj::Device& dev, int M, int N, int K, int stages, double tol, bool ws = false, const std::string& arch = {}) {
   CAPTURE(ws);
+  CAPTURE(arch);
   CAPTURE(M);
   CAPTURE(N);
   CAPTURE(K);
@@ -87,7 +88,7 @@ void run_v5(const tj::Device& dev, int M, int N, int K, int stages, double tol, 
   constexpr int BK = examples::MatmulV5<BM, BN, T>::BLOCK_K;
   D a(dev, da, dt, {M, K}, {K, 1}, {BM, BK}, {.swizzle = D::Swizzle::b128});
   D b(dev, db, dt, {N, K}, {K, 1}, {BN, BK}, {.swizzle = D::Swizzle::b128});
-  auto k = tj::compile<examples::MatmulV5<BM, BN, T>>(dev, {.num_warps = BM / 16, .num_stages = stages, .warp_specialize = ws});
+  auto k = tj::compile<examples::MatmulV5<BM, BN, T>>(dev, {.num_warps = BM / 16, .num_stages = stages, .arch = arch, .warp_specialize = ws});
   k.launch(tj::Grid{tj::cdiv(M, BM) * tj::cdiv(N, BN)}, a, b, dc, M, N, K);
   if (gpu) {
     dev.copy_to_host(c.data(), dc, cbytes);
@@ -235,9 +236,7 @@ TEST_CASE("gemm_v5_tf32_and_i8_lower_to_wgmma_on_sm90a") {
   };
   check(examples::MatmulV5<128, 128, float>{}, "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32");
   check(examples::MatmulV5<128, 256, std::int8_t>{}, "wgmma.mma_async.sync.aligned.m64n256k32.s32.s8.s8");
-  CHECK_THROWS_WITH_AS(tj::codegen::generate(tj::trace(examples::MatmulV5<64, 64, std::int8_t>{}), {},
-                                             tj::codegen::target_for("sm_80"), {.num_warps = 4}),
-                       doctest::Contains("i8 operands lower only to wgmma"), tj::Unsupported);
+  // (Off sm_90a they lower to mma.sync: gemm_v5_tf32_i8_f8_lower_to_mma_sync_off_hopper.)
 }
 
 TEST_CASE("gemm_v5_f8_sm90a_uses_qgmma_and_sm80_says_why_not") {
@@ -254,7 +253,35 @@ TEST_CASE("gemm_v5_f8_sm90a_uses_qgmma_and_sm80_says_why_not") {
     nvrtc_compiles(scaled, "sm_90a");
   }
   CHECK_THROWS_WITH_AS(tj::codegen::generate(ir, {}, tj::codegen::target_for("sm_80"), {.num_warps = 8}),
-                       doctest::Contains("f8e4nv operands lower only to wgmma"), tj::Unsupported);
+                       doctest::Contains("f8e4nv products need sm_89 or newer"), tj::Unsupported);
+}
+
+TEST_CASE("gemm_v5_tf32_i8_f8_lower_to_mma_sync_off_hopper") {
+  // Off sm_90a the descriptor loads are masked loads and the products mma.sync: m16n8k8 for tf32, m16n8k32 for i8
+  // (sm_80) and for e4m3 / e5m2 (sm_89: Ada's f8 mma.sync; the same on sm_90 without the a).
+  auto gen = [](auto kernel, const char* arch) {
+    return tj::codegen::generate(tj::trace(decltype(kernel){}), {}, tj::codegen::target_for(arch), {.num_warps = 4}).source;
+  };
+  const std::string tf32 = gen(examples::MatmulV5<64, 64, float>{}, "sm_80");
+  const std::string i8 = gen(examples::MatmulV5<64, 96, std::int8_t>{}, "sm_80");
+  const std::string e4 = gen(examples::MatmulV5<64, 64, tj::f8e4m3>{}, "sm_89");
+  const std::string e5 = gen(examples::MatmulV5<64, 64, tj::f8e5m2>{}, "sm_90");
+  CHECK(tf32.find("tj_mma_tf32(") != std::string::npos);
+  CHECK(tf32.find("m16n8k8 per thread") != std::string::npos);
+  CHECK(i8.find("tj_mma_s8(") != std::string::npos);
+  CHECK(e4.find("tj_mma_e4m3(") != std::string::npos);
+  CHECK(e4.find("tj_pack_e4m3x4(") != std::string::npos);
+  CHECK(e5.find("tj_mma_e5m2(") != std::string::npos);
+  for (const std::string* src : {&tf32, &i8, &e4, &e5}) CHECK(src->find("wgmma.mma_async.sync") == std::string::npos);
+  std::string why;
+  if (tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) {
+    nvrtc_compiles(tf32, "sm_80");
+    nvrtc_compiles(i8, "sm_80");
+    nvrtc_compiles(e4, "sm_89");
+    nvrtc_compiles(e5, "sm_90");
+  } else {
+    MESSAGE("skipping NVRTC: ", why);
+  }
 }
 
 TEST_CASE("gemm_v5_sm90a_uses_tma_and_async_wgmma") {
@@ -385,10 +412,13 @@ TEST_CASE("sm90a_pipeline_with_one_stage_waits_for_its_wgmma_before_refilling") 
 }
 
 TEST_CASE("i8_wgmma_takes_only_its_legal_widths_and_a_warp_mismatch_is_reported") {
-  // Integer wgmma: N = 8, 24 or a multiple of 16. N = 56 is legal for f16 but not for i8: a clear Unsupported, not ptxas.
-  CHECK_THROWS_WITH_AS(tj::codegen::generate(tj::trace(examples::MatmulV5<64, 56, std::int8_t>{}), {},
-                                             tj::codegen::target_for("sm_90a"), {.num_warps = 4}),
-                       doctest::Contains("for i8 8, 24 or a multiple of 16"), tj::Unsupported);
+  // Integer wgmma: N = 8, 24 or a multiple of 16. N = 56 is legal for f16 but not for i8: such a dot takes mma.sync
+  // (m16n8k32 s8, any multiple of 8), never a wgmma ptxas would reject.
+  const auto n56 = tj::codegen::generate(tj::trace(examples::MatmulV5<64, 56, std::int8_t>{}), {}, tj::codegen::target_for("sm_90a"),
+                                         {.num_warps = 4});
+  CHECK(n56.source.find("tj_mma_s8(") != std::string::npos);
+  CHECK(n56.source.find("wgmma.mma_async.sync") == std::string::npos);
+  if (std::string why; tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) nvrtc_compiles(n56.source, "sm_90a");
   CHECK_NOTHROW(tj::codegen::generate(tj::trace(examples::MatmulV5<64, 48, std::int8_t>{}), {}, tj::codegen::target_for("sm_90a"),
                                       {.num_warps = 4}));
   // BLOCK_M = 128 with 4 warps is not a wgmma shape: the diagnostics say why the kernel gets mma.sync.
@@ -583,6 +613,11 @@ TEST_CASE("gemm_v5_gpu_matches_f64") {
   // tf32 keeps 10 mantissa bits of each f32 input (relative error ~2^-11 per product).
   run_v5<128, 128, float>(dev, 256, 384, 512, 4, 5e-3);
   run_v5<128, 256, std::int8_t>(dev, 300, 500, 128 * 5, 4, 0);  // exact
+  // The same dtypes through mma.sync (compiled for sm_90, no wgmma): tf32 m16n8k8, i8 and f8 m16n8k32.
+  run_v5<64, 64, float>(dev, 300, 200, 264, 3, 5e-3, false, "sm_90");
+  run_v5<64, 96, std::int8_t>(dev, 257, 300, 32 * 9, 3, 0, false, "sm_90");
+  run_v5<64, 64, tj::f8e4m3>(dev, 256, 320, 512, 3, 2e-3, false, "sm_90");
+  run_v5<64, 64, tj::f8e5m2>(dev, 130, 70, 160, 2, 2e-3, false, "sm_90");
   // Scaled f8 (per-row / per-column, and per-tensor): the f8 accumulation bound above.
   run_v5_scaled<128, 256, tj::f8e4m3>(dev, 300, 700, 1024, false, 2e-3);
   run_v5_scaled<128, 128, tj::f8e5m2>(dev, 512, 256, 512, true, 2e-3);

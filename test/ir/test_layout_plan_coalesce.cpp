@@ -117,8 +117,8 @@ TEST_CASE("coalesce_decode_cache_tiles") {
     CHECK(any_contains(g.diagnostics, "instead (coalesced)"));
   };
   for (std::string arch : {"sm_80", "sm_90a"}) {
-    check(tj::trace(examples::FlashDecodeSplit<64, 128, tj::bf16>{}), arch, 128);
-    check(tj::trace(examples::FlashDecodeSplit<64, 96, tj::bf16>{}), arch, 96);
+    check(tj::trace(examples::FlashDecodeSplit<64, 128, tj::bf16, 16, false>{}), arch, 128);
+    check(tj::trace(examples::FlashDecodeSplit<64, 96, tj::bf16, 16, false>{}), arch, 96);
   }
 }
 
@@ -182,8 +182,8 @@ TEST_CASE("coalesced_kernels_compile_without_spills") {
   if (tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) {
     for (std::string arch : {"sm_80", "sm_90a"}) {
       CAPTURE(arch);
-      for (const auto& g : {generate(tj::trace(examples::FlashDecodeSplit<64, 128, tj::bf16>{}), arch, 4),
-                            generate(tj::trace(examples::FlashDecodeSplit<64, 96, tj::bf16>{}), arch, 4),
+      for (const auto& g : {generate(tj::trace(examples::FlashDecodeSplit<64, 128, tj::bf16, 16, false>{}), arch, 4),
+                            generate(tj::trace(examples::FlashDecodeSplit<64, 96, tj::bf16, 16, false>{}), arch, 4),
                             generate(tj::trace(examples::MatmulV1<64, 64, 32, tj::bf16>{}), arch, 4)}) {
         const auto r = nvrtc_ptxas(g, arch);
         CHECK(r.registers > 0);
@@ -197,8 +197,8 @@ TEST_CASE("coalesced_kernels_compile_without_spills") {
   if (tj::runtime::compiler_available(tj::runtime::Compiler::hiprtc, &why)) {
     // MFMA dots stage their operands from blocked layouts (no anchoring); the decode kernel's K tile is now
     // read row-major and transposed in registers.
-    CHECK_NOTHROW(tj::compile_for_arch<examples::FlashDecodeSplit<64, 128, tj::bf16>>("gfx942", {.num_warps = 4}));
-    CHECK_NOTHROW(tj::compile_for_arch<examples::FlashDecodeSplit<64, 64, tj::f16>>("gfx942", {.num_warps = 4}));
+    CHECK_NOTHROW(tj::compile_for_arch<examples::FlashDecodeSplit<64, 128, tj::bf16, 16, false>>("gfx942", {.num_warps = 4}));
+    CHECK_NOTHROW(tj::compile_for_arch<examples::FlashDecodeSplit<64, 64, tj::f16, 16, false>>("gfx942", {.num_warps = 4}));
     CHECK_NOTHROW(tj::compile_for_arch<examples::MatmulV1<64, 64, 32, tj::bf16>>("gfx942", {.num_warps = 4}));
   } else {
     MESSAGE("skipping HIP: ", why);
@@ -210,7 +210,7 @@ TEST_CASE("coalesced_kernels_compile_without_spills") {
 // so a plan made without the arch picks the wrong chains to clone and leaves
 // conversions through shared memory (two barriers each) in the kernel.
 TEST_CASE("remat_plans_layouts_for_the_target_arch") {
-  const auto ir = tj::trace(examples::FlashDecodeSplit<64, 128, tj::bf16>{});
+  const auto ir = tj::trace(examples::FlashDecodeSplit<64, 128, tj::bf16, 16, false>{});
   const tj::ir::Specialization spec;  // unaligned: the kernel's loads stay scalar and its layouts anchored
   const auto t = tj::codegen::target_for("gfx942");
   const auto with = [&](const std::string& plan_arch) {

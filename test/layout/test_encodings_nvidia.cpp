@@ -5,6 +5,8 @@
 // threadID_in_group = lane % 4), not from the factories' products.
 #include <doctest/doctest.h>
 
+#include <array>
+
 #include <string>
 #include <vector>
 
@@ -190,6 +192,53 @@ TEST_CASE("encodings_mma_sync_operand_b") {
   const LL l = mma_sync_operand_b({16, 8}, {1, 1});
   CHECK(l.apply({2, 9, 0}) == Image{10, 2, 0, 0});  // b2 of lane 9
   CHECK(l.in_size(0) == 4);
+}
+
+// PTX ISA's fragments of mma.m16n8k8 (.tf32: one element per register, kw = 1) and mma.m16n8k32 (8-bit: four per
+// register, kw = 4), element i of the thread's A / B fragment, written from the ISA's tables.
+static Coord ptx_mma_a_kw(int lane, int i, int kw) {
+  if (kw == 1) return {group_id(lane) + 8 * (i % 2), thread_in_group(lane) + 4 * (i / 2)};
+  return {group_id(lane) + 8 * ((i / 4) % 2), thread_in_group(lane) * 4 + (i & 3) + (i >= 8 ? 16 : 0)};
+}
+static Coord ptx_mma_b_kw(int lane, int i, int kw) {
+  if (kw == 1) return {thread_in_group(lane) + 4 * i, group_id(lane)};
+  return {thread_in_group(lane) * 4 + (i & 3) + (i >= 4 ? 16 : 0), group_id(lane)};
+}
+
+TEST_CASE("encodings_mma_sync_operands_of_tf32_and_8_bit_types") {
+  for (int kw : {1, 4}) {
+    CAPTURE(kw);
+    const int kstep = 8 * kw, na = 4 * kw, nb = 2 * kw;
+    for (auto [m, k, wm, wn] : {std::array{16, kstep, 1, 1}, std::array{64, 2 * kstep, 2, 2}, std::array{48, 3 * kstep, 1, 2}}) {
+      INFO("A " << m << "x" << k << " warps " << wm << "x" << wn);
+      const int rep_k = k / kstep;
+      check_layout(mma_sync_operand_a({m, k}, {wm, wn}, kw), m, k, wn, [&](int r, int lane, int w) {
+        const Coord c = ptx_mma_a_kw(lane, r % na, kw);
+        const int rep = r / na;
+        return Coord{c.row + 16 * (w / wn) + 16 * wm * (rep / rep_k), c.col + kstep * (rep % rep_k)};
+      });
+    }
+    for (auto [k, n, wm, wn] : {std::array{kstep, 8, 1, 1}, std::array{2 * kstep, 64, 2, 2}, std::array{3 * kstep, 24, 1, 1}}) {
+      INFO("B " << k << "x" << n << " warps " << wm << "x" << wn);
+      const int rep_k = k / kstep;
+      check_layout(mma_sync_operand_b({k, n}, {wm, wn}, kw), k, n, wm, [&](int r, int lane, int w) {
+        const Coord c = ptx_mma_b_kw(lane, r % nb, kw);
+        const int rep = r / nb;
+        return Coord{c.row + kstep * (rep % rep_k), c.col + 8 * (w % wn) + 8 * wn * (rep / rep_k)};
+      });
+    }
+  }
+  // The ISA's examples: tf32 a3 of lane 6 is (g + 8, t + 4) = (9, 6); s8 a13 of lane 6 is (g + 8, 4t + 1 + 16) = (9, 25);
+  // s8 b5 of lane 9 is (4t + 1 + 16, g) = (21, 2).
+  CHECK(mma_sync_operand_a({16, 8}, {1, 1}, 1).apply({3, 6, 0}) == Image{9, 6, 0, 0});
+  CHECK(mma_sync_operand_a({16, 32}, {1, 1}, 4).apply({13, 6, 0}) == Image{9, 25, 0, 0});
+  CHECK(mma_sync_operand_b({32, 8}, {1, 1}, 4).apply({5, 9, 0}) == Image{21, 2, 0, 0});
+  CHECK(mma_sync_k_width(4) == 1);
+  CHECK(mma_sync_k_width(2) == 2);
+  CHECK(mma_sync_k_width(1) == 4);
+  CHECK_THROWS_AS((void)mma_sync_k_width(8), LayoutError);
+  CHECK_THROWS_AS((void)mma_sync_operand_a({16, 16}, {1, 1}, 4), LayoutError);  // K % 32
+  CHECK_THROWS_AS((void)mma_sync_operand_b({16, 8}, {1, 1}, 3), LayoutError);   // k_width
 }
 
 TEST_CASE("encodings_mma_sync_rejects_what_does_not_fit") {

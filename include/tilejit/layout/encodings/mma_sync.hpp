@@ -1,19 +1,24 @@
-// tilejit/layout/encodings/mma_sync.hpp — mma.sync.m16n8k16 fragments (sm_80+)
-// as linear layouts: the f32 accumulator C/D and the 16-bit (.f16/.bf16)
-// operands A and B.
+// tilejit/layout/encodings/mma_sync.hpp — mma.sync fragments (sm_80+) as
+// linear layouts: the 32-bit accumulator C/D and the operands A and B of
+// m16n8k8 (.tf32), m16n8k16 (.f16/.bf16) and m16n8k32 (.s8, and .e4m3/.e5m2
+// from sm_89).
 //
-// Source: NVIDIA PTX ISA, "Matrix Fragments for mma.m16n8k16 with floating
-// point type" (§9.7.14.5.8). With g = lane / 4 ("groupID") and t = lane % 4
-// ("threadID_in_group"), a warp holds
+// Source: NVIDIA PTX ISA, "Matrix Fragments for mma.m16n8k8 / m16n8k16 /
+// m16n8k32" (§9.7.14.5.7-9). With g = lane / 4 ("groupID"), t = lane % 4
+// ("threadID_in_group") and w = k_width, the elements one 32-bit register
+// holds along K (1 for tf32, 2 for 16-bit, 4 for 8-bit types), a warp holds
 //
-//   C/D (16×8, f32, c0..c3):  row = g + 8·(i/2)           col = 2t + i%2
-//   A  (16×16, a0..a7):       row = g + 8·((i/2)%2)       col = 2t + i%2 + 8·(i/4)
-//   B  (16×8,  b0..b3):       row = 2t + i%2 + 8·(i/2)    col = g
+//   C/D (16×8, 32-bit, c0..c3):  row = g + 8·(i/2)                 col = 2t + i%2
+//   A  (16×8w, a0..a(4w-1)):     row = g + 8·((i/w)%2)             col = w·t + i%w + 4w·(i/2w)
+//   B  (8w×8,  b0..b(2w-1)):     row = w·t + i%w + 4w·(i/w)        col = g
 //
-// (B's row is K, its column N.) Each formula is linear in the bits of i and
-// lane, so each is a product of identities — the same factorisation as
-// Triton's nvidiaMmaTile (kWidth = 2 registers along the contiguous dim, 4
-// lanes along it, 8 lanes across, then registers for the rest).
+// (B's row is K, its column N.) For w = 2 these are m16n8k16's a0..a7 (col =
+// 2t + i%2 + 8·(i/4)) and b0..b3; for w = 1 m16n8k8's tf32 a0..a3 (col = t +
+// 4·(i/2)) and b0, b1; for w = 4 m16n8k32's 8-bit a0..a15 (col = 4t + i%4 +
+// 16·(i/8)) and b0..b7. Each formula is linear in the bits of i and lane, so
+// each is a product of identities — the same factorisation as Triton's
+// nvidiaMmaTile (kWidth = w registers along the contiguous dim, 4 lanes along
+// it, 8 lanes across, then registers for the rest).
 //
 // Tiles and warps. warps_per_cta = {wM, wN} are the accumulator's warps; warp
 // w sits at (w / wN, w % wN) — dim1 minor, Triton's Ampere warp order {1, 0}.
@@ -57,57 +62,70 @@ namespace tilejit::layout {
          LL::identity1D(rep_m, "register", "dim0");
 }
 
-/// Operand A (M×K, .f16/.bf16) of mma.sync.m16n8k16 for a tile of shape
-/// {M, K}, for the accumulator layout with warps_per_cta = {wM, wN}.
+/// Elements of one 32-bit mma.sync operand register along K for an element of `bytes` bytes: 1 (tf32), 2 (f16,
+/// bf16) or 4 (i8, e4m3, e5m2). Throws LayoutError for other sizes.
+[[nodiscard]] constexpr int mma_sync_k_width(int bytes) {
+  if (bytes == 4) return 1;
+  if (bytes == 2) return 2;
+  if (bytes == 1) return 4;
+  throw LayoutError("mma_sync_k_width: an mma.sync operand element is 1, 2 or 4 bytes");
+}
+
+/// Operand A (M×K) of mma.sync for a tile of shape {M, K}, for the accumulator
+/// layout with warps_per_cta = {wM, wN}; k_width w = elements per 32-bit
+/// register (mma_sync_k_width): one instruction covers K = 8w (m16n8k8 tf32,
+/// m16n8k16 16-bit, m16n8k32 8-bit).
 ///
-/// Shape contract: M a multiple of 16·wM, K a multiple of 16, quotients
-/// 7-smooth. Result: inputs register (8·(K/16)·(M/16wM)), lane, warp
+/// Shape contract: M a multiple of 16·wM, K a multiple of 8w, quotients
+/// 7-smooth. Result: inputs register (4w·(K/8w)·(M/16wM)), lane, warp
 /// (wM·wN, the same warps as the accumulator); outputs dim0 = M, dim1 = K.
-/// Register r, lane l, warp w hold
+/// Register r, lane l, warp w' hold (i = r % 4w)
 ///
-///   row = l/4 + 8·((r%8/2)%2) + 16·(w / wN) + 16·wM·repM
-///   col = 2·(l%4) + r%2 + 8·((r%8)/4) + 16·repK,         r/8 = repK + (K/16)·repM
+///   row = l/4 + 8·((i/w)%2) + 16·(w' / wN) + 16·wM·repM
+///   col = w·(l%4) + i%w + 4w·(i/2w) + 8w·repK,          r/4w = repK + (K/8w)·repM
 ///
-/// and warps differing only in w % wN hold the same elements (broadcast).
+/// and warps differing only in w' % wN hold the same elements (broadcast).
 /// Example: mma_sync_operand_a({16, 16}, {1, 1}); lane 6, register 5
 /// (a5) → (row 1, col 13): g = 1, t = 2, a5 = (g, 2t + 1 + 8).
 [[nodiscard]] constexpr LinearLayout mma_sync_operand_a(const DimValues& shape,
-                                                        const DimValues& warps_per_cta) {
+                                                        const DimValues& warps_per_cta, int k_width = 2) {
   constexpr const char* who = "mma_sync_operand_a";
   detail::enc::require_2d(who, shape, warps_per_cta);
+  if (k_width != 1 && k_width != 2 && k_width != 4) throw LayoutError("mma_sync_operand_a: k_width must be 1, 2 or 4");
   const int wm = warps_per_cta[0], wn = warps_per_cta[1];
   const int rep_m = detail::enc::reps(who, 0, shape[0], 16 * wm);
-  const int rep_k = detail::enc::reps(who, 1, shape[1], 16);
+  const int rep_k = detail::enc::reps(who, 1, shape[1], 8 * k_width);
   using LL = LinearLayout;
-  return detail::enc::outs(2) * LL::identity1D(2, "register", "dim1") *
+  return detail::enc::outs(2) * LL::identity1D(k_width, "register", "dim1") *
          LL::identity1D(4, "lane", "dim1") * LL::identity1D(8, "lane", "dim0") *
          LL::identity1D(2, "register", "dim0") * LL::identity1D(2, "register", "dim1") *
          LL::zeros1D(wn, "warp", "dim1") * LL::identity1D(wm, "warp", "dim0") *
          LL::identity1D(rep_k, "register", "dim1") * LL::identity1D(rep_m, "register", "dim0");
 }
 
-/// Operand B (K×N, .f16/.bf16) of mma.sync.m16n8k16 for a tile of shape
-/// {K, N}, for the accumulator layout with warps_per_cta = {wM, wN}.
+/// Operand B (K×N) of mma.sync for a tile of shape {K, N}, for the
+/// accumulator layout with warps_per_cta = {wM, wN}; k_width w as for A.
 ///
-/// Shape contract: K a multiple of 16, N a multiple of 8·wN, quotients
-/// 7-smooth. Result: inputs register (4·(K/16)·(N/8wN)), lane, warp (wM·wN);
-/// outputs dim0 = K, dim1 = N. Register r, lane l, warp w hold
+/// Shape contract: K a multiple of 8w, N a multiple of 8·wN, quotients
+/// 7-smooth. Result: inputs register (2w·(K/8w)·(N/8wN)), lane, warp (wM·wN);
+/// outputs dim0 = K, dim1 = N. Register r, lane l, warp w' hold (i = r % 2w)
 ///
-///   row (k) = 2·(l%4) + r%2 + 8·((r%4)/2) + 16·repK
-///   col (n) = l/4 + 8·(w % wN) + 8·wN·repN,              r/4 = repK + (K/16)·repN
+///   row (k) = w·(l%4) + i%w + 4w·(i/w) + 8w·repK
+///   col (n) = l/4 + 8·(w' % wN) + 8·wN·repN,             r/2w = repK + (K/8w)·repN
 ///
-/// and warps differing only in w / wN hold the same elements (broadcast).
+/// and warps differing only in w' / wN hold the same elements (broadcast).
 /// Example: mma_sync_operand_b({16, 8}, {1, 1}); lane 9, register 2 (b2) →
 /// (k 10, n 2): g = 2, t = 1, b2 = (2t + 8, g).
 [[nodiscard]] constexpr LinearLayout mma_sync_operand_b(const DimValues& shape,
-                                                        const DimValues& warps_per_cta) {
+                                                        const DimValues& warps_per_cta, int k_width = 2) {
   constexpr const char* who = "mma_sync_operand_b";
   detail::enc::require_2d(who, shape, warps_per_cta);
+  if (k_width != 1 && k_width != 2 && k_width != 4) throw LayoutError("mma_sync_operand_b: k_width must be 1, 2 or 4");
   const int wm = warps_per_cta[0], wn = warps_per_cta[1];
-  const int rep_k = detail::enc::reps(who, 0, shape[0], 16);
+  const int rep_k = detail::enc::reps(who, 0, shape[0], 8 * k_width);
   const int rep_n = detail::enc::reps(who, 1, shape[1], 8 * wn);
   using LL = LinearLayout;
-  return detail::enc::outs(2) * LL::identity1D(2, "register", "dim0") *
+  return detail::enc::outs(2) * LL::identity1D(k_width, "register", "dim0") *
          LL::identity1D(4, "lane", "dim0") * LL::identity1D(8, "lane", "dim1") *
          LL::identity1D(2, "register", "dim0") * LL::identity1D(wn, "warp", "dim1") *
          LL::zeros1D(wm, "warp", "dim0") * LL::identity1D(rep_k, "register", "dim0") *
