@@ -24,6 +24,14 @@ struct DeclaredCost : examples::VecAdd<32> {
   }
 };
 
+/// A functor that cannot be copied: Kernel keeps no copy, and the launch reports the IR's count.
+struct NoCopy : examples::VecAdd<32> {
+  NoCopy() = default;
+  NoCopy(const NoCopy&) = delete;
+  NoCopy& operator=(const NoCopy&) = delete;
+  tj::LaunchCost launch_cost(const tj::Grid&, const float*, const float*, const float*, int) const { return {.bytes = 1}; }
+};
+
 const nlohmann::json& child(const nlohmann::json& node, const std::string& name) {
   for (const auto& c : node["children"])
     if (c["frame"]["name"] == name) return c;
@@ -102,4 +110,21 @@ TEST_CASE("profiler_launch_hook_reports_the_attention_forward_s_declared_cost") 
   prof::finalize(s);
   std::filesystem::remove_all(dir);
   CHECK(std::abs(float(out[0]) - 1.f) < 1e-2f);  // every V row is 1: so is every output
+}
+
+TEST_CASE("profiler_launch_hook_counts_a_non_copyable_functor_from_its_ir") {
+  const auto dir = std::filesystem::temp_directory_path() / ("tj_hook_nocopy_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  prof::Options o;
+  o.hook = "launch";
+  const auto s = prof::start((dir / "hook").string(), o);
+  std::vector<float> x(64, 1.f), y(64, 2.f), out(64);
+  auto k = tj::compile<NoCopy>(tj::Device::interpreter(), {.num_warps = 1});
+  k.launch(tj::Grid{2}, x.data(), y.data(), out.data(), 64);
+  const auto root = nlohmann::json::parse(*prof::get(s, prof::current_phase(s)))[0];
+  // Its launch_cost (bytes = 1) cannot be called without a copy: the IR's 2 programs x 3 tiles of 32 floats.
+  CHECK(child(root, k.ir().name)["metrics"]["bytes"] == 2 * 3 * 32 * 4);
+  prof::finalize(s);
+  std::filesystem::remove_all(dir);
+  CHECK(out[63] == 3.f);
 }

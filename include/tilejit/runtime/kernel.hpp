@@ -18,6 +18,7 @@
 #include <span>
 #include <string>
 #include <type_traits>
+#include <variant>
 #include <vector>
 
 #include "tilejit/codegen/codegen.hpp"
@@ -254,7 +255,7 @@ template <class K>
 class Kernel {
  public:
   Kernel(Device dev, const K& k, CompileOptions opt)
-      : k_(k), core_(std::make_shared<runtime::KernelCore>(std::move(dev), trace(k), std::move(opt))) {}
+      : k_(copy_of(k)), core_(std::make_shared<runtime::KernelCore>(std::move(dev), trace(k), std::move(opt))) {}
 
   /// Launch on the default stream. Arguments must match K::operator()'s
   /// parameters in number and kind (checked at compile time).
@@ -271,7 +272,8 @@ class Kernel {
     static_assert(sizeof...(A) == Sig::arity, "wrong number of kernel arguments");
     std::array<runtime::ArgSlot, sizeof...(A)> slots;  // on the stack: no allocation per launch
     fill<0>(slots, args...);
-    if constexpr (requires { { k_.launch_cost(g, args...) } -> std::convertible_to<LaunchCost>; }) {
+    if constexpr (std::is_copy_constructible_v<K> &&
+                  requires(const K& k) { { k.launch_cost(g, args...) } -> std::convertible_to<LaunchCost>; }) {
       if (profiler::hook_active()) {
         const LaunchCost c = k_.launch_cost(g, args...);
         core_->launch(g, s, slots, &c);
@@ -310,8 +312,15 @@ class Kernel {
   }
   template <std::size_t I, std::size_t N>
   void fill(std::array<runtime::ArgSlot, N>&) {}
+  static auto copy_of(const K& k) {
+    if constexpr (std::is_copy_constructible_v<K>)
+      return K(k);
+    else
+      return std::monostate{};
+  }
 
-  K k_;  // for K::launch_cost
+  // A copy of the functor for K::launch_cost (nothing for a functor that cannot be copied: the IR's count then).
+  [[no_unique_address]] std::conditional_t<std::is_copy_constructible_v<K>, K, std::monostate> k_;
   std::shared_ptr<runtime::KernelCore> core_;
 };
 
