@@ -64,52 +64,44 @@ static __device__ __forceinline__ unsigned long long tj_wgmma_desc_mn(unsigned a
 // guard stops the kernel here instead (the launch then fails with an illegal-instruction error; the guard's line
 // names the loop). A trap, not printf: an extern call (vprintf) would make ptxas serialise every wgmma.
 static __device__ __forceinline__ void tj_bad_step() { asm volatile("trap;"); }
-static __device__ __forceinline__ void tj_mma_f16(float& d0, float& d1, float& d2, float& d3, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-               : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+// mma.sync with an f32 accumulator (d0..d3 += A·B), one per operand type: f16 / bf16 m16n8k16, tf32 m16n8k8, and
+// from sm_89 e4m3 / e5m2 m16n8k32 (PTX ISA "mma"); the s8 form accumulates in s32.
+#define TJ_MMA_F32(NAME, SHAPE, TYPE)                                                                                 \
+  static __device__ __forceinline__ void NAME(float& d0, float& d1, float& d2, float& d3, unsigned a0, unsigned a1,    \
+                                              unsigned a2, unsigned a3, unsigned b0, unsigned b1) {                     \
+    asm volatile("mma.sync.aligned." SHAPE ".row.col.f32." TYPE "." TYPE ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, " \
+                 "{%0,%1,%2,%3};"                                                                                     \
+                 : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));     \
+  }
+TJ_MMA_F32(tj_mma_f16, "m16n8k16", "f16")
+TJ_MMA_F32(tj_mma_bf16, "m16n8k16", "bf16")
+TJ_MMA_F32(tj_mma_tf32, "m16n8k8", "tf32")
+static __device__ __forceinline__ void tj_mma_s8(int& d0, int& d1, int& d2, int& d3, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
+  asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+               : "+r"(d0), "+r"(d1), "+r"(d2), "+r"(d3) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
-// tf32 / 8-bit mma.sync (PTX ISA "mma.m16n8k8" and "mma.m16n8k32"): an f32 rounded to tf32 (ties away, as cuBLAS
+// tf32 / 8-bit operands (PTX ISA "mma.m16n8k8" and "mma.m16n8k32"): an f32 rounded to tf32 (ties away, as cuBLAS
 // and Triton do), four bytes in one .b32 (b0 in the low byte: the fragment's first element).
 static __device__ __forceinline__ unsigned tj_tf32(float x) { unsigned r; asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x)); return r; }
 static __device__ __forceinline__ unsigned tj_pack_b8x4(unsigned char b0, unsigned char b1, unsigned char b2, unsigned char b3) {
   return (unsigned)b0 | ((unsigned)b1 << 8) | ((unsigned)b2 << 16) | ((unsigned)b3 << 24);
 }
-static __device__ __forceinline__ void tj_mma_tf32(float& d0, float& d1, float& d2, float& d3, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
-  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-               : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-static __device__ __forceinline__ void tj_mma_s8(int& d0, int& d1, int& d2, int& d3, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
-  asm volatile("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-               : "+r"(d0), "+r"(d1), "+r"(d2), "+r"(d3) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
 // Four f32 holding f8 values (exact) -> one .b32 of four f8 bytes, v0 lowest: two cvt ... x2 (each packs its
 // first source high).
-static __device__ __forceinline__ unsigned tj_pack_e4m3x4(float v0, float v1, float v2, float v3) {
-  unsigned r;
-  asm("{ .reg .b16 lo, hi; cvt.rn.satfinite.e4m3x2.f32 lo, %2, %1; cvt.rn.satfinite.e4m3x2.f32 hi, %4, %3; mov.b32 %0, {lo, hi}; }"
-      : "=r"(r) : "f"(v0), "f"(v1), "f"(v2), "f"(v3));
-  return r;
-}
-static __device__ __forceinline__ unsigned tj_pack_e5m2x4(float v0, float v1, float v2, float v3) {
-  unsigned r;
-  asm("{ .reg .b16 lo, hi; cvt.rn.satfinite.e5m2x2.f32 lo, %2, %1; cvt.rn.satfinite.e5m2x2.f32 hi, %4, %3; mov.b32 %0, {lo, hi}; }"
-      : "=r"(r) : "f"(v0), "f"(v1), "f"(v2), "f"(v3));
-  return r;
-}
-static __device__ __forceinline__ void tj_mma_e4m3(float& d0, float& d1, float& d2, float& d3, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
-  asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-               : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-static __device__ __forceinline__ void tj_mma_e5m2(float& d0, float& d1, float& d2, float& d3, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
-  asm volatile("mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-               : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
+#define TJ_PACK_F8X4(NAME, TYPE)                                                                                   \
+  static __device__ __forceinline__ unsigned NAME(float v0, float v1, float v2, float v3) {                      \
+    unsigned r;                                                                                                  \
+    asm("{ .reg .b16 lo, hi; cvt.rn.satfinite." TYPE "x2.f32 lo, %2, %1; cvt.rn.satfinite." TYPE "x2.f32 hi, %4, %3; " \
+        "mov.b32 %0, {lo, hi}; }"                                                                                \
+        : "=r"(r) : "f"(v0), "f"(v1), "f"(v2), "f"(v3));                                                         \
+    return r;                                                                                                    \
+  }
+TJ_PACK_F8X4(tj_pack_e4m3x4, "e4m3")
+TJ_PACK_F8X4(tj_pack_e5m2x4, "e5m2")
+TJ_MMA_F32(tj_mma_e4m3, "m16n8k32", "e4m3")
+TJ_MMA_F32(tj_mma_e5m2, "m16n8k32", "e5m2")
 #endif
-static __device__ __forceinline__ void tj_mma_bf16(float& d0, float& d1, float& d2, float& d3, unsigned a0, unsigned a1, unsigned a2, unsigned a3, unsigned b0, unsigned b1) {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-               : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3) : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
 )";
 }
 

@@ -40,14 +40,34 @@ const nlohmann::json& child(const nlohmann::json& node, const std::string& name)
   return none;
 }
 
+/// A session with the launch hook, writing into a fresh directory; finalized and the directory removed at scope exit.
+struct HookSession {
+  std::filesystem::path dir;
+  prof::SessionId id;
+  explicit HookSession(const std::string& tag)
+      : dir(std::filesystem::temp_directory_path() / ("tj_hook_" + tag + "_" + std::to_string(::getpid()))), id(start(dir)) {}
+  ~HookSession() {
+    prof::finalize(id);
+    std::filesystem::remove_all(dir);
+  }
+  HookSession(const HookSession&) = delete;
+  HookSession& operator=(const HookSession&) = delete;
+  /// The current phase's call tree (hatchet JSON), its root node.
+  nlohmann::json root() const { return nlohmann::json::parse(*prof::get(id, prof::current_phase(id)))[0]; }
+
+ private:
+  static prof::SessionId start(const std::filesystem::path& d) {
+    std::filesystem::create_directories(d);
+    prof::Options o;
+    o.hook = "launch";
+    return prof::start((d / "hook").string(), o);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("profiler_launch_hook_records_tilejit_launches") {
-  const auto dir = std::filesystem::temp_directory_path() / ("tj_hook_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  prof::Options o;
-  o.hook = "launch";
-  const auto s = prof::start((dir / "hook").string(), o);
+  HookSession session("basic");
   std::vector<float> x(200, 1.f), y(200, 2.f), out(200);
   auto k = tj::compile<examples::VecAdd<96>>(tj::Device::interpreter(), {.num_warps = 1});
   {
@@ -63,9 +83,7 @@ TEST_CASE("profiler_launch_hook_records_tilejit_launches") {
     mm.launch(tj::Grid{3, 2}, a.data(), b.data(), c.data(), 40, 20, 33);
     declared.launch(tj::Grid{7}, x.data(), y.data(), out.data(), 200);
   }
-  const auto json = prof::get(s, prof::current_phase(s));
-  REQUIRE(json.has_value());
-  const auto root = nlohmann::json::parse(*json)[0];
+  const auto root = session.root();
   // The kernel's node under the scope, with what its IR amounts to: two launches of 3 programs, each loading two
   // and storing one 96-float tile; no product, so no flops.
   CHECK(k.ir().name == "VecAdd_96_float");
@@ -80,18 +98,12 @@ TEST_CASE("profiler_launch_hook_records_tilejit_launches") {
   const auto& own = child(child(root, "gemm"), declared.ir().name);
   CHECK(own["metrics"]["flops64"] == 7 * 200);
   CHECK(own["metrics"]["bytes"] == 12 * 200);
-  prof::finalize(s);
-  std::filesystem::remove_all(dir);
   CHECK(out[0] == 3.f);
 }
 
 TEST_CASE("profiler_launch_hook_reports_the_attention_forward_s_declared_cost") {
   // Causal attention's key range depends on the program, so the IR cannot total it: the kernel declares its cost.
-  const auto dir = std::filesystem::temp_directory_path() / ("tj_hook_attn_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  prof::Options o;
-  o.hook = "launch";
-  const auto s = prof::start((dir / "hook").string(), o);
+  HookSession session("attn");
   const examples::AttnShape shape{.batch = 1, .heads_q = 4, .heads_kv = 2, .seqlen = 40, .head_dim = 64, .causal = true};
   const std::size_t nq = 4 * 40 * 64, nkv = 2 * 40 * 64;
   std::vector<tj::bf16> q(nq, tj::bf16(0.25f)), k(nkv, tj::bf16(-0.5f)), v(nkv, tj::bf16(1.f)), out(nq);
@@ -101,30 +113,22 @@ TEST_CASE("profiler_launch_hook_reports_the_attention_forward_s_declared_cost") 
     prof::Scope fwd("fwd");
     attn.forward(q.data(), k.data(), v.data(), out.data(), lse.data(), shape);
   }
-  const auto root = nlohmann::json::parse(*prof::get(s, prof::current_phase(s)))[0];
+  const auto root = session.root();
   const auto& f = child(root, "fwd");
   REQUIRE(f["children"].size() == 1);
   const auto& kern = f["children"][0];
   CHECK(kern["metrics"]["flops16"] == 4LL * 4 * 40 * 40 * 64 / 2);
   CHECK(kern["metrics"]["bytes"] == (2LL * 4 + 2LL * 2) * 40 * 64 * 2 + 4LL * 40 * 4);
-  prof::finalize(s);
-  std::filesystem::remove_all(dir);
   CHECK(std::abs(float(out[0]) - 1.f) < 1e-2f);  // every V row is 1: so is every output
 }
 
 TEST_CASE("profiler_launch_hook_counts_a_non_copyable_functor_from_its_ir") {
-  const auto dir = std::filesystem::temp_directory_path() / ("tj_hook_nocopy_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  prof::Options o;
-  o.hook = "launch";
-  const auto s = prof::start((dir / "hook").string(), o);
+  HookSession session("nocopy");
   std::vector<float> x(64, 1.f), y(64, 2.f), out(64);
   auto k = tj::compile<NoCopy>(tj::Device::interpreter(), {.num_warps = 1});
   k.launch(tj::Grid{2}, x.data(), y.data(), out.data(), 64);
-  const auto root = nlohmann::json::parse(*prof::get(s, prof::current_phase(s)))[0];
+  const auto root = session.root();
   // Its launch_cost (bytes = 1) cannot be called without a copy: the IR's 2 programs x 3 tiles of 32 floats.
   CHECK(child(root, k.ir().name)["metrics"]["bytes"] == 2 * 3 * 32 * 4);
-  prof::finalize(s);
-  std::filesystem::remove_all(dir);
   CHECK(out[63] == 3.f);
 }
