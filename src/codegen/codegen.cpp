@@ -6,7 +6,6 @@
 // values become scalars `sN`. Registers that hold a copy of another register
 // (digits whose image the value does not see) are copied, not recomputed,
 // and never stored twice.
-#include "tilejit/layout/encodings/mma_sync.hpp"
 #include "tilejit/codegen/codegen.hpp"
 
 #include <fmt/format.h>
@@ -25,6 +24,7 @@
 #include "tilejit/ir/axis_info.hpp"
 #include "tilejit/ir/lower_descriptors.hpp"
 #include "tilejit/ir/remat.hpp"
+#include "tilejit/layout/encodings/mma_sync.hpp"
 #include "tilejit/layout/encodings/wgmma.hpp"
 
 namespace tilejit::codegen {
@@ -1924,29 +1924,33 @@ class Emitter {
     };
     const char* mma = et == DType::bf16 ? "tj_mma_bf16" : et == DType::f16 ? "tj_mma_f16" : et == DType::f32 ? "tj_mma_tf32"
                     : et == DType::i8   ? "tj_mma_s8"   : et == DType::f8e4nv ? "tj_mma_e4m3" : "tj_mma_e5m2";
-    const int na = 4, nb = 2;  // .b32 registers per A / B fragment (every width)
+    // The `count` .b32 registers of one fragment of `operand` (0: A, 1: B); register j packs the kw elements at(j, e).
+    auto fragment = [&](int operand, const std::map<std::pair<int, int>, int>& table, int count, auto at) {
+      std::string regs;
+      for (int j = 0; j < count; ++j) {
+        std::vector<int> r;
+        for (int e = 0; e < kw; ++e) {
+          const auto [x, y] = at(j, e);
+          r.push_back(find(table, x, y, operand == 0 ? "A" : "B"));
+        }
+        regs += (j ? ", " : "") + pack(operand, r);
+      }
+      return regs;
+    };
     line(fmt::format("// dot %{}: {} row x {} column blocks of m16n8k{} per thread, {} k steps", id, rows.size(), cols.size(), kstep,
                      K / kstep));
     for (int ko = 0; ko < K; ko += kstep) {
       line("{");
-      for (std::size_t i = 0; i < rows.size(); ++i) {
-        std::string regs;
-        for (int j = 0; j < na; ++j) {
-          std::vector<int> a;  // a[j·kw + e] at (g + 8·(j%2), kw·t + e + 4kw·(j/2)): register coordinates drop g and kw·t
-          for (int e = 0; e < kw; ++e) a.push_back(find(ma, rows[i] + 8 * (j % 2), ko + e + 4 * kw * (j / 2), "A"));
-          regs += (j ? ", " : "") + pack(0, a);
-        }
-        line(fmt::format("  const unsigned ta{}_{}[4] = {{{}}};", id, i, regs));
-      }
-      for (std::size_t i = 0; i < cols.size(); ++i) {
-        std::string regs;
-        for (int j = 0; j < nb; ++j) {
-          std::vector<int> b;  // b[j·kw + e] at (kw·t + e + 4kw·j, g)
-          for (int e = 0; e < kw; ++e) b.push_back(find(mb, ko + e + 4 * kw * j, cols[i], "B"));
-          regs += (j ? ", " : "") + pack(1, b);
-        }
-        line(fmt::format("  const unsigned tb{}_{}[2] = {{{}}};", id, i, regs));
-      }
+      // a[j·kw + e] sits at (g + 8·(j%2), kw·t + e + 4kw·(j/2)), b[j·kw + e] at (kw·t + e + 4kw·j, g); register
+      // coordinates leave out the lane's part (g, kw·t).
+      for (std::size_t i = 0; i < rows.size(); ++i)
+        line(fmt::format("  const unsigned ta{}_{}[4] = {{{}}};", id, i, fragment(0, ma, 4, [&](int j, int e) {
+                           return std::pair{rows[i] + 8 * (j % 2), ko + e + 4 * kw * (j / 2)};
+                         })));
+      for (std::size_t i = 0; i < cols.size(); ++i)
+        line(fmt::format("  const unsigned tb{}_{}[2] = {{{}}};", id, i, fragment(1, mb, 2, [&](int j, int e) {
+                           return std::pair{ko + e + 4 * kw * j, cols[i]};
+                         })));
       for (const TileRef& t : tiles)
         line(fmt::format("  {}(v{}[{}], v{}[{}], v{}[{}], v{}[{}], ta{}_{}[0], ta{}_{}[1], ta{}_{}[2], ta{}_{}[3], tb{}_{}[0], tb{}_{}[1]);",
                          mma, id, t.c[0], id, t.c[1], id, t.c[2], id, t.c[3], id, t.row_block, id, t.row_block, id,

@@ -55,7 +55,7 @@ class ScalarEval {
           case Op::sub: if (__builtin_sub_overflow(*a, *b, &r)) return std::nullopt; return r;
           case Op::mul: if (__builtin_mul_overflow(*a, *b, &r)) return std::nullopt; return r;
           case Op::div: if (*b == 0 || (*b == -1 && *a == std::numeric_limits<long long>::min())) return std::nullopt; return *a / *b;
-          case Op::rem: if (*b == 0 || *b == -1) return *b == -1 ? std::optional<long long>(0) : std::nullopt; return *a % *b;
+          case Op::rem: if (*b == 0) return std::nullopt; if (*b == -1) return 0; return *a % *b;  // (INT64_MIN % -1 traps)
           case Op::maximum: return std::max(*a, *b);
           default: return std::min(*a, *b);
         }

@@ -163,40 +163,41 @@ json chrome_trace_json(const PhaseData& phase, const Session& session) {
     meta(t, "thread_name", {{"name", t == 0 ? std::string("Backend") : "CPU Thread " + std::to_string(t)}});
     meta(t, "thread_sort_index", {{"sort_index", t}});
   }
+  auto stream_name = [](DeviceType type, std::uint32_t device, std::uint32_t stream) {
+    return std::string(name(type)) + " " + std::to_string(device) + " Stream " + std::to_string(stream);
+  };
   for (const auto& [type, device, stream] : gpu_lanes) {
     long long tid = gpu_lane(device, stream);
-    meta(tid, "thread_name",
-         {{"name", std::string(name(type)) + " " + std::to_string(device) + " Stream " +
-                       std::to_string(stream)}});
+    meta(tid, "thread_name", {{"name", stream_name(type, device, stream)}});
     meta(tid, "thread_sort_index", {{"sort_index", tid}});
   }
   std::set<long long> graph_lanes;
   for (const auto& [key, r] : replays) {
     const long long tid = graph_lane(r.device, r.stream);
     if (!graph_lanes.insert(tid).second) continue;
-    meta(tid, "thread_name",
-         {{"name", std::string(name(r.type)) + " " + std::to_string(r.device) + " Stream " + std::to_string(r.stream) + " Graphs"}});
+    meta(tid, "thread_name", {{"name", stream_name(r.type, r.device, r.stream) + " Graphs"}});
     meta(tid, "thread_sort_index", {{"sort_index", tid}});  // after every stream lane
   }
-  for (const auto& [key, r] : replays) {
-    // The replay's site: the kernels' call stack up to the <captured_at> frame (attribution: replay site /
-    // <captured_at> / capture site / kernel).
-    const auto& p = phase.parts[key.first];
-    json site = CallStacks(p.tree).of(r.first_node);
-    if (site.is_array())
-      for (std::size_t j = 0; j < site.size(); ++j)
-        if (site[j] == "<captured_at>") {
-          site.erase(site.begin() + static_cast<std::ptrdiff_t>(j), site.end());
-          break;
-        }
-    events.push_back({{"name", "graph replay"}, {"cat", "graph"}, {"ph", "X"}, {"pid", pid},
-                      {"tid", graph_lane(r.device, r.stream)}, {"ts", us(r.start)}, {"dur", dur(r.start, r.end)},
-                      {"args", {{"correlation_id", key.second}, {"kernels", r.kernels}, {"call_stack", std::move(site)}}}});
-  }
 
-  for (const auto& p : phase.parts) {
+  for (std::size_t part = 0; part < phase.parts.size(); ++part) {
+    const auto& p = phase.parts[part];
     CallStacks stacks(p.tree);
     const long long tid = p.thread;
+    // This part's graph replays. A replay's site is the parent of the kernels' <captured_at> frame (attribution:
+    // replay site / <captured_at> / capture site / kernel); a graph captured before the session has none, and its
+    // slice names the kernel's own path.
+    for (auto it = replays.lower_bound({part, 0}); it != replays.end() && it->first.first == part; ++it) {
+      const Replay& r = it->second;
+      std::uint32_t site = r.first_node;
+      for (std::uint32_t n = r.first_node; n != 0; n = p.tree.nodes[n].parent)
+        if (name_of(p.tree.nodes[n].name) == kCapturedAtFrame) {
+          site = p.tree.nodes[n].parent;
+          break;
+        }
+      events.push_back({{"name", "graph replay"}, {"cat", "graph"}, {"ph", "X"}, {"pid", pid},
+                        {"tid", graph_lane(r.device, r.stream)}, {"ts", us(r.start)}, {"dur", dur(r.start, r.end)},
+                        {"args", {{"correlation_id", it->first.second}, {"kernels", r.kernels}, {"call_stack", stacks.of(site)}}}});
+    }
     for (const auto& e : p.scopes) {
       json args = {{"call_stack", stacks.of(e.node)}};
       if (!e.metrics.empty()) put_metrics(args["metrics"], e.metrics, table);
