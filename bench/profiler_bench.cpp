@@ -19,6 +19,10 @@
 //   BM_GemmLoop/*/n     n GEMMs 4096³ (examples/gemm rung 4, GPU-bound), n = 50 and 500
 // Targets (issue 6): GPU-bound < 1% overhead, tiny launches < 1.3×, flushing < 2%.
 //
+//   BM_DeviceEvents     a 4096³ bf16 GEMM (rung 5, warp-specialised, 128×256, 4 stages) with and without device
+//                       events (lang/events.hpp), 20 launches each under a CUPTI session: the kernel times, their
+//                       ratio, and what the events measured — mean TMA issue -> arrival per stage and program span
+//
 //   BM_HostLaunch/*     the profiler's own host cost per launch, no GPU needed (below)
 //
 //   profiler_bench --long-job[=N] [--dir=D]
@@ -52,6 +56,7 @@
 #include <nlohmann/json.hpp>
 
 #include "examples/gemm/matmul_v4.hpp"
+#include "examples/gemm/matmul_v5.hpp"
 #include "examples/vector_add.hpp"
 #include "tilejit/tilejit.hpp"
 
@@ -484,6 +489,79 @@ void BM_GemmLoop(benchmark::State& st) {
   gpu().free(a), gpu().free(b), gpu().free(c);
 }
 
+/// The first node below `n` (depth first, `n` included) whose name contains `part`, or nullptr.
+const nlohmann::json* find_node(const nlohmann::json& n, const std::string& part) {
+  if (n.at("frame").at("name").get<std::string>().find(part) != std::string::npos) return &n;
+  for (const auto& c : n.at("children"))
+    if (const auto* f = find_node(c, part)) return f;
+  return nullptr;
+}
+
+void BM_DeviceEvents(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda || gpu().compute_capability() < 90) return st.SkipWithError("no Hopper GPU");
+  const int M = 4096;
+  using K = examples::MatmulV5<128, 256, tj::bf16>;
+  std::vector<tj::bf16> h(static_cast<std::size_t>(M) * M);
+  for (std::size_t i = 0; i < h.size(); ++i) h[i] = tj::bf16(static_cast<float>(i % 7) * 0.125f - 0.375f);
+  auto* a = static_cast<tj::bf16*>(gpu().alloc(h.size() * 2));
+  auto* b = static_cast<tj::bf16*>(gpu().alloc(h.size() * 2));
+  auto* c = static_cast<float*>(gpu().alloc(h.size() * 4));
+  gpu().copy_to_device(a, h.data(), h.size() * 2);
+  gpu().copy_to_device(b, h.data(), h.size() * 2);
+  using D = tj::TensorDescriptor;
+  D ad(gpu(), a, tj::DType::bf16, {M, M}, {M, 1}, {128, K::BLOCK_K}, {.swizzle = D::Swizzle::b128});
+  D bd(gpu(), b, tj::DType::bf16, {M, M}, {M, 1}, {256, K::BLOCK_K}, {.swizzle = D::Swizzle::b128});
+  tj::CompileOptions o{.num_warps = 8, .num_stages = 4, .warp_specialize = true};
+  auto plain = tj::compile<K>(gpu(), o);
+  o.device_events = true;
+  auto instr = tj::compile<K>(gpu(), o);
+  const tj::Grid grid{(M / 128) * (M / 256)};
+  plain.launch(grid, ad, bd, c, M, M, M);
+  instr.launch(grid, ad, bd, c, M, M, M);
+  gpu().synchronize();
+  tp::Options po;
+  po.backend = "cupti";
+  po.hook = "launch";
+  const auto dir = std::filesystem::temp_directory_path() / "tj_prof_bench_devev";
+  std::filesystem::create_directories(dir);
+  for (auto _ : st) {
+    const auto s = tp::start((dir / "run").string(), po);
+    for (int r = 0; r < 20; ++r) {
+      {
+        tp::Scope x("plain");
+        plain.launch(grid, ad, bd, c, M, M, M);
+      }
+      tp::Scope y("instrumented");
+      instr.launch(grid, ad, bd, c, M, M, M);
+    }
+    gpu().synchronize();
+    const auto root = nlohmann::json::parse(*tp::get(s, tp::current_phase(s)))[0];
+    tp::finalize(s);
+    const auto* ps = find_node(root, "plain");
+    const auto* is = find_node(root, "instrumented");
+    const auto* p = ps ? find_node(*ps, plain.ir().name) : nullptr;
+    const auto* i = is ? find_node(*is, instr.ir().name) : nullptr;
+    if (!p || !i || !p->at("metrics").contains("time (ns)") || !i->at("metrics").contains("time (ns)"))
+      return st.SkipWithError("kernel nodes missing from the profile");
+    const double tp_us = p->at("metrics").at("time (ns)").get<double>() / p->at("metrics").at("count").get<double>() / 1e3;
+    const double ti_us = i->at("metrics").at("time (ns)").get<double>() / i->at("metrics").at("count").get<double>() / 1e3;
+    st.counters["plain_us"] = tp_us;
+    st.counters["instrumented_us"] = ti_us;
+    st.counters["ratio"] = ti_us / tp_us;
+    st.counters["TFLOPs_plain"] = 2.0 * M * M * M / (tp_us * 1e6);
+    auto mean_us = [&](const char* site) {
+      const auto* n = find_node(*i, site);
+      if (!n || !n->at("metrics").contains("async_pairs")) return -1.0;
+      return n->at("metrics").at("async_ns").get<double>() / n->at("metrics").at("async_pairs").get<double>() / 1e3;
+    };
+    st.counters["tma_issue_to_arrival_us"] = mean_us("TMA loop");
+    st.counters["program_us"] = mean_us("program");
+    st.SetIterationTime(ti_us / 1e6);
+  }
+  std::filesystem::remove_all(dir);
+  gpu().free(a), gpu().free(b), gpu().free(c);
+  st.SetLabel("rung 5 ws 128x256/4, 4096^3 bf16: device events on / off");
+}
 
 // ---- host cost of the launch path, no GPU needed -------------------------------------------
 //
@@ -564,6 +642,7 @@ BENCHMARK(BM_CuptiParts)->DenseRange(0, 3)->Unit(benchmark::kMillisecond)->UseRe
 BENCHMARK(BM_CuptiKnobs)->DenseRange(0, kKnobCount - 1)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(1);
 BENCHMARK(BM_GemmLoop)->Args({kPlain, 50})->Args({kProfiled, 50})->Args({kFlushing, 50})->Args({kPlain, 500})->Args({kProfiled, 500})
     ->Args({kFlushing, 500})->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+BENCHMARK(BM_DeviceEvents)->Unit(benchmark::kMicrosecond)->UseManualTime()->Iterations(1);
 BENCHMARK(BM_HostLaunch)->Arg(kHostNoSession)->Arg(kHostHookOnly)->Arg(kHostRecords)->Arg(kHostRecordsInline)->UseRealTime()->MeasureProcessCPUTime();
 BENCHMARK(BM_SessionStartStop)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
 // ---- the long-job memory test -------------------------------------------------------------

@@ -5,6 +5,7 @@
 #include "tilejit/core/error.hpp"
 #include "tilejit/lang/control.hpp"
 #include "tilejit/lang/descriptor.hpp"
+#include "tilejit/lang/events.hpp"
 #include "tilejit/lang/ops.hpp"
 #include "tilejit/lang/tile.hpp"
 #include "tilejit/lang/trace.hpp"

@@ -97,6 +97,15 @@ class Emitter {
         threads_(o.num_warps * t.warp_size), axes_(ir::analyze_axes(k, spec)) {
     plan_pipes();
     plan_packed();
+    if (o_.device_events) {
+      ev_sites_ = k_.event_sites;
+      ev_program_ = static_cast<int>(ev_sites_.size());
+      ev_sites_.push_back("program");
+      for (const Pipe& p : pipes_) {
+        ev_pipe_site_[p.loop] = static_cast<int>(ev_sites_.size());
+        ev_sites_.push_back(fmt::format("TMA loop %{}", p.loop));
+      }
+    }
   }
 
   Generated run() {
@@ -110,6 +119,7 @@ class Emitter {
     g.kernel_name = k_.name;
     g.threads = threads_ + (ws_ ? 4 * t_.warp_size : 0);
     g.num_ctas = cluster_;
+    g.event_sites = ev_sites_;
     const bool dynamic = ring_bytes_ > 0;
     // Static shared memory: 48 KiB on NVIDIA GPUs; on AMD's CDNA GPUs the LDS holds 64 KiB per workgroup.
     const int static_kib = t_.dialect == Dialect::hip ? 64 : 48;
@@ -147,6 +157,7 @@ class Emitter {
     src += prelude(t_.dialect == Dialect::cuda);
     if (dynamic) src += tma_prelude();
     if (!stores_.empty()) src += tma_store_prelude();
+    if (o_.device_events) src += events_prelude(t_.dialect == Dialect::cuda);
     // Warp-specialised: `.maxnreg` (__maxnreg__) fixes the launch allocation at launch_regs() per thread, the pool
     // setmaxnreg redistributes; with __launch_bounds__ alone ptxas may allocate fewer (58 for a 128x64 GEMM) and the
     // consumers' setmaxnreg.inc would wait forever for registers the program never had.
@@ -159,6 +170,7 @@ class Emitter {
                              : p.type.is_ptr ? storage_type(p.type.dtype) + "*" : param_type(p.type.dtype);
       src += fmt::format("{}{} arg{}", i ? ", " : "", ty, i);
     }
+    if (o_.device_events) src += fmt::format("{}tj_evbuf* tj_events", k_.params.empty() ? "" : ", ");
     src += ") {\n";
     src += fmt::format("  const int tj_tid = (int)threadIdx.x;\n  const int tj_lane = tj_tid % {};\n  const int tj_warp = tj_tid / {};\n",
                        t_.warp_size, t_.warp_size);
@@ -166,6 +178,10 @@ class Emitter {
       for (int dim = 0; dim < plan_.layouts[l].rank; ++dim)
         src += fmt::format("  const int tj_c{}_{} = {};  (void)tj_c{}_{};\n", l, dim, base_coord(plan_.layouts[l], dim), l, dim);
     src += "  (void)tj_lane; (void)tj_warp;\n";
+    if (o_.device_events) {
+      src += "  tj_evcur tj_evc = {0u, 0u};  // device-event slots this thread has reserved\n";
+      src += "  if (tj_tid == 0) " + event_call(ev_program_, 0, "0") + "  // the program's span begins\n";
+    }
     if (dynamic) {
       src += "  extern __shared__ __attribute__((aligned(1024))) unsigned char tj_dsmem[];\n";
       src += "  unsigned char* const tj_smem_raw = tj_dsmem + ((1024u - (tj_smem_addr(tj_dsmem) & 1023u)) & 1023u);\n";
@@ -185,6 +201,7 @@ class Emitter {
     // exits while another may still do so. (The producer warp groups have exited; a cluster barrier waits only for
     // threads that have not.)
     if (cluster_ > 1) src += "  tj_cluster_sync();  // every program of the cluster is done with the others' shared memory\n";
+    if (o_.device_events) src += "  if (tj_tid == 0) " + event_call(ev_program_, 1, "0") + "  // ... and ends\n";
     src += "}\n";
     g.source = std::move(src);
     return g;
@@ -734,6 +751,7 @@ class Emitter {
       line(fmt::format("  {{ const tj_v8 c = tj_at{}(iv); {}}}", x,
                        tma_copies(x, fmt::format("tj_ring{} + st * {}u + {}u", L, p.stage_bytes, p.offset[i]), "c.w[1]", "c.w[0]", "bar", true)));
     }
+    if (o_.device_events) line("  " + event_call(ev_pipe_site_.at(L), 0, "it") + "  // the stage's copies are issued");
     line("};");
   }
   /// First lines of an iteration: issue (no prefetch) and wait for this stage's copies.
@@ -742,6 +760,12 @@ class Emitter {
     line(fmt::format("const unsigned tj_st{} = tj_it{} % {}u;", L, L, p.stages));
     if (p.prefetch == 0 && !ws_) line(fmt::format("if (tj_tid == 0) tj_issue{}(s{}, tj_it{});", L, L, L));
     line(fmt::format("tj_mbar_wait(tj_bar{} + 8u * tj_st{}, (tj_it{} / {}u) & 1u);", L, L, L, p.stages));
+    if (o_.device_events)  // one record per consumer warp group
+      line(fmt::format("if (tj_tid % 128 == 0) {}  // the stage has landed", event_call(ev_pipe_site_.at(L), 1, fmt::format("tj_it{}", L))));
+  }
+  /// A call of the prelude's tj_event: site, kind (0 begin, 1 end), id (an unsigned expression).
+  static std::string event_call(int site, int kind, const std::string& id) {
+    return fmt::format("tj_event(tj_events, tj_evc, {}u, {}u, (unsigned)({}), tj_warp);", site, kind, id);
   }
   /// Last lines of an iteration: retire the previous iteration's wgmma, then refill its stage.
   void emit_pipe_tail(const Pipe& p) {
@@ -1564,6 +1588,10 @@ class Emitter {
         return;
       case Op::desc_store:
         emit_tma_store(id);
+        return;
+      case Op::event:  // recorded by the program's first (consumer) thread; nothing without device_events
+        if (o_.device_events) line(fmt::format("if (tj_tid == 0) {}  // {} '{}'", event_call(static_cast<int>(n.i), n.axis, v(arg(0), 0)),
+                                               n.axis == 0 ? "async_begin" : "async_end", ev_sites_[static_cast<std::size_t>(n.i)]));
         return;
       case Op::trans:
         if (plan_.in_smem[static_cast<std::size_t>(id)]) return;  // a view: wgmma reads the K-major block as B
@@ -2508,6 +2536,9 @@ class Emitter {
   std::vector<std::vector<std::string>> conv_scopes_;  // per enclosing loop body being emitted: the conversions declared in it
   std::vector<std::string> plan_diag_;
   std::vector<ir::AxisInfo> axes_;
+  std::vector<std::string> ev_sites_;  // device events: Generated::event_sites
+  int ev_program_ = -1;                // ... the "program" span's site
+  std::map<int, int> ev_pipe_site_;    // ... each TMA pipeline's site, by its loop
 };
 
 /// The desc_loads TMA takes (1) on this target: sm_90a only. A block [rows,

@@ -11,4 +11,7 @@ std::string tma_prelude();
 /// TMA store helpers (CUDA, sm_90+): bulk tensor stores, bulk groups, the proxy fence and the 128B-swizzle offset;
 /// appended after tma_prelude() when a kernel stores a descriptor block through TMA.
 std::string tma_store_prelude();
+/// Device events (Options::device_events): the record layout and tj_event(buf, site, kind, id, warp), which
+/// appends one record (global timer in ns, clock, program, SM) when buf is not null.
+std::string events_prelude(bool cuda);
 }  // namespace tilejit::codegen

@@ -57,6 +57,7 @@ const char* name(Op op) {
     case Op::desc_field: return "desc_field";
     case Op::trans: return "trans";
     case Op::desc_store: return "desc_store";
+    case Op::event: return "event";
   }
   return "?";
 }
@@ -96,6 +97,9 @@ void verify(const Kernel& k) {
   };
   for (std::size_t id = 0; id < k.nodes.size(); ++id) {
     const Node& n = k.nodes[id];
+    if (n.op == Op::event && (n.i < 0 || static_cast<std::size_t>(n.i) >= k.event_sites.size() || n.axis < 0 || n.axis > 1))
+      throw Unsupported(fmt::format("IR: event %{} names site {} (the kernel has {}) with kind {} (0 begin, 1 end)", id, n.i,
+                                    k.event_sites.size(), n.axis));
     for (int a : n.args) {
       if (a < 0) continue;
       if (a >= static_cast<int>(id)) throw Unsupported(fmt::format("IR: node %{} uses %{} before it is defined", id, a));
@@ -127,7 +131,7 @@ std::string print(const Kernel& k) {
   out += ")\n";
   for (std::size_t id = 0; id < k.nodes.size(); ++id) {
     const Node& n = k.nodes[id];
-    if (n.op == Op::store || n.op == Op::desc_store)
+    if (n.op == Op::store || n.op == Op::desc_store || n.op == Op::event)
       out += fmt::format("  {}", name(n.op));
     else
       out += fmt::format("  %{} = {} {}", id, name(n.op), to_string(n.type));
@@ -137,6 +141,9 @@ std::string print(const Kernel& k) {
     if (n.op == Op::param) out += fmt::format(" #{}", n.i);
     if (n.op == Op::desc_field) out += fmt::format(" field={}", n.i);
     if (n.op == Op::desc_load && n.i == 1) out += " multicast";
+    if (n.op == Op::event)
+      out += fmt::format(" {} '{}'", n.axis == 0 ? "begin" : "end",
+                         n.i >= 0 && static_cast<std::size_t>(n.i) < k.event_sites.size() ? k.event_sites[static_cast<std::size_t>(n.i)] : "?");
     if (n.op == Op::program_id || n.op == Op::num_programs || n.op == Op::expand_dims || is_reduce(n.op))
       out += fmt::format(" axis={}", n.axis);
     out += "\n";

@@ -131,6 +131,7 @@ Kernel lower_descriptors(const Kernel& k, const std::function<bool(int)>& keep) 
   Kernel out;
   out.name = k.name;
   out.params = k.params;
+  out.event_sites = k.event_sites;
   Builder b{out};
   std::vector<int> map(N, -1);
   for (std::size_t id = 0; id < N; ++id) {

@@ -128,6 +128,7 @@ bool remat_round(Rematerialized& r, int num_warps, int warp_size, const std::str
   Kernel out;
   out.name = k.name;
   out.params = k.params;
+  out.event_sites = k.event_sites;
   int cloned = 0;
   for (std::size_t id = 0; id < N; ++id) {
     if (!alive[id]) continue;
@@ -201,6 +202,7 @@ Kernel split_shared_expand_dims(const Kernel& k, std::vector<std::string>& diag)
   Kernel out;
   out.name = k.name;
   out.params = k.params;
+  out.event_sites = k.event_sites;
   std::vector<int> remap(N, -1);
   std::vector<std::vector<std::pair<int, int>>> copy_for(N);  // original -> (user, copy id)
   for (std::size_t id = 0; id < N; ++id) {

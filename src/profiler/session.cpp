@@ -8,6 +8,7 @@
 #include <utility>
 #include <fmt/core.h>
 
+#include "device_events.hpp"
 #include "io.hpp"
 #include "state.hpp"
 #include "writers.hpp"
@@ -816,6 +817,47 @@ void add_pc_samples(Local& l, std::uint32_t at, NameId kn, const PcSamples& samp
   }
 }
 }  // namespace
+
+void detail::device_events(const DeviceEvents& e) noexcept {
+  try {
+    static const std::uint32_t k_pairs = metric_id("async_pairs", MetricType::int64, MetricKind::exclusive, false);
+    static const std::uint32_t k_ns = metric_id("async_ns", MetricType::int64, MetricKind::exclusive, false);
+    static const std::uint32_t k_dropped = metric_id("device_events_dropped", MetricType::int64, MetricKind::exclusive, false);
+    ThreadState& ts = current();
+    if (ts.active.empty()) return;
+    const DevicePairing pairing = pair_device_events(e.events);
+    std::vector<NameId> names;
+    for (const std::string& n : e.sites) names.push_back(intern(n));
+    // Per site: pairs and the sum of their begin -> end times (what the viewer shows under the launch).
+    std::vector<std::int64_t> count(names.size()), ns(names.size());
+    for (const auto& p : pairing.pairs) {
+      const DeviceEvent &b = e.events[p.begin], &x = e.events[p.end];
+      if (b.site >= names.size()) continue;
+      count[b.site] += 1;
+      ns[b.site] += x.time_ns >= b.time_ns ? static_cast<std::int64_t>(x.time_ns - b.time_ns) : 0;
+    }
+    const std::uint64_t t = ts.need_time ? now_ns() : 0;
+    for (Local* l : ts.active) {
+      if (!l->session->hook) continue;
+      std::lock_guard g(l->lock);
+      sync_path(*l, ts);
+      const std::uint32_t op = l->op_node.load(std::memory_order_relaxed);
+      const std::uint32_t at = op != kNoNode ? op : top(*l);
+      Tree& tree = l->data.tree;
+      for (std::size_t i = 0; i < names.size(); ++i) {
+        if (count[i] == 0) continue;
+        const std::uint32_t node = tree.child(at, names[i]);
+        add_slot(tree.nodes[node].metrics, MetricSlot::of_int(k_pairs, MetricKind::exclusive, count[i]));
+        add_slot(tree.nodes[node].metrics, MetricSlot::of_int(k_ns, MetricKind::exclusive, ns[i]));
+      }
+      if (e.dropped > 0)
+        add_slot(tree.nodes[at].metrics, MetricSlot::of_int(k_dropped, MetricKind::exclusive, static_cast<std::int64_t>(e.dropped)));
+      if (l->session->trace)
+        l->data.device.push_back({at, op != kNoNode ? l->op_start : t, t, names, {e.events.begin(), e.events.end()}, e.dropped});
+    }
+  } catch (...) {
+  }
+}
 
 void record_pc_samples(const PcSamples& samples) noexcept {
   try {

@@ -80,6 +80,16 @@ struct AsyncEvent {
   bool begin;
 };
 
+/// One instrumented launch's device events (lang/events.hpp), for the Chrome trace.
+struct DeviceBatch {
+  std::uint32_t node;            // the launch's op node
+  std::uint64_t launch_ts;       // the op's start and the time the events were reported: the kernel record of
+  std::uint64_t reported_ts;     // this launch (if one came) has the op's node and a launch_ts between them
+  std::vector<NameId> sites;     // DeviceEvent::site -> name
+  std::vector<DeviceEvent> events;
+  std::uint64_t dropped;
+};
+
 /// One thread's records for one phase.
 struct ThreadPhase {
   std::uint32_t thread = 0;
@@ -87,7 +97,8 @@ struct ThreadPhase {
   std::vector<ScopeEvent> scopes;
   std::vector<KernelEvent> kernels;
   std::vector<AsyncEvent> asyncs;
-  std::size_t events() const { return scopes.size() + kernels.size() + asyncs.size(); }
+  std::vector<DeviceBatch> device;
+  std::size_t events() const { return scopes.size() + kernels.size() + asyncs.size() + device.size(); }
   bool empty() const { return tree.size() == 1 && tree.nodes[0].metrics.empty() && events() == 0; }
 };
 

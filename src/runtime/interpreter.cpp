@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <exception>
@@ -155,7 +156,28 @@ class Program {
       if (k.nodes[id].op == Op::loop_carry) carries_[static_cast<std::size_t>(k.nodes[id].args[1])].push_back(static_cast<int>(id));
   }
 
+  /// Record device events into `out` (the interpreter's stand-in for the SM: `worker`).
+  void record_events(std::vector<profiler::DeviceEvent>* out, unsigned worker) {
+    ev_ = out;
+    worker_ = worker;
+  }
+
   void run(std::array<unsigned, 3> pid) {
+    event(static_cast<std::uint16_t>(k_.event_sites.size()), 0, 0, pid);  // the program's span ("program")
+    run_nodes(pid);
+    event(static_cast<std::uint16_t>(k_.event_sites.size()), 1, 0, pid);
+  }
+
+ private:
+  void event(std::uint16_t site, std::uint8_t kind, std::uint32_t id, std::array<unsigned, 3> pid) {
+    if (ev_ == nullptr) return;
+    const auto t = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
+    ev_->push_back({.time_ns = t, .clock = t, .program = pid[0] + grid_[0] * (pid[1] + grid_[1] * pid[2]), .id = id,
+                    .site = site, .warp = 0, .kind = kind, .sm = worker_});
+  }
+
+  void run_nodes(std::array<unsigned, 3> pid) {
     const int n = static_cast<int>(k_.nodes.size());
     for (int pc = 0; pc < n;) {
       const Node& node = k_[pc];
@@ -187,12 +209,15 @@ class Program {
           continue;
         }
         case Op::loop_result: vals_[u] = at(node.args[0]); ++pc; continue;
+        case Op::event:
+          event(static_cast<std::uint16_t>(node.i), static_cast<std::uint8_t>(node.axis), static_cast<std::uint32_t>(at(node.args[0]).i[0]), pid);
+          ++pc;
+          continue;
         default: eval(pc, pid); ++pc;
       }
     }
   }
 
- private:
   const Value& at(int id) const { return vals_[static_cast<std::size_t>(id)]; }
 
   [[noreturn]] void fail(int id, const std::string& what) const {
@@ -459,11 +484,14 @@ class Program {
   std::vector<int> ends_;
   std::vector<std::vector<int>> carries_;  // per loop_begin: its loop_carry nodes
   std::vector<std::int64_t> hi_, step_;
+  std::vector<profiler::DeviceEvent>* ev_ = nullptr;  // record_events
+  unsigned worker_ = 0;
 };
 
 }  // namespace
 
-void interpret(const ir::Kernel& k0, std::array<unsigned, 3> grid, std::span<const ArgValue> args, unsigned threads) {
+void interpret(const ir::Kernel& k0, std::array<unsigned, 3> grid, std::span<const ArgValue> args, unsigned threads,
+               std::vector<profiler::DeviceEvent>* events) {
   const ir::Kernel k = ir::lower_descriptors(k0);  // descriptor loads as masked loads (TMA's semantics)
   if (args.size() != k.params.size())
     throw InvalidArgument(fmt::format("kernel {} takes {} arguments, got {}", k.name, k.params.size(), args.size()));
@@ -476,8 +504,12 @@ void interpret(const ir::Kernel& k0, std::array<unsigned, 3> grid, std::span<con
   std::atomic<std::uint64_t> next{0};
   std::exception_ptr error;
   std::mutex error_mu;
+  std::atomic<unsigned> workers{0};
+  std::mutex events_mu;
   auto worker = [&] {
     Program prog(k, args, grid);
+    std::vector<profiler::DeviceEvent> mine;
+    if (events) prog.record_events(&mine, workers.fetch_add(1));
     try {
       for (std::uint64_t p; (p = next.fetch_add(1)) < total;) {
         std::array<unsigned, 3> pid{static_cast<unsigned>(p % grid[0]), static_cast<unsigned>((p / grid[0]) % grid[1]),
@@ -488,6 +520,10 @@ void interpret(const ir::Kernel& k0, std::array<unsigned, 3> grid, std::span<con
       std::lock_guard lock(error_mu);
       if (!error) error = std::current_exception();
       next = total;
+    }
+    if (events) {
+      std::lock_guard lock(events_mu);
+      events->insert(events->end(), mine.begin(), mine.end());
     }
   };
   if (threads <= 1) {

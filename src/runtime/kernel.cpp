@@ -39,6 +39,8 @@ KernelCore::KernelCore(Device dev, ir::Kernel ir, CompileOptions opt)
     throw InvalidArgument(fmt::format("num_stages = {}: must be in [1, 8]", opt_.num_stages));
   if (opt_.num_ctas != 1 && opt_.num_ctas != 2 && opt_.num_ctas != 4)
     throw InvalidArgument(fmt::format("num_ctas = {}: a cluster is 1, 2 or 4 programs", opt_.num_ctas));
+  if (opt_.device_events && (opt_.device_event_capacity < 1 || opt_.device_event_capacity > (1u << 26)))
+    throw InvalidArgument(fmt::format("device_event_capacity = {}: must be in [1, 2^26] records (32 bytes each)", opt_.device_event_capacity));
   // The arch is validated on every backend (the interpreter generates only for source(), but a bad arch must not
   // be accepted there and rejected on a GPU).
   if (!opt_.arch.empty()) codegen::target_for(opt_.arch);
@@ -62,6 +64,14 @@ KernelCore::KernelCore(Device dev, ir::Kernel ir, CompileOptions opt)
     if (nw * target_.warp_size > 1024)
       throw InvalidArgument(fmt::format("num_warps = {} x {} lanes = {} threads: a program has at most 1024",
                                         nw, target_.warp_size, nw * target_.warp_size));
+  }
+}
+
+KernelCore::~KernelCore() {
+  if (event_buffer_ == nullptr) return;
+  try {
+    dev_.free(event_buffer_);
+  } catch (...) {  // a failing driver at exit: the buffer goes with the context
   }
 }
 
@@ -101,6 +111,7 @@ const KernelCore::Variant& KernelCore::variant_for(std::uint64_t key, const ir::
   v->tma_params = gen.tma_params;
   v->tma_boxes = gen.tma_boxes;
   v->num_ctas = gen.num_ctas;
+  v->event_sites = gen.event_sites;
   if (gen.dynamic_shared_bytes > 48 * 1024) dev_.set_max_dynamic_shared(v->fn, v->dynamic_shared);
   info.load_ms = ms_since(t2);
   info.total_ms = ms_since(t0);
@@ -275,13 +286,25 @@ void KernelCore::launch(const Grid& g, Stream s, std::span<ArgSlot> args, const 
           throw InvalidArgument(fmt::format("argument {} = {} does not fit a 32-bit integer parameter", i, a.v.i64));
       }
     }
-    interpret(ir_, {static_cast<unsigned>(g.x), static_cast<unsigned>(g.y), static_cast<unsigned>(g.z)}, vals);
+    const std::array<unsigned, 3> grid{static_cast<unsigned>(g.x), static_cast<unsigned>(g.y), static_cast<unsigned>(g.z)};
+    if (!opt_.device_events || !profiler::hook_active()) {
+      interpret(ir_, grid, vals);
+      return;
+    }
+    std::vector<profiler::DeviceEvent> events;
+    interpret(ir_, grid, vals, 0, &events);
+    std::vector<std::string> sites = ir_.event_sites;  // the interpreter's sites: the kernel's, then "program"
+    sites.emplace_back("program");
+    const std::size_t kept = std::min<std::size_t>(events.size(), opt_.device_event_capacity);
+    profiler::report_device_events({.sites = sites, .events = std::span(events).first(kept), .dropped = events.size() - kept});
     return;
   }
 
   const Variant& v = *var;
   void* params[64];
-  if (args.size() > 64) throw InvalidArgument(fmt::format("kernel {} has {} parameters; at most 64 are supported", ir_.name, args.size()));
+  if (args.size() + (opt_.device_events ? 1 : 0) > 64)
+    throw InvalidArgument(fmt::format("kernel {} has {} parameters{}; at most 64 are supported", ir_.name, args.size(),
+                                      opt_.device_events ? " and the device-event buffer" : ""));
   for (std::size_t i = 0; i < args.size(); ++i)
     params[i] = args[i].kind == ArgSlot::Kind::descriptor ? const_cast<TensorDescriptor*>(args[i].v.desc) : static_cast<void*>(&args[i].v);
   std::array<std::shared_ptr<const TensorDescriptor>, 64> keep;
@@ -303,7 +326,43 @@ void KernelCore::launch(const Grid& g, Stream s, std::span<ArgSlot> args, const 
   d.grid[2] = static_cast<unsigned>(g.z);
   d.block[0] = v.threads;
   d.shared_bytes = v.dynamic_shared;
+  if (!opt_.device_events) {
+    dev_.launch(v.fn, d, s, params);
+    return;
+  }
+  if (!profiler::hook_active()) {  // instrumented, nobody listening: a null buffer records nothing
+    void* none = nullptr;
+    params[args.size()] = &none;
+    dev_.launch(v.fn, d, s, params);
+    return;
+  }
+  std::lock_guard lock(events_mu_);
+  launch_recording(v, d, s, params, args.size());
+}
+
+void KernelCore::launch_recording(const Variant& v, const LaunchDims& d, Stream s, void** params, std::size_t nargs) {
+  static_assert(sizeof(profiler::DeviceEvent) == 32);
+  // tj_evbuf: count (slots reserved, 32 per reservation), capacity, dropped (u32 each), 4 bytes unused, then the
+  // records. Zeroed before each launch: a reserved slot never written keeps time 0 and is skipped.
+  constexpr std::size_t kHeader = 16;
+  const std::uint32_t cap = opt_.device_event_capacity;
+  const std::size_t bytes = kHeader + std::size_t{cap} * sizeof(profiler::DeviceEvent);
+  if (event_buffer_ == nullptr) event_buffer_ = dev_.alloc(bytes);
+  const std::uint32_t header[4] = {0, cap, 0, 0};
+  dev_.synchronize();  // nothing still reads the buffer (an earlier launch on another stream)
+  dev_.memset(event_buffer_, 0, bytes);
+  dev_.copy_to_device(event_buffer_, header, sizeof header);
+  void* buf = event_buffer_;
+  params[nargs] = &buf;
   dev_.launch(v.fn, d, s, params);
+  dev_.synchronize();  // the records are complete only when the kernel is
+  std::uint32_t got[4] = {};
+  dev_.copy_to_host(got, event_buffer_, sizeof got);
+  const std::size_t slots = std::min<std::uint32_t>(got[0], cap);
+  std::vector<profiler::DeviceEvent> events(slots);
+  if (slots > 0) dev_.copy_to_host(events.data(), static_cast<char*>(event_buffer_) + kHeader, slots * sizeof(profiler::DeviceEvent));
+  std::erase_if(events, [](const profiler::DeviceEvent& e) { return e.time_ns == 0; });
+  profiler::report_device_events({.sites = v.event_sites, .events = events, .dropped = got[2]});
 }
 
 }  // namespace tilejit::runtime

@@ -96,6 +96,13 @@ struct Options {
   /// set by the launch) and its column coordinate is provably a multiple of 16 bytes. Other targets and other
   /// stores: the masked store, with a diagnostic naming the rule (false: always).
   bool tma_store = false;
+  /// Device events (lang/events.hpp): the kernel takes one more parameter, last, `tj_evbuf* tj_events` (null:
+  /// nothing is recorded), and records into it the DSL's async_begin / async_end, each program's span ("program":
+  /// begin at entry, end at exit, by its first thread) and, for every TMA pipeline, a pair per stage ("TMA loop
+  /// %L": begin where its copies are issued — by the producer warp when warp-specialised — and an end in each
+  /// consumer warp group when it has waited for them; id = the ring's iteration). Generated::event_sites names
+  /// the sites. false: async_begin / async_end generate nothing and the signature is the kernel's own.
+  bool device_events = false;
 };
 
 struct Generated {
@@ -116,6 +123,9 @@ struct Generated {
   std::vector<std::array<int, 2>> tma_boxes;
   std::vector<std::string> diagnostics;  // layout choices and fallbacks
   int num_ctas = 1;       // programs per cluster along grid x (__cluster_dims__), 1: none; grid x must be a multiple
+  /// With Options::device_events: the name of each event site (a record's `site` indexes it): the IR's
+  /// event_sites first, then "program" and one "TMA loop %L" per TMA pipeline. Empty otherwise.
+  std::vector<std::string> event_sites;
 };
 
 /// Generate the kernel text. `spec` may be empty (no specialisation).

@@ -70,6 +70,9 @@ enum class Op : std::uint8_t {
   desc_store,    // args: descriptor, c0, c1, value [block0, block1]: stores the block at (c0, c1), out-of-bounds
                  // elements dropped; no result. Backends see it only where codegen stores it through TMA
                  // (lower_descriptors rewrites the others into masked stores)
+  event,         // a device event (lang/events.hpp): args[0] = its id (i32 scalar); i = index into
+                 // Kernel::event_sites; axis: 0 = async_begin (producer), 1 = async_end (consumer); no result.
+                 // Backends record it only when the kernel is instrumented (codegen::Options::device_events)
 };
 
 const char* name(Op op);
@@ -113,6 +116,8 @@ struct Kernel {
   std::string name;
   std::vector<Param> params;
   std::vector<Node> nodes;
+  /// Names of the device events' sites (Op::event's i), in order of first use.
+  std::vector<std::string> event_sites;
 
   int add(Node n) {
     nodes.push_back(n);

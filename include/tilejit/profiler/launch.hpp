@@ -12,6 +12,8 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <span>
+#include <string>
 #include <string_view>
 
 namespace tilejit::profiler {
@@ -29,16 +31,45 @@ struct LaunchInfo {
   std::int64_t bytes = 0;    ///< 0: no bytes metric
 };
 
+/// One event recorded inside a kernel (lang/events.hpp, CompileOptions::device_events). 32 bytes: the layout the
+/// generated code writes (codegen's events prelude), so a buffer of them is copied from the device as it is.
+struct DeviceEvent {
+  std::uint64_t time_ns;  ///< the GPU's global timer (NVIDIA %globaltimer; AMD s_memrealtime x 10; interpreter: steady clock), ns
+  std::uint64_t clock;    ///< the SM's cycle counter (clock64; s_memtime; interpreter: = time_ns)
+  std::uint32_t program;  ///< the program (CTA): x + grid.x * (y + grid.y * z)
+  std::uint32_t id;       ///< the pair's id (async_begin / async_end's id; a TMA stage's ring iteration)
+  std::uint16_t site;     ///< index into DeviceEvents::sites
+  std::uint8_t warp;      ///< the recording thread's warp in its program (the producer warp group's are >= num_warps)
+  std::uint8_t kind;      ///< 0: begin (producer), 1: end (consumer)
+  std::uint32_t sm;       ///< the SM that ran the program (%smid; 0 on AMD; the CPU worker in the interpreter)
+};
+static_assert(sizeof(DeviceEvent) == 32, "DeviceEvent is the generated code's tj_evrec");
+
+/// What one instrumented launch recorded, reported from inside its LaunchScope (after the kernel completed).
+struct DeviceEvents {
+  std::span<const std::string> sites;  ///< site names; a record's `site` indexes them
+  std::span<const DeviceEvent> events; ///< in the order they were appended (not sorted by time)
+  std::uint64_t dropped = 0;           ///< events that did not fit the launch's buffer (recorded, then lost)
+};
+
 namespace detail {
 /// Number of active sessions with the launch hook on.
 extern std::atomic<int> g_hook_sessions;
 void launch_enter(const LaunchInfo& info) noexcept;
 void launch_exit() noexcept;
+void device_events(const DeviceEvents& events) noexcept;
 }  // namespace detail
 
 /// True while a session with the launch hook is active (one relaxed atomic load): a launch computes what it
 /// reports only then.
 inline bool hook_active() noexcept { return detail::g_hook_sessions.load(std::memory_order_relaxed) > 0; }
+
+/// Hand an instrumented launch's device events to every active session with the launch hook, inside the
+/// launch's LaunchScope: chrome_trace sessions draw them (docs/profiler.md "Device events"), every session adds
+/// per-site pair counts and latencies as child frames of the launch's op node.
+inline void report_device_events(const DeviceEvents& events) noexcept {
+  if (hook_active()) detail::device_events(events);
+}
 
 /// RAII: open around the driver's launch call. Not nestable on one thread.
 class LaunchScope {

@@ -11,8 +11,10 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "tilejit/ir/ir.hpp"
+#include "tilejit/profiler/launch.hpp"
 
 namespace tilejit::runtime {
 
@@ -30,7 +32,10 @@ struct ArgValue {
 /// threads (0 = hardware concurrency); programs must be independent, as on a
 /// GPU. Throws InvalidArgument for a null-pointer access by an unmasked lane,
 /// a wrong argument count/kind, or an integer division by zero (naming the node).
+/// `events` (not null): the device events (lang/events.hpp) are appended to it — each Op::event with site =
+/// its index in k.event_sites, and each program's span with site = k.event_sites.size() ("program"); times from
+/// the steady clock (ns), warp 0, `sm` = the CPU worker that ran the program. Null: events are not recorded.
 void interpret(const ir::Kernel& k, std::array<unsigned, 3> grid, std::span<const ArgValue> args,
-               unsigned threads = 0);
+               unsigned threads = 0, std::vector<profiler::DeviceEvent>* events = nullptr);
 
 }  // namespace tilejit::runtime

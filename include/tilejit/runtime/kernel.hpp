@@ -86,6 +86,15 @@ struct CompileOptions {
   /// shape[-1] x element size is a multiple of 16 bytes, at columns that are provably multiples of 16 bytes; the
   /// masked store otherwise. Ignored by other targets.
   bool tma_store = false;
+  /// Record device events (lang/events.hpp: async_begin / async_end, each program's span, each TMA stage's issue
+  /// and arrival; codegen::Options::device_events) and hand them to the profiler. A launch records only while a
+  /// profiler session with the launch hook is active, and then waits for its kernel (the device synchronises) to
+  /// read the records back before it returns; launches of one instrumented kernel are serialised. Without a
+  /// session the kernel runs with a null buffer (one branch per event). Every target, the interpreter too.
+  bool device_events = false;
+  /// Records a launch keeps (32 bytes each; the buffer is allocated once per kernel, at its first recording
+  /// launch): 1 .. 2^26. Events past it are counted ("device_events_dropped" on the launch) and lost.
+  std::uint32_t device_event_capacity = 1u << 20;
 };
 
 /// The code generator's options for `o`.
@@ -96,7 +105,8 @@ inline codegen::Options codegen_options(const CompileOptions& o) {
           .pingpong = o.pingpong,
           .overlap_register_wgmma = o.overlap_register_wgmma,
           .num_ctas = o.num_ctas,
-          .tma_store = o.tma_store};
+          .tma_store = o.tma_store,
+          .device_events = o.device_events};
 }
 
 /// What the last launch's JIT did (for tools and benchmarks).
@@ -127,6 +137,9 @@ struct ArgSlot {
 class KernelCore {
  public:
   KernelCore(Device dev, ir::Kernel ir, CompileOptions opt);
+  ~KernelCore();
+  KernelCore(const KernelCore&) = delete;
+  KernelCore& operator=(const KernelCore&) = delete;
   /// Validate `args` (count, nulls, alignment, sizes, grid) and launch.
   /// `cost`: what the profiler's launch hook reports (nullptr: launch_cost(g, args)); read only while a
   /// session with the launch hook is active. Throws InvalidArgument, CompileError, DriverError.
@@ -161,7 +174,11 @@ class KernelCore {
     std::vector<int> tma_params;  // descriptor parameters loaded through TMA
     std::vector<std::array<int, 2>> tma_boxes;  // the box each is copied with
     int num_ctas = 1;  // programs per cluster the generated kernel uses (grid.x must be whole clusters)
+    std::vector<std::string> event_sites;  // device events: the sites' names (codegen::Generated::event_sites)
   };
+  /// Launch with a device-event buffer (CompileOptions::device_events, a session listening): reset it, launch,
+  /// wait, read the records back and report them. Called with events_mu_ held.
+  void launch_recording(const Variant& v, const LaunchDims& d, Stream s, void** params, std::size_t nargs);
   /// The cluster size the launch's grid.x must be a multiple of (see CompileOptions::num_ctas), for the
   /// interpreter: that of the kernel generated for the options' arch (sm_90a when empty), per specialisation.
   int interpreter_cluster(std::uint64_t key, const ir::Specialization& spec);
@@ -192,6 +209,8 @@ class KernelCore {
   std::vector<std::unique_ptr<Variant>> variants_;
   std::vector<std::pair<std::uint64_t, int>> interp_clusters_;  // interpreter_cluster's answers, under mu_
   JitInfo last_jit_;
+  std::mutex events_mu_;      // device events: one recording launch at a time (they share the buffer)
+  void* event_buffer_ = nullptr;  // header (count, capacity, 8 reserved bytes) + device_event_capacity records
 };
 
 template <class P, class A>

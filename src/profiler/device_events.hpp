@@ -1,0 +1,25 @@
+// Pairing of device events (lang/events.hpp): which end closes which begin.
+#pragma once
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include <tilejit/profiler/launch.hpp>
+
+namespace tilejit::profiler::detail {
+
+struct DevicePairing {
+  struct Pair {
+    std::uint32_t begin, end;  // indices into the events
+  };
+  std::vector<Pair> pairs;          // sorted by (program, site, id, end time)
+  std::vector<char> paired;         // per event: part of some pair
+  std::size_t unmatched_begins = 0; // begins no end followed
+  std::size_t unmatched_ends = 0;   // ends with no earlier begin of their (program, site, id)
+};
+
+/// Within each (program, site, id), every end pairs with the latest begin at or before it (several ends may
+/// share one begin: a stage consumed by each consumer warp group). Ties in time put begins first.
+DevicePairing pair_device_events(std::span<const DeviceEvent> events);
+
+}  // namespace tilejit::profiler::detail
