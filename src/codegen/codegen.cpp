@@ -2320,41 +2320,92 @@ class Emitter {
   }
   void retire_deferred() { retire_deferred(deferred_.size()); }
 
-  /// acc + a·b with AMD MFMA (CDNA wave64: v_mfma_f32_32x32x8 / 16x16x16,
-  /// f16 or bf16 `_1k`), f32 accumulator in the MFMA layout
-  /// (layout/encodings/mfma.hpp). The operands are staged through shared
-  /// memory from their own layouts (A as [M, K], B as [K, N], 16-bit), then
-  /// each wavefront reads its fragments: for an R x R instruction, lane l holds
-  /// A[row0 + l % R][k + 4·(l / R) + 0..3] and B[k + 4·(l / R) + 0..3][col0 + l % R]
-  /// (K = 4·64/R per instruction), and accumulator VGPR v holds
-  /// D[row0 + 8·(v / 4)·(R == 32) + 4·(l / R) + v % 4][col0 + l % R] (AMD CDNA3
-  /// ISA, MFMA operand layouts; Triton's AMD MFMA lowering uses the same).
+  /// One MFMA instruction family for an operand type on an arch (R x R output tile per wavefront).
+  struct MfmaKind {
+    const char* fn32;   // the builtin for R = 32 and for R = 16
+    const char* fn16;
+    int kw;             // consecutive K elements each lane holds (K per instruction = kw · 64 / R)
+    int es;             // bytes per staged element
+    const char* opnd;   // the builtin's operand type: a vector of kw elements, or kw bytes as one integer
+    bool ints;          // i32 accumulator
+    double scale;       // operands are staged as value · scale (f8 e4m3 on gfx94x: see emit_mfma)
+  };
+  /// The MFMA for operands of type `et` on `arch` (gfx90a, gfx94x), from the CDNA2 / CDNA3 ISA's MFMA tables:
+  /// f16 / bf16 (_1k) 32x32x8 and 16x16x16; f32 32x32x2 and 16x16x4 (full f32 products; tf32 on NVIDIA);
+  /// i8 32x32x16 / 16x16x32 on gfx94x (eight bytes a lane) and 32x32x8 / 16x16x16 on gfx90a (four);
+  /// f8 e4m3 / e5m2 (fp8_fp8 / bf8_bf8) 32x32x16 / 16x16x32 from gfx940 on. Throws Unsupported naming the rule.
+  MfmaKind mfma_kind(int id, DType et) const {
+    const bool cdna3 = t_.arch.rfind("gfx94", 0) == 0;
+    switch (et) {
+      case DType::f16: return {"__builtin_amdgcn_mfma_f32_32x32x8f16", "__builtin_amdgcn_mfma_f32_16x16x16f16", 4, 2, "tj_f16x4", false, 1};
+      case DType::bf16:
+        return {"__builtin_amdgcn_mfma_f32_32x32x8bf16_1k", "__builtin_amdgcn_mfma_f32_16x16x16bf16_1k", 4, 2, "tj_i16x4", false, 1};
+      case DType::f32: return {"__builtin_amdgcn_mfma_f32_32x32x2f32", "__builtin_amdgcn_mfma_f32_16x16x4f32", 1, 4, "float", false, 1};
+      case DType::i8:
+        if (cdna3) return {"__builtin_amdgcn_mfma_i32_32x32x16_i8", "__builtin_amdgcn_mfma_i32_16x16x32_i8", 8, 1, "long", true, 1};
+        return {"__builtin_amdgcn_mfma_i32_32x32x8i8", "__builtin_amdgcn_mfma_i32_16x16x16i8", 4, 1, "int", true, 1};
+      case DType::f8e4nv:
+      case DType::f8e5:
+        if (!cdna3)
+          throw Unsupported(fmt::format("dot %{}: {} MFMA needs gfx940 or newer (CDNA3's fp8 instructions); {} has none", id, name(et), t_.arch));
+        if (et == DType::f8e4nv)
+          return {"__builtin_amdgcn_mfma_f32_32x32x16_fp8_fp8", "__builtin_amdgcn_mfma_f32_16x16x32_fp8_fp8", 8, 1, "long", false, 0.5};
+        return {"__builtin_amdgcn_mfma_f32_32x32x16_bf8_bf8", "__builtin_amdgcn_mfma_f32_16x16x32_bf8_bf8", 8, 1, "long", false, 1};
+      default:
+        throw Unsupported(fmt::format("dot %{}: MFMA lowering takes f16, bf16, f32, i8, f8e4m3 or f8e5m2 operands, not {}", id, name(et)));
+    }
+  }
+
+  /// acc + a·b with AMD MFMA (CDNA wave64; the instruction per type in mfma_kind), the accumulator (f32, i32 for
+  /// i8) in the MFMA layout (layout/encodings/mfma.hpp). The operands are staged through shared memory from their
+  /// own layouts (A as [M, K], B as [K, N], in their element size), then each wavefront reads its fragments: for
+  /// an R x R instruction whose lanes hold kw consecutive K elements, lane l holds
+  /// A[row0 + l % R][k + kw·(l / R) + 0..kw-1] and B[k + kw·(l / R) + 0..kw-1][col0 + l % R] (K = kw·64/R per
+  /// instruction), and accumulator VGPR v holds D[row0 + 8·(v / 4)·(R == 32) + 4·(l / R) + v % 4][col0 + l % R]
+  /// (AMD CDNA3 ISA, MFMA operand layouts; Triton's AMD MFMA lowering uses the same, with kWidth = kw).
+  /// f8 on gfx94x: CDNA3's fp8 are the FNUZ formats (exponent bias one more than OCP's, NaN = 0x80, no
+  /// infinity or -0). Every OCP e5m2 value is exactly an e5m2fnuz value, so e5m2 is converted as it is
+  /// (v_cvt_pk_bf8_f32); OCP e4m3 reaches 448, past e4m3fnuz's 240, but v/2 is exact in e4m3fnuz for every OCP
+  /// e4m3 v: the operands are staged as v/2 (v_cvt_pk_fp8_f32), the accumulator enters as acc/4 and leaves ×4
+  /// (powers of two: exact). NaN inputs stay NaN; OCP e5m2 infinities become NaN.
   /// Compiled for gfx90a/gfx942 in CI; never run here (no AMD GPU).
   void emit_mfma(int id) {
     const Node& n = k_[id];
     const int a = n.args[0], b = n.args[1];
     const ir::Type& ta = k_[a].type;
     const DType et = ta.dtype;
-    if (et != DType::f16 && et != DType::bf16)
-      throw Unsupported(fmt::format("dot %{}: MFMA lowering takes f16 or bf16 operands, not {}", id, name(et)));
+    const MfmaKind mk = mfma_kind(id, et);
     const int M = ta.shape[0], K = ta.shape[1], N = n.type.shape[1];
-    const int Rm = plan_.dot_mfma[static_cast<std::size_t>(id)], kstep = 4 * 64 / Rm, nacc = Rm * Rm / 64;
+    const int Rm = plan_.dot_mfma[static_cast<std::size_t>(id)], kstep = mk.kw * 64 / Rm, nacc = Rm * Rm / 64;
     if (K % kstep != 0)
       throw Unsupported(fmt::format("dot %{}: K = {} is not a multiple of the MFMA {}x{} instruction's K ({})", id, K, Rm, Rm, kstep));
     const auto [wM, wN] = plan_.dot_split[static_cast<std::size_t>(id)];
-    const int a_bytes = M * K * 2, b_off = (a_bytes + 15) / 16 * 16;
-    smem_bytes_ = std::max(smem_bytes_, b_off + K * N * 2);
-    const char* to16 = et == DType::bf16 ? "tj_f32_to_bf16" : "tj_f32_to_f16";
-    line(fmt::format("// dot %{}: MFMA {}x{}x{} over wavefronts [{}, {}], operands staged in shared memory", id, Rm, Rm, kstep, wM, wN));
+    const int a_bytes = M * K * mk.es, b_off = (a_bytes + 15) / 16 * 16;
+    smem_bytes_ = std::max(smem_bytes_, b_off + K * N * mk.es);
+    const char* st_t = mk.es == 4 ? "float" : mk.es == 2 ? "unsigned short" : "unsigned char";
+    // Register value -> staged element.
+    auto staged = [&](const std::string& x) -> std::string {
+      switch (et) {
+        case DType::f16: return fmt::format("tj_f32_to_f16({})", x);
+        case DType::bf16: return fmt::format("tj_f32_to_bf16({})", x);
+        case DType::f32: return x;
+        case DType::i8: return fmt::format("(unsigned char)({})", x);
+        case DType::f8e4nv: return fmt::format("(unsigned char)__builtin_amdgcn_cvt_pk_fp8_f32(({}) * 0.5f, 0.0f, 0, false)", x);
+        default: return fmt::format("(unsigned char)__builtin_amdgcn_cvt_pk_bf8_f32({}, 0.0f, 0, false)", x);
+      }
+    };
+    const std::string fn = Rm == 32 ? mk.fn32 : mk.fn16;
+    line(fmt::format("// dot %{}: MFMA {}x{}x{} ({}) over wavefronts [{}, {}], operands staged in shared memory", id, Rm, Rm, kstep,
+                     fn.substr(fn.find("mfma_")), wM, wN));
     plan_diag_.push_back(fmt::format("dot %{}: MFMA {}x{}x{}, operands [{},{}] and [{},{}] staged through {} bytes of shared memory",
-                                     id, Rm, Rm, kstep, M, K, K, N, b_off + K * N * 2));
+                                     id, Rm, Rm, kstep, M, K, K, N, b_off + K * N * mk.es));
     auto stage = [&](int val, int cols, int base) {
       const ir::TileLayout& tl = TL(val);
       const std::string own = owner_predicate(tl);
       for (int r = 0; r < R(val); ++r) {
         if (canonical(r, val) != r) continue;
-        const std::string st = fmt::format("((unsigned short*)(tj_smem + {}))[({}) * {} + ({})] = {}({});", base, coord(tl, r, 0), cols,
-                                           coord(tl, r, 1), to16, v(val, r));
+        const std::string st = fmt::format("(({}*)(tj_smem + {}))[({}) * {} + ({})] = {};", st_t, base, coord(tl, r, 0), cols,
+                                           coord(tl, r, 1), staged(v(val, r)));
         line(own.empty() ? st : fmt::format("if ({}) {}", own, st));
       }
     };
@@ -2365,13 +2416,23 @@ class Emitter {
     const ir::TileLayout& lc = TL(id);
     std::map<std::pair<int, int>, int> table;
     for (int r = 0; r < R(id); ++r) table.emplace(std::pair{D(lc).register_coord(r, 0), D(lc).register_coord(r, 1)}, r);
-    line(fmt::format("float v{}[{}];", id, R(id)));
+    line(fmt::format("{} v{}[{}];", mk.ints ? "int" : "float", id, R(id)));
     for (int r = 0; r < R(id); ++r) line(fmt::format("v{}[{}] = {};", id, r, opnd(id, 2, r)));
     const std::string lr = fmt::format("(tj_lane % {})", Rm), lg = fmt::format("(tj_lane / {})", Rm);
-    const char* vt = et == DType::bf16 ? "tj_i16x4" : "tj_f16x4";
-    const std::string fn = Rm == 32 ? (et == DType::bf16 ? "__builtin_amdgcn_mfma_f32_32x32x8bf16_1k" : "__builtin_amdgcn_mfma_f32_32x32x8f16")
-                                    : (et == DType::bf16 ? "__builtin_amdgcn_mfma_f32_16x16x16bf16_1k" : "__builtin_amdgcn_mfma_f32_16x16x16f16");
-    const std::string accv = Rm == 32 ? "tj_f32x16" : "tj_f32x4";
+    const std::string accv = fmt::format("tj_{}32x{}", mk.ints ? "i" : "f", Rm == 32 ? 16 : 4);
+    const double acc_in = mk.scale * mk.scale;  // the products come out scaled by scale²
+    // The kw elements of one lane's fragment as the builtin's operand: a vector of 16-bit values, one float, or kw
+    // bytes packed little-endian into an int / long (the first K element in the lowest byte).
+    auto fragment = [&](const std::string& p, int stride) {
+      if (mk.kw == 1) return fmt::format("{}[0]", p);
+      if (mk.es == 2)
+        return fmt::format("__builtin_bit_cast({}, tj_i16x4{{(short){}[0], (short){}[{}], (short){}[{}], (short){}[{}]}})", mk.opnd, p, p, stride, p,
+                           2 * stride, p, 3 * stride);
+      std::string packed;
+      const char* wide = mk.kw == 8 ? "(unsigned long long)" : "(unsigned)";
+      for (int j = 0; j < mk.kw; ++j) packed += fmt::format("{}({}{}[{}] << {})", j ? " | " : "", wide, p, j * stride, 8 * j);
+      return fmt::format("({})({})", mk.opnd, packed);
+    };
     for (int rm = 0; rm < M / (Rm * wM); ++rm)
       for (int rn = 0; rn < N / (Rm * wN); ++rn) {
         const int om = Rm * wM * rm, on = Rm * wN * rn;
@@ -2384,19 +2445,16 @@ class Emitter {
         line("{");
         line(fmt::format("  const int tj_r0 = {} + {} * (tj_warp / {}), tj_c0 = {} + {} * (tj_warp % {});", om, Rm, wN, on, Rm, wN));
         std::string init;
-        for (int vg = 0; vg < nacc; ++vg) init += fmt::format("{}v{}[{}]", vg ? ", " : "", id, acc[static_cast<std::size_t>(vg)]);
+        for (int vg = 0; vg < nacc; ++vg)
+          init += fmt::format("{}v{}[{}]{}", vg ? ", " : "", id, acc[static_cast<std::size_t>(vg)], acc_in != 1 ? fmt::format(" * {:.6g}f", acc_in) : "");
         line(fmt::format("  {} tj_d = {{{}}};", accv, init));
         line(fmt::format("  for (int tj_k = 0; tj_k < {}; tj_k += {}) {{", K, kstep));
-        line(fmt::format("    const unsigned short* tj_pa = (const unsigned short*)tj_smem + (tj_r0 + {}) * {} + tj_k + 4 * {};", lr, K, lg));
-        line(fmt::format("    const unsigned short* tj_pb = (const unsigned short*)(tj_smem + {}) + (tj_k + 4 * {}) * {} + tj_c0 + {};", b_off, lg, N, lr));
-        line("    const tj_i16x4 tj_ai = {(short)tj_pa[0], (short)tj_pa[1], (short)tj_pa[2], (short)tj_pa[3]};");
-        line(fmt::format("    const tj_i16x4 tj_bi = {{(short)tj_pb[0], (short)tj_pb[{}], (short)tj_pb[{}], (short)tj_pb[{}]}};", N, 2 * N, 3 * N));
-        if (et == DType::bf16)
-          line(fmt::format("    tj_d = {}(tj_ai, tj_bi, tj_d, 0, 0, 0);", fn));
-        else
-          line(fmt::format("    tj_d = {}(__builtin_bit_cast({}, tj_ai), __builtin_bit_cast({}, tj_bi), tj_d, 0, 0, 0);", fn, vt, vt));
+        line(fmt::format("    const {0}* tj_pa = (const {0}*)tj_smem + (tj_r0 + {1}) * {2} + tj_k + {3} * {4};", st_t, lr, K, mk.kw, lg));
+        line(fmt::format("    const {0}* tj_pb = (const {0}*)(tj_smem + {1}) + (tj_k + {2} * {3}) * {4} + tj_c0 + {5};", st_t, b_off, mk.kw, lg, N, lr));
+        line(fmt::format("    tj_d = {}({}, {}, tj_d, 0, 0, 0);", fn, fragment("tj_pa", 1), fragment("tj_pb", N)));
         line("  }");
-        for (int vg = 0; vg < nacc; ++vg) line(fmt::format("  v{}[{}] = tj_d[{}];", id, acc[static_cast<std::size_t>(vg)], vg));
+        for (int vg = 0; vg < nacc; ++vg)
+          line(fmt::format("  v{}[{}] = tj_d[{}]{};", id, acc[static_cast<std::size_t>(vg)], vg, acc_in != 1 ? fmt::format(" * {:.1f}f", 1 / acc_in) : ""));
         line("}");
       }
     line(sync() + "  // the staging buffer may be written again (a later iteration)");

@@ -162,6 +162,8 @@ typedef short tj_i16x4 __attribute__((ext_vector_type(4)));
 typedef _Float16 tj_f16x4 __attribute__((ext_vector_type(4)));
 typedef float tj_f32x4 __attribute__((ext_vector_type(4)));
 typedef float tj_f32x16 __attribute__((ext_vector_type(16)));
+typedef int tj_i32x4 __attribute__((ext_vector_type(4)));
+typedef int tj_i32x16 __attribute__((ext_vector_type(16)));
 static __device__ __forceinline__ float tj_shfl_xor(float v, int m) { return __shfl_xor(v, m); }
 static __device__ __forceinline__ int tj_shfl_xor(int v, int m) { return __shfl_xor(v, m); }
 static __device__ __forceinline__ float tj_fmod(float a, float b) { return __builtin_fmodf(a, b); }

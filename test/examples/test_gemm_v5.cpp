@@ -366,9 +366,54 @@ TEST_CASE("every_gemm_rung_compiles_for_amd_with_mfma") {
   hip(examples::MatmulV4<64, 96, tj::bf16>{}, 4, "gfx942", "mfma_f32_16x16x16bf16_1k");
   hip(examples::MatmulV5<128, 128, tj::f16>{}, 4, "gfx942", "mfma_f32_32x32x8f16");
   hip(examples::MatmulV5<64, 96, tj::bf16>{}, 4, "gfx90a", "mfma_f32_16x16x16bf16_1k");
+  // i8 (eight bytes a lane on CDNA3, four on CDNA2), f32 (full f32 products), f8 (CDNA3's FNUZ formats).
+  hip(examples::MatmulV5<128, 128, std::int8_t>{}, 4, "gfx942", "mfma_i32_32x32x16_i8");
+  hip(examples::MatmulV5<64, 96, std::int8_t>{}, 4, "gfx942", "mfma_i32_16x16x32_i8");
+  hip(examples::MatmulV5<128, 128, std::int8_t>{}, 4, "gfx90a", "mfma_i32_32x32x8i8");
+  hip(examples::MatmulV5<64, 64, float>{}, 4, "gfx942", "mfma_f32_32x32x2f32");
+  hip(examples::MatmulV5<64, 96, float>{}, 4, "gfx90a", "mfma_f32_16x16x4f32");
+  hip(examples::MatmulV5<128, 128, tj::f8e4m3>{}, 4, "gfx942", "mfma_f32_32x32x16_fp8_fp8");
+  hip(examples::MatmulV5<64, 96, tj::f8e5m2>{}, 4, "gfx942", "mfma_f32_16x16x32_bf8_bf8");
   CHECK_THROWS_WITH_AS(tj::codegen::generate(tj::trace(examples::MatmulV5<64, 64, tj::f8e4m3>{}), {},
-                                             tj::codegen::target_for("gfx942"), {.num_warps = 4}),
-                       doctest::Contains("MFMA lowering takes f16 or bf16"), tj::Unsupported);
+                                             tj::codegen::target_for("gfx90a"), {.num_warps = 4}),
+                       doctest::Contains("needs gfx940 or newer"), tj::Unsupported);
+}
+
+TEST_CASE("mfma_f8_e4m3_is_staged_at_half_scale_and_e5m2_as_it_is") {
+  // CDNA3's fp8 are FNUZ: e4m3 operands go in as v/2 (exact), the accumulator in as acc/4 and out x4; e5m2 as is.
+  const auto e4 = tj::codegen::generate(tj::trace(examples::MatmulV5<128, 128, tj::f8e4m3>{}), {}, tj::codegen::target_for("gfx942"),
+                                        {.num_warps = 4});
+  CHECK(e4.source.find("__builtin_amdgcn_cvt_pk_fp8_f32((") != std::string::npos);
+  CHECK(e4.source.find(") * 0.5f, 0.0f, 0, false)") != std::string::npos);
+  CHECK(e4.source.find(" * 0.25f") != std::string::npos);
+  CHECK(e4.source.find("] * 4.0f;") != std::string::npos);
+  const auto e5 = tj::codegen::generate(tj::trace(examples::MatmulV5<128, 128, tj::f8e5m2>{}), {}, tj::codegen::target_for("gfx942"),
+                                        {.num_warps = 4});
+  CHECK(e5.source.find("__builtin_amdgcn_cvt_pk_bf8_f32(") != std::string::npos);
+  CHECK(e5.source.find(") * 0.5f, 0.0f") == std::string::npos);
+  CHECK(e5.source.find(" * 0.25f") == std::string::npos);
+  // Exactness of the e4m3 rule, on the host: every finite OCP e4m3 value halved is an e4m3fnuz value (bias 8,
+  // 3 mantissa bits, subnormals down to 2^-10, largest 240).
+  auto fnuz_exact = [](double x) {
+    if (x == 0) return true;
+    const double ax = std::fabs(x);
+    if (ax > 240) return false;
+    int e = 0;
+    (void)std::frexp(ax, &e);  // ax = f * 2^e, f in [0.5, 1)
+    const int q = std::max(e - 1, -7) - 3;  // the spacing exponent: normals 2^(e-1-3), subnormals 2^-10
+    return std::ldexp(std::round(std::ldexp(ax, -q)), q) == ax;
+  };
+  int finite = 0;
+  for (int bits = 0; bits < 256; ++bits) {
+    tj::f8e4m3 h;
+    h.bits = static_cast<std::uint8_t>(bits);
+    const float v = static_cast<float>(h);
+    if (std::isnan(v)) continue;
+    ++finite;
+    CAPTURE(bits);
+    CHECK(fnuz_exact(v / 2.0));
+  }
+  CHECK(finite == 254);
 }
 
 namespace {
