@@ -19,9 +19,10 @@
 //   BM_GemmLoop/*/n     n GEMMs 4096³ (examples/gemm rung 4, GPU-bound), n = 50 and 500
 // Targets (issue 6): GPU-bound < 1% overhead, tiny launches < 1.3×, flushing < 2%.
 //
-//   BM_DeviceEvents     a 4096³ bf16 GEMM (rung 5, warp-specialised, 128×256, 4 stages) with and without device
-//                       events (lang/events.hpp), 20 launches each under a CUPTI session: the kernel times, their
-//                       ratio, and what the events measured — mean TMA issue -> arrival per stage and program span
+//   BM_DeviceEvents     a 4096³ bf16 GEMM (rung 5, warp-specialised, 128×256, 4 stages) without device events,
+//                       with them (lang/events.hpp), and with wgmma pairs too, 20 launches each under a CUPTI
+//                       session: the kernel times, their ratios, and what the events measured — mean TMA issue ->
+//                       arrival per stage, wgmma commit -> the wait that saw it complete, and program span
 //
 //   BM_HostLaunch/*     the profiler's own host cost per launch, no GPU needed (below)
 //
@@ -515,9 +516,12 @@ void BM_DeviceEvents(benchmark::State& st) {
   auto plain = tj::compile<K>(gpu(), o);
   o.device_events = true;
   auto instr = tj::compile<K>(gpu(), o);
+  o.device_events_wgmma = true;
+  auto instr_wgmma = tj::compile<K>(gpu(), o);
   const tj::Grid grid{(M / 128) * (M / 256)};
   plain.launch(grid, ad, bd, c, M, M, M);
   instr.launch(grid, ad, bd, c, M, M, M);
+  instr_wgmma.launch(grid, ad, bd, c, M, M, M);
   gpu().synchronize();
   tp::Options po;
   po.backend = "cupti";
@@ -531,8 +535,12 @@ void BM_DeviceEvents(benchmark::State& st) {
         tp::Scope x("plain");
         plain.launch(grid, ad, bd, c, M, M, M);
       }
-      tp::Scope y("instrumented");
-      instr.launch(grid, ad, bd, c, M, M, M);
+      {
+        tp::Scope y("instrumented");
+        instr.launch(grid, ad, bd, c, M, M, M);
+      }
+      tp::Scope z("with wgmma pairs");
+      instr_wgmma.launch(grid, ad, bd, c, M, M, M);
     }
     gpu().synchronize();
     const auto root = nlohmann::json::parse(*tp::get(s, tp::current_phase(s)))[0];
@@ -541,21 +549,28 @@ void BM_DeviceEvents(benchmark::State& st) {
     const auto* is = find_node(root, "instrumented");
     const auto* p = ps ? find_node(*ps, plain.ir().name) : nullptr;
     const auto* i = is ? find_node(*is, instr.ir().name) : nullptr;
-    if (!p || !i || !p->at("metrics").contains("time (ns)") || !i->at("metrics").contains("time (ns)"))
+    const auto* ws = find_node(root, "with wgmma pairs");
+    const auto* w = ws ? find_node(*ws, instr.ir().name) : nullptr;
+    if (!p || !i || !w || !p->at("metrics").contains("time (ns)") || !i->at("metrics").contains("time (ns)") ||
+        !w->at("metrics").contains("time (ns)"))
       return st.SkipWithError("kernel nodes missing from the profile");
     const double tp_us = p->at("metrics").at("time (ns)").get<double>() / p->at("metrics").at("count").get<double>() / 1e3;
     const double ti_us = i->at("metrics").at("time (ns)").get<double>() / i->at("metrics").at("count").get<double>() / 1e3;
     st.counters["plain_us"] = tp_us;
     st.counters["instrumented_us"] = ti_us;
     st.counters["ratio"] = ti_us / tp_us;
+    const double tw_us = w->at("metrics").at("time (ns)").get<double>() / w->at("metrics").at("count").get<double>() / 1e3;
+    st.counters["wgmma_pairs_us"] = tw_us;
+    st.counters["ratio_wgmma"] = tw_us / tp_us;
     st.counters["TFLOPs_plain"] = 2.0 * M * M * M / (tp_us * 1e6);
     auto mean_us = [&](const char* site) {
-      const auto* n = find_node(*i, site);
+      const auto* n = find_node(*w, site);
       if (!n || !n->at("metrics").contains("async_pairs")) return -1.0;
       return n->at("metrics").at("async_ns").get<double>() / n->at("metrics").at("async_pairs").get<double>() / 1e3;
     };
     st.counters["tma_issue_to_arrival_us"] = mean_us("TMA loop");
     st.counters["program_us"] = mean_us("program");
+    st.counters["wgmma_commit_to_wait_us"] = mean_us("wgmma");
     st.SetIterationTime(ti_us / 1e6);
   }
   std::filesystem::remove_all(dir);

@@ -105,6 +105,10 @@ class Emitter {
         ev_pipe_site_[p.loop] = static_cast<int>(ev_sites_.size());
         ev_sites_.push_back(fmt::format("TMA loop %{}", p.loop));
       }
+      if (o_.device_events_wgmma && std::any_of(plan_.dot_wgmma.begin(), plan_.dot_wgmma.end(), [](auto w) { return w != 0; })) {
+        ev_wgmma_ = static_cast<int>(ev_sites_.size());
+        ev_sites_.push_back("wgmma");
+      }
     }
   }
 
@@ -179,7 +183,8 @@ class Emitter {
         src += fmt::format("  const int tj_c{}_{} = {};  (void)tj_c{}_{};\n", l, dim, base_coord(plan_.layouts[l], dim), l, dim);
     src += "  (void)tj_lane; (void)tj_warp;\n";
     if (o_.device_events) {
-      src += "  tj_evcur tj_evc = {0u, 0u};  // device-event slots this thread has reserved\n";
+      src += "  tj_evcur tj_evc = {0u, 0u, 16u, ~0u};  // device-event slots this thread has reserved\n";
+      src += "  unsigned tj_wgi = 0u, tj_wgd = 0u;  (void)tj_wgi; (void)tj_wgd;  // wgmma groups committed / seen complete\n";
       src += "  if (tj_tid == 0) " + event_call(ev_program_, 0, "0") + "  // the program's span begins\n";
     }
     if (dynamic) {
@@ -763,6 +768,14 @@ class Emitter {
     if (o_.device_events)  // one record per consumer warp group
       line(fmt::format("if (tj_tid % 128 == 0) {}  // the stage has landed", event_call(ev_pipe_site_.at(L), 1, fmt::format("tj_it{}", L))));
   }
+  /// wgmma.wait_group n: every group of this warp group but the n most recent has completed. With device events,
+  /// the groups completed since the last wait end here (ids as at their commit).
+  void wgmma_wait(std::size_t n, const std::string& comment = "") {
+    line(fmt::format("asm volatile(\"wgmma.wait_group.sync.aligned {};\" ::: \"memory\");{}", n, comment));
+    if (ev_wgmma_ >= 0)
+      line(fmt::format("for (; tj_wgd + {}u < tj_wgi; ++tj_wgd) if (tj_tid % 128 == 0) {}", n,
+                       event_call(ev_wgmma_, 1, "((unsigned)(tj_tid / 128) << 24) | tj_wgd")));
+  }
   /// A call of the prelude's tj_event: site, kind (0 begin, 1 end), id (an unsigned expression).
   static std::string event_call(int site, int kind, const std::string& id) {
     return fmt::format("tj_event(tj_events, tj_evc, {}u, {}u, (unsigned)({}), tj_warp);", site, kind, id);
@@ -776,8 +789,7 @@ class Emitter {
     // With a prefetch the stage refilled next is the previous iteration's: its groups are retired by leaving this
     // iteration's in flight. Without one (a single stage) the next copy overwrites this very stage: wait for all.
     if (!p.async_dots.empty())
-      line(fmt::format("asm volatile(\"wgmma.wait_group.sync.aligned {};\" ::: \"memory\");",
-                       p.prefetch > 0 ? p.async_dots.size() : std::size_t{0}));
+      wgmma_wait(p.prefetch > 0 ? p.async_dots.size() : std::size_t{0});
     if (ws_) {
       // Release a stage no wgmma reads any more: this iteration's when nothing is left in flight, else the previous one's.
       // In a loop nested in a persistent loop the previous stage is this run's own (the last stage of the previous
@@ -1736,7 +1748,7 @@ class Emitter {
         if (pingpong_ && arg(0) == pp_hand_)  // group 1 handed a last turn to group 0 in its final iteration: take it
           line("if (tj_warp / 4 == 0) asm volatile(\"bar.sync 2, 256;\" ::: \"memory\");  // the last hand-off");
         if (pi >= 0 && !pipes_[static_cast<std::size_t>(pi)].async_dots.empty())
-          line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");  // the accumulators are final");
+          wgmma_wait(0, "  // the accumulators are final");
         if (pi >= 0 && ws_ && parent_[static_cast<std::size_t>(arg(0))] >= 0 && release_lag(pipes_[static_cast<std::size_t>(pi)])) {
           // Nested in a persistent loop: the producer refills the last stage for the next outer iteration, so release it
           // now (its wgmma has completed) rather than in the first iteration of the next run, after the epilogue.
@@ -2055,7 +2067,7 @@ class Emitter {
     line(fmt::format("const unsigned tj_sb{} = tj_smem_addr(tj_smem) + {};", id, b_off));
     WgmmaOperand A{fmt::format("tj_sa{}", id), M}, B{fmt::format("tj_sb{}", id), N};
     emit_wgmma_instructions(id, id, A, B, N, K, ta.dtype);
-    line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");");
+    wgmma_wait(0);
     line(sync() + "  // the staging buffer may be written again (a later iteration)");
   }
 
@@ -2175,6 +2187,10 @@ class Emitter {
                        N, kstep, dty, ty, ty, regs, N / 2, N / 2 + 1, imm, cn, A.addr, slab * A.rows * 128 + kin, bd));
     }
     line("asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");");
+    if (ev_wgmma_ >= 0) {  // the group is issued: its sequence number in this warp group, the warp group above bit 24
+      line(fmt::format("if (tj_tid % 128 == 0) {}", event_call(ev_wgmma_, 0, "((unsigned)(tj_tid / 128) << 24) | tj_wgi")));
+      line("++tj_wgi;");
+    }
     if (pingpong_ && id == pp_last_) {
       line("asm volatile(\"bar.arrive %0, 256;\" :: \"r\"(3 - tj_warp / 4) : \"memory\");  // the other group's turn");
       in_turn_ = false;
@@ -2263,7 +2279,7 @@ class Emitter {
       deferred_.push_back(id);
       return;
     }
-    line("asm volatile(\"wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");");
+    wgmma_wait(0);
   }
 
   /// How many of the oldest deferred wgmma must complete before node `id` runs: up to the newest one it reads;
@@ -2300,8 +2316,7 @@ class Emitter {
   /// wait (CUTLASS's warpgroup_fence_operand).
   void retire_deferred(std::size_t count) {
     if (count == 0) return;
-    line(fmt::format("asm volatile(\"wgmma.wait_group.sync.aligned {};\" ::: \"memory\");  // deferred wgmma complete",
-                     deferred_.size() - count));
+    wgmma_wait(deferred_.size() - count, "  // deferred wgmma complete");
     for (std::size_t i = 0; i < count; ++i) {
       const int d = deferred_[i];
       std::string cons;
@@ -2596,6 +2611,7 @@ class Emitter {
   std::vector<ir::AxisInfo> axes_;
   std::vector<std::string> ev_sites_;  // device events: Generated::event_sites
   int ev_program_ = -1;                // ... the "program" span's site
+  int ev_wgmma_ = -1;                  // ... wgmma groups, commit -> the wait that saw them complete
   std::map<int, int> ev_pipe_site_;    // ... each TMA pipeline's site, by its loop
 };
 

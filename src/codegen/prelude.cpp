@@ -300,28 +300,40 @@ static __device__ __forceinline__ unsigned tj_swz128(int row, int b, int rows) {
 }
 
 std::string events_prelude(bool cuda) {
-  // One record per event, 32 bytes; the layout is profiler::DeviceEvent's. A recording thread reserves slots 32 at
-  // a time with one atomic (so it waits for the L2 round trip once per 32 events, not per event: one counter for
-  // the whole grid, hit per event, made a warp-specialised GEMM 1.7x slower); the host zeroes the buffer first and
-  // skips slots whose time is 0 (reserved, not written).
+  // One record per event, 32 bytes; the layout is profiler::DeviceEvent's. A recording thread reserves slots in
+  // growing chunks with one atomic each, the next chunk ahead of need (one counter for the whole grid, hit per
+  // event and waited for, made a warp-specialised GEMM 1.7x slower); the host zeroes the buffer first and skips
+  // slots whose time is 0 (reserved, not written).
   std::string s = R"(// Device events (codegen::Options::device_events).
 struct tj_evrec { unsigned long long t, clk; unsigned program, id; unsigned short site; unsigned char warp, kind; unsigned sm; };
 struct tj_evbuf { unsigned count, capacity, dropped, reserved; tj_evrec rec[1]; };
-struct tj_evcur { unsigned next, end; };  // this thread's reserved slots [next, end)
+// This thread's reserved slots [next, end); `size`: the next chunk's; `pre`: a chunk reserved ahead (~0u: none).
+struct tj_evcur { unsigned next, end, size, pre; };
+struct tj_evbuf;
+static __device__ __forceinline__ unsigned tj_ev_reserve(tj_evbuf* b, unsigned n);
+// Chunks grow 16, 32, ... 256 slots; from the second on, the next one is reserved as soon as one is taken, so its
+// atomic's round trip overlaps the events recorded meanwhile (the result is read only when the chunk runs out).
+static __device__ __forceinline__ void tj_ev_next_chunk(tj_evbuf* b, tj_evcur& cur) {
+  const unsigned n = cur.size;
+  cur.next = cur.pre != ~0u ? cur.pre : tj_ev_reserve(b, n);
+  cur.end = cur.next + n;
+  cur.size = n < 256u ? 2u * n : 256u;
+  cur.pre = n > 16u || cur.size > 32u ? tj_ev_reserve(b, cur.size) : ~0u;
+}
 )";
-  s += cuda ? R"(static __device__ __forceinline__ void tj_event(tj_evbuf* b, tj_evcur& cur, unsigned site, unsigned kind, unsigned id, int warp) {
+  s += cuda ? R"(static __device__ __forceinline__ unsigned tj_ev_reserve(tj_evbuf* b, unsigned n) {
+  unsigned base;
+  asm volatile("atom.global.add.u32 %0, [%1], %2;" : "=r"(base) : "l"(&b->count), "r"(n) : "memory");
+  return base;
+}
+static __device__ __forceinline__ void tj_event(tj_evbuf* b, tj_evcur& cur, unsigned site, unsigned kind, unsigned id, int warp) {
   if (b == 0) return;  // launched without a profiler session: nothing is recorded
   unsigned long long t, c;
   unsigned sm;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   asm volatile("mov.u64 %0, %%clock64;" : "=l"(c));
   asm("mov.u32 %0, %%smid;" : "=r"(sm));
-  if (cur.next == cur.end) {
-    unsigned base;
-    asm volatile("atom.global.add.u32 %0, [%1], 32;" : "=r"(base) : "l"(&b->count) : "memory");
-    cur.next = base;
-    cur.end = base + 32u;
-  }
+  if (cur.next == cur.end) tj_ev_next_chunk(b, cur);
   const unsigned i = cur.next++;
   if (i >= b->capacity) {  // full: counted, lost
     asm volatile("red.global.add.u32 [%0], 1;" :: "l"(&b->dropped) : "memory");
@@ -333,14 +345,14 @@ struct tj_evcur { unsigned next, end; };  // this thread's reserved slots [next,
   r->id = id; r->site = (unsigned short)site; r->warp = (unsigned char)warp; r->kind = (unsigned char)kind; r->sm = sm;
 }
 )"
-            : R"(static __device__ __forceinline__ void tj_event(tj_evbuf* b, tj_evcur& cur, unsigned site, unsigned kind, unsigned id, int warp) {
+            : R"(static __device__ __forceinline__ unsigned tj_ev_reserve(tj_evbuf* b, unsigned n) {
+  return __atomic_fetch_add(&b->count, n, __ATOMIC_RELAXED);
+}
+static __device__ __forceinline__ void tj_event(tj_evbuf* b, tj_evcur& cur, unsigned site, unsigned kind, unsigned id, int warp) {
   if (b == 0) return;
   // s_memrealtime: the 100 MHz constant clock of gfx9 (10 ns per tick); s_memtime: the shader clock.
   const unsigned long long t = __builtin_amdgcn_s_memrealtime() * 10ull, c = __builtin_amdgcn_s_memtime();
-  if (cur.next == cur.end) {
-    cur.next = __atomic_fetch_add(&b->count, 32u, __ATOMIC_RELAXED);
-    cur.end = cur.next + 32u;
-  }
+  if (cur.next == cur.end) tj_ev_next_chunk(b, cur);
   const unsigned i = cur.next++;
   if (i >= b->capacity) {
     __atomic_fetch_add(&b->dropped, 1u, __ATOMIC_RELAXED);

@@ -206,19 +206,31 @@ TEST_CASE("device_events_generate_nothing_unless_asked_and_compile_for_every_tar
 TEST_CASE("device_events_mark_the_tma_pipeline_between_producer_and_consumer_warp_groups") {
   const auto ir = tj::trace(examples::MatmulV5<128, 128, tj::bf16>{});
   const auto g = tj::codegen::generate(ir, {}, tj::codegen::target_for("sm_90a"),
-                                       {.num_warps = 8, .num_stages = 3, .warp_specialize = true, .device_events = true});
-  REQUIRE(g.event_sites.size() == 2);
+                                       {.num_warps = 8, .num_stages = 3, .warp_specialize = true, .device_events = true,
+                                        .device_events_wgmma = true});
+  REQUIRE(g.event_sites.size() == 3);
   CHECK(g.event_sites[0] == "program");
   CHECK(g.event_sites[1].rfind("TMA loop %", 0) == 0);
+  CHECK(g.event_sites[2] == "wgmma");
+  // Each wgmma group: begin at its commit, end at the wait that sees it complete.
+  CHECK(g.source.find("if (tj_tid % 128 == 0) tj_event(tj_events, tj_evc, 2u, 0u, (unsigned)(((unsigned)(tj_tid / 128) << 24) | tj_wgi)") !=
+        std::string::npos);
+  CHECK(g.source.find("; ++tj_wgd) if (tj_tid % 128 == 0) tj_event(tj_events, tj_evc, 2u, 1u,") != std::string::npos);
   // The producer's issue (in tj_issue<L>, its first lane) and each consumer warp group's arrival.
   CHECK(g.source.find("tj_event(tj_events, tj_evc, 1u, 0u, (unsigned)(it), tj_warp);") != std::string::npos);
   CHECK(g.source.find("if (tj_tid % 128 == 0) tj_event(tj_events, tj_evc, 1u, 1u,") != std::string::npos);
   const auto r = tj::compile_for_arch<examples::MatmulV5<128, 128, tj::bf16>>(
       "sm_90a", {.num_warps = 8, .num_stages = 3, .warp_specialize = true, .device_events = true});
   CHECK(!r.binary.bytes.empty());
-  // Without warp specialisation thread 0 issues: the same two sites.
-  const auto plain = tj::codegen::generate(ir, {}, tj::codegen::target_for("sm_90a"), {.num_warps = 8, .num_stages = 3, .device_events = true});
+  // Without warp specialisation thread 0 issues: the same sites.
+  const auto plain = tj::codegen::generate(ir, {}, tj::codegen::target_for("sm_90a"),
+                                           {.num_warps = 8, .num_stages = 3, .device_events = true, .device_events_wgmma = true});
   CHECK(plain.event_sites == g.event_sites);
+  // wgmma pairs only when asked for.
+  const auto no_wgmma = tj::codegen::generate(ir, {}, tj::codegen::target_for("sm_90a"),
+                                              {.num_warps = 8, .num_stages = 3, .warp_specialize = true, .device_events = true});
+  CHECK(no_wgmma.event_sites == std::vector<std::string>(g.event_sites.begin(), g.event_sites.begin() + 2));
+  CHECK(no_wgmma.source.find("++tj_wgd") == std::string::npos);
 }
 
 TEST_CASE("device_events_from_the_interpreter_reach_the_trace_and_the_tree") {
@@ -293,7 +305,7 @@ TEST_CASE("device_events_gpu_chunk_sum_and_warp_specialised_gemm") {
   D bd(dev, db, tj::DType::bf16, {N, K}, {K, 1}, {128, 64}, {.swizzle = D::Swizzle::b128});
   Session s("gemm", "chrome_trace", "cupti");
   auto k = tj::compile<examples::MatmulV5<128, 128, tj::bf16>>(
-      dev, {.num_warps = 8, .num_stages = 3, .warp_specialize = true, .device_events = true});
+      dev, {.num_warps = 8, .num_stages = 3, .warp_specialize = true, .device_events = true, .device_events_wgmma = true});
   k.launch(tj::Grid{4}, ad, bd, dc, M, N, K);
   m.down();
   double err = 0, ref2 = 0;
@@ -313,10 +325,17 @@ TEST_CASE("device_events_gpu_chunk_sum_and_warp_specialised_gemm") {
   CHECK(sum.at("aligned_to") == (v.kernel_records ? "kernel record" : "launch"));
   CHECK(sum.at("unmatched_ends") == 0);
   CHECK(sum.at("unmatched_begins") == 0);
-  CHECK(v.flows.size() == 4u * 6 * 2);  // per program, K step and consumer warp group
+  std::map<std::string, int> flows;
+  for (const auto& [id, sf] : v.flows) flows[sf.first.at("name")] += 1;
+  CHECK(flows["wgmma"] == 4 * 6 * 2);  // per program, K step and consumer warp group
+  CHECK(v.flows.size() == 2u * 4 * 6 * 2);  // and as many TMA stages
   std::set<long long> producer_lanes, consumer_lanes;
   double min_gap = 1e30;
   for (const auto& [id, sf] : v.flows) {
+    if (sf.first.at("name") == "wgmma") {
+      CHECK(sf.first.at("tid") == sf.second.at("tid"));  // issued and completed in one warp group
+      continue;
+    }
     producer_lanes.insert(sf.first.at("tid").get<long long>());
     consumer_lanes.insert(sf.second.at("tid").get<long long>());
     const double gap = sf.second.at("ts").get<double>() - sf.first.at("ts").get<double>();

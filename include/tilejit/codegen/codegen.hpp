@@ -103,6 +103,11 @@ struct Options {
   /// consumer warp group when it has waited for them; id = the ring's iteration). Generated::event_sites names
   /// the sites. false: async_begin / async_end generate nothing and the signature is the kernel's own.
   bool device_events = false;
+  /// With device_events, where wgmma is used: also a pair per wgmma group ("wgmma": begin at its commit, end at
+  /// the first wait_group that saw it complete; id = the warp group << 24 | the group's sequence number in it).
+  /// These sit on the consumer warp groups' critical path: a warp-specialised 4096³ GEMM ran 1.35x slower with
+  /// them, 1.04x without (docs/profiler.md "Device events").
+  bool device_events_wgmma = false;
 };
 
 struct Generated {
@@ -124,7 +129,8 @@ struct Generated {
   std::vector<std::string> diagnostics;  // layout choices and fallbacks
   int num_ctas = 1;       // programs per cluster along grid x (__cluster_dims__), 1: none; grid x must be a multiple
   /// With Options::device_events: the name of each event site (a record's `site` indexes it): the IR's
-  /// event_sites first, then "program" and one "TMA loop %L" per TMA pipeline. Empty otherwise.
+  /// event_sites first, then "program", one "TMA loop %L" per TMA pipeline and, with device_events_wgmma, "wgmma"
+  /// if the kernel uses it.
   std::vector<std::string> event_sites;
 };
 

@@ -92,6 +92,9 @@ struct CompileOptions {
   /// read the records back before it returns; launches of one instrumented kernel are serialised. Without a
   /// session the kernel runs with a null buffer (one branch per event). Every target, the interpreter too.
   bool device_events = false;
+  /// With device_events: also pair each wgmma group's commit with the wait that saw it complete
+  /// (codegen::Options::device_events_wgmma; it slows a warp-specialised GEMM by about a third).
+  bool device_events_wgmma = false;
   /// Records a launch keeps (32 bytes each; the buffer is allocated once per kernel, at its first recording
   /// launch): 1 .. 2^26. Events past it are counted ("device_events_dropped" on the launch) and lost.
   std::uint32_t device_event_capacity = 1u << 20;
@@ -106,7 +109,8 @@ inline codegen::Options codegen_options(const CompileOptions& o) {
           .overlap_register_wgmma = o.overlap_register_wgmma,
           .num_ctas = o.num_ctas,
           .tma_store = o.tma_store,
-          .device_events = o.device_events};
+          .device_events = o.device_events,
+          .device_events_wgmma = o.device_events_wgmma};
 }
 
 /// What the last launch's JIT did (for tools and benchmarks).
