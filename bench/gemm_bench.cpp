@@ -20,6 +20,8 @@
 //   BM_TilejitV6Store/BMxBN/S rung 6 writing a bf16 C through a C descriptor with CompileOptions::tma_store: the tile
 //                            staged in swizzled shared memory and stored by TMA, drained during the next tile
 //                            (BM_TilejitV6StoreMasked: the same kernel, the masked store)
+//   BM_TilejitV6FusedStore/BMxBN/S the same with the whole fused epilogue (bias + GELU, bf16) before the TMA store
+//                            (examples::MatmulV6FusedStore); BM_TilejitV6Fused/...: that epilogue, masked store
 //   BM_TilejitGemm/...       examples/gemm/gemm.hpp, the library call: on first use of a shape it races its 16
 //                            candidates (rung 5 and rung 6 configs) and launches the winner, named in the label;
 //                            small M runs the swap-AB kernel, narrow N rung 5's split-K on 128-row blocks (the label
@@ -370,6 +372,26 @@ void BM_TilejitV6Store(benchmark::State& st) {
               "x" + std::to_string(BN) + " stages " + std::to_string(STAGES));
 }
 
+/// bf16 out through MatmulV6FusedStore: C = cast<bf16>(GELU(A·Bᵀ + bias)) (alpha 1, a zero bias) stored by TMA.
+/// Compare with BM_TilejitV6Store (the same without bias and GELU) and BM_TilejitV6Fused (the masked store).
+template <int BM, int BN, int STAGES>
+void BM_TilejitV6FusedStore(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  const long M = st.range(0), N = st.range(1), K = st.range(2);
+  Operands o(M, N, K);
+  const TnDescs d(o.a, o.b, tj::DType::bf16, M, N, K, BM, BN, 64);
+  const tj::TensorDescriptor c(gpu(), o.c, tj::DType::bf16, {M, N}, {N, 1}, {BM, 64}, {.swizzle = tj::TensorDescriptor::Swizzle::b128});
+  void* bias = gpu().alloc(N * 4);
+  gpu().memset(bias, 0, N * 4);
+  auto k = tj::compile<examples::MatmulV6FusedStore<BM, BN, tj::bf16, examples::Act::gelu_tanh, tj::bf16>>(
+      gpu(), {.num_warps = BM / 16, .num_stages = STAGES, .warp_specialize = true, .tma_store = true});
+  const tj::Grid grid = examples::persistent_grid(M, N, BM, BN, gpu().num_sms());
+  timed(st, 2.0 * M * N * K, [&] { k.launch(grid, d.a, d.b, static_cast<float*>(bias), c, 1.0f, M, N, K); });
+  gpu().free(bias);
+  st.SetLabel("bf16 out, bias + GELU fused, rung 6 + TMA store " + std::to_string(BM) + "x" + std::to_string(BN) + " stages " +
+              std::to_string(STAGES));
+}
+
 /// The library call (examples/gemm/gemm.hpp) writing an Out C (f32, or bf16: Gemm<bf16, bf16>): the tuned winner
 /// per shape (the store race's for a bf16 C), or the small-M kernel.
 template <class Out = float>
@@ -596,6 +618,8 @@ BENCHMARK(BM_TilejitFused<128, 256, 4, true, examples::Act::none>)->Name("BM_Til
 BENCHMARK(BM_TilejitV6Store<128, 256, 3>)->Name("BM_TilejitV6Store/128x256/3")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitV6Store<128, 256, 3, false>)->Name("BM_TilejitV6StoreMasked/128x256/3")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitV6Store<128, 256, 4>)->Name("BM_TilejitV6Store/128x256/4")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitV6FusedStore<128, 256, 4>)->Name("BM_TilejitV6FusedStore/128x256/4")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitFused<128, 256, 4, true>)->Name("BM_TilejitV6Fused/128x256/4")->Apply(shapes_tn);
 // Host time per call (4096^3): cuBLAS, the library (winner stored, last call's descriptors reused), a bare launch.
 BENCHMARK(BM_HostCublasTNBf16Out)->Args({4096, 4096, 4096})->UseManualTime()->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_HostTilejitGemmBf16Out)->Args({4096, 4096, 4096})->UseManualTime()->Unit(benchmark::kMicrosecond);

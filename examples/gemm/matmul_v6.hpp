@@ -130,4 +130,23 @@ struct MatmulV6Store {
   }
 };
 
+/// MatmulV6Fused's epilogue stored through a C descriptor: C = cast<Out>(act(alpha · A·Bᵀ + bias)) written with TMA
+/// (CompileOptions::tma_store on sm_90a; the masked store elsewhere), drained while the next tile's main loop runs.
+/// The whole of issue 4's epilogue list in one kernel: scale, bias, ReLU / SiLU / GELU, cast, store through TMA.
+/// Host side: C's descriptor as MatmulV6Store's; bias [N] f32.
+template <int BLOCK_M, int BLOCK_N, class T, Act ACT, class Out = T, int GROUP_M = 8>
+struct MatmulV6FusedStore {
+  static_assert(!std::is_same_v<T, std::int8_t>, "MatmulV6FusedStore: float inputs");
+  static constexpr int BLOCK_K = 128 / static_cast<int>(sizeof(T));
+  void operator()(tj::Desc<T, BLOCK_M, BLOCK_K> a, tj::Desc<T, BLOCK_N, BLOCK_K> b, tj::Ptr<float> bias,
+                  tj::Desc<Out, BLOCK_M, BLOCK_N> c, tj::Scalar<float> alpha, tj::Size M, tj::Size N, tj::Size K) const {
+    for_each_tile<BLOCK_M, BLOCK_N, GROUP_M>(M, N, [&](const tj::Int& m0, const tj::Int& n0) {
+      auto rb = n0 + tj::arange<BLOCK_N>();
+      auto bias_n = tj::load(bias + rb, rb < N, 0.0f);
+      auto acc = v6_mainloop<BLOCK_M, BLOCK_N, BLOCK_K, T>(a, b, m0, n0, K);
+      c.store(m0, n0, tj::cast<Out>(activate<ACT>(acc * alpha + tj::expand_dims<0>(bias_n))));
+    });
+  }
+};
+
 }  // namespace examples

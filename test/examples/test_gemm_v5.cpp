@@ -17,6 +17,7 @@
 #include "examples/gemm/matmul_v3.hpp"
 #include "examples/gemm/matmul_v4.hpp"
 #include "examples/gemm/matmul_v5.hpp"
+#include "test/common/activations.hpp"
 #include "test/common/mirror.hpp"
 #include "test/common/random.hpp"
 #include "test/common/text.hpp"
@@ -477,14 +478,7 @@ TEST_CASE("i8_wgmma_takes_only_its_legal_widths_and_a_warp_mismatch_is_reported"
 }
 
 namespace {
-double act_ref(examples::Act a, double x) {
-  switch (a) {
-    case examples::Act::relu: return std::max(x, 0.0);
-    case examples::Act::silu: return x / (1 + std::exp(-x));
-    case examples::Act::gelu_tanh: return 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
-    default: return x;
-  }
-}
+using testing::act_ref;
 template <examples::Act ACT, class Out>
 void fused_case(const tj::Device& dev, int M, int N, int K, float alpha = 0.5f) {
   CAPTURE(static_cast<int>(ACT));

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "examples/gemm/matmul_v6.hpp"
+#include "test/common/activations.hpp"
 #include "test/common/codegen.hpp"
 #include "test/common/gemm_problem.hpp"
 #include "test/common/random.hpp"
@@ -65,14 +66,7 @@ void run_v6(const tj::Device& dev, int M, int N, int K, Run r, double tol = 1e-5
   p.check(c, tol, elem);
 }
 
-double act_ref(examples::Act a, double x) {
-  switch (a) {
-    case examples::Act::relu: return std::max(x, 0.0);
-    case examples::Act::silu: return x / (1 + std::exp(-x));
-    case examples::Act::gelu_tanh: return 0.5 * x * (1 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
-    default: return x;
-  }
-}
+using testing::act_ref;
 
 /// MatmulV6Fused: y = act(alpha · A·Bᵀ + bias) cast to Out, checked per element (bf16 output: its rounding) and in
 /// Frobenius norm.
