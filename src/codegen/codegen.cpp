@@ -183,7 +183,7 @@ class Emitter {
         src += fmt::format("  const int tj_c{}_{} = {};  (void)tj_c{}_{};\n", l, dim, base_coord(plan_.layouts[l], dim), l, dim);
     src += "  (void)tj_lane; (void)tj_warp;\n";
     if (o_.device_events) {
-      src += "  tj_evcur tj_evc = {0u, 0u, 16u, ~0u};  // device-event slots this thread has reserved\n";
+      src += "  tj_evcur tj_evc = {0u, 0u, 4u, ~0u};  // device-event slots this thread has reserved\n";
       src += "  unsigned tj_wgi = 0u, tj_wgd = 0u;  (void)tj_wgi; (void)tj_wgd;  // wgmma groups committed / seen complete\n";
       src += "  if (tj_tid == 0) " + event_call(ev_program_, 0, "0") + "  // the program's span begins\n";
     }
@@ -1602,8 +1602,13 @@ class Emitter {
         emit_tma_store(id);
         return;
       case Op::event:  // recorded by the program's first (consumer) thread; nothing without device_events
-        if (o_.device_events) line(fmt::format("if (tj_tid == 0) {}  // {} '{}'", event_call(static_cast<int>(n.i), n.axis, v(arg(0), 0)),
-                                               n.axis == 0 ? "async_begin" : "async_end", ev_sites_[static_cast<std::size_t>(n.i)]));
+        if (o_.device_events) {
+          std::string shown = ev_sites_[static_cast<std::size_t>(n.i)];  // in a comment: printable ASCII only
+          for (char& c : shown)
+            if (c < 0x20 || c > 0x7e) c = '?';
+          line(fmt::format("if (tj_tid == 0) {}  // {} '{}'", event_call(static_cast<int>(n.i), n.axis, v(arg(0), 0)),
+                           n.axis == 0 ? "async_begin" : "async_end", shown));
+        }
         return;
       case Op::trans:
         if (plan_.in_smem[static_cast<std::size_t>(id)]) return;  // a view: wgmma reads the K-major block as B
@@ -2350,22 +2355,23 @@ class Emitter {
   /// i8 32x32x16 / 16x16x32 on gfx94x (eight bytes a lane) and 32x32x8 / 16x16x16 on gfx90a (four);
   /// f8 e4m3 / e5m2 (fp8_fp8 / bf8_bf8) 32x32x16 / 16x16x32 from gfx940 on. Throws Unsupported naming the rule.
   MfmaKind mfma_kind(int id, DType et) const {
-    const bool cdna3 = t_.arch.rfind("gfx94", 0) == 0;
+    const int kw = ir::mfma_k_width(et, t_.arch);  // the layout plan chose the instruction size by it
     switch (et) {
-      case DType::f16: return {"__builtin_amdgcn_mfma_f32_32x32x8f16", "__builtin_amdgcn_mfma_f32_16x16x16f16", 4, 2, "tj_f16x4", false, 1};
+      case DType::f16: return {"__builtin_amdgcn_mfma_f32_32x32x8f16", "__builtin_amdgcn_mfma_f32_16x16x16f16", kw, 2, "tj_f16x4", false, 1};
       case DType::bf16:
-        return {"__builtin_amdgcn_mfma_f32_32x32x8bf16_1k", "__builtin_amdgcn_mfma_f32_16x16x16bf16_1k", 4, 2, "tj_i16x4", false, 1};
-      case DType::f32: return {"__builtin_amdgcn_mfma_f32_32x32x2f32", "__builtin_amdgcn_mfma_f32_16x16x4f32", 1, 4, "float", false, 1};
+        return {"__builtin_amdgcn_mfma_f32_32x32x8bf16_1k", "__builtin_amdgcn_mfma_f32_16x16x16bf16_1k", kw, 2, "tj_i16x4", false, 1};
+      case DType::f32: return {"__builtin_amdgcn_mfma_f32_32x32x2f32", "__builtin_amdgcn_mfma_f32_16x16x4f32", kw, 4, "float", false, 1};
       case DType::i8:
-        if (cdna3) return {"__builtin_amdgcn_mfma_i32_32x32x16_i8", "__builtin_amdgcn_mfma_i32_16x16x32_i8", 8, 1, "long", true, 1};
-        return {"__builtin_amdgcn_mfma_i32_32x32x8i8", "__builtin_amdgcn_mfma_i32_16x16x16i8", 4, 1, "int", true, 1};
+        if (kw == 8) return {"__builtin_amdgcn_mfma_i32_32x32x16_i8", "__builtin_amdgcn_mfma_i32_16x16x32_i8", kw, 1, "long", true, 1};
+        return {"__builtin_amdgcn_mfma_i32_32x32x8i8", "__builtin_amdgcn_mfma_i32_16x16x16i8", kw, 1, "int", true, 1};
       case DType::f8e4nv:
-      case DType::f8e5:
-        if (!cdna3)
-          throw Unsupported(fmt::format("dot %{}: {} MFMA needs gfx940 or newer (CDNA3's fp8 instructions); {} has none", id, name(et), t_.arch));
+      case DType::f8e5: {
+        const char* user = et == DType::f8e4nv ? "f8e4m3 (f8e4nv)" : "f8e5m2 (f8e5)";
+        if (kw == 0) throw Unsupported(fmt::format("dot %{}: {} MFMA needs gfx940 or newer (CDNA3's fp8 instructions); {} has none", id, user, t_.arch));
         if (et == DType::f8e4nv)
-          return {"__builtin_amdgcn_mfma_f32_32x32x16_fp8_fp8", "__builtin_amdgcn_mfma_f32_16x16x32_fp8_fp8", 8, 1, "long", false, 0.5};
-        return {"__builtin_amdgcn_mfma_f32_32x32x16_bf8_bf8", "__builtin_amdgcn_mfma_f32_16x16x32_bf8_bf8", 8, 1, "long", false, 1};
+          return {"__builtin_amdgcn_mfma_f32_32x32x16_fp8_fp8", "__builtin_amdgcn_mfma_f32_16x16x32_fp8_fp8", kw, 1, "long", false, 0.5};
+        return {"__builtin_amdgcn_mfma_f32_32x32x16_bf8_bf8", "__builtin_amdgcn_mfma_f32_16x16x32_bf8_bf8", kw, 1, "long", false, 1};
+      }
       default:
         throw Unsupported(fmt::format("dot %{}: MFMA lowering takes f16, bf16, f32, i8, f8e4m3 or f8e5m2 operands, not {}", id, name(et)));
     }
@@ -2859,6 +2865,8 @@ Generated generate(const ir::Kernel& k, const ir::Specialization& spec, const Ta
     throw InvalidArgument(fmt::format("num_stages = {}: must be in [1, 8]", o.num_stages));
   if (o.num_ctas != 1 && o.num_ctas != 2 && o.num_ctas != 4)
     throw InvalidArgument(fmt::format("num_ctas = {}: a cluster is 1, 2 or 4 programs", o.num_ctas));
+  if (o.device_events_wgmma && !o.device_events)
+    throw InvalidArgument("device_events_wgmma = true needs device_events = true (the wgmma pairs are device events)");
   // Descriptor loads: TMA where the pipeline takes them, masked loads elsewhere.
   std::vector<char> keep = tma_loads(k, t, o);
   std::vector<std::string> store_diagnostics;

@@ -301,7 +301,7 @@ static __device__ __forceinline__ unsigned tj_swz128(int row, int b, int rows) {
 
 std::string events_prelude(bool cuda) {
   // One record per event, 32 bytes; the layout is profiler::DeviceEvent's. A recording thread reserves slots in
-  // growing chunks with one atomic each, the next chunk ahead of need (one counter for the whole grid, hit per
+  // growing chunks (4 ... 256) with one atomic each, the next chunk ahead of need (one counter for the whole grid, hit per
   // event and waited for, made a warp-specialised GEMM 1.7x slower); the host zeroes the buffer first and skips
   // slots whose time is 0 (reserved, not written).
   std::string s = R"(// Device events (codegen::Options::device_events).
@@ -311,14 +311,20 @@ struct tj_evbuf { unsigned count, capacity, dropped, reserved; tj_evrec rec[1]; 
 struct tj_evcur { unsigned next, end, size, pre; };
 struct tj_evbuf;
 static __device__ __forceinline__ unsigned tj_ev_reserve(tj_evbuf* b, unsigned n);
-// Chunks grow 16, 32, ... 256 slots; from the second on, the next one is reserved as soon as one is taken, so its
-// atomic's round trip overlaps the events recorded meanwhile (the result is read only when the chunk runs out).
+static __device__ __forceinline__ unsigned tj_ev_capacity(const tj_evbuf* b);
+// Chunks grow 4, 8, ... 256 slots (a thread with a few events wastes a few); from 32 on, the next one is reserved as
+// soon as one is taken, so its atomic's round trip overlaps the events recorded meanwhile (its result is read only
+// when the chunk runs out). A thread whose chunk lay past the capacity reserves no more (the counter cannot wrap).
 static __device__ __forceinline__ void tj_ev_next_chunk(tj_evbuf* b, tj_evcur& cur) {
   const unsigned n = cur.size;
+  if (cur.end > tj_ev_capacity(b)) {  // full already: stay full
+    cur.next = cur.end - 1u;
+    return;
+  }
   cur.next = cur.pre != ~0u ? cur.pre : tj_ev_reserve(b, n);
   cur.end = cur.next + n;
   cur.size = n < 256u ? 2u * n : 256u;
-  cur.pre = n > 16u || cur.size > 32u ? tj_ev_reserve(b, cur.size) : ~0u;
+  cur.pre = n >= 32u ? tj_ev_reserve(b, cur.size) : ~0u;
 }
 )";
   s += cuda ? R"(static __device__ __forceinline__ unsigned tj_ev_reserve(tj_evbuf* b, unsigned n) {
@@ -326,6 +332,7 @@ static __device__ __forceinline__ void tj_ev_next_chunk(tj_evbuf* b, tj_evcur& c
   asm volatile("atom.global.add.u32 %0, [%1], %2;" : "=r"(base) : "l"(&b->count), "r"(n) : "memory");
   return base;
 }
+static __device__ __forceinline__ unsigned tj_ev_capacity(const tj_evbuf* b) { return b->capacity; }
 static __device__ __forceinline__ void tj_event(tj_evbuf* b, tj_evcur& cur, unsigned site, unsigned kind, unsigned id, int warp) {
   if (b == 0) return;  // launched without a profiler session: nothing is recorded
   unsigned long long t, c;
@@ -348,6 +355,7 @@ static __device__ __forceinline__ void tj_event(tj_evbuf* b, tj_evcur& cur, unsi
             : R"(static __device__ __forceinline__ unsigned tj_ev_reserve(tj_evbuf* b, unsigned n) {
   return __atomic_fetch_add(&b->count, n, __ATOMIC_RELAXED);
 }
+static __device__ __forceinline__ unsigned tj_ev_capacity(const tj_evbuf* b) { return b->capacity; }
 static __device__ __forceinline__ void tj_event(tj_evbuf* b, tj_evcur& cur, unsigned site, unsigned kind, unsigned id, int warp) {
   if (b == 0) return;
   // s_memrealtime: the 100 MHz constant clock of gfx9 (10 ns per tick); s_memtime: the shader clock.

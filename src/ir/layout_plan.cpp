@@ -194,12 +194,14 @@ std::array<int, 2> mma_warps(int m, int n, int num_warps, int node) {
 /// MFMA on AMD CDNA with f16/bf16 instructions of 4 elements per lane (the
 /// `_1k` bf16 forms): gfx90a (MI200) and gfx94x (MI300).
 bool mfma_arch(const std::string& arch) { return arch == "gfx90a" || arch.rfind("gfx94", 0) == 0; }
+bool cdna3(const std::string& arch) { return arch.rfind("gfx94", 0) == 0; }
 
-/// The MFMA size and wavefront split for an [m, n] accumulator: 32x32 tiles
-/// if some split of the wavefronts divides it, else 16x16; among splits, the
-/// one minimising m/wM + n/wN (operand elements staged per wavefront).
-std::pair<int, std::array<int, 2>> mfma_plan(int m, int n, int num_warps, int node) {
+/// The MFMA size and wavefront split for an [m, n] accumulator with operands of K = kdim, kw elements per lane:
+/// 32x32 tiles if some split of the wavefronts divides it and kdim is whole instructions (kw · 2), else 16x16
+/// (kw · 4); among splits, the one minimising m/wM + n/wN (operand elements staged per wavefront).
+std::pair<int, std::array<int, 2>> mfma_plan(int m, int n, int kdim, int kw, int num_warps, int node) {
   for (int r : {32, 16}) {
+    if (kw > 0 && kdim % (kw * 64 / r) != 0) continue;
     std::array<int, 2> best{0, 0};
     long best_cost = 0;
     for (int wm = num_warps; wm >= 1; --wm) {
@@ -211,11 +213,22 @@ std::pair<int, std::array<int, 2>> mfma_plan(int m, int n, int num_warps, int no
     }
     if (best[0] != 0) return {r, best};
   }
-  throw Unsupported(fmt::format("dot %{}: an accumulator of [{},{}] does not fit MFMA 32x32 or 16x16 tiles over {} "
-                                "wavefronts (M and N must be multiples of 16 per wavefront row / column)", node, m, n, num_warps));
+  throw Unsupported(fmt::format("dot %{}: an accumulator of [{},{}] with K = {} does not fit MFMA 32x32 or 16x16 tiles over {} "
+                                "wavefronts (M and N must be multiples of 16 per wavefront row / column, K a multiple of {} "
+                                "for 32x32 or {} for 16x16)", node, m, n, kdim, num_warps, kw * 2, kw * 4));
 }
 
 }  // namespace
+
+int mfma_k_width(DType et, const std::string& arch) {
+  switch (et) {
+    case DType::f16: case DType::bf16: return 4;
+    case DType::f32: return 1;
+    case DType::i8: return cdna3(arch) ? 8 : 4;
+    case DType::f8e4nv: case DType::f8e5: return cdna3(arch) ? 8 : 0;
+    default: return 0;
+  }
+}
 
 TileLayout LayoutPlan::operand_layout(const Kernel& k, int node, int which) const {
   const Node& n = k.nodes[static_cast<std::size_t>(node)];
@@ -378,7 +391,7 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const s
                             layout::wgmma_padded_n(e[1]) == e[1] && k_ok;
       const bool staged_ok = (et == DType::f16 || et == DType::bf16) && smem <= 48 * 1024;  // register staging: 16-bit only
       if (mfma_arch(arch)) {
-        const auto [r, w] = mfma_plan(e[0], e[1], num_warps, static_cast<int>(id));
+        const auto [r, w] = mfma_plan(e[0], e[1], kdim, mfma_k_width(et, arch), num_warps, static_cast<int>(id));
         plan.dot_mfma[id] = r;
         plan.dot_split[id] = w;
         dot_warps[id] = w;

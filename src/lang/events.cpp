@@ -3,11 +3,17 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "tilejit/core/error.hpp"
 
 namespace tilejit::lang {
+
+void check_event_id(long long id) {
+  if (id < INT32_MIN || id > INT32_MAX)
+    throw InvalidArgument(fmt::format("async event id {}: an id is an i32 (in [{}, {}])", id, INT32_MIN, INT32_MAX));
+}
 
 void record_event(std::string_view name, int id_node, int kind) {
   ir::Kernel* k = current_kernel();
@@ -18,6 +24,9 @@ void record_event(std::string_view name, int id_node, int kind) {
   if (bad != name.end())
     throw InvalidArgument(fmt::format("async event name with a control character (code {}) at position {}: not allowed",
                                       static_cast<int>(static_cast<unsigned char>(*bad)), bad - name.begin()));
+  if (name == "program" || name == "wgmma" || name.rfind("TMA loop %", 0) == 0)
+    throw InvalidArgument(fmt::format("async event name '{}': reserved for the events the code generator records "
+                                      "(\"program\", \"wgmma\", \"TMA loop %...\")", name));
   auto& sites = k->event_sites;
   auto it = std::find(sites.begin(), sites.end(), name);
   if (it == sites.end()) {

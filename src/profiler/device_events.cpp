@@ -11,7 +11,10 @@ DevicePairing pair_device_events(std::span<const DeviceEvent> ev) {
   out.paired.assign(ev.size(), 0);
   std::vector<std::uint32_t> order(ev.size());
   std::iota(order.begin(), order.end(), 0u);
-  auto key = [&](std::uint32_t i) { return std::tuple(ev[i].program, ev[i].site, ev[i].id, ev[i].time_ns, ev[i].kind); };
+  // Within a program, order by the SM's cycle counter (every warp of a program runs on one SM, and the global timer
+  // ticks far more coarsely: back-to-back events often share its value), then by position in the buffer (one
+  // thread's records are appended in order).
+  auto key = [&](std::uint32_t i) { return std::tuple(ev[i].program, ev[i].site, ev[i].id, ev[i].clock, i); };
   std::sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return key(a) < key(b); });
   for (std::size_t g = 0; g < order.size();) {
     std::size_t e = g;

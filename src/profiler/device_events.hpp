@@ -18,8 +18,9 @@ struct DevicePairing {
   std::size_t unmatched_ends = 0;   // ends with no earlier begin of their (program, site, id)
 };
 
-/// Within each (program, site, id), every end pairs with the latest begin at or before it (several ends may
-/// share one begin: a stage consumed by each consumer warp group). Ties in time put begins first.
+/// Within each (program, site, id), every end pairs with the latest begin before it (several ends may share one
+/// begin: a stage consumed by each consumer warp group). "Before": by `clock` (the SM's cycle counter: a program's
+/// warps share one SM), then by position in `events`.
 DevicePairing pair_device_events(std::span<const DeviceEvent> events);
 
 }  // namespace tilejit::profiler::detail

@@ -16,12 +16,14 @@ namespace {
 
 using json = nlohmann::json;
 
-/// Device events of instrumented launches (lang/events.hpp): a lane per (program, warp) that recorded events, the
-/// "program" pairs as slices, every other event as a 1 ns marker, and each pair as a flow from begin to end. Device
+/// Device events of instrumented launches (lang/events.hpp): a lane per (program, warp) that recorded events (tid
+/// 3,000,000,000 + 256 · program + warp, the same in every part file; instrumented launches wait for their kernel,
+/// so launches share lanes without overlapping), the "program" pairs as slices, every other event and every unpaired
+/// one as a 1 ns marker, and each pair as a flow from begin to end (id "dev:<phase>:<part>:<launch>:<pair>"). Device
 /// times are placed relative to the launch's earliest program start (else its earliest event), at the start of the
-/// launch's kernel record when one came (else at the launch on the CPU). `lane` numbers lanes across batches.
-void device_event_json(json& events, const ThreadPhase& p, std::size_t part, const DeviceBatch& b, std::size_t batch, long long pid,
-                       long long& lane, const std::function<double(std::uint64_t)>& us) {
+/// launch's kernel record when one came (else at the launch on the CPU). `named`: lanes given a name in this file.
+void device_event_json(json& events, const ThreadPhase& p, std::size_t phase, std::size_t part, const DeviceBatch& b, std::size_t batch,
+                       long long pid, std::set<long long>& named, const std::function<double(std::uint64_t)>& us) {
   const std::string kernel(name_of(p.tree.nodes[b.node].name));
   const KernelEvent* rec = nullptr;
   for (const auto& k : p.kernels)
@@ -41,16 +43,14 @@ void device_event_json(json& events, const ThreadPhase& p, std::size_t part, con
   const std::uint64_t anchor = rec ? rec->start : b.launch_ts;
   auto at = [&](const DeviceEvent& d) { return us(anchor + (d.time_ns >= t0 ? d.time_ns - t0 : 0)); };
   auto site = [&](const DeviceEvent& d) { return d.site < b.sites.size() ? std::string(name_of(b.sites[d.site])) : "site " + std::to_string(d.site); };
-  std::map<std::pair<std::uint32_t, std::uint32_t>, long long> lanes;
   auto lane_of = [&](const DeviceEvent& d) {
-    auto [it, fresh] = lanes.try_emplace({d.program, d.warp}, 0);
-    if (fresh) {
-      it->second = lane++;
-      events.push_back({{"ph", "M"}, {"pid", pid}, {"tid", it->second}, {"name", "thread_name"},
-                        {"args", {{"name", fmt::format("{} program {} warp {}", kernel, d.program, d.warp)}}}});
-      events.push_back({{"ph", "M"}, {"pid", pid}, {"tid", it->second}, {"name", "thread_sort_index"}, {"args", {{"sort_index", it->second}}}});
+    const long long tid = 3'000'000'000LL + 256LL * d.program + d.warp;
+    if (named.insert(tid).second) {
+      events.push_back({{"ph", "M"}, {"pid", pid}, {"tid", tid}, {"name", "thread_name"},
+                        {"args", {{"name", fmt::format("device program {} warp {}", d.program, d.warp)}}}});
+      events.push_back({{"ph", "M"}, {"pid", pid}, {"tid", tid}, {"name", "thread_sort_index"}, {"args", {{"sort_index", tid}}}});
     }
-    return it->second;
+    return tid;
   };
   const DevicePairing pairing = pair_device_events(b.events);
   for (std::size_t i = 0; i < pairing.pairs.size(); ++i) {
@@ -58,19 +58,20 @@ void device_event_json(json& events, const ThreadPhase& p, std::size_t part, con
     if (x.site == program_site) {
       events.push_back({{"name", fmt::format("program {}", x.program)}, {"cat", "device"}, {"ph", "X"}, {"pid", pid}, {"tid", lane_of(x)},
                         {"ts", at(x)}, {"dur", static_cast<double>(y.time_ns - std::min(x.time_ns, y.time_ns)) / 1000.0},
-                        {"args", {{"sm", x.sm}, {"program", x.program}}}});
+                        {"args", {{"kernel", kernel}, {"sm", x.sm}, {"program", x.program}}}});
       continue;
     }
-    const std::string id = fmt::format("dev:{}:{}:{}", part, batch, i);
+    const std::string id = fmt::format("dev:{}:{}:{}:{}", phase, part, batch, i);
     events.push_back({{"name", site(x)}, {"cat", "flow"}, {"ph", "s"}, {"id", id}, {"pid", pid}, {"tid", lane_of(x)}, {"ts", at(x)}, {"bp", "e"}});
     events.push_back({{"name", site(x)}, {"cat", "flow"}, {"ph", "f"}, {"id", id}, {"pid", pid}, {"tid", lane_of(y)}, {"ts", at(y)}, {"bp", "e"}});
   }
   for (std::size_t i = 0; i < b.events.size(); ++i) {
     const DeviceEvent& d = b.events[i];
-    if (d.site == program_site) continue;
+    if (d.site == program_site && pairing.paired[i]) continue;  // drawn as its program's slice
     events.push_back({{"name", site(d)}, {"cat", "device"}, {"ph", "X"}, {"pid", pid}, {"tid", lane_of(d)}, {"ts", at(d)}, {"dur", 0.001},
-                      {"args", {{"id", d.id}, {"role", d.kind == 0 ? "producer" : "consumer"}, {"paired", pairing.paired[i] != 0},
-                                {"program", d.program}, {"warp", d.warp}, {"sm", d.sm}}}});
+                      {"args", {{"id", static_cast<std::int32_t>(d.id)}, {"role", d.kind == 0 ? "producer" : "consumer"},
+                                {"paired", pairing.paired[i] != 0}, {"kernel", kernel}, {"program", d.program}, {"warp", d.warp},
+                                {"sm", d.sm}}}});
   }
   if (b.events.empty() && b.dropped == 0) return;
   events.push_back({{"name", "device events"}, {"cat", "device"}, {"ph", "i"}, {"s", "t"}, {"pid", pid},
@@ -205,7 +206,7 @@ json chrome_trace_json(const PhaseData& phase, const Session& session) {
     DeviceType type = DeviceType::CUDA;
   };
   std::map<std::pair<std::size_t, std::uint64_t>, Replay> replays;  // (part, correlation id of the graph launch)
-  long long device_lane = 3'000'000;  // device events' lanes, after the graph lanes
+  std::set<long long> device_lanes;  // device events' lanes named in this file
 
   json events = json::array();
   auto meta = [&](long long tid, const std::string& what, json args) {
@@ -300,7 +301,7 @@ json chrome_trace_json(const PhaseData& phase, const Session& session) {
                           {"pid", pid}, {"tid", lane}, {"ts", us(k.start)}, {"bp", "e"}});
       }
     }
-    for (std::size_t b = 0; b < p.device.size(); ++b) device_event_json(events, p, part, p.device[b], b, pid, device_lane, us);
+    for (std::size_t b = 0; b < p.device.size(); ++b) device_event_json(events, p, phase.phase, part, p.device[b], b, pid, device_lanes, us);
     for (const auto& a : p.asyncs) {
       const std::string nm(name_of(a.name));
       // A 1 ns slice marks the producer / consumer; the flow binds to it.

@@ -39,6 +39,8 @@ KernelCore::KernelCore(Device dev, ir::Kernel ir, CompileOptions opt)
     throw InvalidArgument(fmt::format("num_stages = {}: must be in [1, 8]", opt_.num_stages));
   if (opt_.num_ctas != 1 && opt_.num_ctas != 2 && opt_.num_ctas != 4)
     throw InvalidArgument(fmt::format("num_ctas = {}: a cluster is 1, 2 or 4 programs", opt_.num_ctas));
+  if (opt_.device_events_wgmma && !opt_.device_events)
+    throw InvalidArgument("device_events_wgmma = true needs device_events = true (the wgmma pairs are device events)");
   if (opt_.device_events && (opt_.device_event_capacity < 1 || opt_.device_event_capacity > (1u << 26)))
     throw InvalidArgument(fmt::format("device_event_capacity = {}: must be in [1, 2^26] records (32 bytes each)", opt_.device_event_capacity));
   // The arch is validated on every backend (the interpreter generates only for source(), but a bad arch must not
@@ -342,8 +344,8 @@ void KernelCore::launch(const Grid& g, Stream s, std::span<ArgSlot> args, const 
 
 void KernelCore::launch_recording(const Variant& v, const LaunchDims& d, Stream s, void** params, std::size_t nargs) {
   static_assert(sizeof(profiler::DeviceEvent) == 32);
-  // tj_evbuf: count (slots reserved, 32 per reservation), capacity, dropped (u32 each), 4 bytes unused, then the
-  // records. Zeroed before each launch: a reserved slot never written keeps time 0 and is skipped.
+  // tj_evbuf: count (slots reserved, in growing chunks per recording thread), capacity, dropped (u32 each), 4
+  // bytes unused, then the records. Zeroed before each launch: a reserved slot never written keeps time 0 and is skipped.
   constexpr std::size_t kHeader = 16;
   const std::uint32_t cap = opt_.device_event_capacity;
   const std::size_t bytes = kHeader + std::size_t{cap} * sizeof(profiler::DeviceEvent);

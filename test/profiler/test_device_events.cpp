@@ -12,6 +12,7 @@
 
 #include "examples/gemm/matmul_v5.hpp"
 #include "test/common/mirror.hpp"
+#include "src/profiler/device_events.hpp"
 #include "test/common/random.hpp"
 #include "tilejit/tilejit.hpp"
 
@@ -83,14 +84,14 @@ const json* child(const json& node, const std::string& name) {
 struct TraceView {
   std::vector<json> summaries;
   std::map<std::string, std::pair<json, json>> flows;  // id -> (s, f)
-  std::map<long long, std::string> lanes;               // device lanes (tid >= 3e6) -> name
+  std::map<long long, std::string> lanes;               // device lanes (tid >= 3e9) -> name
   std::vector<json> programs, markers;
   bool kernel_records = false;  // the session's backend delivered kernel records
   explicit TraceView(const json& t) {
     for (const auto& e : t.at("traceEvents")) {
       const std::string ph = e.at("ph");
       kernel_records |= e.value("cat", "") == "kernel";
-      if (ph == "M" && e.at("name") == "thread_name" && e.at("tid").get<long long>() >= 3'000'000)
+      if (ph == "M" && e.at("name") == "thread_name" && e.at("tid").get<long long>() >= 3'000'000'000LL)
         lanes[e.at("tid").get<long long>()] = e.at("args").at("name");
       if (ph == "i" && e.at("name") == "device events") summaries.push_back(e);
       if ((ph == "s" || ph == "f") && e.at("id").get<std::string>().rfind("dev:", 0) == 0)
@@ -179,10 +180,76 @@ TEST_CASE("device_event_names_are_checked") {
   CHECK_THROWS_WITH_AS(tj::trace(BadName{"a\nb"}), doctest::Contains("control character (code 10) at position 1"), tj::InvalidArgument);
   // Outside a trace the id's constant already cannot be recorded: the DSL's own error.
   CHECK_THROWS_WITH_AS(tj::async_begin("outside", 1), doctest::Contains("only run while a kernel is traced"), tj::Error);
+  CHECK_THROWS_WITH_AS(tj::trace(BadName{"program"}), doctest::Contains("reserved"), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(tj::trace(BadName{"TMA loop %3"}), doctest::Contains("reserved"), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(tj::compile<ChunkSum>(tj::Device::interpreter(), {.device_events_wgmma = true}),
+                       doctest::Contains("needs device_events = true"), tj::InvalidArgument);
   CHECK_THROWS_WITH_AS(tj::compile<ChunkSum>(tj::Device::interpreter(), {.device_events = true, .device_event_capacity = 0}),
                        doctest::Contains("device_event_capacity = 0"), tj::InvalidArgument);
   CHECK_THROWS_WITH_AS(tj::compile<ChunkSum>(tj::Device::interpreter(), {.device_events = true, .device_event_capacity = (1u << 26) + 1}),
                        doctest::Contains("[1, 2^26]"), tj::InvalidArgument);
+}
+
+struct HugeId {
+  void operator()(tj::Ptr<float> x) const {
+    tj::async_begin("huge", 1LL << 40);
+    tj::store(x + tj::arange<32>(), 1.0f);
+  }
+};
+struct OddName {
+  void operator()(tj::Ptr<float> x) const {
+    tj::async_begin("x\xffy", 1);
+    tj::async_end("x\xffy", 1);
+    tj::store(x + tj::arange<32>(), 1.0f);
+  }
+};
+
+TEST_CASE("device_event_ids_are_i32_and_any_byte_of_a_name_compiles") {
+  CHECK_THROWS_WITH_AS(tj::trace(HugeId{}), doctest::Contains("async event id 1099511627776: an id is an i32"), tj::InvalidArgument);
+  // A byte NVRTC would take for the end of the source stays out of the generated text's comments.
+  const auto r = tj::compile_for_arch<OddName>("sm_90a", {.num_warps = 1, .device_events = true});
+  CHECK(!r.binary.bytes.empty());
+}
+
+TEST_CASE("device_events_pair_by_the_cycle_counter_when_the_global_timer_ties") {
+  using prof::DeviceEvent;
+  auto ev = [](std::uint64_t clock, std::uint8_t kind, std::uint32_t id = 0) {
+    return DeviceEvent{.time_ns = 1000, .clock = clock, .program = 0, .id = id, .site = 0, .warp = 0, .kind = kind, .sm = 0};
+  };
+  // begin, end, begin, end of one id, all in one global-timer tick: two pairs.
+  const std::vector<DeviceEvent> a{ev(10, 0), ev(11, 1), ev(12, 0), ev(13, 1)};
+  const auto pa = prof::detail::pair_device_events(a);
+  REQUIRE(pa.pairs.size() == 2);
+  CHECK(pa.pairs[0].begin == 0);
+  CHECK(pa.pairs[0].end == 1);
+  CHECK(pa.pairs[1].begin == 2);
+  CHECK(pa.pairs[1].end == 3);
+  CHECK(pa.unmatched_begins == 0);
+  CHECK(pa.unmatched_ends == 0);
+  // An end before its begin (same tick) is unmatched; the begin too.
+  const std::vector<DeviceEvent> b{ev(5, 1), ev(6, 0)};
+  const auto pb = prof::detail::pair_device_events(b);
+  CHECK(pb.pairs.empty());
+  CHECK(pb.unmatched_ends == 1);
+  CHECK(pb.unmatched_begins == 1);
+  // Two ends (two consumer warp groups) share one begin.
+  const std::vector<DeviceEvent> c{ev(7, 1, 3), ev(1, 0, 3), ev(9, 1, 3)};
+  const auto pc = prof::detail::pair_device_events(c);
+  CHECK(pc.pairs.size() == 2);
+  CHECK(pc.unmatched_begins + pc.unmatched_ends == 0);
+}
+
+TEST_CASE("device_events_of_two_phases_keep_their_own_flow_ids_and_share_lanes") {
+  Session s("phases", "chrome_trace");
+  launch_chunk_sum(tj::Device::interpreter(), 2, 3, {.num_warps = 1});
+  const json first = json::parse(*prof::get(s.id, 0));
+  prof::advance_phase(s.id);
+  launch_chunk_sum(tj::Device::interpreter(), 2, 3, {.num_warps = 1});
+  const TraceView v0(first), v1(s.phase());
+  REQUIRE(!v0.flows.empty());
+  REQUIRE(!v1.flows.empty());
+  for (const auto& [id, sf] : v0.flows) CHECK(v1.flows.count(id) == 0);  // ids name the phase
+  CHECK(v0.lanes == v1.lanes);  // a lane is a (program, warp): the same tid and name in every part file
 }
 
 TEST_CASE("device_events_generate_nothing_unless_asked_and_compile_for_every_target") {

@@ -101,6 +101,11 @@ struct LayoutPlan {
 int vector_elements(const Distributed& d, const TileLayout& t, const Type& type, const AxisInfo& ptr, const AxisInfo* mask,
                     int tile_dim);
 
+/// AMD MFMA: the consecutive K elements each lane holds for operands of type `et` on `arch` (gfx90a, gfx94x) — f16
+/// and bf16 4, f32 1, i8 8 on gfx94x and 4 on gfx90a, f8 8 (gfx94x) — so an R x R instruction takes K = kw · 64 / R;
+/// 0 for a type with no MFMA there. From the CDNA2 / CDNA3 ISA's MFMA tables.
+int mfma_k_width(DType et, const std::string& arch);
+
 /// Assign layouts for `k` launched with `num_warps` warps of `warp_size`
 /// lanes. Tiles that interact elementwise share a parent (a *family*, one
 /// per 2-D tile extent); a dot's accumulator family gets the mma.sync

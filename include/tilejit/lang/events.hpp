@@ -24,13 +24,18 @@
 namespace tilejit {
 namespace lang {
 /// Record an Op::event node: `kind` 0 = begin, 1 = end; `id_node` an i32 scalar node. Throws InvalidArgument
-/// for an empty name, one longer than 64 characters or with a control character; Error outside a trace.
+/// for an empty name, one longer than 64 characters, with a control character, or reserved ("program", "wgmma",
+/// "TMA loop %..."); Error outside a trace.
 void record_event(std::string_view name, int id_node, int kind);
+
+/// Throws InvalidArgument for a literal id outside the i32 range.
+void check_event_id(long long id);
 
 template <class X>
 int event_id(const X& x) {
   if constexpr (Literal<X>) {
     static_assert(std::is_integral_v<std::remove_cvref_t<X>>, "a device event's id is an integer");
+    check_event_id(static_cast<long long>(x));
     return scalar_constant<std::int32_t>(static_cast<double>(x)).id();
   } else {
     auto t = tile_of(x);

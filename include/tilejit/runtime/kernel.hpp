@@ -90,13 +90,15 @@ struct CompileOptions {
   /// and arrival; codegen::Options::device_events) and hand them to the profiler. A launch records only while a
   /// profiler session with the launch hook is active, and then waits for its kernel (the device synchronises) to
   /// read the records back before it returns; launches of one instrumented kernel are serialised. Without a
-  /// session the kernel runs with a null buffer (one branch per event). Every target, the interpreter too.
+  /// session the kernel runs with a null buffer (one branch per event). Every target; the interpreter records the
+  /// DSL's events and the program spans.
   bool device_events = false;
   /// With device_events: also pair each wgmma group's commit with the wait that saw it complete
   /// (codegen::Options::device_events_wgmma; it slows a warp-specialised GEMM by about a third).
   bool device_events_wgmma = false;
-  /// Records a launch keeps (32 bytes each; the buffer is allocated once per kernel, at its first recording
-  /// launch): 1 .. 2^26. Events past it are counted ("device_events_dropped" on the launch) and lost.
+  /// Slots of a launch's buffer (32 bytes each; allocated once per kernel, at its first recording launch): 1 ..
+  /// 2^26. Recording threads reserve them in growing chunks, so fewer records may fit (docs/profiler.md); events
+  /// that do not are counted ("device_events_dropped" on the launch) and lost.
   std::uint32_t device_event_capacity = 1u << 20;
 };
 
