@@ -312,7 +312,7 @@ struct tj_evcur { unsigned next, end, size, pre; };
 struct tj_evbuf;
 static __device__ __forceinline__ unsigned tj_ev_reserve(tj_evbuf* b, unsigned n);
 static __device__ __forceinline__ unsigned tj_ev_capacity(const tj_evbuf* b);
-// Chunks grow 4, 8, ... 256 slots (a thread with a few events wastes a few); from 32 on, the next one is reserved as
+// Chunks grow 4, 8, ... 256 slots (a thread with a few events wastes a few); from 8 on, the next one is reserved as
 // soon as one is taken, so its atomic's round trip overlaps the events recorded meanwhile (its result is read only
 // when the chunk runs out). A thread whose chunk lay past the capacity reserves no more (the counter cannot wrap).
 static __device__ __forceinline__ void tj_ev_next_chunk(tj_evbuf* b, tj_evcur& cur) {
@@ -324,7 +324,7 @@ static __device__ __forceinline__ void tj_ev_next_chunk(tj_evbuf* b, tj_evcur& c
   cur.next = cur.pre != ~0u ? cur.pre : tj_ev_reserve(b, n);
   cur.end = cur.next + n;
   cur.size = n < 256u ? 2u * n : 256u;
-  cur.pre = n >= 32u ? tj_ev_reserve(b, cur.size) : ~0u;
+  cur.pre = n >= 8u ? tj_ev_reserve(b, cur.size) : ~0u;
 }
 )";
   s += cuda ? R"(static __device__ __forceinline__ unsigned tj_ev_reserve(tj_evbuf* b, unsigned n) {
