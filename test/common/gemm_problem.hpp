@@ -94,6 +94,33 @@ X* on_device(const tilejit::Device& dev, std::vector<X>& host) {
   return p;
 }
 
+/// C [M, N] read back inside a NaN-poisoned [rows, ld] buffer (rows >= M, ld >= N): how many of C's elements were
+/// left unwritten (still NaN), how many lie farther than tol(x) from ref(x) (x = i·N + j), and how many cells of
+/// the frame around C were written.
+struct FramedCheck {
+  std::size_t unwritten = 0, outside = 0, spilled = 0;
+};
+template <class Out, class Ref, class Tol>
+FramedCheck check_framed(const std::vector<Out>& c, int rows, int ld, int M, int N, Ref&& ref, Tol&& tol) {
+  FramedCheck r;
+  for (int i = 0; i < rows; ++i)
+    for (int j = 0; j < ld; ++j) {
+      const double got = static_cast<float>(c[static_cast<std::size_t>(i) * ld + j]);
+      if (i >= M || j >= N) {
+        r.spilled += !std::isnan(got);
+        continue;
+      }
+      const std::size_t x = static_cast<std::size_t>(i) * N + j;
+      if (std::isnan(got)) {
+        ++r.unwritten;
+        continue;
+      }
+      const double want = ref(x);
+      r.outside += std::abs(got - want) > tol(x, want);
+    }
+  return r;
+}
+
 /// Tuner options keeping only the candidates whose Config::str() is in `keep` (the others pruned: a library call
 /// then runs one of those), no persistence, no warm-up, one timed rep.
 inline tilejit::TuneOptions keeping(std::set<std::string> keep) {

@@ -54,26 +54,13 @@ void run_fused_store(const tj::Device& dev, int M, int N, int K, int stages, boo
     dev.free(da), dev.free(db), dev.free(dbias), dev.free(dc);
   }
   const double rnd = std::is_same_v<Out, float> ? 1e-6 : 1.0 / 128;  // bf16 keeps 8 significant bits
-  std::size_t unwritten = 0, outside = 0, spilled = 0;
-  for (int i = 0; i < rows; ++i)
-    for (int j = 0; j < ld; ++j) {
-      const double got = static_cast<float>(c[static_cast<std::size_t>(i) * ld + j]);
-      if (i >= M || j >= N) {
-        spilled += !std::isnan(got);
-        continue;
-      }
-      const std::size_t x = static_cast<std::size_t>(i) * N + j;
-      if (std::isnan(got)) {
-        ++unwritten;
-        continue;
-      }
-      const double ref = testing::act_ref(ACT, alpha * p.ref[x] + bias[static_cast<std::size_t>(j)]);
-      // activation slopes are below 1.2: the accumulation error passes through at most doubled
-      outside += std::abs(got - ref) > rnd * std::abs(ref) + 2 * alpha * (1e-6 + K * 6e-8) * p.mag[x] + 1e-5;
-    }
-  CHECK(unwritten == 0);
-  CHECK(outside == 0);
-  CHECK(spilled == 0);
+  // activation slopes are below 1.2: the accumulation error passes through at most doubled
+  const auto r = testing::check_framed(
+      c, rows, ld, M, N, [&](std::size_t x) { return testing::act_ref(ACT, alpha * p.ref[x] + bias[x % static_cast<std::size_t>(N)]); },
+      [&](std::size_t x, double want) { return rnd * std::abs(want) + 2 * alpha * (1e-6 + K * 6e-8) * p.mag[x] + 1e-5; });
+  CHECK(r.unwritten == 0);
+  CHECK(r.outside == 0);
+  CHECK(r.spilled == 0);
 }
 
 tj::codegen::Generated fused_store_source(auto kernel, const char* arch, int warps, int stages, bool ws) {

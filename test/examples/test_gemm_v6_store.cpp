@@ -55,24 +55,12 @@ void run_store(const tj::Device& dev, int M, int N, int K, int stages, bool ws, 
     dev.free(da), dev.free(db), dev.free(dc);
   }
   const double rnd = std::is_same_v<Out, float> ? 1e-6 : 1.0 / 128;  // bf16 keeps 8 significant bits
-  std::size_t unwritten = 0, outside = 0, spilled = 0;
-  for (int i = 0; i < rows; ++i)
-    for (int j = 0; j < ld; ++j) {
-      const double got = static_cast<float>(c[static_cast<std::size_t>(i) * ld + j]);
-      if (i >= M || j >= N) {
-        spilled += !std::isnan(got);
-        continue;
-      }
-      const std::size_t x = static_cast<std::size_t>(i) * N + j;
-      if (std::isnan(got)) {
-        ++unwritten;
-        continue;
-      }
-      outside += std::abs(got - p.ref[x]) > rnd * std::abs(p.ref[x]) + (1e-6 + K * 6e-8) * p.mag[x] + 1e-5;
-    }
-  CHECK(unwritten == 0);
-  CHECK(outside == 0);
-  CHECK(spilled == 0);
+  const auto r = testing::check_framed(c, rows, ld, M, N, [&](std::size_t x) { return p.ref[x]; }, [&](std::size_t x, double want) {
+    return rnd * std::abs(want) + (1e-6 + K * 6e-8) * p.mag[x] + 1e-5;
+  });
+  CHECK(r.unwritten == 0);
+  CHECK(r.outside == 0);
+  CHECK(r.spilled == 0);
 }
 
 /// The sm_90a text of `kernel`; `c_rows_whole_chunks`: the specialisation a launch gets when C's rows are whole
