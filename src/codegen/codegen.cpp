@@ -100,14 +100,14 @@ class Emitter {
     if (o_.device_events) {
       ev_sites_ = k_.event_sites;
       ev_program_ = static_cast<int>(ev_sites_.size());
-      ev_sites_.push_back("program");
+      ev_sites_.emplace_back(ir::kProgramSite);
       for (const Pipe& p : pipes_) {
         ev_pipe_site_[p.loop] = static_cast<int>(ev_sites_.size());
-        ev_sites_.push_back(fmt::format("TMA loop %{}", p.loop));
+        ev_sites_.push_back(fmt::format("{}{}", ir::kTmaSitePrefix, p.loop));
       }
       if (o_.device_events_wgmma && std::any_of(plan_.dot_wgmma.begin(), plan_.dot_wgmma.end(), [](auto w) { return w != 0; })) {
         ev_wgmma_ = static_cast<int>(ev_sites_.size());
-        ev_sites_.push_back("wgmma");
+        ev_sites_.emplace_back(ir::kWgmmaSite);
       }
     }
   }

@@ -303,21 +303,20 @@ std::string events_prelude(bool cuda) {
   // One record per event, 32 bytes; the layout is profiler::DeviceEvent's. A recording thread reserves slots in
   // growing chunks (4 ... 256) with one atomic each, the next chunk ahead of need (one counter for the whole grid, hit per
   // event and waited for, made a warp-specialised GEMM 1.7x slower); the host zeroes the buffer first and skips
-  // slots whose time is 0 (reserved, not written).
+  // slots whose time is 0 (reserved, not written). The dialects differ only in their clocks and atomics.
   std::string s = R"(// Device events (codegen::Options::device_events).
 struct tj_evrec { unsigned long long t, clk; unsigned program, id; unsigned short site; unsigned char warp, kind; unsigned sm; };
 struct tj_evbuf { unsigned count, capacity, dropped, reserved; tj_evrec rec[1]; };
 // This thread's reserved slots [next, end); `size`: the next chunk's; `pre`: a chunk reserved ahead (~0u: none).
 struct tj_evcur { unsigned next, end, size, pre; };
-struct tj_evbuf;
-static __device__ __forceinline__ unsigned tj_ev_reserve(tj_evbuf* b, unsigned n);
-static __device__ __forceinline__ unsigned tj_ev_capacity(const tj_evbuf* b);
+static __device__ __forceinline__ unsigned tj_ev_reserve(tj_evbuf* b, unsigned n);  // atomic add to count: its old value
+static __device__ __forceinline__ void tj_ev_drop(tj_evbuf* b);                     // atomic increment of dropped
 // Chunks grow 4, 8, ... 256 slots (a thread with a few events wastes a few); from 8 on, the next one is reserved as
 // soon as one is taken, so its atomic's round trip overlaps the events recorded meanwhile (its result is read only
 // when the chunk runs out). A thread whose chunk lay past the capacity reserves no more (the counter cannot wrap).
 static __device__ __forceinline__ void tj_ev_next_chunk(tj_evbuf* b, tj_evcur& cur) {
   const unsigned n = cur.size;
-  if (cur.end > tj_ev_capacity(b)) {  // full already: stay full
+  if (cur.end > b->capacity) {  // full already: stay full
     cur.next = cur.end - 1u;
     return;
   }
@@ -326,24 +325,13 @@ static __device__ __forceinline__ void tj_ev_next_chunk(tj_evbuf* b, tj_evcur& c
   cur.size = n < 256u ? 2u * n : 256u;
   cur.pre = n >= 8u ? tj_ev_reserve(b, cur.size) : ~0u;
 }
-)";
-  s += cuda ? R"(static __device__ __forceinline__ unsigned tj_ev_reserve(tj_evbuf* b, unsigned n) {
-  unsigned base;
-  asm volatile("atom.global.add.u32 %0, [%1], %2;" : "=r"(base) : "l"(&b->count), "r"(n) : "memory");
-  return base;
-}
-static __device__ __forceinline__ unsigned tj_ev_capacity(const tj_evbuf* b) { return b->capacity; }
-static __device__ __forceinline__ void tj_event(tj_evbuf* b, tj_evcur& cur, unsigned site, unsigned kind, unsigned id, int warp) {
-  if (b == 0) return;  // launched without a profiler session: nothing is recorded
-  unsigned long long t, c;
-  unsigned sm;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  asm volatile("mov.u64 %0, %%clock64;" : "=l"(c));
-  asm("mov.u32 %0, %%smid;" : "=r"(sm));
+// One record into the thread's next slot (counted as dropped when the buffer is full).
+static __device__ __forceinline__ void tj_ev_write(tj_evbuf* b, tj_evcur& cur, unsigned long long t, unsigned long long c,
+                                                   unsigned sm, unsigned site, unsigned kind, unsigned id, int warp) {
   if (cur.next == cur.end) tj_ev_next_chunk(b, cur);
   const unsigned i = cur.next++;
-  if (i >= b->capacity) {  // full: counted, lost
-    asm volatile("red.global.add.u32 [%0], 1;" :: "l"(&b->dropped) : "memory");
+  if (i >= b->capacity) {
+    tj_ev_drop(b);
     return;
   }
   tj_evrec* r = &b->rec[i];
@@ -351,25 +339,31 @@ static __device__ __forceinline__ void tj_event(tj_evbuf* b, tj_evcur& cur, unsi
   r->program = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
   r->id = id; r->site = (unsigned short)site; r->warp = (unsigned char)warp; r->kind = (unsigned char)kind; r->sm = sm;
 }
+)";
+  s += cuda ? R"(static __device__ __forceinline__ unsigned tj_ev_reserve(tj_evbuf* b, unsigned n) {
+  unsigned base;
+  asm volatile("atom.global.add.u32 %0, [%1], %2;" : "=r"(base) : "l"(&b->count), "r"(n) : "memory");
+  return base;
+}
+static __device__ __forceinline__ void tj_ev_drop(tj_evbuf* b) { asm volatile("red.global.add.u32 [%0], 1;" :: "l"(&b->dropped) : "memory"); }
+static __device__ __forceinline__ void tj_event(tj_evbuf* b, tj_evcur& cur, unsigned site, unsigned kind, unsigned id, int warp) {
+  if (b == 0) return;  // launched without a profiler session: nothing is recorded
+  unsigned long long t, c;
+  unsigned sm;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  asm volatile("mov.u64 %0, %%clock64;" : "=l"(c));
+  asm("mov.u32 %0, %%smid;" : "=r"(sm));
+  tj_ev_write(b, cur, t, c, sm, site, kind, id, warp);
+}
 )"
             : R"(static __device__ __forceinline__ unsigned tj_ev_reserve(tj_evbuf* b, unsigned n) {
   return __atomic_fetch_add(&b->count, n, __ATOMIC_RELAXED);
 }
-static __device__ __forceinline__ unsigned tj_ev_capacity(const tj_evbuf* b) { return b->capacity; }
+static __device__ __forceinline__ void tj_ev_drop(tj_evbuf* b) { __atomic_fetch_add(&b->dropped, 1u, __ATOMIC_RELAXED); }
 static __device__ __forceinline__ void tj_event(tj_evbuf* b, tj_evcur& cur, unsigned site, unsigned kind, unsigned id, int warp) {
   if (b == 0) return;
-  // s_memrealtime: the 100 MHz constant clock of gfx9 (10 ns per tick); s_memtime: the shader clock.
-  const unsigned long long t = __builtin_amdgcn_s_memrealtime() * 10ull, c = __builtin_amdgcn_s_memtime();
-  if (cur.next == cur.end) tj_ev_next_chunk(b, cur);
-  const unsigned i = cur.next++;
-  if (i >= b->capacity) {
-    __atomic_fetch_add(&b->dropped, 1u, __ATOMIC_RELAXED);
-    return;
-  }
-  tj_evrec* r = &b->rec[i];
-  r->t = t; r->clk = c;
-  r->program = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-  r->id = id; r->site = (unsigned short)site; r->warp = (unsigned char)warp; r->kind = (unsigned char)kind; r->sm = 0u;
+  // s_memrealtime: the 100 MHz constant clock of gfx9 (10 ns per tick); s_memtime: the shader clock. No SM id (0).
+  tj_ev_write(b, cur, __builtin_amdgcn_s_memrealtime() * 10ull, __builtin_amdgcn_s_memtime(), 0u, site, kind, id, warp);
 }
 )";
   return s;

@@ -24,9 +24,9 @@ void record_event(std::string_view name, int id_node, int kind) {
   if (bad != name.end())
     throw InvalidArgument(fmt::format("async event name with a control character (code {}) at position {}: not allowed",
                                       static_cast<int>(static_cast<unsigned char>(*bad)), bad - name.begin()));
-  if (name == "program" || name == "wgmma" || name.rfind("TMA loop %", 0) == 0)
+  if (ir::is_reserved_event_site(name))
     throw InvalidArgument(fmt::format("async event name '{}': reserved for the events the code generator records "
-                                      "(\"program\", \"wgmma\", \"TMA loop %...\")", name));
+                                      "(\"{}\", \"{}\", \"{}...\")", name, ir::kProgramSite, ir::kWgmmaSite, ir::kTmaSitePrefix));
   auto& sites = k->event_sites;
   auto it = std::find(sites.begin(), sites.end(), name);
   if (it == sites.end()) {

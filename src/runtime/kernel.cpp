@@ -296,7 +296,7 @@ void KernelCore::launch(const Grid& g, Stream s, std::span<ArgSlot> args, const 
     std::vector<profiler::DeviceEvent> events;
     interpret(ir_, grid, vals, 0, &events);
     std::vector<std::string> sites = ir_.event_sites;  // the interpreter's sites: the kernel's, then "program"
-    sites.emplace_back("program");
+    sites.emplace_back(ir::kProgramSite);
     const std::size_t kept = std::min<std::size_t>(events.size(), opt_.device_event_capacity);
     profiler::report_device_events({.sites = sites, .events = std::span(events).first(kept), .dropped = events.size() - kept});
     return;
@@ -328,18 +328,14 @@ void KernelCore::launch(const Grid& g, Stream s, std::span<ArgSlot> args, const 
   d.grid[2] = static_cast<unsigned>(g.z);
   d.block[0] = v.threads;
   d.shared_bytes = v.dynamic_shared;
-  if (!opt_.device_events) {
-    dev_.launch(v.fn, d, s, params);
+  if (opt_.device_events && profiler::hook_active()) {
+    std::lock_guard lock(events_mu_);
+    launch_recording(v, d, s, params, args.size());
     return;
   }
-  if (!profiler::hook_active()) {  // instrumented, nobody listening: a null buffer records nothing
-    void* none = nullptr;
-    params[args.size()] = &none;
-    dev_.launch(v.fn, d, s, params);
-    return;
-  }
-  std::lock_guard lock(events_mu_);
-  launch_recording(v, d, s, params, args.size());
+  void* none = nullptr;  // instrumented, nobody listening: a null buffer records nothing
+  if (opt_.device_events) params[args.size()] = &none;
+  dev_.launch(v.fn, d, s, params);
 }
 
 void KernelCore::launch_recording(const Variant& v, const LaunchDims& d, Stream s, void** params, std::size_t nargs) {

@@ -9,6 +9,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tilejit/core/dtype.hpp"
@@ -74,6 +75,13 @@ enum class Op : std::uint8_t {
                  // Kernel::event_sites; axis: 0 = async_begin (producer), 1 = async_end (consumer); no result.
                  // Backends record it only when the kernel is instrumented (codegen::Options::device_events)
 };
+
+/// The device-event sites the code generator records itself (codegen::Options::device_events); a kernel's own
+/// async_begin / async_end may not use these names.
+inline constexpr std::string_view kProgramSite = "program", kWgmmaSite = "wgmma", kTmaSitePrefix = "TMA loop %";
+inline bool is_reserved_event_site(std::string_view name) {
+  return name == kProgramSite || name == kWgmmaSite || name.substr(0, kTmaSitePrefix.size()) == kTmaSitePrefix;
+}
 
 const char* name(Op op);
 bool is_binary(Op op);
