@@ -451,6 +451,23 @@ void BM_TilejitV5(benchmark::State& st) {
               (WS ? ", producer warp group" : ""));
 }
 
+/// Rung 5's kernel off Hopper's wgmma path: compiled for "sm_90" (no "a"), as for an A100 — mma.sync, its blocks
+/// copied by a cp.async ring of STAGES (CP) or loaded masked into registers and converted (!CP). WARPS per program.
+template <int BM, int BN, int STAGES, bool CP = true, int WARPS = BM / 16>
+void BM_TilejitMmaSync(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  const long M = st.range(0), N = st.range(1), K = st.range(2);
+  Operands o(M, N, K);
+  const TnDescs d(o.a, o.b, tj::DType::bf16, M, N, K, BM, BN, 64);
+  auto k = tj::compile<examples::MatmulV5<BM, BN, tj::bf16>>(
+      gpu(), {.num_warps = WARPS, .num_stages = STAGES, .arch = "sm_90", .cp_async = CP});
+  timed(st, 2.0 * M * N * K, [&] {
+    k.launch(tj::Grid{tj::cdiv(M, BM) * tj::cdiv(N, BN)}, d.a, d.b, static_cast<float*>(o.c), M, N, K);
+  });
+  st.SetLabel("sm_90 mma.sync, BLOCK " + std::to_string(BM) + "x" + std::to_string(BN) + "x64, " + std::to_string(WARPS) +
+              " warps, " + (CP ? "cp.async ring of " + std::to_string(STAGES) : std::string("masked loads")));
+}
+
 /// Rung 6: the persistent grid (min(tiles, SMs) programs), with a producer warp group when WS.
 template <int BM, int BN, int STAGES, bool WS = true>
 void BM_TilejitV6(benchmark::State& st) {
@@ -593,6 +610,11 @@ BENCHMARK(BM_TilejitFused<>)->Name("BM_TilejitV5Fused")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitFused<64, 96, 6>)->Name("BM_TilejitV5Fused/64x96/6")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TilejitFused<64, 192, 6>)->Name("BM_TilejitV5Fused/64x192/6")->Args({8192, 192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TilejitV5<128, 256, 4>)->Name("BM_TilejitV5/128x256/4")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitMmaSync<128, 128, 3>)->Name("BM_TilejitMmaSync/128x128/3")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitMmaSync<128, 128, 4>)->Name("BM_TilejitMmaSync/128x128/4")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitMmaSync<128, 256, 3, true, 8>)->Name("BM_TilejitMmaSync/128x256/3")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitMmaSync<64, 128, 4, true, 4>)->Name("BM_TilejitMmaSync/64x128/4")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitMmaSync<128, 128, 3, false>)->Name("BM_TilejitMmaSyncMasked/128x128")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitV5<128, 128, 4>)->Name("BM_TilejitV5/128x128/4")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitV5<128, 192, 4>)->Name("BM_TilejitV5/128x192/4")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitV5<128, 256, 4, true>)->Name("BM_TilejitV5Ws/128x256/4")->Apply(shapes_tn);

@@ -89,6 +89,25 @@ int sm_number(std::string_view a) {
   }
   return v;
 }
+/// The bit pattern of a quiet NaN of `t` (the fill a descriptor's OobFill NaN asks for); 0 for integers.
+unsigned nan_bits(DType t) {
+  switch (t) {
+    case DType::f32: return 0x7fc00000u;
+    case DType::f16: return 0x7e00u;
+    case DType::bf16: return 0x7fc0u;
+    case DType::f8e4nv: case DType::f8e5: return 0x7fu;  // S.1111.111 (e4m3's only NaN) / S.11111.11
+    default: return 0u;
+  }
+}
+/// Shared memory one program may use on a CUDA target (KiB; CUDA C++ Programming Guide, "Technical
+/// Specifications per Compute Capability"): sm_80 / sm_87 163, sm_86 / sm_89 99, sm_90 227; other targets 48.
+int max_shared_kib(const std::string& arch) {
+  const int sm = sm_number(arch);
+  if (sm >= 90) return 227;
+  if (sm == 80 || sm == 87) return 163;
+  if (sm >= 80) return 99;
+  return 48;
+}
 
 class Emitter {
  public:
@@ -102,6 +121,7 @@ class Emitter {
       ev_program_ = static_cast<int>(ev_sites_.size());
       ev_sites_.emplace_back(ir::kProgramSite);
       for (const Pipe& p : pipes_) {
+        if (cp_) break;  // (cp.async stages: no events yet)
         ev_pipe_site_[p.loop] = static_cast<int>(ev_sites_.size());
         ev_sites_.push_back(fmt::format("{}{}", ir::kTmaSitePrefix, p.loop));
       }
@@ -135,14 +155,14 @@ class Emitter {
       // The TMA rings first (1024-byte aligned for the 128B swizzle), then the scratch of conversions and
       // reductions; 1024 bytes of slack to align the dynamic base. H100/H200: at most 227 KiB per program.
       g.dynamic_shared_bytes = ring_bytes_ + align_1k(smem_bytes_) + 1024;
-      if (g.dynamic_shared_bytes > 227 * 1024) {
+      if (const int kib = max_shared_kib(t_.arch); g.dynamic_shared_bytes > kib * 1024) {
         const bool st = !stores_.empty();  // then name the staging, and tma_store as a way out
-        throw Unsupported(fmt::format("kernel {} needs {} bytes of shared memory ({}{} for {} TMA pipeline stage(s){}, {} of scratch): "
-                                      "sm_90 allows 227 KiB per program; lower num_stages or the block sizes{}",
+        throw Unsupported(fmt::format("kernel {} needs {} bytes of shared memory ({}{} for {} {} pipeline stage(s){}, {} of scratch): "
+                                      "{} allows {} KiB per program; lower num_stages or the block sizes{}",
                                       k_.name, g.dynamic_shared_bytes,
                                       st ? fmt::format("{} for TMA store staging, ", staging_bytes()) : std::string(),
-                                      ring_bytes_ - staging_bytes(), o_.num_stages, st ? " and blocks" : "", smem_bytes_,
-                                      st ? ", or turn tma_store off" : ""));
+                                      ring_bytes_ - staging_bytes(), o_.num_stages, cp_ ? "cp.async" : "TMA", st ? " and blocks" : "",
+                                      smem_bytes_, t_.arch, kib, st ? ", or turn tma_store off" : ""));
       }
       for (std::size_t i = 0; i < k_.params.size(); ++i)
         if (k_.params[i].type.is_desc && tma_param_[i]) {
@@ -159,7 +179,7 @@ class Emitter {
     for (std::size_t i = 0; i < plan_.layouts.size(); ++i)
       src += fmt::format("// layout L{}: {}\n", i, plan_.layouts[i].description);
     src += prelude(t_.dialect == Dialect::cuda);
-    if (dynamic) src += tma_prelude();
+    if (dynamic) src += cp_ ? cp_async_prelude() : tma_prelude();
     if (!stores_.empty()) src += tma_store_prelude();
     if (o_.device_events) src += events_prelude(t_.dialect == Dialect::cuda);
     // Warp-specialised: `.maxnreg` (__maxnreg__) fixes the launch allocation at launch_regs() per thread, the pool
@@ -466,6 +486,9 @@ class Emitter {
   /// group. They pay off with a separate producer warp — warp specialisation.)
   void plan_pipes() {
     const std::size_t N = k_.nodes.size();
+    // Blocks left in the IR on a CUDA target without wgmma are cp.async blocks (async_loads): a ring per loop, no
+    // mbarriers, no tensor maps, no producer warp.
+    cp_ = t_.dialect == Dialect::cuda && t_.arch != "sm_90a";
     pipe_of_loop_.assign(N, -1);
     alias_.assign(N, -1);
     tma_param_.assign(k_.params.size(), 0);
@@ -479,6 +502,7 @@ class Emitter {
       if (n.op == Op::loop_begin) stack.push_back(static_cast<int>(id));
     }
     auto note_param = [&](const Node& n) {
+      if (cp_) return;  // cp.async reads through the descriptor's base, shape and strides: no tensor map
       int& rows = tma_param_[static_cast<std::size_t>(k_[n.args[0]].i)];
       if (rows && rows != n.type.shape[0])
         throw Unsupported(fmt::format("descriptor parameter {} is copied by TMA in blocks of {} and of {} rows: one box per "
@@ -515,6 +539,8 @@ class Emitter {
       if (n.op != Op::desc_load) continue;
       const int L = parent[id];
       note_param(n);
+      if (cp_ && (L < 0 || encloses[static_cast<std::size_t>(L)]))
+        throw Unsupported(fmt::format("codegen: cp.async block %{} is not in an innermost loop with blocks", id));
       if (L < 0) {
         resident_.push_back(Resident{static_cast<int>(id), 0, 0, block_bytes(static_cast<int>(id))});
         continue;
@@ -549,7 +575,7 @@ class Emitter {
       for (std::size_t d = static_cast<std::size_t>(p.loop) + 1; d < static_cast<std::size_t>(ends[static_cast<std::size_t>(p.loop)]); ++d) {
         const Node& n = k_.nodes[d];
         // (register-A wgmma reads its A registers asynchronously too: never left in flight)
-        if (n.op != Op::dot || parent[d] != p.loop || !plan_.in_smem[static_cast<std::size_t>(n.args[0])] ||
+        if (cp_ || n.op != Op::dot || parent[d] != p.loop || !plan_.in_smem[static_cast<std::size_t>(n.args[0])] ||
             !plan_.in_smem[static_cast<std::size_t>(n.args[1])])
           continue;
         const int c = n.args[2];
@@ -598,7 +624,7 @@ class Emitter {
     // an "empty" one (every consumer warp is done with the stage).
     for (Pipe& p : pipes_) {
       p.bar_off = ring_bytes_;
-      ring_bytes_ += 8 * p.stages * (ws_ ? 2 : 1);
+      if (!cp_) ring_bytes_ += 8 * p.stages * (ws_ ? 2 : 1);
     }
     for (Resident& r : resident_) {
       r.bar_off = ring_bytes_;
@@ -611,6 +637,14 @@ class Emitter {
     ring_bytes_ = align_1k(ring_bytes_);
     for (const Pipe& p : pipes_) {
       const int L = p.loop;
+      if (cp_) {
+        pipe_preamble_ += fmt::format("  const unsigned tj_ring{0} = tj_smem_addr(tj_smem_raw) + {1};  // loop %{0}'s cp.async ring\n", L, p.ring_off);
+        pipe_preamble_ += fmt::format("  unsigned tj_it{} = 0;  // stages of loop %{} consumed so far\n", L, L);
+        plan_diag_.push_back(fmt::format("loop %{}: cp.async pipeline of {} stage(s) x {} bytes ({} block(s)), {} in flight while "
+                                         "an iteration computes; mma.sync reads the fragments from shared memory",
+                                         L, p.stages, p.stage_bytes, p.loads.size(), p.prefetch));
+        continue;
+      }
       pipe_preamble_ += fmt::format("  const unsigned tj_ring{0} = tj_smem_addr(tj_smem_raw) + {1}, tj_bar{0} = tj_smem_addr(tj_smem_raw) + {2};\n",
                                     L, p.ring_off, p.bar_off);
       pipe_preamble_ += fmt::format("  unsigned tj_it{} = 0;  // stages of loop %{} consumed so far\n", L, L);
@@ -647,7 +681,7 @@ class Emitter {
       // The barriers are initialised in every program of the cluster before any program multicasts into them.
       pipe_preamble_ += "  const unsigned tj_crank = tj_cluster_rank();  // this program's rank in its cluster\n";
       pipe_preamble_ += "  tj_cluster_sync();  // every program's barriers are initialised\n";
-    } else if (!pipes_.empty() || !resident_.empty() || !items_.empty()) {
+    } else if (!cp_ && (!pipes_.empty() || !resident_.empty() || !items_.empty())) {
       pipe_preamble_ += "  __syncthreads();\n";
     }
   }
@@ -733,6 +767,12 @@ class Emitter {
     const int L = p.loop;
     const Node& lb = k_[L];
     const std::string lo = v(lb.args[0], 0), hi = v(lb.args[1], 0), step = v(lb.args[2], 0);
+    if (cp_) {  // every thread; one group per stage, empty past the loop's end (the group count stays uniform)
+      if (p.prefetch > 0)
+        line(fmt::format("for (int p = 0; p < {}; ++p) {{ if ({} + p * {} < {}) tj_issue{}({} + p * {}, tj_it{} + (unsigned)p); tj_cp_commit(); }}",
+                         p.prefetch, lo, step, hi, L, lo, step, L));
+      return;
+    }
     if (p.prefetch > 0)
       line(fmt::format("if (tj_tid == 0) for (int p = 0; p < {}; ++p) if ({} + p * {} < {}) tj_issue{}({} + p * {}, tj_it{} + (unsigned)p);",
                        p.prefetch, lo, step, hi, L, lo, step, L));
@@ -747,6 +787,19 @@ class Emitter {
       for (int c : coord_chain(x, L)) emit(c);
       line(fmt::format("  return tj_v8{{{{(unsigned){}, (unsigned){}}}}};", v(k_[x].args[2], 0), v(k_[x].args[1], 0)));
       line("};");
+    }
+    if (cp_) {
+      line(fmt::format("auto tj_issue{} = [&](const int iv, const unsigned it) {{  // every thread: its share of one iteration's copies", L));
+      line(fmt::format("  const unsigned st = it % {}u;", p.stages));
+      for (std::size_t i = 0; i < p.loads.size(); ++i) {
+        const int x = p.loads[i];
+        const ir::Type& bt = k_[x].type;
+        line(fmt::format("  {{ const tj_v8 c = tj_at{}(iv); tj_cp_block<{}, {}, {}, {}, {}u>(tj_ring{} + st * {}u + {}u, {}, (int)c.w[1], (int)c.w[0], tj_tid); }}",
+                         x, size_bytes(bt.dtype), bt.shape[0], bt.shape[1], threads_, nan_bits(bt.dtype), L, p.stage_bytes,
+                         p.offset[i], v(k_[x].args[0], 0)));
+      }
+      line("};");
+      return;
     }
     line(fmt::format("auto tj_issue{} = [&](const int iv, const unsigned it) {{  // thread 0: the copies of one iteration", L));
     line(fmt::format("  const unsigned st = it % {}u, bar = tj_bar{} + 8u * st;", p.stages, L));
@@ -763,6 +816,12 @@ class Emitter {
   void emit_pipe_wait(const Pipe& p) {
     const int L = p.loop;
     line(fmt::format("const unsigned tj_st{} = tj_it{} % {}u;", L, L, p.stages));
+    if (cp_) {
+      // Without a prefetch the copy refills the stage the previous iteration read: every thread must be done with it.
+      if (p.prefetch == 0) line(fmt::format("__syncthreads(); tj_issue{0}(s{0}, tj_it{0}); tj_cp_commit();", L));
+      line(fmt::format("tj_cp_wait<{}>(); __syncthreads();  // this stage's copies (every thread's) have landed", p.prefetch > 0 ? p.prefetch - 1 : 0));
+      return;
+    }
     if (p.prefetch == 0 && !ws_) line(fmt::format("if (tj_tid == 0) tj_issue{}(s{}, tj_it{});", L, L, L));
     line(fmt::format("tj_mbar_wait(tj_bar{} + 8u * tj_st{}, (tj_it{} / {}u) & 1u);", L, L, L, p.stages));
     if (o_.device_events)  // one record per consumer warp group
@@ -785,6 +844,15 @@ class Emitter {
     const int L = p.loop;
     const Node& lb = k_[L];
     const std::string hi = v(lb.args[1], 0), step = v(lb.args[2], 0);
+    if (cp_) {
+      // The stage refilled is the one iteration i - 1 read: every thread passed this iteration's barrier after
+      // reading it, so no barrier is needed here. One group per iteration, empty past the end.
+      if (p.prefetch > 0)
+        line(fmt::format("if (s{0} + {1} * {2} < {3}) tj_issue{0}(s{0} + {1} * {2}, tj_it{0} + {1}u); tj_cp_commit();", L, p.prefetch,
+                         step, hi));
+      line(fmt::format("++tj_it{};", L));
+      return;
+    }
     retire_deferred();  // a stage is refilled below: every wgmma reading the ring has completed
     // With a prefetch the stage refilled next is the previous iteration's: its groups are retired by leaving this
     // iteration's in flight. Without one (a single stage) the next copy overwrites this very stage: wait for all.
@@ -907,6 +975,7 @@ class Emitter {
       return;
     }
     auto no = [&](const std::string& why) { plan_diag_.push_back("warp specialisation not applied: " + why); };
+    if (cp_) return no(fmt::format("target {} has no TMA (its pipelines are cp.async, copied by every thread)", t_.arch));
     if (pipes_.empty()) return no("no loop has a TMA pipeline");
     if (o_.num_warps % 4 != 0) return no(fmt::format("num_warps = {} is not whole warp groups", o_.num_warps));
     if (threads_ + 4 * t_.warp_size > 1024)
@@ -1311,7 +1380,7 @@ class Emitter {
   void convert_operands(int id) {
     for (int j = 0; j < 3; ++j) {
       const int a = k_[id].args[static_cast<std::size_t>(j)];
-      if (a < 0 || !tile(a)) continue;
+      if (a < 0 || !tile(a) || plan_.in_smem[static_cast<std::size_t>(a)]) continue;  // (a block: read in place)
       const ir::TileLayout want = plan_.operand_layout(k_, id, j);
       if (want == TL(a)) continue;
       convert(a, want, id, -1);
@@ -1386,7 +1455,7 @@ class Emitter {
     for (int id = L + 1; id < e; ++id)
       for (int j = 0; j < 3; ++j) {
         const int a = k_[id].args[static_cast<std::size_t>(j)];
-        if (a < 0 || a >= L || !tile(a)) continue;
+        if (a < 0 || a >= L || !tile(a) || plan_.in_smem[static_cast<std::size_t>(a)]) continue;
         const ir::TileLayout want = plan_.operand_layout(k_, id, j);
         if (want == TL(a) || conversions_.count(conversion_key(a, want)) || regs(want) > R(a) || !only_read_as(a, want, L)) continue;
         convert(a, want, id, L);
@@ -1595,7 +1664,8 @@ class Emitter {
           line(fmt::format("// %{}: block of descriptor %{} copied by TMA once per iteration of loop %{}", id, arg(0), b->loop));
           if (!ws_) line(fmt::format("if (tj_tid == 0) {{ {}}}", item_issue(*b)));
         } else {
-          line(fmt::format("// %{}: block of descriptor %{} copied by TMA (loop %{}'s pipeline)", id, arg(0), pipe_of_load(id)->loop));
+          line(fmt::format("// %{}: block of descriptor %{} copied by {} (loop %{}'s pipeline)", id, arg(0), cp_ ? "cp.async" : "TMA",
+                           pipe_of_load(id)->loop));
         }
         return;
       case Op::desc_store:
@@ -1674,7 +1744,7 @@ class Emitter {
       case Op::dot:
         if (plan_.dot_mfma[static_cast<std::size_t>(id)])
           emit_mfma(id);
-        else if (plan_.in_smem[static_cast<std::size_t>(arg(1))])
+        else if (plan_.in_smem[static_cast<std::size_t>(arg(1))] && !cp_)
           emit_wgmma_smem(id);
         else if (plan_.dot_wgmma[static_cast<std::size_t>(id)])
           emit_wgmma(id);
@@ -1956,8 +2026,12 @@ class Emitter {
     const int K = ta.shape[1];
     line(fmt::format("{} v{}[{}];", et == DType::i8 ? "int" : "float", id, R(id)));
     for (int r = 0; r < R(id); ++r) line(fmt::format("v{}[{}] = {};", id, r, opnd(id, 2, r)));
+    // Operands that are cp.async blocks: their stage in shared memory, read in place.
+    std::array<SmemOperand, 2> sm{smem_operand(n.args[0]), smem_operand(n.args[1])};
     // One .b32 operand register from the kw values at fragment coordinates (x, y0 + e) (A) or (y0 + e, x) (B).
     auto pack = [&](int operand, const std::vector<int>& regs) {
+      if (sm[static_cast<std::size_t>(operand)].block >= 0)
+        return smem_word(id, operand, sm[static_cast<std::size_t>(operand)], operand == 0 ? la : lb, regs, et);
       auto v = [&](int e) { return opnd(id, operand, regs[static_cast<std::size_t>(e)]); };
       if (et == DType::f32) return fmt::format("tj_tf32({})", v(0));
       if (et == DType::bf16) return fmt::format("((__float_as_uint({}) & 0xffff0000u) | (__float_as_uint({}) >> 16))", v(1), v(0));
@@ -1984,24 +2058,133 @@ class Emitter {
     };
     line(fmt::format("// dot %{}: {} row x {} column blocks of m16n8k{} per thread, {} k steps", id, rows.size(), cols.size(), kstep,
                      K / kstep));
+    // Blocks read along their rows (a, or b through trans) whose operand layout gives lane (g, t) the fragment
+    // origin (g, kw·t) — mma.sync's own — are read with ldmatrix: each k step is 32 bytes of a row, two 16-byte
+    // matrix columns; lane l addresses row l % 8 of matrix l / 8, and what thread (g, t) receives of matrix m is
+    // exactly its fragment register m (for 8-bit types four elements, for tf32 one f32: ldmatrix moves bits).
+    const int es = size_bytes(et);
+    std::array<bool, 2> ldsm{};
+    for (int j = 0; j < 2; ++j) {
+      const SmemOperand& o = sm[static_cast<std::size_t>(j)];
+      ldsm[static_cast<std::size_t>(j)] = o.block >= 0 && (j == 0 ? !o.trans : o.trans) && mma_lane_origin(j == 0 ? la : lb, j, kw);
+      if (!ldsm[static_cast<std::size_t>(j)]) continue;
+      const ir::TileLayout& l = j == 0 ? la : lb;
+      const Pipe* p = pipe_of_load(o.block);
+      const int mn = j == 0 ? 0 : 1, kd = 1 - mn;  // the operand's M (N) dim and its K dim
+      line(fmt::format("const unsigned tj_sa{0}_{1} = tj_ring{2} + tj_st{2} * {3}u + {4}u;  // ldmatrix rows of block %{5}", id, j,
+                       p->loop, p->stage_bytes, load_offset(*p, o.block), o.block));
+      // Row: the warp's part of the M (N) coordinate, plus the row this lane addresses; byte: the warp's K, plus
+      // the matrix column (a: matrices 2, 3; b: matrices 1, 3 of a pair of column blocks).
+      line(fmt::format("const int tj_lr{0}_{1} = tj_c{2}_{3} - ((tj_lane >> 2) & 7) + (tj_lane & {4});", id, j, l.layout, l.dim_of[mn],
+                       j == 0 ? 15 : 7));
+      line(fmt::format("const int tj_lb{0}_{1} = (tj_c{2}_{3} - {4} * (tj_lane & 3)) * {5} + 16 * ((tj_lane >> {6}) & 1);", id, j, l.layout,
+                       l.dim_of[kd], kw, es, j == 0 ? 4 : 3));
+    }
+    for (int j = 0; j < 2; ++j)
+      if (sm[static_cast<std::size_t>(j)].block >= 0 && !ldsm[static_cast<std::size_t>(j)])
+        line(fmt::format("const unsigned char* const tj_op{}_{} = {};  // operand {} is block %{}{} in place", id, j,
+                         block_ptr(sm[static_cast<std::size_t>(j)].block, id), j ? "b" : "a", sm[static_cast<std::size_t>(j)].block,
+                         sm[static_cast<std::size_t>(j)].trans ? " (transposed)" : ""));
+    auto ldsm_addr = [&](int j, const std::string& row, int ko) {
+      return fmt::format("tj_sa{0}_{1} + tj_swz128(tj_lr{0}_{1} + {2}, tj_lb{0}_{1} + {3}, {4})", id, j, row, ko * es,
+                         k_[sm[static_cast<std::size_t>(j)].block].type.shape[0]);
+    };
+    auto tf32_round = [&](const std::string& r) {
+      if (et == DType::f32) line(fmt::format("  {0} = tj_tf32(__uint_as_float({0}));", r));
+    };
     for (int ko = 0; ko < K; ko += kstep) {
       line("{");
       // a[j·kw + e] sits at (g + 8·(j%2), kw·t + e + 4kw·(j/2)), b[j·kw + e] at (kw·t + e + 4kw·j, g); register
       // coordinates leave out the lane's part (g, kw·t).
-      for (std::size_t i = 0; i < rows.size(); ++i)
+      for (std::size_t i = 0; i < rows.size(); ++i) {
+        if (ldsm[0]) {
+          line(fmt::format("  unsigned ta{0}_{1}[4]; tj_ldsm_x4({2}, ta{0}_{1}[0], ta{0}_{1}[1], ta{0}_{1}[2], ta{0}_{1}[3]);", id, i,
+                           ldsm_addr(0, std::to_string(rows[i]), ko)));
+          for (int r = 0; r < 4; ++r) tf32_round(fmt::format("ta{}_{}[{}]", id, i, r));
+          continue;
+        }
         line(fmt::format("  const unsigned ta{}_{}[4] = {{{}}};", id, i, fragment(0, ma, 4, [&](int j, int e) {
                            return std::pair{rows[i] + 8 * (j % 2), ko + e + 4 * kw * (j / 2)};
                          })));
-      for (std::size_t i = 0; i < cols.size(); ++i)
+      }
+      for (std::size_t i = 0; i < cols.size(); ++i) {
+        if (ldsm[1]) {  // column blocks in pairs (x4), the last alone (x2)
+          if (i % 2 == 1) continue;
+          if (i + 1 < cols.size()) {
+            line(fmt::format("  unsigned tb{0}_{1}[2], tb{0}_{2}[2]; tj_ldsm_x4({3}, tb{0}_{1}[0], tb{0}_{1}[1], tb{0}_{2}[0], tb{0}_{2}[1]);",
+                             id, i, i + 1, ldsm_addr(1, fmt::format("((tj_lane >> 4) ? {} : {})", cols[i + 1], cols[i]), ko)));
+            for (int r = 0; r < 4; ++r) tf32_round(fmt::format("tb{}_{}[{}]", id, i + r / 2, r % 2));
+          } else {
+            line(fmt::format("  unsigned tb{0}_{1}[2]; tj_ldsm_x2({2}, tb{0}_{1}[0], tb{0}_{1}[1]);", id, i,
+                             ldsm_addr(1, std::to_string(cols[i]), ko)));
+            for (int r = 0; r < 2; ++r) tf32_round(fmt::format("tb{}_{}[{}]", id, i, r));
+          }
+          continue;
+        }
         line(fmt::format("  const unsigned tb{}_{}[2] = {{{}}};", id, i, fragment(1, mb, 2, [&](int j, int e) {
                            return std::pair{ko + e + 4 * kw * j, cols[i]};
                          })));
+      }
       for (const TileRef& t : tiles)
         line(fmt::format("  {}(v{}[{}], v{}[{}], v{}[{}], v{}[{}], ta{}_{}[0], ta{}_{}[1], ta{}_{}[2], ta{}_{}[3], tb{}_{}[0], tb{}_{}[1]);",
                          mma, id, t.c[0], id, t.c[1], id, t.c[2], id, t.c[3], id, t.row_block, id, t.row_block, id,
                          t.row_block, id, t.row_block, id, t.col_block, id, t.col_block));
       line("}");
     }
+  }
+
+  /// An mma.sync operand read in place from a cp.async block: the block (-1: registers) and whether the operand
+  /// is its transpose (b = trans(block [N, K])).
+  struct SmemOperand {
+    int block = -1;
+    bool trans = false;
+  };
+  SmemOperand smem_operand(int a) const {
+    if (!cp_ || !plan_.in_smem[static_cast<std::size_t>(a)]) return {};
+    if (k_[a].op == Op::trans) return {k_[a].args[0], true};
+    return {a, false};
+  }
+  /// Whether mma.sync operand layout `l` (which: 0 = A [M, K], 1 = B [K, N]) gives lane l the coordinates
+  /// (l / 4, kw · (l % 4)) (A) or (kw · (l % 4), l / 4) (B) beside its warp's and registers' parts: the fragment
+  /// origins ldmatrix delivers.
+  bool mma_lane_origin(const ir::TileLayout& l, int which, int kw) const {
+    const ir::Distributed& d = D(l);
+    if (!d.additive || l.dim_of[0] < 0 || l.dim_of[1] < 0) return false;
+    for (int lane = 0; lane < 32; ++lane) {
+      std::array<int, 2> c{0, 0};
+      for (const auto& g : d.lane)
+        for (int t = 0; t < 2; ++t) c[static_cast<std::size_t>(t)] += (lane / g.stride) % g.radix * g.image[static_cast<std::size_t>(l.dim_of[static_cast<std::size_t>(t)])];
+      const std::array<int, 2> want = which == 0 ? std::array<int, 2>{lane / 4, kw * (lane % 4)} : std::array<int, 2>{kw * (lane % 4), lane / 4};
+      if (c != want) return false;
+    }
+    return true;
+  }
+  /// A generic pointer to cp.async block `x` in the current stage of its loop's ring (the dot must sit in that loop).
+  std::string block_ptr(int x, int dot) const {
+    const Pipe* p = pipe_of_load(x);
+    if (!p) throw Unsupported(fmt::format("dot %{}: operand %{} is not a cp.async block", dot, x));
+    return fmt::format("tj_smem_raw + {}u + tj_st{} * {}u + {}u", p->ring_off, p->loop, p->stage_bytes, load_offset(*p, x));
+  }
+  /// One .b32 mma.sync operand register of dot `dot` read from its block in shared memory: the kw elements at the
+  /// operand-layout registers `regs` (consecutive along K). Their coordinates are those registers' in layout `l`;
+  /// the block holds element (row, col) at tj_swz128(row, col · size) (trans: the operand's (k, n) is the
+  /// block's (n, k)). Along the block's rows (operand a, or b through trans) the kw elements are one aligned
+  /// 32-bit word; down its columns (b read directly, MN-major) they are kw loads. tf32 rounds the f32 it reads.
+  std::string smem_word(int dot, int operand, const SmemOperand& s, const ir::TileLayout& l, const std::vector<int>& regs,
+                        DType et) const {
+    const int es = size_bytes(et), rows = k_[s.block].type.shape[0];
+    auto at = [&](int r) {
+      std::string d0 = coord(l, r, 0), d1 = coord(l, r, 1);
+      if (s.trans) std::swap(d0, d1);
+      return fmt::format("tj_op{}_{} + tj_swz128({}, {} * {}, {})", dot, operand, d0, d1, es, rows);
+    };
+    if (et == DType::f32) return fmt::format("tj_tf32(*(const float*)({}))", at(regs[0]));
+    if (operand == 0 || s.trans) return fmt::format("*(const unsigned*)({})", at(regs[0]));
+    const char* ty = es == 2 ? "unsigned short" : "unsigned char";
+    std::string w;
+    for (std::size_t e = 0; e < regs.size(); ++e)
+      w += fmt::format("{}((unsigned)*(const {}*)({}) << {})", e ? " | " : "", ty, at(regs[e]), 8 * es * static_cast<int>(e));
+    return "(" + w + ")";
   }
 
   /// acc + a·b with wgmma.mma_async m64nNk16 (sm_90a), operands from shared
@@ -2597,6 +2780,7 @@ class Emitter {
   std::vector<int> pending_release_;  // item blocks whose last reader is a wgmma not yet retired
   std::vector<int> deferred_;  // wgmma dots issued, not yet waited for, oldest first (retire_deferred)
   std::vector<int> loop_end_;  // per loop_begin: its loop_end (ir::loop_ends)
+  bool cp_ = false;                     // the pipelines are cp.async rings (a CUDA target without wgmma)
   bool ws_ = false, pingpong_ = false;  // warp specialisation and the ping-pong schedule (decide_warp_specialization)
   int pp_hand_ = -1;                    // the loop the first turn is handed over before and taken back after
   int cluster_ = 1;                     // programs per cluster (decide_cluster)
@@ -2636,10 +2820,19 @@ class Emitter {
 /// nested in it, when it is loaded in a loop. Such a dot needs b from TMA and a from TMA or, for 16-bit types,
 /// from registers (wgmma's register-A form). Everything else is lowered to
 /// masked loads.
-std::vector<char> tma_loads(const ir::Kernel& k, const Target& t, const Options& o) {
+///
+/// With Options::cp_async on the other CUDA targets from sm_80 (mma.sync, no
+/// wgmma), the same analysis picks the blocks a cp.async ring copies: blocks
+/// in a loop (never resident or once per iteration of an enclosing loop), at
+/// coordinates from the induction variable and loop-invariant values, whose
+/// every use is an mma.sync dot in reach reading it as operand a, as operand b
+/// through `trans`, or directly as operand b (any dot type); [rows, cols] with
+/// cols · size a multiple of 16 bytes (whole cp.async chunks).
+std::vector<char> async_loads(const ir::Kernel& k, const Target& t, const Options& o) {
   const std::size_t N = k.nodes.size();
   std::vector<char> keep(N, 0);
-  if (t.dialect != Dialect::cuda || t.arch != "sm_90a") return keep;
+  const bool cp = o.cp_async && t.dialect == Dialect::cuda && t.arch != "sm_90a" && sm_number(t.arch) >= 80;
+  if (t.dialect != Dialect::cuda || (t.arch != "sm_90a" && !cp)) return keep;
   std::vector<int> parent(N, -1), stack;
   std::vector<std::vector<std::pair<int, int>>> uses(N);  // (user, operand slot)
   for (std::size_t id = 0; id < N; ++id) {
@@ -2665,7 +2858,7 @@ std::vector<char> tma_loads(const ir::Kernel& k, const Target& t, const Options&
   // loop with blocks of its own, plan_pipes' ItemBlock): a ring issues an iteration's copies ahead of time from the
   // induction variable alone, while a carry holds the current iteration's value (the prologue and every refill would
   // copy the wrong block).
-  bool carries_ok = true;
+  bool carries_ok = !cp;  // a cp.async ring has no per-iteration buffers
   std::vector<char> visiting(N, 0);
   std::function<bool(int, int)> invariant_or_iv = [&](int x, int L) {
     if (x <= L) return true;  // defined before the loop, or its induction variable
@@ -2690,10 +2883,12 @@ std::vector<char> tma_loads(const ir::Kernel& k, const Target& t, const Options&
     if (n.op != Op::desc_load) continue;
     const int L = parent[id];
     const DType dt = n.type.dtype;
-    const bool shape_ok = (dt == DType::bf16 || dt == DType::f16 || dt == DType::f8e4nv || dt == DType::f8e5 || dt == DType::f32 ||
-                           dt == DType::i8) &&
-                          n.type.shape[1] * size_bytes(dt) % 16 == 0 && n.type.shape[0] % 8 == 0;
-    const bool where_ok = L < 0 || (invariant_or_iv(n.args[1], L) && invariant_or_iv(n.args[2], L));
+    const bool f8 = dt == DType::f8e4nv || dt == DType::f8e5;
+    const bool shape_ok = (dt == DType::bf16 || dt == DType::f16 || dt == DType::f32 || dt == DType::i8 ||
+                           (f8 && (!cp || sm_number(t.arch) >= 89))) &&
+                          n.type.shape[1] * size_bytes(dt) % 16 == 0 && (cp || n.type.shape[0] % 8 == 0);
+    const bool where_ok = cp ? L >= 0 && invariant_or_iv(n.args[1], L) && invariant_or_iv(n.args[2], L)
+                             : L < 0 || (invariant_or_iv(n.args[1], L) && invariant_or_iv(n.args[2], L));
     if (shape_ok && where_ok && !uses[id].empty()) keep[id] = 1;
   }
   auto kept = [&](int x) { return k[x].op == Op::desc_load && keep[static_cast<std::size_t>(x)]; };
@@ -2707,6 +2902,11 @@ std::vector<char> tma_loads(const ir::Kernel& k, const Target& t, const Options&
   // Whether dot d reads its operands in place, given the blocks kept so far.
   auto fed = [&](int d) {
     const Node& n = k.nodes[static_cast<std::size_t>(d)];
+    if (cp) {  // mma.sync reads any operand slot from a block; a register operand is its own business
+      const int a = n.args[0], b = n.args[1];
+      const int bl = k[b].op == Op::trans ? k[b].args[0] : b;
+      return (!kept(a) || in_reach(a, d)) && (!kept(bl) || in_reach(bl, d));
+    }
     if (!wgmma_shape(d)) return false;
     const int a = n.args[0], b = n.args[1];
     const DType et = k[a].type.dtype;
@@ -2729,13 +2929,18 @@ std::vector<char> tma_loads(const ir::Kernel& k, const Target& t, const Options&
     carries_ok = false;
     for (std::size_t x = 0; x < N; ++x) {
       const int L = parent[x];
+      if (cp && keep[x] && encloses[static_cast<std::size_t>(L)]) {  // a cp.async ring is innermost: no per-item buffers
+        keep[x] = 0;
+        changed = true;
+        continue;
+      }
       if (!keep[x] || L < 0 || encloses[static_cast<std::size_t>(L)]) continue;
       if (!invariant_or_iv(k.nodes[x].args[1], L) || !invariant_or_iv(k.nodes[x].args[2], L)) {
         keep[x] = 0;
         changed = true;
       }
     }
-    carries_ok = true;
+    carries_ok = !cp;
     for (std::size_t x = 0; x < N; ++x) {
       if (!keep[x]) continue;
       bool ok = true;
@@ -2867,8 +3072,8 @@ Generated generate(const ir::Kernel& k, const ir::Specialization& spec, const Ta
     throw InvalidArgument(fmt::format("num_ctas = {}: a cluster is 1, 2 or 4 programs", o.num_ctas));
   if (o.device_events_wgmma && !o.device_events)
     throw InvalidArgument("device_events_wgmma = true needs device_events = true (the wgmma pairs are device events)");
-  // Descriptor loads: TMA where the pipeline takes them, masked loads elsewhere.
-  std::vector<char> keep = tma_loads(k, t, o);
+  // Descriptor loads: TMA (sm_90a) or cp.async (sm_80+) where a pipeline takes them, masked loads elsewhere.
+  std::vector<char> keep = async_loads(k, t, o);
   std::vector<std::string> store_diagnostics;
   tma_stores(k, spec, t, o, keep, store_diagnostics);
   const ir::Kernel lowered = ir::lower_descriptors(k, [&](int id) { return keep[static_cast<std::size_t>(id)] != 0; });

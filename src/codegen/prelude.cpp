@@ -52,6 +52,11 @@ static __device__ __forceinline__ float tj_exp2(float x) { float y; asm("ex2.app
 static __device__ __forceinline__ unsigned tj_smem_addr(const void* p) {
   unsigned a; asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p)); return a;
 }
+// Byte offset of byte `b` of row `row` in `rows`-row slabs of 128 bytes with the 128B swizzle (16-byte chunk ^ row % 8),
+// the layout a TMA box of 128-byte rows has in shared memory.
+static __device__ __forceinline__ unsigned tj_swz128(int row, int b, int rows) {
+  return (unsigned)((b >> 7) * rows * 128 + row * 128 + ((((b >> 4) & 7) ^ (row & 7)) << 4) + (b & 15));
+}
 static __device__ __forceinline__ unsigned long long tj_wgmma_desc(unsigned addr) {
   return (unsigned long long)((addr & 0x3FFFF) >> 4) | (1ull << 16) | ((unsigned long long)(1024 >> 4) << 32) | (1ull << 62);
 }
@@ -276,6 +281,57 @@ static __device__ __forceinline__ void tj_tma_load_2d_multicast(unsigned dst, co
 )";
 }
 
+std::string cp_async_prelude() {
+  return R"(// cp.async (sm_80+; PTX ISA "cp.async", "cp.async.commit_group", "cp.async.wait_group").
+static __device__ __forceinline__ void tj_cp_async16(unsigned dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" :: "r"(dst), "l"(src) : "memory");
+}
+// ldmatrix (sm_75+; PTX ISA "ldmatrix"): four (two) 8x8 matrices of 16-bit elements, one row address per lane (lanes
+// 8m .. 8m + 7 give matrix m's rows); thread (g, t) of a warp receives row g, elements 2t, 2t + 1 of matrix m in r_m.
+static __device__ __forceinline__ void tj_ldsm_x4(unsigned addr, unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];" : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
+}
+static __device__ __forceinline__ void tj_ldsm_x2(unsigned addr, unsigned& r0, unsigned& r1) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];" : "=r"(r0), "=r"(r1) : "r"(addr));
+}
+static __device__ __forceinline__ void tj_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// Every cp.async group of this thread but the N most recent has completed.
+template <int N> static __device__ __forceinline__ void tj_cp_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory"); }
+// This thread's share of the [ROWS, COLS] block of ES-byte elements at element coordinates (row0, col0) of the 2-D
+// descriptor d, into shared memory at dst as 128-byte swizzled slabs of ROWS rows (tj_swz128, the layout a TMA box
+// has): 16-byte chunks tid, tid + THREADS, ... A chunk wholly inside the tensor (16-byte aligned there) is one
+// cp.async; any other is written element by element, with the descriptor's fill past the tensor (zero, or the
+// ES-byte NaN pattern NANBITS when its OobFill asks for NaN, as a TMA copy fills).
+template <int ES, int ROWS, int COLS, int THREADS, unsigned NANBITS>
+static __device__ __forceinline__ void tj_cp_block(unsigned dst, const tj_desc& d, int row0, int col0, int tid) {
+  constexpr int EPC = 16 / ES, CPR = COLS / EPC, CHUNKS = ROWS * CPR;
+  const unsigned char* const base = (const unsigned char*)d.base;
+  const long long sh0 = d.shape[0], sh1 = d.shape[1], st0 = d.strides[0];
+  const bool aligned = (((long long)col0 * ES) & 15) == 0 && ((st0 * ES) & 15) == 0 && (((unsigned long long)base) & 15) == 0;
+#pragma unroll
+  for (int j = 0; j < (CHUNKS + THREADS - 1) / THREADS; ++j) {
+    const int q = tid + j * THREADS;
+    if (CHUNKS % THREADS != 0 && q >= CHUNKS) break;
+    const int r = q / CPR, c = (q % CPR) * EPC;
+    const long long gr = (long long)row0 + r, gc = (long long)col0 + c;
+    const unsigned s = dst + tj_swz128(r, c * ES, ROWS);
+    if (aligned && gr >= 0 && gr < sh0 && gc >= 0 && gc + EPC <= sh1) {
+      tj_cp_async16(s, base + (gr * st0 + gc) * ES);
+    } else {
+      unsigned w[4] = {0u, 0u, 0u, 0u};
+      unsigned char* const b = (unsigned char*)w;
+      for (int e = 0; e < EPC; ++e) {
+        const bool in = gr >= 0 && gr < sh0 && gc + e >= 0 && gc + e < sh1;
+        for (int i = 0; i < ES; ++i)
+          b[e * ES + i] = in ? base[(gr * st0 + gc + e) * ES + i] : d.tail[3] ? (unsigned char)(NANBITS >> (8 * i)) : (unsigned char)0;
+      }
+      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" :: "r"(s), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3]) : "memory");
+    }
+  }
+}
+)";
+}
+
 std::string tma_store_prelude() {
   return R"(// TMA stores (sm_90; PTX ISA "cp.async.bulk.tensor", "cp.async.bulk.commit_group", "cp.async.bulk.wait_group").
 // The [box] block at element coordinates (x = innermost, y) of the map from shared memory at `src`, in a bulk group.
@@ -291,11 +347,6 @@ static __device__ __forceinline__ void tj_bulk_wait_read1() { asm volatile("cp.a
 static __device__ __forceinline__ void tj_bulk_wait() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
 // This thread's generic-proxy writes to shared memory become visible to the async proxy (TMA).
 static __device__ __forceinline__ void tj_fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
-// Byte offset of byte `b` of row `row` in `rows`-row slabs of 128 bytes with the 128B swizzle (16-byte chunk ^ row % 8),
-// the layout a TMA box of 128-byte rows has in shared memory.
-static __device__ __forceinline__ unsigned tj_swz128(int row, int b, int rows) {
-  return (unsigned)((b >> 7) * rows * 128 + row * 128 + ((((b >> 4) & 7) ^ (row & 7)) << 4) + (b & 15));
-}
 )";
 }
 

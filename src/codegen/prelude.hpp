@@ -8,7 +8,10 @@ namespace tilejit::codegen {
 std::string prelude(bool cuda);
 /// mbarrier and TMA helpers (CUDA, sm_90+), appended when a kernel uses the TMA pipeline.
 std::string tma_prelude();
-/// TMA store helpers (CUDA, sm_90+): bulk tensor stores, bulk groups, the proxy fence and the 128B-swizzle offset;
+/// cp.async helpers (CUDA, sm_80+): 16-byte copies, groups, and tj_cp_block (a thread's share of a descriptor
+/// block, into the 128B-swizzled slabs a TMA box uses); appended when a kernel has a cp.async pipeline.
+std::string cp_async_prelude();
+/// TMA store helpers (CUDA, sm_90+): bulk tensor stores, bulk groups, the proxy fence;
 /// appended after tma_prelude() when a kernel stores a descriptor block through TMA.
 std::string tma_store_prelude();
 /// Device events (Options::device_events): the record layout and tj_event(buf, site, kind, id, warp), which

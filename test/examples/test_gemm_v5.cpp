@@ -54,9 +54,11 @@ struct ProblemTN {
 };
 
 template <int BM, int BN, class T>
-void run_v5(const tj::Device& dev, int M, int N, int K, int stages, double tol, bool ws = false, const std::string& arch = {}) {
+void run_v5(const tj::Device& dev, int M, int N, int K, int stages, double tol, bool ws = false, const std::string& arch = {},
+            bool cp_async = true) {
   CAPTURE(ws);
   CAPTURE(arch);
+  CAPTURE(cp_async);
   CAPTURE(M);
   CAPTURE(N);
   CAPTURE(K);
@@ -89,7 +91,8 @@ void run_v5(const tj::Device& dev, int M, int N, int K, int stages, double tol, 
   constexpr int BK = examples::MatmulV5<BM, BN, T>::BLOCK_K;
   D a(dev, da, dt, {M, K}, {K, 1}, {BM, BK}, {.swizzle = D::Swizzle::b128});
   D b(dev, db, dt, {N, K}, {K, 1}, {BN, BK}, {.swizzle = D::Swizzle::b128});
-  auto k = tj::compile<examples::MatmulV5<BM, BN, T>>(dev, {.num_warps = BM / 16, .num_stages = stages, .arch = arch, .warp_specialize = ws});
+  auto k = tj::compile<examples::MatmulV5<BM, BN, T>>(
+      dev, {.num_warps = BM / 16, .num_stages = stages, .arch = arch, .warp_specialize = ws, .cp_async = cp_async});
   k.launch(tj::Grid{tj::cdiv(M, BM) * tj::cdiv(N, BN)}, a, b, dc, M, N, K);
   if (gpu) {
     dev.copy_to_host(c.data(), dc, cbytes);
@@ -144,6 +147,66 @@ std::string nvrtc_compiles(const std::string& src, const char* arch, std::vector
   const auto res = tj::runtime::compile(req);
   CHECK(!res.binary.bytes.empty());
   return res.log;
+}
+
+/// C[M, N] (f32) = A[M, K] · B[K, N], bf16, both through descriptors: A's [64, 64] blocks as operand a, B's [64, 64]
+/// blocks ([K, N], N contiguous) directly as operand b (MN-major).
+struct BlockDotKN {
+  void operator()(tj::Desc<tj::bf16, 64, 64> a, tj::Desc<tj::bf16, 64, 64> b, tj::Ptr<float> c, tj::Size M, tj::Size N,
+                  tj::Size K) const {
+    const tj::Int m0 = tj::program_id(0) * 64, n0 = tj::program_id(1) * 64;
+    auto acc = tj::for_range(0, K, 64, tj::zeros<float, 64, 64>(),
+                             [&](tj::Int k0, auto acc) { return tj::dot(a.load(m0, k0), b.load(k0, n0), acc); });
+    auto rm = m0 + tj::arange<64>();
+    auto rn = n0 + tj::arange<64>();
+    tj::store(c + tj::expand_dims<1>(rm) * N + tj::expand_dims<0>(rn), acc, tj::expand_dims<1>(rm < M) & tj::expand_dims<0>(rn < N));
+  }
+};
+
+/// BlockDotKN on fresh random inputs against f64, C poisoned with a finite sentinel first. nan_fill: A's
+/// descriptor fills past the tensor with NaN, so with K not a multiple of 64 every element of C must be NaN (the
+/// last K block reads NaN columns of A); otherwise zero fill, and C matches the reference.
+void run_block_dot_kn(const tj::Device& dev, int M, int N, int K, bool nan_fill, const std::string& arch = {}) {
+  CAPTURE(M);
+  CAPTURE(N);
+  CAPTURE(K);
+  CAPTURE(nan_fill);
+  CAPTURE(arch);
+  CAPTURE(testing::fresh_seed());
+  std::vector<tj::bf16> a, b;
+  for (float x : testing::random_floats(static_cast<std::size_t>(M) * K, -1, 1, 31)) a.push_back(tj::bf16(x));
+  for (float x : testing::random_floats(static_cast<std::size_t>(K) * N, -1, 1, 32)) b.push_back(tj::bf16(x));
+  std::vector<double> ref(static_cast<std::size_t>(M) * N, 0.0);
+  for (int i = 0; i < M; ++i)
+    for (int kk = 0; kk < K; ++kk)
+      for (int j = 0; j < N; ++j)
+        ref[static_cast<std::size_t>(i) * N + j] += static_cast<double>(static_cast<float>(a[static_cast<std::size_t>(i) * K + kk])) *
+                                                    static_cast<float>(b[static_cast<std::size_t>(kk) * N + j]);
+  constexpr float sentinel = 12345.0f;
+  std::vector<float> c(static_cast<std::size_t>(M) * N, sentinel);
+  testing::Mirror m{dev, {}};
+  tj::bf16 *da = m.up(a), *db = m.up(b);
+  float* dc = m.up(c);
+  D da_desc(dev, da, tj::DType::bf16, {M, K}, {K, 1}, {64, 64}, {.oob_fill = nan_fill ? D::OobFill::nan : D::OobFill::zero});
+  D db_desc(dev, db, tj::DType::bf16, {K, N}, {N, 1}, {64, 64});
+  auto k = tj::compile<BlockDotKN>(dev, {.num_warps = 4, .num_stages = 3, .arch = arch});
+  k.launch(tj::Grid{tj::cdiv(M, 64), tj::cdiv(N, 64)}, da_desc, db_desc, dc, M, N, K);
+  m.down();
+  for (float v : c) REQUIRE(v != sentinel);  // every element written
+  if (nan_fill && K % 64 != 0) {
+    std::size_t finite = 0;
+    for (float v : c) finite += !std::isnan(v);
+    CHECK(finite == 0);
+  } else {
+    CHECK(testing::rel_error(c, ref) < 1e-5);
+  }
+}
+
+/// Whether some line of `lines` contains `what`.
+bool any_contains(const std::vector<std::string>& lines, const std::string& what) {
+  for (const auto& l : lines)
+    if (l.find(what) != std::string::npos) return true;
+  return false;
 }
 
 std::string sm90_source(int stages) {
@@ -271,7 +334,10 @@ TEST_CASE("gemm_v5_tf32_i8_f8_lower_to_mma_sync_off_hopper") {
   CHECK(tf32.find("m16n8k8 per thread") != std::string::npos);
   CHECK(i8.find("tj_mma_s8(") != std::string::npos);
   CHECK(e4.find("tj_mma_e4m3(") != std::string::npos);
-  CHECK(e4.find("tj_pack_e4m3x4(") != std::string::npos);
+  CHECK(e4.find("tj_ldsm_x4(") != std::string::npos);  // f8 blocks: cp.async ring, ldmatrix of 4-byte groups
+  const std::string e4_regs = tj::codegen::generate(tj::trace(examples::MatmulV5<64, 64, tj::f8e4m3>{}), {},
+                                                    tj::codegen::target_for("sm_89"), {.num_warps = 4, .cp_async = false}).source;
+  CHECK(e4_regs.find("tj_pack_e4m3x4(") != std::string::npos);  // from registers: packed four to a word
   CHECK(e5.find("tj_mma_e5m2(") != std::string::npos);
   for (const std::string* src : {&tf32, &i8, &e4, &e5}) CHECK(src->find("wgmma.mma_async.sync") == std::string::npos);
   std::string why;
@@ -283,6 +349,86 @@ TEST_CASE("gemm_v5_tf32_i8_f8_lower_to_mma_sync_off_hopper") {
   } else {
     MESSAGE("skipping NVRTC: ", why);
   }
+}
+
+TEST_CASE("gemm_v5_off_hopper_copies_blocks_with_a_cp_async_ring") {
+  // sm_80 .. sm_90 without wgmma: A's and B's blocks go global -> shared memory by cp.async, num_stages deep, and
+  // mma.sync reads its fragments there (A rows and B's [N, K] rows: one 32-bit word per register).
+  auto ir = tj::trace(examples::MatmulV5<128, 128, tj::bf16>{});
+  auto gen = [&](const char* arch, tj::codegen::Options o) { return tj::codegen::generate(ir, {}, tj::codegen::target_for(arch), o); };
+  const auto g = gen("sm_80", {.num_warps = 8, .num_stages = 3});
+  CHECK(testing::occurrences(g.source, "tj_cp_block<2, 128, 64, 256, 32704u>(") == 2);  // bf16 [128, 64] blocks, 256 threads
+  CHECK(g.source.find("tj_cp_wait<1>(); __syncthreads();") != std::string::npos);        // 3 stages: 2 groups may be pending
+  CHECK(testing::occurrences(g.source, "__syncthreads()") == 1);                         // one barrier per iteration
+  CHECK(testing::occurrences(g.source, "tj_ldsm_x4(") == 1 + 4 * (2 + 4));  // the prelude, then per k step: 2 A row blocks, 8 B column blocks in pairs
+  CHECK(g.source.find("tj_mma_bf16(") != std::string::npos);
+  CHECK(g.source.find("mbarrier") == std::string::npos);
+  CHECK(g.tma_params.empty());
+  CHECK(g.dynamic_shared_bytes == 3 * 32768 + 1024);
+  CHECK(any_contains(g.diagnostics, "cp.async pipeline of 3 stage(s) x 32768 bytes (2 block(s))"));
+  // One stage: the copy of iteration i overwrites what iteration i - 1 read: a barrier before it.
+  const auto one = gen("sm_80", {.num_warps = 8, .num_stages = 1}).source;
+  CHECK(one.find("__syncthreads(); tj_issue") != std::string::npos);
+  CHECK(one.find("tj_cp_wait<0>(); __syncthreads();") != std::string::npos);
+  // Off: the masked loads of before (no dynamic shared memory, conversions to the operand layouts).
+  const auto off = gen("sm_80", {.num_warps = 8, .num_stages = 3, .cp_async = false});
+  CHECK(off.source.find("tj_cp_block") == std::string::npos);
+  CHECK(off.dynamic_shared_bytes == 0);
+  // No producer warp off Hopper: said, not applied.
+  const auto ws = gen("sm_80", {.num_warps = 8, .num_stages = 3, .warp_specialize = true});
+  CHECK(ws.threads == 256);
+  CHECK(any_contains(ws.diagnostics, "warp specialisation not applied: target sm_80 has no TMA"));
+  // The ring must fit the target's shared memory: sm_86 has 99 KiB per program.
+  CHECK_THROWS_WITH_AS(gen("sm_86", {.num_warps = 8, .num_stages = 4}), doctest::Contains("sm_86 allows 99 KiB per program"),
+                       tj::Unsupported);
+  CHECK_THROWS_WITH_AS(gen("sm_86", {.num_warps = 8, .num_stages = 4}), doctest::Contains("4 cp.async pipeline stage(s)"),
+                       tj::Unsupported);
+  // tf32: ldmatrix moves the f32 bits, each register rounded after.
+  const auto tf32 = tj::codegen::generate(tj::trace(examples::MatmulV5<64, 64, float>{}), {}, tj::codegen::target_for("sm_80"),
+                                          {.num_warps = 4}).source;
+  CHECK(tf32.find("ta42_0[0] = tj_tf32(__uint_as_float(ta42_0[0]));") != std::string::npos);
+  std::string why;
+  if (!tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) {
+    MESSAGE("skipping NVRTC: ", why);
+    return;
+  }
+  nvrtc_compiles(g.source, "sm_80");
+  nvrtc_compiles(one, "sm_80");
+  nvrtc_compiles(gen("sm_86", {.num_warps = 8, .num_stages = 3}).source, "sm_86");
+  nvrtc_compiles(gen("sm_90", {.num_warps = 8, .num_stages = 4}).source, "sm_90");
+  nvrtc_compiles(tf32, "sm_80");
+}
+
+TEST_CASE("cp_async_blocks_read_mn_major_b_and_fill_past_the_tensor") {
+  // MatmulV1-like products whose B block is [K, N] (no trans): mma.sync's B registers pair two K rows, two loads each.
+  const auto src = tj::codegen::generate(tj::trace(BlockDotKN{}), {}, tj::codegen::target_for("sm_80"), {.num_warps = 4}).source;
+  CHECK(src.find("tj_cp_block<") != std::string::npos);
+  CHECK(src.find("(unsigned)*(const unsigned short*)(tj_op") != std::string::npos);
+  std::string why;
+  if (tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) nvrtc_compiles(src, "sm_80");
+  // The interpreter runs the same IR (blocks as masked loads): the kernel's meaning, ragged K included.
+  const auto dev = tj::Device::interpreter();
+  run_block_dot_kn(dev, 100, 72, 200, false);
+  run_block_dot_kn(dev, 64, 64, 72, true);
+}
+
+TEST_CASE("gemm_cp_async_gpu_matches_f64") {
+  auto dev = tj::Device::best();
+  if (dev.backend() != tj::Backend::cuda || dev.compute_capability() < 80) {
+    MESSAGE("no NVIDIA GPU of sm_80 or newer: skipping");
+    return;
+  }
+  // The device's own arch without the "a": mma.sync fed by the cp.async ring (on an H200, sm_90).
+  const std::string arch = "sm_" + std::to_string(dev.compute_capability());
+  run_v5<128, 128, tj::bf16>(dev, 512, 512, 1024, 3, 1e-5, false, arch);
+  run_v5<128, 128, tj::bf16>(dev, 300, 700, 200, 3, 1e-5, false, arch);  // ragged M, N, K: chunks past K written by threads
+  run_v5<128, 128, tj::bf16>(dev, 256, 256, 64 * 7, 1, 1e-5, false, arch);  // one stage
+  run_v5<128, 128, tj::bf16>(dev, 256, 256, 64, 4, 1e-5, false, arch);       // fewer K steps than stages
+  run_v5<64, 96, tj::f16>(dev, 1000, 192, 1000, 4, 1e-5, false, arch);
+  run_v5<128, 128, tj::bf16>(dev, 300, 700, 200, 3, 1e-5, false, arch, false);  // cp_async off: masked loads
+  run_block_dot_kn(dev, 300, 200, 328, false, arch);  // B [K, N] read MN-major from the ring
+  run_block_dot_kn(dev, 130, 72, 200, true, arch);    // NaN fill past K
+  run_block_dot_kn(dev, 130, 72, 192, true, arch);    // ... none needed: K a multiple of 64
 }
 
 TEST_CASE("gemm_v5_sm90a_uses_tma_and_async_wgmma") {
@@ -332,13 +478,15 @@ TEST_CASE("gemm_v5_compiles_with_nvrtc_without_spills") {
     const auto ir = bn == 96 ? tj::trace(examples::MatmulV5<64, 96, tj::bf16>{}) : tj::trace(examples::MatmulV5<128, 192, tj::bf16>{});
     ptxas(tj::codegen::generate(ir, {}, tj::codegen::target_for("sm_90a"), {.num_warps = nw, .num_stages = 4}).source, "sm_90a");
   }
-  // sm_80: no TMA; the descriptor blocks are masked loads and the dot is mma.sync.
+  // sm_80: no TMA; the descriptor blocks are copied by cp.async (no tensor map) and the dot is mma.sync.
   const auto ir80 = tj::trace(examples::MatmulV5<64, 96, tj::f16>{});
   const auto g80 = tj::codegen::generate(ir80, {}, tj::codegen::target_for("sm_80"), {.num_warps = 4, .num_stages = 3});
   CHECK(g80.source.find("cp.async.bulk") == std::string::npos);
+  CHECK(g80.source.find("tj_cp_block<") != std::string::npos);
   CHECK(g80.tma_params.empty());
-  CHECK(g80.dynamic_shared_bytes == 0);
-  nvrtc_compiles(g80.source, "sm_80");
+  ptxas(g80.source, "sm_80");
+  ptxas(tj::codegen::generate(tj::trace(examples::MatmulV5<128, 128, tj::bf16>{}), {}, tj::codegen::target_for("sm_80"),
+                              {.num_warps = 8, .num_stages = 4}).source, "sm_80");
 }
 
 TEST_CASE("every_gemm_rung_compiles_for_amd_with_mfma") {
@@ -723,6 +871,7 @@ TEST_CASE("gemm_v5_gpu_small_for_the_sanitizers") {
   run_v5<128, 128, tj::bf16>(dev, 200, 130, 64 * 5, 3, 1e-5);
   run_v5<64, 96, tj::f8e4m3>(dev, 64, 96, 128 * 3, 2, 2e-3);  // f8 accumulation: see gemm_v5_gpu_matches_f64
   run_v5<128, 128, tj::bf16>(dev, 200, 130, 64 * 5, 3, 1e-5, true);  // warp-specialised
+  run_v5<128, 128, tj::bf16>(dev, 200, 130, 200, 3, 1e-5, false, "sm_90");  // the cp.async ring, ragged K
 }
 
 TEST_CASE("gemm_small_m_split_k_gpu_matches_f64") {

@@ -42,7 +42,7 @@ void require_valid_num_warps(int n);
 struct Options {
   int num_warps = 4;            // valid_num_warps: a power of two in 1..32, or 12, 20, 24, 28
   bool rematerialize = true;    // clone cheap index chains instead of converting them (ir/remat.hpp)
-  int num_stages = 3;           // TMA pipeline depth (sm_90a), 1..8
+  int num_stages = 3;           // TMA (sm_90a) or cp.async (Options::cp_async) pipeline depth, 1..8
   /// sm_90a: one extra producer warp group (setmaxnreg down to 24 registers;
   /// its first lane issues every TMA copy of the pipelined loops) while the
   /// num_warps consumer warps (setmaxnreg up to 240) release stages through
@@ -96,6 +96,16 @@ struct Options {
   /// set by the launch) and its column coordinate is provably a multiple of 16 bytes. Other targets and other
   /// stores: the masked store, with a diagnostic naming the rule (false: always).
   bool tma_store = false;
+  /// CUDA targets from sm_80 without wgmma (sm_80, sm_86, sm_89, sm_90): a descriptor block loaded in a loop, at
+  /// coordinates computed from the induction variable and loop-invariant values, and read only by mma.sync dots
+  /// (as operand a, as operand b through `trans`, or directly as operand b) is not loaded into registers: every
+  /// thread copies its share with `cp.async` into a ring of num_stages stages in shared memory (the 128B-swizzled
+  /// slabs a TMA box uses), iteration i + num_stages - 1's copies in flight while iteration i computes
+  /// (`cp.async.wait_group`, then one CTA barrier per iteration), and the dots read their fragments from there.
+  /// Chunks that straddle the tensor's edge are written element by element with the descriptor's fill. The ring
+  /// must fit the target's shared memory (sm_80 163 KiB, sm_86 / sm_89 99 KiB, sm_90 227 KiB; Unsupported
+  /// otherwise). false: masked loads into registers (converted to the operand layouts).
+  bool cp_async = true;
   /// Device events (lang/events.hpp): the kernel takes one more parameter, last, `tj_evbuf* tj_events` (null:
   /// nothing is recorded), and records into it the DSL's async_begin / async_end, each program's span ("program":
   /// begin at entry, end at exit, by its first thread) and, for every TMA pipeline, a pair per stage ("TMA loop

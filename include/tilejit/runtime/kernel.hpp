@@ -45,9 +45,10 @@ struct Grid {
 
 struct CompileOptions {
   int num_warps = 4;  ///< warps per program: power of two, 1..32 (1..16 on wave64)
-  /// Shared-memory buffers of the TMA pipeline of a loop (sm_90a): descriptor
-  /// loads of iteration i + num_stages - 1 are in flight while iteration i
-  /// computes. 1..8; 1 = no prefetch. Ignored by other targets.
+  /// Shared-memory buffers of the TMA pipeline of a loop (sm_90a) or its
+  /// cp.async pipeline (sm_80 .. sm_90, `cp_async`): descriptor loads of
+  /// iteration i + num_stages - 1 are in flight while iteration i computes.
+  /// 1..8; 1 = no prefetch. Ignored by other targets.
   int num_stages = 3;
   std::string arch;   ///< JIT target override ("sm_80"); empty = the device's own. Checked on every backend, the
                       ///< interpreter too, as codegen::target_for does (InvalidArgument naming it)
@@ -86,6 +87,10 @@ struct CompileOptions {
   /// shape[-1] x element size is a multiple of 16 bytes, at columns that are provably multiples of 16 bytes; the
   /// masked store otherwise. Ignored by other targets.
   bool tma_store = false;
+  /// sm_80 .. sm_90 without wgmma: descriptor blocks that feed mma.sync in a loop are copied by cp.async into a
+  /// ring of num_stages shared-memory stages (codegen::Options::cp_async); false: masked loads. Ignored by other
+  /// targets.
+  bool cp_async = true;
   /// Record device events (lang/events.hpp: async_begin / async_end, each program's span, each TMA stage's issue
   /// and arrival; codegen::Options::device_events) and hand them to the profiler. A launch records only while a
   /// profiler session with the launch hook is active, and then waits for its kernel (the device synchronises) to
@@ -111,6 +116,7 @@ inline codegen::Options codegen_options(const CompileOptions& o) {
           .overlap_register_wgmma = o.overlap_register_wgmma,
           .num_ctas = o.num_ctas,
           .tma_store = o.tma_store,
+          .cp_async = o.cp_async,
           .device_events = o.device_events,
           .device_events_wgmma = o.device_events_wgmma};
 }
