@@ -24,7 +24,8 @@ namespace {
 
 template <int BM, int BN, int HD, bool CAUSAL, class T, template <int, int, int, bool, class> class Kernel = examples::FlashAttnFwdTma>
 void check_tma(const tj::Device& dev, int B, int Hq, int group, int S, int warps, int stages, double tol, bool ws = false,
-               bool pingpong = false) {
+               bool pingpong = false, const std::string& arch = {}) {
+  CAPTURE(arch);
   CAPTURE(HD);
   CAPTURE(CAUSAL);
   CAPTURE(S);
@@ -69,7 +70,7 @@ void check_tma(const tj::Device& dev, int B, int Hq, int group, int S, int warps
   D dkd(dev, dk, dt, {rows_kv, HD}, {HD, 1}, {BN, HD});
   D dvd(dev, dv, dt, {rows_kv, HD}, {HD, 1}, {BN, HD});
   auto kern = tj::compile<Kernel<BM, BN, HD, CAUSAL, T>>(
-      dev, {.num_warps = warps, .num_stages = stages, .warp_specialize = ws, .pingpong = pingpong});
+      dev, {.num_warps = warps, .num_stages = stages, .arch = arch, .warp_specialize = ws, .pingpong = pingpong});
   kern.launch(tj::Grid{tj::cdiv(S, BM), BH}, dqd, dkd, dvd, dout, dl, S, group, static_cast<float>(scale * 1.4426950408889634));
   if (gpu) {
     dev.copy_to_host(o.data(), dout, o.size() * sizeof(T));
@@ -134,16 +135,33 @@ TEST_CASE("attention_tma_sm90a_code_keeps_q_resident_p_in_registers_and_reads_v_
   }
 }
 
-TEST_CASE("attention_tma_compiles_off_hopper_as_masked_loads") {
+TEST_CASE("attention_tma_compiles_off_hopper_with_a_cp_async_ring") {
+  // Off Hopper: Q (loaded once) is a masked load; K (read through trans) and V (read MN-major) are copied per key
+  // block by a cp.async ring and read by mma.sync from shared memory.
+  const auto g = tj::codegen::generate(tj::trace(examples::FlashAttnFwdTma<64, 64, 96, true, tj::bf16>{}), {},
+                                       tj::codegen::target_for("sm_80"), {.num_warps = 4});
+  CHECK(g.tma_params.empty());
+  CHECK(occurrences(g.source, "tj_cp_block<2, 64, 96, 128, 32704u>(") == 2);
+  CHECK(has_diagnostic(g, "cp.async pipeline of 3 stage(s)"));
+  CHECK(g.source.find("(unsigned)*(const unsigned short*)(tj_op") != std::string::npos);  // V: two 16-bit loads a register
   std::string why;
   if (!tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) {
     MESSAGE("skipping: ", why);
     return;
   }
-  const auto g = tj::codegen::generate(tj::trace(examples::FlashAttnFwdTma<64, 64, 96, true, tj::bf16>{}), {},
-                                       tj::codegen::target_for("sm_80"), {.num_warps = 4});
-  CHECK(g.tma_params.empty());
   CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTma<64, 64, 96, true, tj::bf16>>("sm_80", {.num_warps = 4}));
+}
+
+TEST_CASE("attention_tma_cp_async_gpu_matches_f64") {
+  auto dev = tj::Device::best();
+  if (dev.backend() != tj::Backend::cuda || dev.compute_capability() < 80) {
+    MESSAGE("no NVIDIA GPU of sm_80 or newer: skipping");
+    return;
+  }
+  const std::string arch = "sm_" + std::to_string(dev.compute_capability());  // (no "a": mma.sync and the cp.async ring)
+  check_tma<64, 64, 96, true, tj::bf16>(dev, 1, 4, 2, 257, 4, 3, 2e-2, false, false, arch);
+  check_tma<64, 64, 128, false, tj::f16>(dev, 1, 2, 1, 200, 4, 2, 1e-2, false, false, arch);
+  check_tma<64, 64, 64, true, tj::bf16>(dev, 2, 2, 1, 130, 4, 1, 2e-2, false, false, arch);  // one stage
 }
 
 TEST_CASE("attention_tma_overlap_interpreter_matches_f64") {
@@ -384,11 +402,15 @@ TEST_CASE("attention_tma_warp_specialisation_falls_back_visibly") {
   const auto alone = sm90(8, 2, examples::FlashAttnFwdTmaPingPong<128, 64, 64, false, tj::bf16>{}, false, true);
   CHECK(has_diagnostic(alone, "pingpong ignored: it needs warp_specialize"));
   CHECK(alone.threads == 256);
-  // Off Hopper nothing is pipelined: a diagnostic, the plain kernel.
+  // Off Hopper the pipeline is a cp.async ring every thread copies into: no producer warp, a diagnostic.
   const auto off = tj::codegen::generate(tj::trace(examples::FlashAttnFwdTmaPingPong<64, 64, 64, false, tj::bf16>{}), {},
                                          tj::codegen::target_for("sm_80"), {.num_warps = 4, .warp_specialize = true});
   CHECK(off.threads == 128);
-  CHECK(has_diagnostic(off, "warp specialisation not applied: no loop has a TMA pipeline"));
+  CHECK(has_diagnostic(off, "warp specialisation not applied: target sm_80 has no TMA"));
+  const auto off_masked = tj::codegen::generate(tj::trace(examples::FlashAttnFwdTmaPingPong<64, 64, 64, false, tj::bf16>{}), {},
+                                                tj::codegen::target_for("sm_80"),
+                                                {.num_warps = 4, .warp_specialize = true, .cp_async = false});
+  CHECK(has_diagnostic(off_masked, "warp specialisation not applied: no loop has a TMA pipeline"));
 }
 
 TEST_CASE("attention_tma_warp_specialised_gpu_matches_f64") {

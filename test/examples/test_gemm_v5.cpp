@@ -18,6 +18,7 @@
 #include "examples/gemm/matmul_v4.hpp"
 #include "examples/gemm/matmul_v5.hpp"
 #include "test/common/activations.hpp"
+#include "test/common/codegen.hpp"
 #include "test/common/mirror.hpp"
 #include "test/common/random.hpp"
 #include "test/common/text.hpp"
@@ -202,13 +203,6 @@ void run_block_dot_kn(const tj::Device& dev, int M, int N, int K, bool nan_fill,
   }
 }
 
-/// Whether some line of `lines` contains `what`.
-bool any_contains(const std::vector<std::string>& lines, const std::string& what) {
-  for (const auto& l : lines)
-    if (l.find(what) != std::string::npos) return true;
-  return false;
-}
-
 std::string sm90_source(int stages) {
   auto ir = tj::trace(examples::MatmulV5<128, 256, tj::bf16>{});
   return tj::codegen::generate(ir, {}, tj::codegen::target_for("sm_90a"), {.num_warps = 8, .num_stages = stages}).source;
@@ -365,7 +359,7 @@ TEST_CASE("gemm_v5_off_hopper_copies_blocks_with_a_cp_async_ring") {
   CHECK(g.source.find("mbarrier") == std::string::npos);
   CHECK(g.tma_params.empty());
   CHECK(g.dynamic_shared_bytes == 3 * 32768 + 1024);
-  CHECK(any_contains(g.diagnostics, "cp.async pipeline of 3 stage(s) x 32768 bytes (2 block(s))"));
+  CHECK(testing::has_diagnostic(g, "cp.async pipeline of 3 stage(s) x 32768 bytes (2 block(s))"));
   // One stage: the copy of iteration i overwrites what iteration i - 1 read: a barrier before it.
   const auto one = gen("sm_80", {.num_warps = 8, .num_stages = 1}).source;
   CHECK(one.find("__syncthreads(); tj_issue") != std::string::npos);
@@ -377,7 +371,7 @@ TEST_CASE("gemm_v5_off_hopper_copies_blocks_with_a_cp_async_ring") {
   // No producer warp off Hopper: said, not applied.
   const auto ws = gen("sm_80", {.num_warps = 8, .num_stages = 3, .warp_specialize = true});
   CHECK(ws.threads == 256);
-  CHECK(any_contains(ws.diagnostics, "warp specialisation not applied: target sm_80 has no TMA"));
+  CHECK(testing::has_diagnostic(ws, "warp specialisation not applied: target sm_80 has no TMA"));
   // The ring must fit the target's shared memory: sm_86 has 99 KiB per program.
   CHECK_THROWS_WITH_AS(gen("sm_86", {.num_warps = 8, .num_stages = 4}), doctest::Contains("sm_86 allows 99 KiB per program"),
                        tj::Unsupported);
