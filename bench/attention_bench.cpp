@@ -141,6 +141,33 @@ void BM_FlashFwdTma(benchmark::State& st) {
                           WS == 2 ? ", producer warp + ping-pong" : WS == 1 ? ", producer warp" : "", OVERLAP ? "" : ", P.V waited at once"));
 }
 
+/// The forward off Hopper's wgmma path, compiled for "sm_90" (no "a") as for an A100: mma.sync everywhere.
+/// CP: flash_fwd_tma.hpp, whose K and V blocks a cp.async ring of STAGES copies (ldmatrix reads K, ldmatrix .trans
+/// V), BM x BN with WARPS warps; !CP: flash_fwd.hpp (pointer loads, 64 x 64, 4 warps — what the library runs off
+/// Hopper). torch's flash backend (FlashAttention-2: mma.sync and cp.async on every GPU) is its baseline.
+template <int D, bool CAUSAL, bool CP, int BM = 64, int BN = 64, int STAGES = 2, int WARPS = 4>
+void BM_FlashFwdSm80(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  const FwdData<D> x;
+  constexpr int B = FwdData<D>::B, H = FwdData<D>::H, S = FwdData<D>::S;
+  const float scale = static_cast<float>(1.4426950408889634 / std::sqrt(double(D)));
+  if constexpr (CP) {
+    using Desc = tj::TensorDescriptor;
+    const long long rows = static_cast<long long>(B) * H * S;
+    const Desc dq(gpu(), x.q, tj::DType::bf16, {rows, D}, {D, 1}, {BM, D});
+    const Desc dk(gpu(), x.k, tj::DType::bf16, {rows, D}, {D, 1}, {BN, D});
+    const Desc dv(gpu(), x.v, tj::DType::bf16, {rows, D}, {D, 1}, {BN, D});
+    auto kern = tj::compile<examples::FlashAttnFwdTma<BM, BN, D, CAUSAL, tj::bf16>>(
+        gpu(), {.num_warps = WARPS, .num_stages = STAGES, .arch = "sm_90"});
+    time_tflops(st, [&] { kern.launch(tj::Grid{S / BM, B * H}, dq, dk, dv, x.o, x.lse, S, 1, scale); }, x.flops(CAUSAL));
+    st.SetLabel(fmt::format("sm_90 mma.sync, cp.async ring: {}x{}, {} warps, {} stages", BM, BN, WARPS, STAGES));
+  } else {
+    auto kern = tj::compile<examples::FlashAttnFwd<64, 64, D, CAUSAL, tj::bf16>>(gpu(), {.num_warps = 4, .arch = "sm_90"});
+    time_tflops(st, [&] { kern.launch(tj::Grid{S / 64, B * H}, x.q, x.k, x.v, x.o, x.lse, S, 1, scale); }, x.flops(CAUSAL));
+    st.SetLabel("sm_90 mma.sync, pointer loads: 64x64, 4 warps");
+  }
+}
+
 /// The persistent Hopper forward (flash_fwd_persistent.hpp) at 128 x 128, 2 stages, a producer warp group, as
 /// the library would run it: its schedule table for min(items, SMs) programs. MASK: edge_blocks or none (EvenN);
 /// SECTION_MIB: the table's causal section size in MiB of K and V (0: the default, 32 MiB). DK > D: head dim D run
@@ -431,6 +458,14 @@ void BM_DecodeKernels(benchmark::State& st) {
 }  // namespace
 
 BENCHMARK(BM_FlashFwd<96, false, 128>)->Name("BM_FlashFwdPadded/D96")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<64, false, false>)->Name("BM_FlashFwdSm80/D64/full/pointer")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<64, false, true>)->Name("BM_FlashFwdSm80/D64/full/cp.async")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<64, false, true, 128, 64, 2, 8>)->Name("BM_FlashFwdSm80/D64/full/cp.async/128x64")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<128, false, false>)->Name("BM_FlashFwdSm80/D128/full/pointer")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<128, false, true>)->Name("BM_FlashFwdSm80/D128/full/cp.async")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<128, false, true, 128, 64, 2, 8>)->Name("BM_FlashFwdSm80/D128/full/cp.async/128x64")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<128, true, false>)->Name("BM_FlashFwdSm80/D128/causal/pointer")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<128, true, true>)->Name("BM_FlashFwdSm80/D128/causal/cp.async")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashBwd<64, false>)->Name("BM_FlashBwd/D64/full")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashBwd<64, true>)->Name("BM_FlashBwd/D64/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashBwd<128, false>)->Name("BM_FlashBwd/D128/full")->UseManualTime()->Unit(benchmark::kMillisecond);

@@ -109,6 +109,11 @@ int max_shared_kib(const std::string& arch) {
   return 48;
 }
 
+/// Thrown by Emitter::run when a cp.async ring does not fit the target's shared memory (the message says so).
+struct RingTooLarge {
+  std::string why;
+};
+
 class Emitter {
  public:
   Emitter(const ir::Kernel& k, const ir::Specialization& spec, const Target& t, const Options& o)
@@ -157,6 +162,13 @@ class Emitter {
       g.dynamic_shared_bytes = ring_bytes_ + align_1k(smem_bytes_) + 1024;
       if (const int kib = max_shared_kib(t_.arch); g.dynamic_shared_bytes > kib * 1024) {
         const bool st = !stores_.empty();  // then name the staging, and tma_store as a way out
+        if (cp_) {  // generate() makes the kernel again with masked loads, and says why
+          int stage = 0;
+          for (const Pipe& p : pipes_) stage += p.stage_bytes;
+          throw RingTooLarge{fmt::format("cp.async pipeline not applied: {} stage(s) x {} bytes and {} bytes of scratch need {} bytes of "
+                                         "shared memory; {} allows {} KiB per program (lower num_stages or the block sizes): masked loads",
+                                         o_.num_stages, stage, smem_bytes_, g.dynamic_shared_bytes, t_.arch, kib)};
+        }
         throw Unsupported(fmt::format("kernel {} needs {} bytes of shared memory ({}{} for {} {} pipeline stage(s){}, {} of scratch): "
                                       "{} allows {} KiB per program; lower num_stages or the block sizes{}",
                                       k_.name, g.dynamic_shared_bytes,
@@ -975,8 +987,8 @@ class Emitter {
       return;
     }
     auto no = [&](const std::string& why) { plan_diag_.push_back("warp specialisation not applied: " + why); };
-    if (cp_) return no(fmt::format("target {} has no TMA (its pipelines are cp.async, copied by every thread)", t_.arch));
     if (pipes_.empty()) return no("no loop has a TMA pipeline");
+    if (cp_) return no(fmt::format("target {} has no TMA (its pipelines are cp.async, copied by every thread)", t_.arch));
     if (o_.num_warps % 4 != 0) return no(fmt::format("num_warps = {} is not whole warp groups", o_.num_warps));
     if (threads_ + 4 * t_.warp_size > 1024)
       return no(fmt::format("num_warps = {} and the producer warp group make {} threads: a program has at most 1024", o_.num_warps,
@@ -2063,16 +2075,27 @@ class Emitter {
     // matrix columns; lane l addresses row l % 8 of matrix l / 8, and what thread (g, t) receives of matrix m is
     // exactly its fragment register m (for 8-bit types four elements, for tf32 one f32: ldmatrix moves bits).
     const int es = size_bytes(et);
+    // B read MN-major (a [K, N] block, 16-bit) takes ldmatrix .trans: matrix m holds 8 K rows of 8 N columns,
+    // delivered transposed, so thread (g, t) receives (k = 2t, 2t + 1; n = g) — its B register.
     std::array<bool, 2> ldsm{};
+    bool ldsm_t = false;
     for (int j = 0; j < 2; ++j) {
       const SmemOperand& o = sm[static_cast<std::size_t>(j)];
-      ldsm[static_cast<std::size_t>(j)] = o.block >= 0 && (j == 0 ? !o.trans : o.trans) && mma_lane_origin(j == 0 ? la : lb, j, kw);
+      if (o.block < 0 || !mma_lane_origin(j == 0 ? la : lb, j, kw)) continue;
+      ldsm_t = j == 1 && !o.trans && es == 2;
+      ldsm[static_cast<std::size_t>(j)] = (j == 0 ? !o.trans : o.trans) || ldsm_t;
       if (!ldsm[static_cast<std::size_t>(j)]) continue;
       const ir::TileLayout& l = j == 0 ? la : lb;
       const Pipe* p = pipe_of_load(o.block);
       const int mn = j == 0 ? 0 : 1, kd = 1 - mn;  // the operand's M (N) dim and its K dim
-      line(fmt::format("const unsigned tj_sa{0}_{1} = tj_ring{2} + tj_st{2} * {3}u + {4}u;  // ldmatrix rows of block %{5}", id, j,
-                       p->loop, p->stage_bytes, load_offset(*p, o.block), o.block));
+      line(fmt::format("const unsigned tj_sa{0}_{1} = tj_ring{2} + tj_st{2} * {3}u + {4}u;  // ldmatrix{6} rows of block %{5}", id, j,
+                       p->loop, p->stage_bytes, load_offset(*p, o.block), o.block, ldsm_t ? " .trans" : ""));
+      if (ldsm_t) {
+        // Row: the warp's K plus the K row this lane addresses (matrices 1, 3: 8 rows on); byte: the warp's N.
+        line(fmt::format("const int tj_lr{0}_{1} = tj_c{2}_{3} - {4} * (tj_lane & 3) + (tj_lane & 15);", id, j, l.layout, l.dim_of[kd], kw));
+        line(fmt::format("const int tj_lb{0}_{1} = (tj_c{2}_{3} - ((tj_lane >> 2) & 7)) * {4};", id, j, l.layout, l.dim_of[mn], es));
+        continue;
+      }
       // Row: the warp's part of the M (N) coordinate, plus the row this lane addresses; byte: the warp's K, plus
       // the matrix column (a: matrices 2, 3; b: matrices 1, 3 of a pair of column blocks).
       line(fmt::format("const int tj_lr{0}_{1} = tj_c{2}_{3} - ((tj_lane >> 2) & 7) + (tj_lane & {4});", id, j, l.layout, l.dim_of[mn],
@@ -2085,10 +2108,16 @@ class Emitter {
         line(fmt::format("const unsigned char* const tj_op{}_{} = {};  // operand {} is block %{}{} in place", id, j,
                          block_ptr(sm[static_cast<std::size_t>(j)].block, id), j ? "b" : "a", sm[static_cast<std::size_t>(j)].block,
                          sm[static_cast<std::size_t>(j)].trans ? " (transposed)" : ""));
-    auto ldsm_addr = [&](int j, const std::string& row, int ko) {
-      return fmt::format("tj_sa{0}_{1} + tj_swz128(tj_lr{0}_{1} + {2}, tj_lb{0}_{1} + {3}, {4})", id, j, row, ko * es,
-                         k_[sm[static_cast<std::size_t>(j)].block].type.shape[0]);
+    // The lane's ldmatrix address at the k step ko for the row block / column block(s) `mn` (an M or N
+    // register coordinate, or a select between two).
+    auto ldsm_addr = [&](int j, const std::string& mn, int ko) {
+      const int rows_of_block = k_[sm[static_cast<std::size_t>(j)].block].type.shape[0];
+      if (j == 1 && ldsm_t)
+        return fmt::format("tj_sa{0}_{1} + tj_swz128(tj_lr{0}_{1} + {2}, tj_lb{0}_{1} + ({3}) * {4}, {5})", id, j, ko, mn, es, rows_of_block);
+      return fmt::format("tj_sa{0}_{1} + tj_swz128(tj_lr{0}_{1} + {2}, tj_lb{0}_{1} + {3}, {4})", id, j, mn, ko * es, rows_of_block);
     };
+    const char* ldsm_b = ldsm_t ? "tj_ldsm_x4_t" : "tj_ldsm_x4";
+    const char* ldsm_b2 = ldsm_t ? "tj_ldsm_x2_t" : "tj_ldsm_x2";
     auto tf32_round = [&](const std::string& r) {
       if (et == DType::f32) line(fmt::format("  {0} = tj_tf32(__uint_as_float({0}));", r));
     };
@@ -2111,12 +2140,12 @@ class Emitter {
         if (ldsm[1]) {  // column blocks in pairs (x4), the last alone (x2)
           if (i % 2 == 1) continue;
           if (i + 1 < cols.size()) {
-            line(fmt::format("  unsigned tb{0}_{1}[2], tb{0}_{2}[2]; tj_ldsm_x4({3}, tb{0}_{1}[0], tb{0}_{1}[1], tb{0}_{2}[0], tb{0}_{2}[1]);",
-                             id, i, i + 1, ldsm_addr(1, fmt::format("((tj_lane >> 4) ? {} : {})", cols[i + 1], cols[i]), ko)));
+            line(fmt::format("  unsigned tb{0}_{1}[2], tb{0}_{2}[2]; {4}({3}, tb{0}_{1}[0], tb{0}_{1}[1], tb{0}_{2}[0], tb{0}_{2}[1]);",
+                             id, i, i + 1, ldsm_addr(1, fmt::format("((tj_lane >> 4) ? {} : {})", cols[i + 1], cols[i]), ko), ldsm_b));
             for (int r = 0; r < 4; ++r) tf32_round(fmt::format("tb{}_{}[{}]", id, i + r / 2, r % 2));
           } else {
-            line(fmt::format("  unsigned tb{0}_{1}[2]; tj_ldsm_x2({2}, tb{0}_{1}[0], tb{0}_{1}[1]);", id, i,
-                             ldsm_addr(1, std::to_string(cols[i]), ko)));
+            line(fmt::format("  unsigned tb{0}_{1}[2]; {3}({2}, tb{0}_{1}[0], tb{0}_{1}[1]);", id, i,
+                             ldsm_addr(1, std::to_string(cols[i]), ko), ldsm_b2));
             for (int r = 0; r < 2; ++r) tf32_round(fmt::format("tb{}_{}[{}]", id, i, r));
           }
           continue;
@@ -3060,7 +3089,8 @@ void require_valid_num_warps(int n) {
                                       "of 12, 20, 24 or 28 warps", n));
 }
 
-Generated generate(const ir::Kernel& k, const ir::Specialization& spec, const Target& t, const Options& o) {
+namespace {
+Generated generate_once(const ir::Kernel& k, const ir::Specialization& spec, const Target& t, const Options& o) {
   ir::verify(k);
   require_valid_num_warps(o.num_warps);
   if (o.num_warps * t.warp_size > 1024)
@@ -3100,6 +3130,19 @@ Generated generate(const ir::Kernel& k, const ir::Specialization& spec, const Ta
   Generated g = emit(rm.kernel);
   g.diagnostics.insert(g.diagnostics.end(), rm.diagnostics.begin(), rm.diagnostics.end());
   return g;
+}
+}  // namespace
+
+Generated generate(const ir::Kernel& k, const ir::Specialization& spec, const Target& t, const Options& o) {
+  try {
+    return generate_once(k, spec, t, o);
+  } catch (const RingTooLarge& r) {  // a cp.async ring past the target's shared memory: the masked loads, visibly
+    Options masked = o;
+    masked.cp_async = false;
+    Generated g = generate_once(k, spec, t, masked);
+    g.diagnostics.push_back(r.why);
+    return g;
+  }
 }
 
 }  // namespace tilejit::codegen

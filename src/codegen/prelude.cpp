@@ -294,6 +294,13 @@ static __device__ __forceinline__ void tj_ldsm_x4(unsigned addr, unsigned& r0, u
 static __device__ __forceinline__ void tj_ldsm_x2(unsigned addr, unsigned& r0, unsigned& r1) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];" : "=r"(r0), "=r"(r1) : "r"(addr));
 }
+// .trans: thread (g, t) receives elements (2t, g) and (2t + 1, g) of matrix m — a column pair of the rows stored.
+static __device__ __forceinline__ void tj_ldsm_x4_t(unsigned addr, unsigned& r0, unsigned& r1, unsigned& r2, unsigned& r3) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];" : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr));
+}
+static __device__ __forceinline__ void tj_ldsm_x2_t(unsigned addr, unsigned& r0, unsigned& r1) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];" : "=r"(r0), "=r"(r1) : "r"(addr));
+}
 static __device__ __forceinline__ void tj_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 // Every cp.async group of this thread but the N most recent has completed.
 template <int N> static __device__ __forceinline__ void tj_cp_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory"); }

@@ -847,7 +847,9 @@ TEST_CASE("warp_specialize_edges_other_targets_generate_the_same_source") {
     CHECK(ws.source == plain.source);
     CHECK(pp.source == plain.source);
     CHECK(ws.threads == plain.threads);
-    CHECK(has_diag(ws, "warp specialisation not applied: no loop has a TMA pipeline"));
+    // CUDA targets without wgmma pipeline the blocks with cp.async, which every thread issues: no producer warp.
+    CHECK(has_diag(ws, std::string(arch).starts_with("sm_") ? "warp specialisation not applied: target " + std::string(arch) + " has no TMA"
+                                                             : std::string("warp specialisation not applied: no loop has a TMA pipeline")));
   };
   for (const char* arch : {"sm_80", "sm_90", "gfx942"}) {
     same(arch, examples::MatmulV5<64, 64, bf>{}, 4);

@@ -162,7 +162,7 @@ TEST_CASE("gemm_v6_store_shared_memory_rule") {
   CHECK_THROWS_WITH_AS(sm90_store(examples::MatmulV6Store<256, 128, tj::bf16, float>{}, 16, 4, true),
                        doctest::Contains("for TMA store staging"), tj::Unsupported);
   CHECK_THROWS_WITH_AS(sm90_store(examples::MatmulV6Store<256, 128, tj::bf16, float>{}, 16, 4, true),
-                       doctest::Contains("stage(s) and blocks, 0 of scratch): sm_90 allows 227 KiB per program; lower num_stages or "
+                       doctest::Contains("stage(s) and blocks, 0 of scratch): sm_90a allows 227 KiB per program; lower num_stages or "
                                          "the block sizes, or turn tma_store off"),
                        tj::Unsupported);
   // Without TMA stores (8 stages of 48 KiB): the ring alone, and no word of staging.
@@ -171,7 +171,7 @@ TEST_CASE("gemm_v6_store_shared_memory_rule") {
     FAIL("8 stages of 48 KiB fit in 227 KiB?");
   } catch (const tj::Unsupported& e) {
     const std::string what = e.what();
-    CHECK(what.find(" for 8 TMA pipeline stage(s), 0 of scratch): sm_90 allows 227 KiB per program; lower num_stages or the "
+    CHECK(what.find(" for 8 TMA pipeline stage(s), 0 of scratch): sm_90a allows 227 KiB per program; lower num_stages or the "
                     "block sizes") != std::string::npos);
     CHECK(what.find("staging") == std::string::npos);
     CHECK(what.find("tma_store") == std::string::npos);

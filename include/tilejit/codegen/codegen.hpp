@@ -102,9 +102,10 @@ struct Options {
   /// thread copies its share with `cp.async` into a ring of num_stages stages in shared memory (the 128B-swizzled
   /// slabs a TMA box uses), iteration i + num_stages - 1's copies in flight while iteration i computes
   /// (`cp.async.wait_group`, then one CTA barrier per iteration), and the dots read their fragments from there.
-  /// Chunks that straddle the tensor's edge are written element by element with the descriptor's fill. The ring
-  /// must fit the target's shared memory (sm_80 163 KiB, sm_86 / sm_89 99 KiB, sm_90 227 KiB; Unsupported
-  /// otherwise). false: masked loads into registers (converted to the operand layouts).
+  /// Chunks that straddle the tensor's edge are written element by element with the descriptor's fill. A ring
+  /// that does not fit the target's shared memory (sm_80 163 KiB, sm_86 / sm_89 99 KiB, sm_90 227 KiB) is not
+  /// made: the kernel gets the masked loads and a diagnostic naming the bytes and the limit. false: masked loads
+  /// into registers (converted to the operand layouts).
   bool cp_async = true;
   /// Device events (lang/events.hpp): the kernel takes one more parameter, last, `tj_evbuf* tj_events` (null:
   /// nothing is recorded), and records into it the DSL's async_begin / async_end, each program's span ("program":
