@@ -296,7 +296,9 @@ layout::LinearLayout transposed(const layout::LinearLayout& l) {
 }
 }  // namespace
 
-LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const std::string& arch, bool vector_any_dim) {
+namespace {
+/// assign_layouts with the whole-rows split (`whole_rows_ok`) allowed or not.
+LayoutPlan assign(const Kernel& k, int num_warps, int warp_size, const std::string& arch, bool vector_any_dim, bool whole_rows_ok) {
   LayoutPlan plan;
   const std::size_t N = k.nodes.size();
   plan.values.resize(N);
@@ -371,6 +373,14 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const s
   //    itself, so its loads land in the fragment registers and the dot needs
   //    no conversion. Every other family is blocked (coalesced accesses).
   std::vector<std::array<int, 2>> dot_warps(N, {0, 0});
+  // Families (roots) some of whose values are reduced along dim 1 (a row reduction: a softmax's max and sum).
+  std::vector<char> row_reduce(N, 0);
+  for (const Node& n : k.nodes)
+    if ((n.op == Op::reduce_sum || n.op == Op::reduce_max || n.op == Op::reduce_min) && n.axis == 1 && rank(n.args[0]) == 2 &&
+        !plan.in_smem[static_cast<std::size_t>(n.args[0])])
+      row_reduce[static_cast<std::size_t>(fam.find(n.args[0]))] = 1;
+  auto row_reduced = [&](int root) { return row_reduce[static_cast<std::size_t>(root)] != 0; };
+  std::vector<char> whole_rows(N, 0);  // families whose mma.sync dots split the warps along M only
   for (std::size_t id = 0; id < N; ++id)
     if (k.nodes[id].op == Op::dot) {
       const auto e = extent[static_cast<std::size_t>(fam.find(static_cast<int>(id)))];
@@ -417,7 +427,24 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const s
                                       "is not a wgmma shape", id, e[0], e[1], kdim, num_warps));
       } else {
         dot_warps[id] = mma_warps(e[0], e[1], num_warps, static_cast<int>(id));
+        // B read in place from shared memory (a cp.async block), and rows reduced in the accumulator's family or in
+        // operand a's (attention: the softmax of S = Q·Kᵀ, then P·V): every warp takes whole rows (FlashAttention-2's
+        // split), so the row reductions stay inside a warp (shuffles, no shared-memory round trip and barriers)
+        // and P's accumulator registers are already its A fragments. B costs no registers here (ldmatrix per k step).
+        const int a = k.nodes[id].args[0];
+        const bool rows = row_reduced(fam.find(static_cast<int>(id))) ||
+                          (!plan.in_smem[static_cast<std::size_t>(a)] && rank(a) == 2 && row_reduced(fam.find(a)));
+        if (whole_rows_ok && b_smem && rows && dot_warps[id][1] != 1 && e[0] % (16 * num_warps) == 0)
+          whole_rows[static_cast<std::size_t>(fam.find(static_cast<int>(id)))] = 1;
       }
+    }
+  // Every mma.sync dot of such a family takes the split: dots sharing an accumulator share its layout.
+  for (std::size_t id = 0; id < N; ++id)
+    if (k.nodes[id].op == Op::dot && !plan.dot_wgmma[id] && !plan.dot_mfma[id] &&
+        whole_rows[static_cast<std::size_t>(fam.find(static_cast<int>(id)))] && dot_warps[id][1] != 1) {
+      dot_warps[id] = {num_warps, 1};
+      plan.diagnostics.push_back(fmt::format("dot %{}: warps split [{}, 1] (whole rows per warp: rows of its accumulator or of its A are "
+                                             "reduced, and B is read from shared memory)", id, num_warps));
     }
   // One accumulator layout per family: dots that share an accumulator (a loop's wgmma, then one more product of
   // register operands too large to stage) must lower alike, or neither instruction finds its registers.
@@ -719,7 +746,29 @@ LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const s
     std::string desc;
     add_layout(blocked_parent(1, {1, 1}, num_warps, warp_size, desc), desc);
   }
+  // Codegen reduces within one parent layout: with the whole-rows split, a reduction whose result meets a family
+  // of the other split cannot be lowered (assign_layouts then plans without the split).
+  if (std::find(whole_rows.begin(), whole_rows.end(), 1) != whole_rows.end())
+    for (std::size_t id = 0; id < N; ++id) {
+      const Node& n = k.nodes[id];
+      if ((n.op == Op::reduce_sum || n.op == Op::reduce_max || n.op == Op::reduce_min) && n.type.rank > 0 &&
+          plan.values[id].layout != plan.values[static_cast<std::size_t>(n.args[0])].layout)
+        throw Unsupported(fmt::format("reduction %{} would meet values of a family with the other warp split", id));
+    }
   return plan;
+}
+}  // namespace
+
+LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const std::string& arch, bool vector_any_dim) {
+  try {
+    return assign(k, num_warps, warp_size, arch, vector_any_dim, true);
+  } catch (const Unsupported& e) {
+    // The whole-rows split can leave a reduction's result meeting a family of the other split (flash-decoding's
+    // combine): the plan without it, and why.
+    LayoutPlan plan = assign(k, num_warps, warp_size, arch, vector_any_dim, false);  // (throws again if that was not it)
+    plan.diagnostics.push_back(fmt::format("whole-rows warp split not applied: {}", e.what()));
+    return plan;
+  }
 }
 
 }  // namespace tilejit::ir

@@ -155,7 +155,17 @@ int mfma_k_width(DType et, const std::string& arch);
 /// split allows, else 16x16), its operands stay in their own layouts.
 /// A dot whose operands are both shared-memory values (desc_load, trans of
 /// one) has no staging buffer, so the 48 KiB staging limit does not apply;
-/// it must lower to wgmma (Unsupported otherwise).
+/// on sm_90a it must lower to wgmma (Unsupported otherwise); elsewhere they are
+/// cp.async blocks that mma.sync reads in place.
+///
+/// Whole rows per warp: an mma.sync dot whose B is read from shared memory and
+/// whose accumulator's family, or operand a's, has a row reduction (a softmax:
+/// S = Q·Kᵀ, then P·V) splits its warps [num_warps, 1] when M allows — every
+/// warp holds whole rows (FlashAttention-2's split), so the reductions are
+/// shuffles inside a warp and P's accumulator registers are its A fragments —
+/// with every dot of its family (they share the accumulator layout). If that
+/// leaves a reduction's result meeting a family of the other split, the plan
+/// is made without it and a diagnostic says so.
 LayoutPlan assign_layouts(const Kernel& k, int num_warps, int warp_size, const std::string& arch = "",
                           bool vector_any_dim = false);
 
