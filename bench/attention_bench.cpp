@@ -118,6 +118,18 @@ void BM_FlashFwd(benchmark::State& st) {
   time_tflops(st, [&] { kern.launch(tj::Grid{S / 64, B * H}, x.q, x.k, x.v, x.o, x.lse, S, 1, scale); }, x.flops(CAUSAL));
 }
 
+/// The library call off Hopper's wgmma path (Attention::set_mma_sync_path: what an A100 runs, compiled for sm_90).
+template <int D, bool CAUSAL>
+void BM_AttnForwardMmaSync(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  const FwdData<D> x;
+  constexpr int B = FwdData<D>::B, H = FwdData<D>::H, S = FwdData<D>::S;
+  examples::Attention<tj::bf16> attn(gpu());
+  attn.set_mma_sync_path(true);
+  const examples::AttnShape shape{.batch = B, .heads_q = H, .heads_kv = H, .seqlen = S, .head_dim = D, .causal = CAUSAL};
+  time_tflops(st, [&] { attn.forward(x.q, x.k, x.v, x.o, x.lse, shape); }, x.flops(CAUSAL));
+}
+
 /// The Hopper forward (flash_fwd_tma.hpp: TMA, wgmma with P in registers): head dim D run by the kernel for
 /// DK >= D on zero-padded heads (DK = D: exact); BLOCK_M = 16 x warps, BLOCK_N = BN, num_stages = STAGES.
 /// WS: 1 = a producer warp (CompileOptions::warp_specialize), 2 = that and the ping-pong schedule.
@@ -458,6 +470,12 @@ void BM_DecodeKernels(benchmark::State& st) {
 }  // namespace
 
 BENCHMARK(BM_FlashFwd<96, false, 128>)->Name("BM_FlashFwdPadded/D96")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttnForwardMmaSync<64, false>)->Name("BM_AttnForwardMmaSync/D64/full")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttnForwardMmaSync<64, true>)->Name("BM_AttnForwardMmaSync/D64/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttnForwardMmaSync<96, false>)->Name("BM_AttnForwardMmaSync/D96/full")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttnForwardMmaSync<96, true>)->Name("BM_AttnForwardMmaSync/D96/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttnForwardMmaSync<128, false>)->Name("BM_AttnForwardMmaSync/D128/full")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttnForwardMmaSync<128, true>)->Name("BM_AttnForwardMmaSync/D128/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashFwdSm80<64, false, false>)->Name("BM_FlashFwdSm80/D64/full/pointer")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashFwdSm80<64, false, true>)->Name("BM_FlashFwdSm80/D64/full/cp.async")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashFwdSm80<64, false, true, 128, 64, 2, 8>)->Name("BM_FlashFwdSm80/D64/full/cp.async/128x64")->UseManualTime()->Unit(benchmark::kMillisecond);

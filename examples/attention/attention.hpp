@@ -11,8 +11,9 @@
 // Head dims 64, 96 (exact, no padding), 128 and 256 (backward: up to 128).
 // The forward runs flash_fwd_tma.hpp (TMA + wgmma) on Hopper for every head dim
 // (64-key blocks at D = 256) with 16-byte aligned q, k, v — one program per (query block, head), or
-// flash_fwd_persistent.hpp's persistent programs (FwdSchedule) — and
-// flash_fwd.hpp otherwise; the backward runs
+// flash_fwd_persistent.hpp's persistent programs (FwdSchedule); on other GPUs from sm_80 (or with
+// set_mma_sync_path) the same flash_fwd_tma.hpp compiled without wgmma for D <= 128 with 16-byte aligned q, k, v
+// (a cp.async ring feeding mma.sync); flash_fwd.hpp otherwise; the backward runs
 // flash_bwd_tma.hpp on Hopper with 16-byte aligned q, k, v, d_o, and
 // flash_bwd.hpp otherwise; decode runs FlashDecodeSplitTma (TMA + wgmma) on
 // Hopper for D <= 128 with 16-byte aligned caches, FlashDecodeSplit otherwise.
@@ -70,6 +71,12 @@ class Attention {
   /// results either way. `automatic` (the default) takes persistent_by_default's choice.
   enum class FwdSchedule { automatic, per_item, persistent };
   void set_forward_schedule(FwdSchedule s) { schedule_ = s; }
+  /// Run the forward as a GPU without wgmma does (on Hopper: compiled for sm_90, not sm_90a — an A100's path):
+  /// for tests and benchmarks of that path on a Hopper GPU. Kernels compiled before are dropped.
+  void set_mma_sync_path(bool on) {
+    mma_sync_ = on;
+    kernels_.clear();
+  }
   FwdSchedule forward_schedule() const { return schedule_; }
   /// What `automatic` runs: the schedule measured faster on the H200 (docs/perf.md, v0.10): persistent for causal
   /// attention (its schedule table balances the programs: +12% / +3% / +3% over one program per item at D = 64 / 96 /
@@ -158,7 +165,7 @@ class Attention {
       const float scale_log2e = static_cast<float>(s.softmax_scale() * kLog2e);
       {
         auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };  // TMA's rule
-        if (dev_.compute_capability() == 90 && aligned(q) && aligned(k) && aligned(v)) {  // Hopper: flash_fwd_tma.hpp
+        if (dev_.compute_capability() == 90 && !mma_sync_ && aligned(q) && aligned(k) && aligned(v)) {  // Hopper: flash_fwd_tma.hpp
           // The configuration measured fastest on the H200 for every head dim and mask (docs/perf.md, v0.6): a
           // producer warp group (warp_specialize) and 128 x 128 tiles in FlashAttention-3's order, masking only
           // the edge key blocks (no block at all for full attention when S is a multiple of BLOCK_N). D = 256
@@ -191,6 +198,25 @@ class Attention {
             run(kernel<FlashAttnFwdTmaPingPongEvenN<BM, BN, D, false, T>>(8, stages, ws));
           else
             run(kernel<FlashAttnFwdTmaPingPongEdge<BM, BN, D, C, T>>(8, stages, ws));
+          return;
+        }
+      }
+      if constexpr (D <= 128) {
+        auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };  // descriptors' rule
+        if (dev_.compute_capability() >= 80 && aligned(q) && aligned(k) && aligned(v)) {
+          // sm_80 .. sm_89 (and Hopper with set_mma_sync_path): flash_fwd_tma.hpp compiled without wgmma — K and V
+          // blocks through a cp.async ring of 2 stages, read by mma.sync with ldmatrix (.trans for V), every warp on
+          // whole rows. On the H200 compiled for sm_90: 2.2–2.6x flash_fwd.hpp (docs/perf.md v0.14); 64 x 64 with 4
+          // warps at D = 64, 128 x 64 with 8 above.
+          using Desc = tj::TensorDescriptor;
+          constexpr int BM = D > 64 ? 128 : 64, BN = 64;
+          const long long rq = s.batch * s.heads_q * s.seqlen, rkv = s.batch * s.heads_kv * s.seqlen;
+          const Desc dq(dev_, const_cast<T*>(q), tj::dtype_v<T>, {rq, D}, {D, 1}, {BM, D});
+          const Desc dk(dev_, const_cast<T*>(k), tj::dtype_v<T>, {rkv, D}, {D, 1}, {BN, D});
+          const Desc dv(dev_, const_cast<T*>(v), tj::dtype_v<T>, {rkv, D}, {D, 1}, {BN, D});
+          kernel<FlashAttnFwdTma<BM, BN, D, C, T>>(BM / 16, 2)
+              .launch(tj::Grid{tj::cdiv(s.seqlen, BM), s.batch * s.heads_q}, dq, dk, dv, o, lse, s.seqlen, s.heads_q / s.heads_kv,
+                      scale_log2e);
           return;
         }
       }
@@ -425,12 +451,15 @@ class Attention {
     auto& slot = kernels_[std::type_index(typeid(K))];
     if (!slot)
       slot = std::make_shared<tj::Kernel<K>>(
-          dev_, K{}, tj::CompileOptions{.num_warps = warps, .num_stages = stages, .warp_specialize = warp_specialize});
+          dev_, K{},
+          tj::CompileOptions{.num_warps = warps, .num_stages = stages, .arch = mma_sync_ && dev_.compute_capability() == 90 ? "sm_90" : "",
+                             .warp_specialize = warp_specialize});
     return *static_cast<tj::Kernel<K>*>(slot.get());
   }
 
   tj::Device dev_;
   FwdSchedule schedule_ = FwdSchedule::automatic;
+  bool mma_sync_ = false;  // set_mma_sync_path
   std::map<std::type_index, std::shared_ptr<void>> kernels_;
   float* ws_ = nullptr;
   std::size_t ws_bytes_ = 0;

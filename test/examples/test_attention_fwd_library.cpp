@@ -26,7 +26,7 @@ using Schedule = examples::Attention<tj::bf16>::FwdSchedule;  // (the same enume
 /// of a fresh one.
 template <class T>
 void forward_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int D, bool causal, double tol,
-                  Schedule schedule_bf16 = Schedule::automatic, examples::Attention<T>* shared = nullptr) {
+                  Schedule schedule_bf16 = Schedule::automatic, examples::Attention<T>* shared = nullptr, bool mma_sync = false) {
   const auto schedule = static_cast<typename examples::Attention<T>::FwdSchedule>(schedule_bf16);
   CAPTURE(static_cast<int>(schedule));
   CAPTURE(D);
@@ -52,6 +52,7 @@ void forward_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int D, b
     }
     examples::Attention<T>& attn = shared ? *shared : *own;
     attn.set_forward_schedule(schedule);
+    if (mma_sync) attn.set_mma_sync_path(true);
     attn.forward(pq, pk, pv, po, pl, s);
     m.down();
   }
@@ -154,6 +155,24 @@ TEST_CASE("attention_library_forward_gpu_matches_f64") {
       forward_case<tj::bf16>(dev, 1, 4, 2, 200, 256, causal, 2e-2, sched);   // D = 256: 64-key blocks
       forward_case<tj::f16>(dev, 1, 2, 1, 256, 256, causal, 1e-2, sched);    // S a multiple of 64
     }
+}
+
+TEST_CASE("attention_library_forward_off_hopper_gpu_matches_f64") {
+  // The path of GPUs without wgmma (sm_80 .. sm_89), on Hopper through set_mma_sync_path: flash_fwd_tma.hpp with a
+  // cp.async ring for D <= 128, flash_fwd.hpp at D = 256.
+  auto dev = tj::Device::best();
+  if (dev.backend() != tj::Backend::cuda || dev.compute_capability() < 80) {
+    MESSAGE("no NVIDIA GPU of sm_80 or newer: skipping");
+    return;
+  }
+  for (bool causal : {false, true}) {
+    forward_case<tj::bf16>(dev, 1, 4, 1, 300, 64, causal, 2e-2, Schedule::automatic, nullptr, true);
+    forward_case<tj::bf16>(dev, 1, 4, 2, 257, 96, causal, 2e-2, Schedule::automatic, nullptr, true);
+    forward_case<tj::bf16>(dev, 2, 4, 4, 1000, 128, causal, 2e-2, Schedule::automatic, nullptr, true);
+    forward_case<tj::f16>(dev, 1, 2, 1, 129, 128, causal, 1e-2, Schedule::automatic, nullptr, true);
+    forward_case<tj::bf16>(dev, 1, 2, 1, 1, 96, causal, 2e-2, Schedule::automatic, nullptr, true);
+    forward_case<tj::bf16>(dev, 1, 4, 2, 200, 256, causal, 2e-2, Schedule::automatic, nullptr, true);
+  }
 }
 
 TEST_CASE("attention_library_forward_schedule_by_default") {
