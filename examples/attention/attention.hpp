@@ -71,8 +71,9 @@ class Attention {
   /// results either way. `automatic` (the default) takes persistent_by_default's choice.
   enum class FwdSchedule { automatic, per_item, persistent };
   void set_forward_schedule(FwdSchedule s) { schedule_ = s; }
-  /// Run the forward as a GPU without wgmma does (on Hopper: compiled for sm_90, not sm_90a — an A100's path):
-  /// for tests and benchmarks of that path on a Hopper GPU. Kernels compiled before are dropped.
+  /// Run every call as a GPU without wgmma does (on Hopper: the kernels of other GPUs, compiled for sm_90, not
+  /// sm_90a — an A100's path): for tests and benchmarks of that path on a Hopper GPU. Kernels compiled before are
+  /// dropped.
   void set_mma_sync_path(bool on) {
     mma_sync_ = on;
     kernels_.clear();
@@ -165,7 +166,7 @@ class Attention {
       const float scale_log2e = static_cast<float>(s.softmax_scale() * kLog2e);
       {
         auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };  // TMA's rule
-        if (dev_.compute_capability() == 90 && !mma_sync_ && aligned(q) && aligned(k) && aligned(v)) {  // Hopper: flash_fwd_tma.hpp
+        if (hopper() && aligned(q) && aligned(k) && aligned(v)) {  // Hopper: flash_fwd_tma.hpp
           // The configuration measured fastest on the H200 for every head dim and mask (docs/perf.md, v0.6): a
           // producer warp group (warp_specialize) and 128 x 128 tiles in FlashAttention-3's order, masking only
           // the edge key blocks (no block at all for full attention when S is a multiple of BLOCK_N). D = 256
@@ -286,7 +287,7 @@ class Attention {
       if (len[b] < 0 || len[b] > s_max)
         throw tj::InvalidArgument(fmt::format("attention decode: seqlens[{}] = {}: must be in [0, s_max = {}]", b, len[b], s_max));
     auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };  // TMA's rule
-    const bool tma = dev_.compute_capability() == 90 && s.head_dim <= 128 && aligned(k) && aligned(v);
+    const bool tma = hopper() && s.head_dim <= 128 && aligned(k) && aligned(v);
     const long long programs = s.batch * s.heads_kv;
     if (chunk <= 0) {
       using Cfg = FlashDecodeTmaConfig;
@@ -370,7 +371,7 @@ class Attention {
       kernel<FlashBwdPreprocess<64, D, T>>(4).launch(tj::Grid{tj::cdiv(s.seqlen, 64), s.batch * s.heads_q}, o, d_o, delta, s.seqlen);
       if constexpr (D <= 128) {
         auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };  // TMA's rule
-        if (dev_.compute_capability() == 90 && aligned(q) && aligned(k) && aligned(v) && aligned(d_o)) {
+        if (hopper() && aligned(q) && aligned(k) && aligned(v) && aligned(d_o)) {
           using Cfg = FlashBwdTmaConfig<D>;
           using Desc = tj::TensorDescriptor;
           const long long rq = s.batch * s.heads_q * s.seqlen, rkv = s.batch * s.heads_kv * s.seqlen;
@@ -460,6 +461,8 @@ class Attention {
   tj::Device dev_;
   FwdSchedule schedule_ = FwdSchedule::automatic;
   bool mma_sync_ = false;  // set_mma_sync_path
+  /// The Hopper kernels apply (TMA, wgmma): an sm_90 device, not told to run as another GPU.
+  bool hopper() const { return dev_.compute_capability() == 90 && !mma_sync_; }
   std::map<std::type_index, std::shared_ptr<void>> kernels_;
   float* ws_ = nullptr;
   std::size_t ws_bytes_ = 0;

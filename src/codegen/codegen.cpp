@@ -100,9 +100,11 @@ unsigned nan_bits(DType t) {
   }
 }
 /// Shared memory one program may use on a CUDA target (KiB; CUDA C++ Programming Guide, "Technical
-/// Specifications per Compute Capability"): sm_80 / sm_87 163, sm_86 / sm_89 99, sm_90 227; other targets 48.
+/// Specifications per Compute Capability"): sm_80 / sm_87 163, sm_86 / sm_89 and sm_120 / sm_121 99, sm_90 to
+/// sm_110 227; other targets 48.
 int max_shared_kib(const std::string& arch) {
   const int sm = sm_number(arch);
+  if (sm >= 120) return 99;
   if (sm >= 90) return 227;
   if (sm == 80 || sm == 87) return 163;
   if (sm >= 80) return 99;

@@ -387,6 +387,9 @@ TEST_CASE("gemm_v5_off_hopper_copies_blocks_with_a_cp_async_ring") {
   CHECK(big.dynamic_shared_bytes == 0);
   CHECK(testing::has_diagnostic(big, "cp.async pipeline not applied: 4 stage(s) x 32768 bytes and 0 bytes of scratch need 132096 bytes"));
   CHECK(testing::has_diagnostic(big, "sm_86 allows 99 KiB per program (lower num_stages or the block sizes): masked loads"));
+  // Consumer Blackwell (sm_120) has sm_86's 99 KiB, not Hopper's 227.
+  CHECK(testing::has_diagnostic(gen("sm_120", {.num_warps = 8, .num_stages = 4}), "sm_120 allows 99 KiB per program"));
+  CHECK(gen("sm_90", {.num_warps = 8, .num_stages = 4}).dynamic_shared_bytes == 4 * 32768 + 1024);
   // tf32: ldmatrix moves the f32 bits, each register rounded after.
   const auto tf32 = tj::codegen::generate(tj::trace(examples::MatmulV5<64, 64, float>{}), {}, tj::codegen::target_for("sm_80"),
                                           {.num_warps = 4}).source;
