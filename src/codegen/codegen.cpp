@@ -2088,10 +2088,9 @@ class Emitter {
       ldsm[static_cast<std::size_t>(j)] = (j == 0 ? !o.trans : o.trans) || ldsm_t;
       if (!ldsm[static_cast<std::size_t>(j)]) continue;
       const ir::TileLayout& l = j == 0 ? la : lb;
-      const Pipe* p = pipe_of_load(o.block);
       const int mn = j == 0 ? 0 : 1, kd = 1 - mn;  // the operand's M (N) dim and its K dim
-      line(fmt::format("const unsigned tj_sa{0}_{1} = tj_ring{2} + tj_st{2} * {3}u + {4}u;  // ldmatrix{6} rows of block %{5}", id, j,
-                       p->loop, p->stage_bytes, load_offset(*p, o.block), o.block, ldsm_t ? " .trans" : ""));
+      line(fmt::format("const unsigned tj_sa{}_{} = tj_ring{} + {};  // ldmatrix{} rows of block %{}", id, j, pipe_of_block(o.block, id).loop,
+                       stage_offset(o.block, id), ldsm_t ? " .trans" : "", o.block));
       if (ldsm_t) {
         // Row: the warp's K plus the K row this lane addresses (matrices 1, 3: 8 rows on); byte: the warp's N.
         line(fmt::format("const int tj_lr{0}_{1} = tj_c{2}_{3} - {4} * (tj_lane & 3) + (tj_lane & 15);", id, j, l.layout, l.dim_of[kd], kw));
@@ -2190,11 +2189,20 @@ class Emitter {
     }
     return true;
   }
-  /// A generic pointer to cp.async block `x` in the current stage of its loop's ring (the dot must sit in that loop).
-  std::string block_ptr(int x, int dot) const {
+  /// The ring of cp.async block `x`, read by dot `dot` (Unsupported when `x` is in none).
+  const Pipe& pipe_of_block(int x, int dot) const {
     const Pipe* p = pipe_of_load(x);
     if (!p) throw Unsupported(fmt::format("dot %{}: operand %{} is not a cp.async block", dot, x));
-    return fmt::format("tj_smem_raw + {}u + tj_st{} * {}u + {}u", p->ring_off, p->loop, p->stage_bytes, load_offset(*p, x));
+    return *p;
+  }
+  /// Block `x`'s byte offset from its ring's start in the current stage (the dot must sit in the ring's loop).
+  std::string stage_offset(int x, int dot) const {
+    const Pipe& p = pipe_of_block(x, dot);
+    return fmt::format("tj_st{} * {}u + {}u", p.loop, p.stage_bytes, load_offset(p, x));
+  }
+  /// A generic pointer to cp.async block `x` in the current stage of its loop's ring.
+  std::string block_ptr(int x, int dot) const {
+    return fmt::format("tj_smem_raw + {}u + {}", pipe_of_block(x, dot).ring_off, stage_offset(x, dot));
   }
   /// One .b32 mma.sync operand register of dot `dot` read from its block in shared memory: the kw elements at the
   /// operand-layout registers `regs` (consecutive along K). Their coordinates are those registers' in layout `l`;
