@@ -19,6 +19,12 @@ gpu_tests() {
   timeout -k 5 480 "$B/tilejit_tests" -tc="$1" > "$OUT/tests.txt" 2>&1; echo "rc $?"
   grep -E "ERROR|test cases|assertions|CRASH|skipping" "$OUT/tests.txt" | head -30
 }
+# sanitize TOOL FILTER [LIMIT]: compute-sanitizer TOOL (racecheck, memcheck, ...) on tilejit_tests' cases matching
+# FILTER into $OUT/TOOL.txt (LIMIT seconds, default 200), with its summary printed.
+sanitize() {
+  timeout -k 5 "${3:-200}" compute-sanitizer --tool "$1" "$B/tilejit_tests" -tc="$2" > "$OUT/$1.txt" 2>&1; echo "rc $?"
+  tail -2 "$OUT/$1.txt"
+}
 # ab_rounds OLD_FILTER NEW_FILTER: the previous commit's attention_bench_old rows and this one's attention_bench rows,
 # alternated in two rounds (old1 new1, torch SDPA, old2 new2) so both see the same clocks.
 ab_rounds() {

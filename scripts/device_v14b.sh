@@ -4,8 +4,6 @@
 source scripts/device_common.sh
 gpu_tests '*cp_async*,gemm_v5_gpu_matches_f64,gemm_v5_gpu_small*'
 echo "== racecheck / memcheck (small cases)"
-timeout -k 5 200 compute-sanitizer --tool racecheck "$B/tilejit_tests" -tc='gemm_v5_gpu_small*' > "$OUT/racecheck.txt" 2>&1; echo "rc $?"
-tail -3 "$OUT/racecheck.txt"
-timeout -k 5 200 compute-sanitizer --tool memcheck "$B/tilejit_tests" -tc='gemm_v5_gpu_small*' > "$OUT/memcheck.txt" 2>&1; echo "rc $?"
-tail -3 "$OUT/memcheck.txt"
+sanitize racecheck 'gemm_v5_gpu_small*'
+sanitize memcheck 'gemm_v5_gpu_small*'
 bench_rows mmasync "$B/gemm_bench" 'BM_CublasTN<>/(4096/4096/4096|8192/8192/8192)|BM_TilejitMmaSync.*/(4096/4096/4096|8192/8192/8192)|BM_TilejitV2/128x128/4096'
