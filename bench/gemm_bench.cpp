@@ -33,6 +33,11 @@
 //   BM_TilejitSmallM/...     the small-M path with its split count forced (none; twice the rule's)
 //   BM_TilejitSplitK/BMxBN/S rung 5's split-K kernel + SplitKReduce with the 4th argument's splits (the former
 //                            small-M path; narrow-N candidates)
+//   BM_CublasBatched/b/M/N/K cublasGemmStridedBatchedEx, C[b] (f32) = A[b]·B[b]ᵀ, bf16 in, B stored [N, K]
+//   BM_TilejitBatched/BMxBN/S/b/M/N/K examples/gemm/matmul_batched.hpp: rank-3 descriptors [b, M, K], [b, N, K],
+//                            [b, M, N] (TMA 3-D boxes on sm_90a), one program per (tile, batch); /ws a producer warp group
+//   BM_TilejitBatchedPersistent/... the same over a persistent grid with a producer warp group (rung 6 over the
+//                            batch); ...Bf16C: a bf16 C stored by TMA (against cuBLAS's f32 C all the same)
 // Counters: TFLOP/s (2·M·N·K per run). After the rows, a table gives each tilejit row's ratio to the cuBLAS row of
 // the same shape in the same run (bench/ratio_reporter.hpp). Without a GPU every case is skipped.
 #include "ratio_reporter.hpp"
@@ -45,6 +50,7 @@
 #include <cstdio>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "examples/gemm/matmul_v1.hpp"
@@ -52,6 +58,7 @@
 #include "examples/gemm/matmul_v4.hpp"
 #include "examples/gemm/matmul_v2.hpp"
 #include "examples/gemm/gemm.hpp"
+#include "examples/gemm/matmul_batched.hpp"
 #include "examples/gemm/matmul_v5.hpp"
 #include "examples/gemm/matmul_v6.hpp"
 #include "examples/gemm/matmul_v7.hpp"
@@ -575,6 +582,84 @@ void BM_Tilejit(benchmark::State& st) {
   st.SetLabel("BLOCK " + std::to_string(BM) + "x" + std::to_string(BN) + " warps " + std::to_string(NW));
 }
 
+/// A [b, M, K] and B [b, N, K] (bf16, random in [-1, 1]) and C [b, M, N] (f32) on the GPU.
+struct BatchedOperands {
+  void *a, *b, *c;
+  BatchedOperands(long B, long M, long N, long K) {
+    std::mt19937 g(std::random_device{}());
+    std::uniform_real_distribution<float> d(-1, 1);
+    std::vector<tj::bf16> h(static_cast<std::size_t>(B * std::max(M, N) * K));
+    for (auto& x : h) x = tj::bf16(d(g));
+    a = gpu().alloc(B * M * K * 2);
+    b = gpu().alloc(B * N * K * 2);
+    c = gpu().alloc(B * M * N * 4);
+    gpu().copy_to_device(a, h.data(), B * M * K * 2);
+    gpu().copy_to_device(b, h.data(), B * N * K * 2);
+  }
+  ~BatchedOperands() { gpu().free(a), gpu().free(b), gpu().free(c); }
+};
+
+/// cublasGemmStridedBatchedEx for row-major C[b] (f32) = A[b]·B[b]ᵀ, bf16 A [b, M, K] and B [b, N, K], compute 32F.
+void BM_CublasBatched(benchmark::State& st) {
+  using Batched = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*, const void*,
+                                     cudaDataType, int, long long, const void*, cudaDataType, int, long long, const void*, void*,
+                                     cudaDataType, int, long long, int, cublasComputeType_t, cublasGemmAlgo_t);
+  static Batched gemm = [] {
+    void* so = dlopen("libcublas.so.13", RTLD_NOW | RTLD_LOCAL);
+    if (!so) so = dlopen("libcublas.so", RTLD_NOW | RTLD_LOCAL);
+    return so ? reinterpret_cast<Batched>(dlsym(so, "cublasGemmStridedBatchedEx")) : nullptr;
+  }();
+  if (gpu().backend() != tj::Backend::cuda || !cublas().ok || !gemm) return st.SkipWithError("no GPU / cuBLAS");
+  const long B = st.range(0), M = st.range(1), N = st.range(2), K = st.range(3);
+  BatchedOperands o(B, M, N, K);
+  static const float one = 1, zero = 0;
+  timed(st, 2.0 * B * M * N * K, [&] {
+    gemm(cublas().h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M), static_cast<int>(K), &one, o.b, CUDA_R_16BF,
+         static_cast<int>(K), N * K, o.a, CUDA_R_16BF, static_cast<int>(K), M * K, &zero, o.c, CUDA_R_32F, static_cast<int>(N), M * N,
+         static_cast<int>(B), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+  });
+}
+
+template <int BM, int BN, int STAGES, bool WS = false>
+void BM_TilejitBatched(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  const long B = st.range(0), M = st.range(1), N = st.range(2), K = st.range(3);
+  BatchedOperands o(B, M, N, K);
+  using D = tj::TensorDescriptor;
+  const D a(gpu(), o.a, tj::DType::bf16, {B, M, K}, {M * K, K, 1}, {1, BM, 64}, {.swizzle = D::Swizzle::b128});
+  const D b(gpu(), o.b, tj::DType::bf16, {B, N, K}, {N * K, K, 1}, {1, BN, 64}, {.swizzle = D::Swizzle::b128});
+  const D c(gpu(), o.c, tj::DType::f32, {B, M, N}, {M * N, N, 1}, {1, BM, 32});
+  auto k = tj::compile<examples::MatmulBatched<BM, BN, tj::bf16>>(gpu(), {.num_warps = BM / 16, .num_stages = STAGES, .warp_specialize = WS});
+  timed(st, 2.0 * B * M * N * K, [&] { k.launch(tj::Grid{tj::cdiv(M, BM) * tj::cdiv(N, BN), B}, a, b, c, N, K); });
+  st.SetLabel("rank-3 descriptors, BLOCK " + std::to_string(BM) + "x" + std::to_string(BN) + "x64 stages " + std::to_string(STAGES) +
+              (WS ? ", producer warp group" : ""));
+}
+
+/// MatmulBatchedPersistent: rung 6 over the batch (one program per SM), bf16 C through TMA when OUT_BF16 — compared
+/// with cuBLAS writing f32 C either way (the ratio table's baseline).
+template <int BM, int BN, int STAGES, bool OUT_BF16 = false>
+void BM_TilejitBatchedPersistent(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  const long B = st.range(0), M = st.range(1), N = st.range(2), K = st.range(3);
+  BatchedOperands o(B, M, N, K);
+  using D = tj::TensorDescriptor;
+  using Out = std::conditional_t<OUT_BF16, tj::bf16, float>;
+  const D a(gpu(), o.a, tj::DType::bf16, {B, M, K}, {M * K, K, 1}, {1, BM, 64}, {.swizzle = D::Swizzle::b128});
+  const D b(gpu(), o.b, tj::DType::bf16, {B, N, K}, {N * K, K, 1}, {1, BN, 64}, {.swizzle = D::Swizzle::b128});
+  const D c(gpu(), o.c, tj::dtype_v<Out>, {B, M, N}, {M * N, N, 1}, {1, BM, 128 / static_cast<long>(sizeof(Out))});
+  auto k = tj::compile<examples::MatmulBatchedPersistent<BM, BN, tj::bf16, Out>>(
+      gpu(), {.num_warps = BM / 16, .num_stages = STAGES, .warp_specialize = true, .tma_store = OUT_BF16});
+  const tj::Grid g = examples::persistent_batched_grid(B, M, N, BM, BN, gpu().num_sms());
+  timed(st, 2.0 * B * M * N * K, [&] { k.launch(g, a, b, c, M, N, K); });
+  st.SetLabel("persistent, producer warp group, BLOCK " + std::to_string(BM) + "x" + std::to_string(BN) + " stages " +
+              std::to_string(STAGES) + (OUT_BF16 ? ", bf16 C by TMA" : ", f32 C"));
+}
+
+void shapes_batched(benchmark::internal::Benchmark* b) {
+  b->Args({32, 1024, 1024, 1024})->Args({128, 512, 512, 512})->Args({8, 4096, 4096, 1024})->Args({64, 1000, 1000, 128});
+  b->UseManualTime()->Unit(benchmark::kMillisecond);
+}
+
 void shapes(benchmark::internal::Benchmark* b) {
   b->Args({4096, 4096, 4096})->Args({8192, 8192, 8192})->Args({4096, 6144, 4096})->Args({8192, 96, 8192})->Args({8192, 192, 8192});
   b->UseManualTime()->Unit(benchmark::kMillisecond);
@@ -767,6 +852,14 @@ BENCHMARK(BM_TilejitV5T<128, 128, 4, float>)->Name("BM_TilejitV5TF32/128x128/4")
 BENCHMARK(BM_CublasTNType<std::int8_t>)->Name("BM_CublasI8")->Apply(shapes_f8);
 BENCHMARK(BM_TilejitV5T<128, 256, 4, std::int8_t>)->Name("BM_TilejitV5I8/128x256/4")->Apply(shapes_f8);
 BENCHMARK(BM_TilejitV5T<128, 128, 5, std::int8_t>)->Name("BM_TilejitV5I8/128x128/5")->Apply(shapes_f8);
+// Batched GEMM through rank-3 descriptors against cublasGemmStridedBatchedEx.
+BENCHMARK(BM_CublasBatched)->Apply(shapes_batched);
+BENCHMARK(BM_TilejitBatched<128, 128, 4>)->Name("BM_TilejitBatched/128x128/4")->Apply(shapes_batched);
+BENCHMARK(BM_TilejitBatched<128, 256, 3>)->Name("BM_TilejitBatched/128x256/3")->Apply(shapes_batched);
+BENCHMARK(BM_TilejitBatched<128, 256, 4, true>)->Name("BM_TilejitBatched/ws/128x256/4")->Apply(shapes_batched);
+BENCHMARK(BM_TilejitBatchedPersistent<128, 256, 4>)->Name("BM_TilejitBatchedPersistent/128x256/4")->Apply(shapes_batched);
+BENCHMARK(BM_TilejitBatchedPersistent<128, 128, 5>)->Name("BM_TilejitBatchedPersistent/128x128/5")->Apply(shapes_batched);
+BENCHMARK(BM_TilejitBatchedPersistent<128, 256, 4, true>)->Name("BM_TilejitBatchedPersistentBf16C/128x256/4")->Apply(shapes_batched);
 // The console rows, then each tilejit row as a ratio to the cuBLAS row of its shape in the same run.
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);

@@ -13,8 +13,10 @@ inline std::string family_of(const std::string& name) {
   if (const auto p = f.find('<'); p != std::string::npos) f.resize(p);
   return f;
 }
-/// "M/N/K" from the last three integer components, or nothing.
+/// "M/N/K" from the last three integer components ("batch/M/N/K", the last four, for a family named "...Batched..."),
+/// or nothing.
 inline std::optional<std::string> shape_of(const std::string& name) {
+  const std::size_t dims = family_of(name).find("Batched") != std::string::npos ? 4 : 3;
   std::vector<std::string> parts;
   std::size_t at = 0;
   while (at <= name.size()) {
@@ -23,15 +25,19 @@ inline std::optional<std::string> shape_of(const std::string& name) {
     if (next == std::string::npos) break;
     at = next + 1;
   }
-  if (parts.size() < 4) return std::nullopt;
-  for (std::size_t i = parts.size() - 3; i < parts.size(); ++i)
+  if (parts.size() < dims + 1) return std::nullopt;
+  std::string shape;
+  for (std::size_t i = parts.size() - dims; i < parts.size(); ++i) {
     if (parts[i].empty() || parts[i].find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
-  return parts[parts.size() - 3] + "/" + parts[parts.size() - 2] + "/" + parts[parts.size() - 1];
+    shape += (shape.empty() ? "" : "/") + parts[i];
+  }
+  return shape;
 }
 /// The cuBLAS family a tilejit row is compared with (see the file comment).
 inline std::string baseline_of(const std::string& name) {
   const std::string f = family_of(name);
   auto has = [&](const char* s) { return f.find(s) != std::string::npos; };
+  if (has("Batched")) return "BM_CublasBatched";
   if (has("F8")) return "BM_CublasLtF8";
   if (has("I8")) return "BM_CublasI8";
   if (has("TF32")) return "BM_CublasTF32";

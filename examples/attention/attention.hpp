@@ -154,9 +154,9 @@ class Attention {
     return longest;
   }
 
-  /// q, o [B·Hq, S, D]; k, v [B·Hkv, S, D]; lse [B·Hq, S]. On Hopper with S not a multiple of 128, the last key
-  /// block of each head also reads the first V rows of the next KV head (weighted by exactly 0): v must then be
-  /// finite in every head, as a NaN or Inf there would give NaN (0·NaN) in the neighbouring head's output.
+  /// q, o [B·Hq, S, D]; k, v [B·Hkv, S, D]; lse [B·Hq, S]. K and V are read through rank-3 descriptors
+  /// [B·Hkv, S, D] on the descriptor paths (Hopper, and sm_80+ off Hopper): a key block past S reads zeros, never
+  /// the next head's rows, so NaN or Inf anywhere outside a head's own rows does not reach its output.
   void forward(const T* q, const T* k, const T* v, T* o, float* lse, const AttnShape& s) {
     check(s);
     fits_i32({s.batch, s.heads_q, s.seqlen, s.head_dim}, "q [B·Hq, S, D]");
@@ -175,10 +175,11 @@ class Attention {
           using Desc = tj::TensorDescriptor;
           constexpr bool ws = true;
           constexpr int BM = 128, BN = D > 128 ? 64 : 128, stages = 2;
-          const long long rq = s.batch * s.heads_q * s.seqlen, rkv = s.batch * s.heads_kv * s.seqlen;
+          const long long rq = s.batch * s.heads_q * s.seqlen;
+          const long long hkv = s.batch * s.heads_kv;  // K and V: rank 3, bounds per head (flash_fwd_tma.hpp, KV_RANK)
           const Desc dq(dev_, const_cast<T*>(q), tj::dtype_v<T>, {rq, D}, {D, 1}, {BM, D});
-          const Desc dk(dev_, const_cast<T*>(k), tj::dtype_v<T>, {rkv, D}, {D, 1}, {BN, D});
-          const Desc dv(dev_, const_cast<T*>(v), tj::dtype_v<T>, {rkv, D}, {D, 1}, {BN, D});
+          const Desc dk(dev_, const_cast<T*>(k), tj::dtype_v<T>, {hkv, s.seqlen, D}, {s.seqlen * D, D, 1}, {1, BN, D});
+          const Desc dv(dev_, const_cast<T*>(v), tj::dtype_v<T>, {hkv, s.seqlen, D}, {s.seqlen * D, D, 1}, {1, BN, D});
           const bool persistent = schedule_ == FwdSchedule::persistent ||
                                   (schedule_ == FwdSchedule::automatic && persistent_by_default(D, C));
           const long long group = s.heads_q / s.heads_kv;
@@ -188,17 +189,17 @@ class Attention {
                                                    .programs = dev_.num_sms()});
             auto run = [&]<class K>(tj::Kernel<K>& kern) { kern.launch(grid, dq, dk, dv, o, lse, items, s.seqlen, group, scale_log2e); };
             if (!C && s.seqlen % BN == 0)
-              run(kernel<FlashAttnFwdTmaPersistent<BM, BN, D, false, T, KeyMask::none>>(8, stages, ws));
+              run(kernel<FlashAttnFwdTmaPersistent<BM, BN, D, false, T, KeyMask::none, 3>>(8, stages, ws));
             else
-              run(kernel<FlashAttnFwdTmaPersistent<BM, BN, D, C, T>>(8, stages, ws));
+              run(kernel<FlashAttnFwdTmaPersistent<BM, BN, D, C, T, KeyMask::edge_blocks, 3>>(8, stages, ws));
             return;
           }
           const tj::Grid grid{tj::cdiv(s.seqlen, BM), s.batch * s.heads_q};
           auto run = [&]<class K>(tj::Kernel<K>& kern) { kern.launch(grid, dq, dk, dv, o, lse, s.seqlen, group, scale_log2e); };
           if (!C && s.seqlen % BN == 0)
-            run(kernel<FlashAttnFwdTmaPingPongEvenN<BM, BN, D, false, T>>(8, stages, ws));
+            run(kernel<FlashAttnFwdTmaPingPongEvenN<BM, BN, D, false, T, 3>>(8, stages, ws));
           else
-            run(kernel<FlashAttnFwdTmaPingPongEdge<BM, BN, D, C, T>>(8, stages, ws));
+            run(kernel<FlashAttnFwdTmaPingPongEdge<BM, BN, D, C, T, 3>>(8, stages, ws));
           return;
         }
       }
@@ -211,11 +212,11 @@ class Attention {
           // warps at D = 64, 128 x 64 with 8 above.
           using Desc = tj::TensorDescriptor;
           constexpr int BM = D > 64 ? 128 : 64, BN = 64;
-          const long long rq = s.batch * s.heads_q * s.seqlen, rkv = s.batch * s.heads_kv * s.seqlen;
+          const long long rq = s.batch * s.heads_q * s.seqlen, hkv = s.batch * s.heads_kv;
           const Desc dq(dev_, const_cast<T*>(q), tj::dtype_v<T>, {rq, D}, {D, 1}, {BM, D});
-          const Desc dk(dev_, const_cast<T*>(k), tj::dtype_v<T>, {rkv, D}, {D, 1}, {BN, D});
-          const Desc dv(dev_, const_cast<T*>(v), tj::dtype_v<T>, {rkv, D}, {D, 1}, {BN, D});
-          kernel<FlashAttnFwdTma<BM, BN, D, C, T>>(BM / 16, 2)
+          const Desc dk(dev_, const_cast<T*>(k), tj::dtype_v<T>, {hkv, s.seqlen, D}, {s.seqlen * D, D, 1}, {1, BN, D});
+          const Desc dv(dev_, const_cast<T*>(v), tj::dtype_v<T>, {hkv, s.seqlen, D}, {s.seqlen * D, D, 1}, {1, BN, D});
+          kernel<FlashAttnFwdTma<BM, BN, D, C, T, 3>>(BM / 16, 2)
               .launch(tj::Grid{tj::cdiv(s.seqlen, BM), s.batch * s.heads_q}, dq, dk, dv, o, lse, s.seqlen, s.heads_q / s.heads_kv,
                       scale_log2e);
           return;

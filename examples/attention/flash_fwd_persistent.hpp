@@ -145,7 +145,7 @@ inline FwdItemTable fwd_item_table(const FwdItemShape& s) {
 
 /// See the file comment. MASK: edge_blocks (any S), or none (full attention with S a multiple of BLOCK_N, the
 /// caller's promise, as FlashAttnFwdTmaPingPongEvenN).
-template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, KeyMask MASK = KeyMask::edge_blocks>
+template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, KeyMask MASK = KeyMask::edge_blocks, int KV_RANK = 2>
 struct FlashAttnFwdTmaPersistent {
   static_assert(MASK != KeyMask::none || !CAUSAL, "causal attention masks its diagonal block");
   /// Q's descriptor holds B·Hq·S rows: see fwd_launch_cost.
@@ -153,19 +153,20 @@ struct FlashAttnFwdTmaPersistent {
                              const auto&, long long S, long long group, float) const {
     return fwd_launch_cost(q.shape()[0] / std::max(S, 1LL), group, S, HEAD_DIM, CAUSAL, sizeof(T));
   }
-  void operator()(tj::Desc<T, BLOCK_M, HEAD_DIM> q, tj::Desc<T, BLOCK_N, HEAD_DIM> k, tj::Desc<T, BLOCK_N, HEAD_DIM> v, tj::Ptr<T> o,
-                  tj::Ptr<float> lse, tj::Ptr<std::int32_t> items, tj::Size S, tj::Size group, tj::Scalar<float> scale_log2e) const {
+  void operator()(tj::Desc<T, BLOCK_M, HEAD_DIM> q, KvDesc<T, BLOCK_N, HEAD_DIM, KV_RANK> k, KvDesc<T, BLOCK_N, HEAD_DIM, KV_RANK> v,
+                  tj::Ptr<T> o, tj::Ptr<float> lse, tj::Ptr<std::int32_t> items, tj::Size S, tj::Size group,
+                  tj::Scalar<float> scale_log2e) const {
     const tj::Int num_m = (S + (BLOCK_M - 1)) / BLOCK_M;
     auto run_item = [&](const tj::Int& block_m, const tj::Int& bh) {
       const FwdRows<BLOCK_M, HEAD_DIM, CAUSAL> p(S, group, block_m, bh);
       auto q_tile = p.load_q(q, S);  // one buffer, copied per item (before the item's first K block)
       auto hi = p.hi(S);
       auto edge = MASK == KeyMask::edge_blocks ? p.template mask_edge<BLOCK_N>(S) : hi;
-      auto [m_i, l_i, acc, p_last] =
-          fa3_keys<BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, T, MASK>(q_tile, k, v, p.kv_row, p.rm, hi, edge, scale_log2e);
+      const tj::Int kv = p.template kv_at<KV_RANK>(group);
+      auto [m_i, l_i, acc, p_last] = fa3_keys<BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, T, MASK>(q_tile, k, v, kv, p.rm, hi, edge, scale_log2e);
       // The last block's V, loaded after the key loop: the producer copies it after the item's K and V blocks, so
       // the next item's Q and first K / V copies are not held behind this item's last product.
-      auto v_last = v.load(p.kv_row + (hi - 1) / BLOCK_N * BLOCK_N, 0);
+      auto v_last = kv_block(v, kv, (hi - 1) / BLOCK_N * BLOCK_N);
       p.store(o, lse, S, m_i, l_i, tj::dot(p_last, v_last, acc));
     };
     if constexpr (CAUSAL) {

@@ -23,10 +23,16 @@
 // [BLOCK_N, HEAD_DIM]. A block that runs past its head's S rows reads the
 // next head's rows (or TMA's zero fill past the tensor): those query rows are
 // not stored and those keys are masked (their probabilities are exactly 0),
-// so the result is that of flash_fwd.hpp. HEAD_DIM 96 is exact: the 96-wide
-// tiles are held in two 128-byte slabs (the second half used), and every
-// product runs over 96, not 128.
+// so the result is that of flash_fwd.hpp — as long as those V rows are finite
+// (0·NaN = NaN). With KV_RANK = 3 the kernels take k and v as rank-3
+// descriptors [B·Hkv, S, D] with [1, BLOCK_N, HEAD_DIM] blocks instead: a
+// block past S reads TMA's zero fill (or the masked load's), never the next
+// head's rows, so any V works (FlashAttention-3's layout; the library's form).
+// HEAD_DIM 96 is exact: the 96-wide tiles are held in two 128-byte slabs (the
+// second half used), and every product runs over 96, not 128.
 #pragma once
+#include <type_traits>
+
 #include "examples/attention/flash_fwd.hpp"
 
 namespace examples {
@@ -58,6 +64,15 @@ struct FwdRows {
   FwdRows(const tj::Size& S, const tj::Size& group, const tj::Int& block_m, const tj::Int& head)
       : start_m(block_m * BLOCK_M), bh(head), kv_row((bh / group) * S), rm(start_m + tj::arange<BLOCK_M>()), rd(tj::arange<HEAD_DIM>()),
         row_ok(rm < S) {}
+  /// This head's K and V in their descriptors: the first row of the 2-D view [B·Hkv·S, D] (KV_RANK = 2), or the
+  /// KV head's index in [B·Hkv, S, D] (3).
+  template <int KV_RANK>
+  tj::Int kv_at(const tj::Size& group) const {
+    if constexpr (KV_RANK == 3)
+      return bh / group;
+    else
+      return kv_row;
+  }
   /// The Q block of these rows (a descriptor over [B·Hq·S, D]).
   template <class Q>
   auto load_q(const Q& q, const tj::Size& S) const { return q.load(bh * S + start_m, 0); }
@@ -77,18 +92,33 @@ struct FwdRows {
   }
 };
 
-template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T>
+/// K and V descriptor parameters: 2-D over [B·Hkv·S, D] with [BLOCK_N, D] blocks (KV_RANK = 2), or rank 3 over
+/// [B·Hkv, S, D] with [1, BLOCK_N, D] blocks (KV_RANK = 3: bounds per head). See the file comment.
+template <class T, int BLOCK_N, int HEAD_DIM, int KV_RANK>
+using KvDesc = std::conditional_t<KV_RANK == 3, tj::Desc<T, 1, BLOCK_N, HEAD_DIM>, tj::Desc<T, BLOCK_N, HEAD_DIM>>;
+
+/// The key (or value) block at key n of KV head `kv` through descriptor d: `kv` is that head's first row of the
+/// 2-D view (FwdRows::kv_row), or its index for a rank-3 descriptor (FwdRows::kv_at).
+template <class Dk>
+auto kv_block(const Dk& d, const tj::Int& kv, const tj::Int& n) {
+  if constexpr (Dk::rank == 3)
+    return d.load(kv, n, 0);
+  else
+    return d.load(kv + n, 0);
+}
+
+template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, int KV_RANK = 2>
 struct FlashAttnFwdTma {
-  void operator()(tj::Desc<T, BLOCK_M, HEAD_DIM> q, tj::Desc<T, BLOCK_N, HEAD_DIM> k, tj::Desc<T, BLOCK_N, HEAD_DIM> v, tj::Ptr<T> o,
-                  tj::Ptr<float> lse, tj::Size S, tj::Size group, tj::Scalar<float> scale_log2e) const {
+  void operator()(tj::Desc<T, BLOCK_M, HEAD_DIM> q, KvDesc<T, BLOCK_N, HEAD_DIM, KV_RANK> k, KvDesc<T, BLOCK_N, HEAD_DIM, KV_RANK> v,
+                  tj::Ptr<T> o, tj::Ptr<float> lse, tj::Size S, tj::Size group, tj::Scalar<float> scale_log2e) const {
     const FwdRows<BLOCK_M, HEAD_DIM, CAUSAL> p(S, group);
     auto q_tile = p.load_q(q, S);
     auto hi = p.hi(S);
-    const auto& kv_row = p.kv_row;  // first row of this head's K and V in the 2-D view
+    const tj::Int kv = p.template kv_at<KV_RANK>(group);  // this head's K and V: first row in the 2-D view, or index
     auto [m_i, l_i, acc] = attend<BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, T>(
         q_tile, p.rm, tj::scalar<std::int32_t>(0), hi, scale_log2e,
-        [&](const tj::Int& n0) { return tj::trans(k.load(kv_row + n0, 0)); },
-        [&](const tj::Int& n0) { return v.load(kv_row + n0, 0); });
+        [&](const tj::Int& n0) { return tj::trans(kv_block(k, kv, n0)); },
+        [&](const tj::Int& n0) { return kv_block(v, kv, n0); });
     p.store(o, lse, S, m_i, l_i, acc);
   }
 };
@@ -176,13 +206,13 @@ namespace examples {
 /// before that product, p_prev: P_{j-1}), then the softmax of S_j, masked as MASK says. Returns (m, l, O rescaled, P_j).
 template <int BLOCK_N, bool CAUSAL, class T, KeyMask MASK, class QTile, class KDesc, class VDesc, class Rows, class M, class L, class Acc,
           class P>
-auto fa3_step(const QTile& q_tile, const KDesc& k, const VDesc& v, const tj::Int& kv_row, const Rows& rm, const tj::Int& hi,
+auto fa3_step(const QTile& q_tile, const KDesc& k, const VDesc& v, const tj::Int& kv, const Rows& rm, const tj::Int& hi,
               const tj::Int& edge, const tj::Scalar<float>& scale_log2e, const tj::Int& n0, const M& m_i, const L& l_i, const Acc& acc,
               const P& p_prev) {
-  auto s = tj::dot(q_tile, tj::trans(k.load(kv_row + n0, 0)));
+  auto s = tj::dot(q_tile, tj::trans(kv_block(k, kv, n0)));
   // P_{-1} = 0: at j = 0 any V block gives 0, as long as it is finite — so read this head's first block, not
   // the previous head's last one (a NaN or Inf there would make 0·NaN = NaN here).
-  auto o_prev = tj::dot(p_prev, v.load(kv_row + tj::maximum(n0 - BLOCK_N, 0), 0), acc);
+  auto o_prev = tj::dot(p_prev, kv_block(v, kv, tj::maximum(n0 - BLOCK_N, 0)), acc);
   auto [m_new, prob, alpha] = softmax_of_masked(mask_scores_as<BLOCK_N, CAUSAL, MASK>(s, rm, n0, hi, edge), scale_log2e, m_i);
   return std::tuple{m_new, l_i * alpha + tj::sum<1>(prob), o_prev * tj::expand_dims<1>(alpha), tj::cast<T>(prob)};
 }
@@ -191,33 +221,33 @@ auto fa3_step(const QTile& q_tile, const KDesc& k, const VDesc& v, const tj::Int
 /// S_j = Q·K_jᵀ and O += P_{j-1}·V_{j-1}, then the softmax of S_j, masked as MASK says (`edge`: see
 /// mask_scores_from). Returns (m, l, acc, P of the last block): the last block's P·V is the caller's.
 template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, KeyMask MASK, class QTile, class KDesc, class VDesc, class Rows>
-auto fa3_keys(const QTile& q_tile, const KDesc& k, const VDesc& v, const tj::Int& kv_row, const Rows& rm, const tj::Int& hi,
+auto fa3_keys(const QTile& q_tile, const KDesc& k, const VDesc& v, const tj::Int& kv, const Rows& rm, const tj::Int& hi,
               const tj::Int& edge, const tj::Scalar<float>& scale_log2e) {
   // P is carried across the back edge as T (the code generator packs a 16-bit tile that only a dot reads two
   // elements per register: 32 registers per thread at 128 × 128, not 64).
   auto init = std::tuple{tj::full<float, BLOCK_M>(kAttnNegBig), tj::zeros<float, BLOCK_M>(), tj::zeros<float, BLOCK_M, HEAD_DIM>(),
                          tj::zeros<T, BLOCK_M, BLOCK_N>()};
   return tj::for_range(0, hi, BLOCK_N, init, [&](tj::Int n0, auto m_i, auto l_i, auto acc, auto p_prev) {
-    return fa3_step<BLOCK_N, CAUSAL, T, MASK>(q_tile, k, v, kv_row, rm, hi, edge, scale_log2e, n0, m_i, l_i, acc, p_prev);
+    return fa3_step<BLOCK_N, CAUSAL, T, MASK>(q_tile, k, v, kv, rm, hi, edge, scale_log2e, n0, m_i, l_i, acc, p_prev);
   });
 }
 
-template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, KeyMask MASK = KeyMask::every_block>
+template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, KeyMask MASK = KeyMask::every_block, int KV_RANK = 2>
 struct FlashAttnFwdTmaPingPongBody {
   /// Q's descriptor holds B·Hq·S rows: see fwd_launch_cost.
   tj::LaunchCost launch_cost(const tj::Grid&, const tj::TensorDescriptor& q, const auto&, const auto&, const auto&, const auto&,
                              long long S, long long group, float) const {
     return fwd_launch_cost(q.shape()[0] / std::max(S, 1LL), group, S, HEAD_DIM, CAUSAL, sizeof(T));
   }
-  void operator()(tj::Desc<T, BLOCK_M, HEAD_DIM> q, tj::Desc<T, BLOCK_N, HEAD_DIM> k, tj::Desc<T, BLOCK_N, HEAD_DIM> v, tj::Ptr<T> o,
-                  tj::Ptr<float> lse, tj::Size S, tj::Size group, tj::Scalar<float> scale_log2e) const {
+  void operator()(tj::Desc<T, BLOCK_M, HEAD_DIM> q, KvDesc<T, BLOCK_N, HEAD_DIM, KV_RANK> k, KvDesc<T, BLOCK_N, HEAD_DIM, KV_RANK> v,
+                  tj::Ptr<T> o, tj::Ptr<float> lse, tj::Size S, tj::Size group, tj::Scalar<float> scale_log2e) const {
     const FwdRows<BLOCK_M, HEAD_DIM, CAUSAL, MASK == KeyMask::edge_blocks> p(S, group);
     auto q_tile = p.load_q(q, S);
     auto hi = p.hi(S);
-    const auto& kv_row = p.kv_row;  // first row of this head's K and V in the 2-D view
+    const tj::Int kv = p.template kv_at<KV_RANK>(group);  // this head's K and V: first row in the 2-D view, or index
     auto edge = MASK == KeyMask::edge_blocks ? p.template mask_edge<BLOCK_N>(S) : hi;
-    auto v_last = v.load(kv_row + (hi - 1) / BLOCK_N * BLOCK_N, 0);      // the last block's V, copied once
-    auto [m_i, l_i, acc, p_last] = fa3_keys<BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, T, MASK>(q_tile, k, v, kv_row, p.rm, hi, edge, scale_log2e);
+    auto v_last = kv_block(v, kv, (hi - 1) / BLOCK_N * BLOCK_N);  // the last block's V, copied once
+    auto [m_i, l_i, acc, p_last] = fa3_keys<BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, T, MASK>(q_tile, k, v, kv, p.rm, hi, edge, scale_log2e);
     auto acc_all = tj::dot(p_last, v_last, acc);
     p.store(o, lse, S, m_i, l_i, acc_all);
   }
@@ -228,14 +258,14 @@ struct FlashAttnFwdTmaPingPong : FlashAttnFwdTmaPingPongBody<BLOCK_M, BLOCK_N, H
 
 /// FlashAttnFwdTmaPingPong masking only the key blocks that need it (see
 /// FlashAttnFwdTmaEdge): any S, causal or not; causal programs heaviest first.
-template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T>
-struct FlashAttnFwdTmaPingPongEdge : FlashAttnFwdTmaPingPongBody<BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, T, KeyMask::edge_blocks> {};
+template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, int KV_RANK = 2>
+struct FlashAttnFwdTmaPingPongEdge : FlashAttnFwdTmaPingPongBody<BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, T, KeyMask::edge_blocks, KV_RANK> {};
 
 /// FlashAttnFwdTmaPingPong for full attention when S is a multiple of BLOCK_N
 /// (the caller's promise, like Triton's EVEN_N): no score is masked, which
 /// saves a compare, an and and a select per score. Not for causal attention.
-template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T>
-struct FlashAttnFwdTmaPingPongEvenN : FlashAttnFwdTmaPingPongBody<BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, T, KeyMask::none> {
+template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, int KV_RANK = 2>
+struct FlashAttnFwdTmaPingPongEvenN : FlashAttnFwdTmaPingPongBody<BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, T, KeyMask::none, KV_RANK> {
   static_assert(!CAUSAL, "FlashAttnFwdTmaPingPongEvenN is for full attention");
 };
 

@@ -58,7 +58,7 @@ bool producer_scalar(const ir::Kernel& k, int id) {
   if (n.type.rank != 0) return false;
   using ir::Op;
   if (n.op == Op::constant || ir::is_binary(n.op) || n.op == Op::neg || n.op == Op::cast || n.op == Op::program_id ||
-      n.op == Op::num_programs || n.op == Op::desc_field || n.op == Op::where || n.op == Op::addptr)
+      n.op == Op::num_programs || n.op == Op::desc_field || n.op == Op::where || n.op == Op::addptr || n.op == Op::desc_view)
     return true;
   if (n.op != Op::load) return false;
   const int p = pointer_param(k, n.args[0]);
@@ -381,8 +381,9 @@ class Emitter {
                      sb->chunked ? ", slab by slab through two slab buffers" : ""));
     const bool in_loop = parent_[static_cast<std::size_t>(id)] >= 0;
     auto issue = [&](int s, int at) {
-      return fmt::format("tj_tma_store_2d(&s{}.map, tj_stbuf{} + {}u, (int)({}) + {}, (int)({})); ", n.args[0], id, at, v(n.args[2], 0),
-                         s * W, v(n.args[1], 0));
+      const BlockDesc b = block_desc(id);
+      return fmt::format("tj_tma_store_{}d(&s{}.map, tj_stbuf{} + {}u, {}); ", b.rank, b.param, id, at,
+                         box_coords(id, v(n.args[1], 0), fmt::format("(int)({}) + {}", v(n.args[2], 0), s * W), outer_values(id)));
     };
     if (!sb->chunked) {
       if (in_loop) {
@@ -456,25 +457,72 @@ class Emitter {
   /// Thread 0's copies of block `x` into shared address `dst` at coordinates (row, col), completing on `bar`.
   /// A multicast block of a pipelined loop (multicast(x)): only the cluster's first program copies it, into every
   /// program's shared memory at the same offset, completing on every program's barrier at the same offset.
+  /// `outer`: the coordinates of the block's other dims (a rank 3..5 descriptor's, dim order; none for rank 2).
   std::string tma_copies(int x, const std::string& dst, const std::string& row, const std::string& col, const std::string& bar,
-                         bool in_pipe = false) const {
+                         bool in_pipe = false, const std::vector<std::string>& outer = {}) const {
     const ir::Type& t = k_[x].type;
     const bool mc = in_pipe && multicast(x);
-    const int param = k_[k_[x].args[0]].i;
+    const BlockDesc b = block_desc(x);
+    const int param = k_[b.param].i;
     const bool split = mc && mc_split_[static_cast<std::size_t>(param)];
     std::string out;
     for (int s = 0; s < slabs_of(x); ++s) {
       const std::string at = fmt::format("{} + {}u", dst, s * t.shape[0] * 128), x0 = fmt::format("(int)({}) + {}", col, s * (128 / size_bytes(t.dtype)));
       if (split) {  // rank r copies rows [r·R/C, (r+1)·R/C) of the block to every program
         const int part = t.shape[0] / cluster_;
-        out += fmt::format("tj_tma_load_2d_multicast({} + tj_crank * {}u, &s{}.map, {}, (int)({}) + (int)tj_crank * {}, {}, {}); ", at, part * 128,
-                           k_[x].args[0], x0, row, part, bar, (1 << cluster_) - 1);
+        out += fmt::format("tj_tma_load_{}d_multicast({} + tj_crank * {}u, &s{}.map, {}, {}, {}); ", b.rank, at, part * 128, b.param,
+                           box_coords(x, row, x0, outer, fmt::format(" + (int)tj_crank * {}", part)), bar, (1 << cluster_) - 1);
       } else {
-        const std::string args = fmt::format("{}, &s{}.map, {}, (int)({}), {}", at, k_[x].args[0], x0, row, bar);
-        out += mc ? fmt::format("tj_tma_load_2d_multicast({}, {}); ", args, (1 << cluster_) - 1) : fmt::format("tj_tma_load_2d({}); ", args);
+        const std::string args = fmt::format("{}, &s{}.map, {}, {}", at, b.param, box_coords(x, row, x0, outer), bar);
+        out += mc ? fmt::format("tj_tma_load_{}d_multicast({}, {}); ", b.rank, args, (1 << cluster_) - 1)
+                  : fmt::format("tj_tma_load_{}d({}); ", b.rank, args);
       }
     }
     return mc && !split ? fmt::format("if (tj_crank == 0) {{ {}}} ", out) : out;
+  }
+  /// The descriptor block `x` (desc_load / desc_store) is read from: its parameter node, rank, row dim, and the
+  /// coordinate nodes of its other dims but the last (a desc_view's, dim order).
+  struct BlockDesc {
+    int param, rank, row_dim;
+    std::vector<int> outer;
+  };
+  BlockDesc block_desc(int x) const {
+    const Node& d = k_[k_[x].args[0]];
+    if (d.op != Op::desc_view) return {k_[x].args[0], 2, 0, {}};
+    BlockDesc b{d.args[0], static_cast<int>(d.i), d.axis, {}};
+    for (int j = 1; j + 1 < b.rank; ++j) b.outer.push_back(d.args[static_cast<std::size_t>(j)]);
+    return b;
+  }
+  /// The values of block x's outer coordinates where they are defined (outside a coordinate function).
+  std::vector<std::string> outer_values(int x) const {
+    std::vector<std::string> out;
+    for (int u : block_desc(x).outer) out.push_back(v(u, 0));
+    return out;
+  }
+  /// A TMA box's coordinates, innermost first: the column, then dims rank-2 .. 0 (the row along the row dim, plus
+  /// `row_add`).
+  std::string box_coords(int x, const std::string& row, const std::string& col, const std::vector<std::string>& outer,
+                         const std::string& row_add = "") const {
+    const BlockDesc b = block_desc(x);
+    if (static_cast<int>(outer.size()) != b.rank - 2)
+      throw Unsupported(fmt::format("codegen: block %{} of a rank-{} descriptor has {} outer coordinates", x, b.rank, outer.size()));
+    std::string out = col;
+    for (int d = b.rank - 2, j = b.rank - 3; d >= 0; --d)
+      out += d == b.row_dim ? fmt::format(", (int)({}){}", row, row_add) : fmt::format(", (int)({})", outer[static_cast<std::size_t>(j--)]);
+    return out;
+  }
+  /// The 2-D slice a cp.async copy of block x reads (tj_view), `outer` its outer coordinates as for tma_copies.
+  std::string cp_view(int x, const std::vector<std::string>& outer) const {
+    const BlockDesc b = block_desc(x);
+    std::string out = fmt::format("tj_view_of(s{}, {}, {}, {}", b.param, b.rank, b.row_dim, size_bytes(k_[x].type.dtype));
+    for (const std::string& u : outer) out += fmt::format(", (int)({})", u);
+    return out + ")";
+  }
+  /// Block x's outer coordinates as a coordinate function's result holds them (c.w[2], ...).
+  std::vector<std::string> outer_slots(int x) const {
+    std::vector<std::string> out;
+    for (std::size_t j = 0; j < block_desc(x).outer.size(); ++j) out.push_back(fmt::format("c.w[{}]", j + 2));
+    return out;
   }
   /// desc_load `x` was written load_multicast and this kernel runs in clusters.
   bool multicast(int x) const { return cluster_ > 1 && k_[x].i == 1; }
@@ -517,10 +565,11 @@ class Emitter {
     }
     auto note_param = [&](const Node& n) {
       if (cp_) return;  // cp.async reads through the descriptor's base, shape and strides: no tensor map
-      int& rows = tma_param_[static_cast<std::size_t>(k_[n.args[0]].i)];
+      const int param = static_cast<int>(k_[ir::desc_param_node(k_, static_cast<int>(&n - k_.nodes.data()))].i);
+      int& rows = tma_param_[static_cast<std::size_t>(param)];
       if (rows && rows != n.type.shape[0])
         throw Unsupported(fmt::format("descriptor parameter {} is copied by TMA in blocks of {} and of {} rows: one box per "
-                                      "descriptor", k_[n.args[0]].i, rows, n.type.shape[0]));
+                                      "descriptor", param, rows, n.type.shape[0]));
       // Boxes are 128 bytes wide (the 128B swizzle wgmma reads): a block whose rows are not whole 128-byte slabs is
       // copied with its last slab's columns past the block (in bounds: read from memory; past the tensor: zero-filled).
       const int row_bytes = n.type.shape[1] * size_bytes(n.type.dtype);
@@ -530,7 +579,7 @@ class Emitter {
                                          "{} elements (128 bytes) wide: each copy moves {} bytes into shared memory for a block of {} "
                                          "({:.2f}x; columns past the tensor are zero-filled, the others are read); blocks whose rows "
                                          "are a multiple of 128 bytes ({} elements) copy only what they use",
-                                         k_[n.args[0]].i, n.type.shape[0], n.type.shape[1], row_bytes, slabs_of(id),
+                                         param, n.type.shape[0], n.type.shape[1], row_bytes, slabs_of(id),
                                          128 / size_bytes(n.type.dtype), moved, used, static_cast<double>(moved) / used,
                                          128 / size_bytes(n.type.dtype)));
       }
@@ -715,7 +764,7 @@ class Emitter {
     return fmt::format("if (tj_oit{0} > 0u) tj_mbar_wait(tj_ibar{1} + 8u, (tj_oit{0} - 1u) & 1u); tj_mbar_expect_tx(tj_ibar{1}, {2}u); {3}",
                        b.loop, b.node, b.bytes,
                        tma_copies(b.node, fmt::format("tj_item{}", b.node), v(k_[b.node].args[1], 0), v(k_[b.node].args[2], 0),
-                                  fmt::format("tj_ibar{}", b.node)));
+                                  fmt::format("tj_ibar{}", b.node), false, outer_values(b.node)));
   }
   /// Each consumer warp, once per iteration of the block's loop: this iteration's copy has landed (it has, once
   /// read; the wait also covers an iteration whose readers did not run) and no wgmma reads it any more.
@@ -754,7 +803,7 @@ class Emitter {
   /// in program order (the induction variable and values from outside are used as they are).
   std::vector<int> coord_chain(int load, int L) const {
     std::vector<char> need(k_.nodes.size(), 0);
-    std::vector<int> todo{k_[load].args[1], k_[load].args[2]};
+    std::vector<int> todo{k_[load].args[0], k_[load].args[1], k_[load].args[2]};  // (a desc_view: its coordinates)
     while (!todo.empty()) {
       const int x = todo.back();
       todo.pop_back();
@@ -799,7 +848,13 @@ class Emitter {
     for (int x : p.loads) {
       line(fmt::format("auto tj_at{} = [&](const int s{}) {{  // coordinates of block %{} at an iteration", x, L, x));
       for (int c : coord_chain(x, L)) emit(c);
-      line(fmt::format("  return tj_v8{{{{(unsigned){}, (unsigned){}}}}};", v(k_[x].args[2], 0), v(k_[x].args[1], 0)));
+      if (const BlockDesc b = block_desc(x); b.rank > 2) {  // column, row, then the other dims
+        std::string w = fmt::format("(int){}, (int){}", v(k_[x].args[2], 0), v(k_[x].args[1], 0));
+        for (int u : b.outer) w += fmt::format(", (int){}", v(u, 0));
+        line(fmt::format("  return tj_crd{{{{{}}}}};", w));
+      } else {
+        line(fmt::format("  return tj_v8{{{{(unsigned){}, (unsigned){}}}}};", v(k_[x].args[2], 0), v(k_[x].args[1], 0)));
+      }
       line("};");
     }
     if (cp_) {
@@ -808,9 +863,9 @@ class Emitter {
       for (std::size_t i = 0; i < p.loads.size(); ++i) {
         const int x = p.loads[i];
         const ir::Type& bt = k_[x].type;
-        line(fmt::format("  {{ const tj_v8 c = tj_at{}(iv); tj_cp_block<{}, {}, {}, {}, {}u>(tj_ring{} + st * {}u + {}u, {}, (int)c.w[1], (int)c.w[0], tj_tid); }}",
+        line(fmt::format("  {{ const auto c = tj_at{}(iv); tj_cp_block<{}, {}, {}, {}, {}u>(tj_ring{} + st * {}u + {}u, {}, (int)c.w[1], (int)c.w[0], tj_tid); }}",
                          x, size_bytes(bt.dtype), bt.shape[0], bt.shape[1], threads_, nan_bits(bt.dtype), L, p.stage_bytes,
-                         p.offset[i], v(k_[x].args[0], 0)));
+                         p.offset[i], cp_view(x, outer_slots(x))));
       }
       line("};");
       return;
@@ -820,8 +875,9 @@ class Emitter {
     line(fmt::format("  tj_mbar_expect_tx(bar, {}u);", p.tx_bytes));
     for (std::size_t i = 0; i < p.loads.size(); ++i) {
       const int x = p.loads[i];
-      line(fmt::format("  {{ const tj_v8 c = tj_at{}(iv); {}}}", x,
-                       tma_copies(x, fmt::format("tj_ring{} + st * {}u + {}u", L, p.stage_bytes, p.offset[i]), "c.w[1]", "c.w[0]", "bar", true)));
+      line(fmt::format("  {{ const auto c = tj_at{}(iv); {}}}", x,
+                       tma_copies(x, fmt::format("tj_ring{} + st * {}u + {}u", L, p.stage_bytes, p.offset[i]), "c.w[1]", "c.w[0]", "bar", true,
+                                  outer_slots(x))));
     }
     if (o_.device_events) line("  " + event_call(ev_pipe_site_.at(L), 0, "it") + "  // the stage's copies are issued");
     line("};");
@@ -914,7 +970,7 @@ class Emitter {
           return;
         }
       for (int x : p.loads)
-        if (k_[x].i == 1 && (varies(k_[x].args[1]) || varies(k_[x].args[2]))) {
+        if (k_[x].i == 1 && (varies(k_[x].args[0]) || varies(k_[x].args[1]) || varies(k_[x].args[2]))) {
           plan_diag_.push_back(fmt::format("num_ctas = {} not applied: the coordinates of multicast block %{} may differ between the "
                                            "programs of a cluster (they depend on program_id(0) other than through program_id(0) / c, "
                                            "c a multiple of num_ctas)", o_.num_ctas, x));
@@ -929,14 +985,14 @@ class Emitter {
     mc_split_.assign(k_.params.size(), 1);
     for (const Pipe& p : pipes_)
       for (int x : p.loads) {
-        const auto param = static_cast<std::size_t>(k_[k_[x].args[0]].i);
+        const auto param = static_cast<std::size_t>(k_[block_desc(x).param].i);
         mc += k_[x].i == 1;
         if (k_[x].i != 1 || k_[x].type.shape[0] % (8 * cluster_) != 0) mc_split_[param] = 0;
       }
-    for (const Resident& r : resident_) mc_split_[static_cast<std::size_t>(k_[k_[r.node].args[0]].i)] = 0;
-    for (const ItemBlock& b : items_) mc_split_[static_cast<std::size_t>(k_[k_[b.node].args[0]].i)] = 0;
+    for (const Resident& r : resident_) mc_split_[static_cast<std::size_t>(k_[block_desc(r.node).param].i)] = 0;
+    for (const ItemBlock& b : items_) mc_split_[static_cast<std::size_t>(k_[block_desc(b.node).param].i)] = 0;
     // A TMA store moves its program's whole block: its box is never a slice.
-    for (const StoreBuf& b : stores_) mc_split_[static_cast<std::size_t>(k_[k_[b.node].args[0]].i)] = 0;
+    for (const StoreBuf& b : stores_) mc_split_[static_cast<std::size_t>(k_[block_desc(b.node).param].i)] = 0;
     for (std::size_t i = 0; i < k_.params.size(); ++i)
       if (tma_param_[i] && mc_split_[i]) tma_param_[i] /= cluster_;
     plan_diag_.push_back(fmt::format("clusters of {} programs along x: {} pipelined block(s) multicast (read from L2 once per cluster), "
@@ -1664,16 +1720,23 @@ class Emitter {
         const std::string d = v(arg(0), 0);
         if (n.i == 0)
           line(fmt::format("{}* const s{} = ({}*){}.base;", storage_type(t.dtype), id, storage_type(t.dtype), d));
+        else if (n.i >= ir::kDescStride)
+          line(fmt::format("const int s{} = (int){}.strides[{}];", id, d, n.i - ir::kDescStride));
+        else if (n.i >= ir::kDescShape)
+          line(fmt::format("const int s{} = (int){}.shape[{}];", id, d, n.i - ir::kDescShape));
         else
           line(fmt::format("const int s{} = (int){}.{};", id, d,
                            n.i == 1 ? "shape[0]" : n.i == 2 ? "shape[1]" : n.i == 3 ? "strides[0]" : "tail[3]"));  // tail[3]: byte 259, OobFill
         return;
       }
+      case Op::desc_view:  // read where its blocks are copied (block_desc): the parameter and these coordinates
+        return;
       case Op::desc_load:
         if (const Resident* r = resident_of(id)) {
           line(fmt::format("// %{}: block of descriptor %{} copied once by TMA", id, arg(0)));
           line(fmt::format("if (tj_tid == 0) {{ tj_mbar_expect_tx(tj_rbar{}, {}u); {}}}", id, r->bytes,
-                           tma_copies(id, fmt::format("tj_res{}", id), v(arg(1), 0), v(arg(2), 0), fmt::format("tj_rbar{}", id))));
+                           tma_copies(id, fmt::format("tj_res{}", id), v(arg(1), 0), v(arg(2), 0), fmt::format("tj_rbar{}", id), false,
+                                      outer_values(id))));
         } else if (const ItemBlock* b = item_of(id)) {
           line(fmt::format("// %{}: block of descriptor %{} copied by TMA once per iteration of loop %{}", id, arg(0), b->loop));
           if (!ws_) line(fmt::format("if (tj_tid == 0) {{ {}}}", item_issue(*b)));
@@ -2926,8 +2989,9 @@ std::vector<char> async_loads(const ir::Kernel& k, const Target& t, const Option
     const bool shape_ok = (dt == DType::bf16 || dt == DType::f16 || dt == DType::f32 || dt == DType::i8 ||
                            (f8 && (!cp || sm_number(t.arch) >= 89))) &&
                           n.type.shape[1] * size_bytes(dt) % 16 == 0 && (cp || n.type.shape[0] % 8 == 0);
-    const bool where_ok = cp ? L >= 0 && invariant_or_iv(n.args[1], L) && invariant_or_iv(n.args[2], L)
-                             : L < 0 || (invariant_or_iv(n.args[1], L) && invariant_or_iv(n.args[2], L));
+    // (args[0]: a desc_view's coordinates count as the block's)
+    const bool where_ok = cp ? L >= 0 && invariant_or_iv(n.args[0], L) && invariant_or_iv(n.args[1], L) && invariant_or_iv(n.args[2], L)
+                             : L < 0 || (invariant_or_iv(n.args[0], L) && invariant_or_iv(n.args[1], L) && invariant_or_iv(n.args[2], L));
     if (shape_ok && where_ok && !uses[id].empty()) keep[id] = 1;
   }
   auto kept = [&](int x) { return k[x].op == Op::desc_load && keep[static_cast<std::size_t>(x)]; };
@@ -2974,7 +3038,7 @@ std::vector<char> async_loads(const ir::Kernel& k, const Target& t, const Option
         continue;
       }
       if (!keep[x] || L < 0 || encloses[static_cast<std::size_t>(L)]) continue;
-      if (!invariant_or_iv(k.nodes[x].args[1], L) || !invariant_or_iv(k.nodes[x].args[2], L)) {
+      if (!invariant_or_iv(k.nodes[x].args[0], L) || !invariant_or_iv(k.nodes[x].args[1], L) || !invariant_or_iv(k.nodes[x].args[2], L)) {
         keep[x] = 0;
         changed = true;
       }
@@ -3024,7 +3088,7 @@ void tma_stores(const ir::Kernel& k, const ir::Specialization& spec, const Targe
                                         id, n.type.shape[0], n.type.shape[1], es));
       continue;
     }
-    const Node& d = k.nodes[static_cast<std::size_t>(n.args[0])];
+    const Node& d = k.nodes[static_cast<std::size_t>(ir::desc_param_node(k, static_cast<int>(id)))];
     const auto p = static_cast<std::size_t>(d.i);
     if (!(d.op == Op::param && p < spec.flags.size() && (spec.flags[p] & ir::Specialization::kDiv16))) {
       diagnostics.push_back(fmt::format("tma_store not applied to desc_store %{}: descriptor {} is not known to hold whole "

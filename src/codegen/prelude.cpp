@@ -15,6 +15,8 @@ struct tj_v4 { unsigned w[1]; };
 // A tensor descriptor argument: the host's runtime::TensorDescriptor byte for
 // byte (320 bytes, 64-byte aligned; the CUtensorMap first).
 struct alignas(64) tj_desc { unsigned long long map[16]; void* base; long long shape[5]; long long strides[5]; long long block[5]; unsigned char tail[64]; };
+// A block's coordinates: w[0] its column, w[1] its row, w[2..] the other dims of a rank 3..5 descriptor (dim order).
+struct tj_crd { int w[5]; };
 )";
 }
 
@@ -256,6 +258,19 @@ static __device__ __forceinline__ void tj_tma_load_2d(unsigned dst, const void* 
   asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
                :: "r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar) : "memory");
 }
+// The same for maps of rank 3, 4 and 5: coordinates innermost first.
+static __device__ __forceinline__ void tj_tma_load_3d(unsigned dst, const void* map, int x, int y, int z, unsigned bar) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];"
+               :: "r"(dst), "l"(map), "r"(x), "r"(y), "r"(z), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tj_tma_load_4d(unsigned dst, const void* map, int x, int y, int z, int w, unsigned bar) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];"
+               :: "r"(dst), "l"(map), "r"(x), "r"(y), "r"(z), "r"(w), "r"(bar) : "memory");
+}
+static __device__ __forceinline__ void tj_tma_load_5d(unsigned dst, const void* map, int x, int y, int z, int w, int v, unsigned bar) {
+  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5, %6}], [%7];"
+               :: "r"(dst), "l"(map), "r"(x), "r"(y), "r"(z), "r"(w), "r"(v), "r"(bar) : "memory");
+}
 // Thread-block clusters (sm_90; PTX ISA "Cluster", "mapa", "barrier.cluster", TMA ".multicast::cluster").
 static __device__ __forceinline__ unsigned tj_cluster_rank() {
   unsigned r;
@@ -277,6 +292,19 @@ static __device__ __forceinline__ void tj_mbar_arrive_remote(unsigned bar, unsig
 static __device__ __forceinline__ void tj_tma_load_2d_multicast(unsigned dst, const void* map, int x, int y, unsigned bar, unsigned mask) {
   asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%2, %3}], [%4], %5;"
                :: "r"(dst), "l"(map), "r"(x), "r"(y), "r"(bar), "h"((unsigned short)mask) : "memory");
+}
+static __device__ __forceinline__ void tj_tma_load_3d_multicast(unsigned dst, const void* map, int x, int y, int z, unsigned bar, unsigned mask) {
+  asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%2, %3, %4}], [%5], %6;"
+               :: "r"(dst), "l"(map), "r"(x), "r"(y), "r"(z), "r"(bar), "h"((unsigned short)mask) : "memory");
+}
+static __device__ __forceinline__ void tj_tma_load_4d_multicast(unsigned dst, const void* map, int x, int y, int z, int w, unsigned bar, unsigned mask) {
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%2, %3, %4, %5}], [%6], %7;"
+               :: "r"(dst), "l"(map), "r"(x), "r"(y), "r"(z), "r"(w), "r"(bar), "h"((unsigned short)mask) : "memory");
+}
+static __device__ __forceinline__ void tj_tma_load_5d_multicast(unsigned dst, const void* map, int x, int y, int z, int w, int v, unsigned bar,
+                                                                unsigned mask) {
+  asm volatile("cp.async.bulk.tensor.5d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster [%0], [%1, {%2, %3, %4, %5, %6}], [%7], %8;"
+               :: "r"(dst), "l"(map), "r"(x), "r"(y), "r"(z), "r"(w), "r"(v), "r"(bar), "h"((unsigned short)mask) : "memory");
 }
 )";
 }
@@ -304,16 +332,34 @@ static __device__ __forceinline__ void tj_ldsm_x2_t(unsigned addr, unsigned& r0,
 static __device__ __forceinline__ void tj_cp_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 // Every cp.async group of this thread but the N most recent has completed.
 template <int N> static __device__ __forceinline__ void tj_cp_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory"); }
+// A 2-D slice of a descriptor: base, rows, columns, row stride (elements), and its OobFill (1: NaN).
+struct tj_view { const void* base; long long rows, cols, rstride; int nan; };
+// Rank-R descriptor d (ES-byte elements) read as rows along dim P and columns along dim R - 1, at coordinates u0, u1,
+// u2 of its other dims (dim order): the base moved to them, and no rows when one of them is out of bounds (every
+// element is then fill).
+static __device__ __forceinline__ tj_view tj_view_of(const tj_desc& d, int R, int P, int es, int u0 = 0, int u1 = 0, int u2 = 0) {
+  const int u[3] = {u0, u1, u2};
+  tj_view v{d.base, d.shape[P], d.shape[R - 1], d.strides[P], (int)d.tail[3]};
+  long long off = 0;
+  for (int k = 0, j = 0; k + 1 < R; ++k) {
+    if (k == P) continue;
+    const long long c = u[j++];
+    if (c < 0 || c >= d.shape[k]) v.rows = 0;
+    off += c * d.strides[k];
+  }
+  v.base = (const unsigned char*)d.base + (v.rows ? off * es : 0);
+  return v;
+}
 // This thread's share of the [ROWS, COLS] block of ES-byte elements at element coordinates (row0, col0) of the 2-D
-// descriptor d, into shared memory at dst as 128-byte swizzled slabs of ROWS rows (tj_swz128, the layout a TMA box
+// slice d, into shared memory at dst as 128-byte swizzled slabs of ROWS rows (tj_swz128, the layout a TMA box
 // has): 16-byte chunks tid, tid + THREADS, ... A chunk wholly inside the tensor (16-byte aligned there) is one
 // cp.async; any other is written element by element, with the descriptor's fill past the tensor (zero, or the
 // ES-byte NaN pattern NANBITS when its OobFill asks for NaN, as a TMA copy fills).
 template <int ES, int ROWS, int COLS, int THREADS, unsigned NANBITS>
-static __device__ __forceinline__ void tj_cp_block(unsigned dst, const tj_desc& d, int row0, int col0, int tid) {
+static __device__ __forceinline__ void tj_cp_block(unsigned dst, const tj_view& d, int row0, int col0, int tid) {
   constexpr int EPC = 16 / ES, CPR = COLS / EPC, CHUNKS = ROWS * CPR;
   const unsigned char* const base = (const unsigned char*)d.base;
-  const long long sh0 = d.shape[0], sh1 = d.shape[1], st0 = d.strides[0];
+  const long long sh0 = d.rows, sh1 = d.cols, st0 = d.rstride;
   const bool aligned = (((long long)col0 * ES) & 15) == 0 && ((st0 * ES) & 15) == 0 && (((unsigned long long)base) & 15) == 0;
 #pragma unroll
   for (int j = 0; j < (CHUNKS + THREADS - 1) / THREADS; ++j) {
@@ -330,7 +376,7 @@ static __device__ __forceinline__ void tj_cp_block(unsigned dst, const tj_desc& 
       for (int e = 0; e < EPC; ++e) {
         const bool in = gr >= 0 && gr < sh0 && gc + e >= 0 && gc + e < sh1;
         for (int i = 0; i < ES; ++i)
-          b[e * ES + i] = in ? base[(gr * st0 + gc + e) * ES + i] : d.tail[3] ? (unsigned char)(NANBITS >> (8 * i)) : (unsigned char)0;
+          b[e * ES + i] = in ? base[(gr * st0 + gc + e) * ES + i] : d.nan ? (unsigned char)(NANBITS >> (8 * i)) : (unsigned char)0;
       }
       asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" :: "r"(s), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3]) : "memory");
     }
@@ -344,6 +390,17 @@ std::string tma_store_prelude() {
 // The [box] block at element coordinates (x = innermost, y) of the map from shared memory at `src`, in a bulk group.
 static __device__ __forceinline__ void tj_tma_store_2d(const void* map, unsigned src, int x, int y) {
   asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];" :: "l"(map), "r"(src), "r"(x), "r"(y) : "memory");
+}
+static __device__ __forceinline__ void tj_tma_store_3d(const void* map, unsigned src, int x, int y, int z) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];" :: "l"(map), "r"(src), "r"(x), "r"(y), "r"(z) : "memory");
+}
+static __device__ __forceinline__ void tj_tma_store_4d(const void* map, unsigned src, int x, int y, int z, int w) {
+  asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
+               :: "l"(map), "r"(src), "r"(x), "r"(y), "r"(z), "r"(w) : "memory");
+}
+static __device__ __forceinline__ void tj_tma_store_5d(const void* map, unsigned src, int x, int y, int z, int w, int v) {
+  asm volatile("cp.async.bulk.tensor.5d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
+               :: "l"(map), "r"(src), "r"(x), "r"(y), "r"(z), "r"(w), "r"(v) : "memory");
 }
 static __device__ __forceinline__ void tj_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
 // Every bulk group of this thread has finished reading its shared memory (the buffer may be written again).

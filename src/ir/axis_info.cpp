@@ -46,9 +46,13 @@ std::vector<AxisInfo> analyze_axes(const Kernel& k, const Specialization& spec) 
         break;
       }
       case Op::desc_field: {
-        // A descriptor's base is 16-byte aligned and its row stride a multiple of 16 bytes (validated on the host).
-        const int es = size_bytes(k.nodes[static_cast<std::size_t>(n.args[0])].type.dtype);
-        out = scalar_info(t, n.i == 0 ? 16 : n.i == 3 ? std::max(1, 16 / es) : 1);
+        // A descriptor's base is 16-byte aligned and every stride but the last a multiple of 16 bytes (validated
+        // on the host).
+        const Node& d = k.nodes[static_cast<std::size_t>(n.args[0])];
+        const int es = size_bytes(d.type.dtype);
+        const int rank = d.op == Op::param && static_cast<std::size_t>(d.i) < k.params.size() ? k.params[static_cast<std::size_t>(d.i)].rank : 2;
+        const bool outer_stride = n.i == 3 || (n.i >= kDescStride && n.i < kDescStride + rank - 1);
+        out = scalar_info(t, n.i == 0 ? 16 : outer_stride ? std::max(1, 16 / es) : 1);
         break;
       }
       case Op::constant:

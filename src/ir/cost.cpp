@@ -40,10 +40,12 @@ class ScalarEval {
         if (n.axis < 0 || n.axis > 2) return std::nullopt;
         return in_.grid[static_cast<std::size_t>(n.axis)];
       case Op::desc_field: {
-        if (n.i != 1 && n.i != 2) return std::nullopt;  // shape[0], shape[1]
+        // shape[0], shape[1] of a 2-D descriptor; shape[d] of any
+        const int dim = n.i == 1 || n.i == 2 ? static_cast<int>(n.i) - 1
+                        : n.i >= kDescShape && n.i < kDescShape + 5 ? static_cast<int>(n.i) - kDescShape : -1;
         const Node& d = k_[n.args[0]];
-        if (d.op != Op::param || !in_.desc_shape) return std::nullopt;
-        return in_.desc_shape(static_cast<int>(d.i), static_cast<int>(n.i) - 1);
+        if (dim < 0 || d.op != Op::param || !in_.desc_shape) return std::nullopt;
+        return in_.desc_shape(static_cast<int>(d.i), dim);
       }
       case Op::cast: return arg(0);
       case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::rem: case Op::maximum: case Op::minimum: {

@@ -57,6 +57,7 @@ const char* name(Op op) {
     case Op::desc_field: return "desc_field";
     case Op::trans: return "trans";
     case Op::desc_store: return "desc_store";
+    case Op::desc_view: return "desc_view";
     case Op::event: return "event";
   }
   return "?";
@@ -80,6 +81,11 @@ std::vector<int> loop_ends(const Kernel& k) {
   }
   if (!stack.empty()) throw Unsupported(fmt::format("IR: loop_begin %{} is never closed", stack.back()));
   return ends;
+}
+
+int desc_param_node(const Kernel& k, int x) {
+  const int d = k[x].args[0];
+  return k[d].op == Op::desc_view ? k[d].args[0] : d;
 }
 
 void verify(const Kernel& k) {
@@ -126,8 +132,15 @@ std::string to_string(const Type& t) {
 
 std::string print(const Kernel& k) {
   std::string out = fmt::format("kernel {}(", k.name);
-  for (std::size_t i = 0; i < k.params.size(); ++i)
-    out += fmt::format("{}{}: {}", i ? ", " : "", k.params[i].name, to_string(k.params[i].type));
+  for (std::size_t i = 0; i < k.params.size(); ++i) {
+    const Param& p = k.params[i];
+    out += fmt::format("{}{}: {}", i ? ", " : "", p.name, to_string(p.type));
+    if (p.type.is_desc && p.rank > 2) {  // (rank 2 prints as it always has)
+      out += " block [";
+      for (int d = 0; d < p.rank; ++d) out += fmt::format("{}{}", d ? "," : "", p.block[static_cast<std::size_t>(d)]);
+      out += "]";
+    }
+  }
   out += ")\n";
   for (std::size_t id = 0; id < k.nodes.size(); ++id) {
     const Node& n = k.nodes[id];
@@ -141,6 +154,7 @@ std::string print(const Kernel& k) {
     if (n.op == Op::param) out += fmt::format(" #{}", n.i);
     if (n.op == Op::desc_field) out += fmt::format(" field={}", n.i);
     if (n.op == Op::desc_load && n.i == 1) out += " multicast";
+    if (n.op == Op::desc_view) out += fmt::format(" rank={} row_dim={}", n.i, n.axis);
     if (n.op == Op::event)
       out += fmt::format(" {} '{}'", n.axis == 0 ? "begin" : "end",
                          n.i >= 0 && static_cast<std::size_t>(n.i) < k.event_sites.size() ? k.event_sites[static_cast<std::size_t>(n.i)] : "?");

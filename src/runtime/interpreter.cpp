@@ -260,7 +260,16 @@ class Program {
           case 1: case 2: out.i = {d.shape[static_cast<std::size_t>(n.i - 1)]}; return;
           case 3: out.i = {d.strides[0]}; return;
           case 4: out.i = {d.oob_nan ? 1 : 0}; return;
-          default: fail(id, fmt::format("descriptor field {} does not exist", n.i));
+          default:
+            if (n.i >= ir::kDescShape && n.i < ir::kDescShape + d.rank) {
+              out.i = {d.shape[static_cast<std::size_t>(n.i - ir::kDescShape)]};
+              return;
+            }
+            if (n.i >= ir::kDescStride && n.i < ir::kDescStride + d.rank) {
+              out.i = {d.strides[static_cast<std::size_t>(n.i - ir::kDescStride)]};
+              return;
+            }
+            fail(id, fmt::format("descriptor field {} does not exist (rank {})", n.i, d.rank));
         }
       }
       case Op::trans: {

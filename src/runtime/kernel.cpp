@@ -32,7 +32,7 @@ KernelCore::KernelCore(Device dev, ir::Kernel ir, CompileOptions opt)
   ir::verify(ir_);
   stored_desc_.assign(ir_.params.size(), 0);
   for (const ir::Node& n : ir_.nodes)
-    if (n.op == ir::Op::desc_store && ir_[n.args[0]].op == ir::Op::param) stored_desc_[static_cast<std::size_t>(ir_[n.args[0]].i)] = 1;
+    if (n.op == ir::Op::desc_store) stored_desc_[static_cast<std::size_t>(ir_[ir::desc_param_node(ir_, static_cast<int>(&n - ir_.nodes.data()))].i)] = 1;
   const int nw = opt_.num_warps;
   codegen::require_valid_num_warps(nw);
   if (opt_.num_stages < 1 || opt_.num_stages > 8)
@@ -136,8 +136,8 @@ std::uint64_t KernelCore::check_args(std::span<const ArgSlot> args) const {
       if (a.kind != ArgSlot::Kind::descriptor || a.v.desc == nullptr)
         throw InvalidArgument(describe(ir_, i) + " takes a TensorDescriptor");
       const TensorDescriptor& d = *a.v.desc;
-      if (d.rank() != 2)
-        throw InvalidArgument(fmt::format("{} is a descriptor of rank {}: the kernel's Desc is 2-D", describe(ir_, i), d.rank()));
+      if (d.rank() != p.rank)
+        throw InvalidArgument(fmt::format("{} is a descriptor of rank {}: the kernel's Desc has rank {}", describe(ir_, i), d.rank(), p.rank));
       if (d.dtype() != p.type.dtype)
         throw InvalidArgument(fmt::format("{} describes {} elements: the kernel's Desc holds {}", describe(ir_, i),
                                           tilejit::name(d.dtype()), tilejit::name(p.type.dtype)));
@@ -145,13 +145,14 @@ std::uint64_t KernelCore::check_args(std::span<const ArgSlot> args) const {
         throw InvalidArgument(fmt::format("{} was built for another device than {} (descriptors belong to one device)",
                                           describe(ir_, i), dev_.name()));
       // Descriptor loads that are not TMA copies use 32-bit element offsets.
-      const std::int64_t extent = (d.shape()[0] - 1) * d.strides()[0] + d.shape()[1];
+      std::int64_t extent = 1;
+      for (int k = 0; k < d.rank(); ++k) extent += (d.shape()[static_cast<std::size_t>(k)] - 1) * d.strides()[static_cast<std::size_t>(k)];
       if (extent > INT32_MAX)
         throw InvalidArgument(fmt::format("{} spans {} elements: descriptors are limited to 2^31 - 1 elements of extent "
                                           "(32-bit offsets)", describe(ir_, i), extent));
       // Rows of whole 16-byte chunks: a TMA store (CompileOptions::tma_store) writes nothing past a row's end. Only
       // for a descriptor the kernel stores to: a loaded one's flag would select a second, identical variant.
-      if (stored_desc_[i] && d.shape()[1] * static_cast<std::int64_t>(size_bytes(d.dtype())) % 16 == 0)
+      if (stored_desc_[i] && d.shape()[static_cast<std::size_t>(d.rank() - 1)] * static_cast<std::int64_t>(size_bytes(d.dtype())) % 16 == 0)
         flags |= ir::Specialization::kDiv16;
     } else if (p.type.is_ptr) {
       const auto addr = reinterpret_cast<std::uintptr_t>(a.v.p);
@@ -174,20 +175,24 @@ std::uint64_t KernelCore::check_args(std::span<const ArgSlot> args) const {
   return key;
 }
 
-std::shared_ptr<const TensorDescriptor> KernelCore::derived(const TensorDescriptor& d, std::array<int, 2> block) {
+std::shared_ptr<const TensorDescriptor> KernelCore::derived(const TensorDescriptor& d, std::array<int, 5> block) {
   // The same tensor with the kernel's block and the 128B swizzle its wgmma reads; encoded once, kept while
   // the argument is passed again (a small cache: a kernel sees few distinct tensors per launch site).
   // Compared field by field on every launch: no formatting on the launch path.
-  const DerivedKey key{d.base(), static_cast<int>(d.dtype()), static_cast<int>(d.oob_fill()), static_cast<int>(d.l2_promotion()),
-                       {d.shape()[0], d.shape()[1], d.strides()[0], d.strides()[1]}, block};
+  const int R = d.rank();
+  DerivedKey key{d.base(), static_cast<int>(d.dtype()), static_cast<int>(d.oob_fill()), static_cast<int>(d.l2_promotion()), R, {}, block};
+  for (int k = 0; k < R; ++k) {
+    key.shape_strides[static_cast<std::size_t>(k)] = d.shape()[static_cast<std::size_t>(k)];
+    key.shape_strides[static_cast<std::size_t>(5 + k)] = d.strides()[static_cast<std::size_t>(k)];
+  }
   std::lock_guard lock(derived_mu_);
   for (const auto& [k, v] : derived_)
     if (k == key) return v;
   if (derived_.size() >= 64) derived_.erase(derived_.begin());
   auto v = std::make_shared<const TensorDescriptor>(dev_, d.base(), d.dtype(), std::vector<std::int64_t>(d.shape().begin(), d.shape().end()),
-                                              std::vector<std::int64_t>(d.strides().begin(), d.strides().end()),
-                                              std::vector<std::int64_t>{block[0], block[1]},
-                                              TensorDescriptor::Options{TensorDescriptor::Swizzle::b128, d.oob_fill(), d.l2_promotion()});
+                                                    std::vector<std::int64_t>(d.strides().begin(), d.strides().end()),
+                                                    std::vector<std::int64_t>(block.begin(), block.begin() + R),
+                                                    TensorDescriptor::Options{TensorDescriptor::Swizzle::b128, d.oob_fill(), d.l2_promotion()});
   derived_.emplace_back(key, v);
   return v;
 }
@@ -225,9 +230,10 @@ std::optional<ir::LaunchCost> KernelCore::launch_cost(const Grid& g, std::span<c
     return std::nullopt;
   };
   in.desc_shape = [&](int p, int dim) -> std::optional<long long> {
-    if (p < 0 || static_cast<std::size_t>(p) >= args.size() || dim < 0 || dim > 1) return std::nullopt;
+    if (p < 0 || static_cast<std::size_t>(p) >= args.size() || dim < 0) return std::nullopt;
     const ArgSlot& a = args[static_cast<std::size_t>(p)];
-    if (a.kind != ArgSlot::Kind::descriptor || a.v.desc == nullptr || a.v.desc->shape().size() != 2) return std::nullopt;
+    if (a.kind != ArgSlot::Kind::descriptor || a.v.desc == nullptr || static_cast<std::size_t>(dim) >= a.v.desc->shape().size())
+      return std::nullopt;
     return a.v.desc->shape()[static_cast<std::size_t>(dim)];
   };
   return ir::evaluate_cost(cost_plan_, ir_, in);
@@ -280,8 +286,11 @@ void KernelCore::launch(const Grid& g, Stream s, std::span<ArgSlot> args, const 
         case ArgSlot::Kind::descriptor:
           vals[i].kind = ArgValue::Kind::descriptor;
           vals[i].address = reinterpret_cast<std::uintptr_t>(a.v.desc->base());
-          vals[i].shape = {a.v.desc->shape()[0], a.v.desc->shape()[1]};
-          vals[i].strides = {a.v.desc->strides()[0], a.v.desc->strides()[1]};
+          vals[i].rank = a.v.desc->rank();
+          for (int d = 0; d < a.v.desc->rank(); ++d) {
+            vals[i].shape[static_cast<std::size_t>(d)] = a.v.desc->shape()[static_cast<std::size_t>(d)];
+            vals[i].strides[static_cast<std::size_t>(d)] = a.v.desc->strides()[static_cast<std::size_t>(d)];
+          }
           vals[i].oob_nan = a.v.desc->oob_fill() == TensorDescriptor::OobFill::nan;
           break;
         case ArgSlot::Kind::i32_out_of_range:  // check_args has thrown for it
@@ -313,11 +322,17 @@ void KernelCore::launch(const Grid& g, Stream s, std::span<ArgSlot> args, const 
   for (std::size_t t = 0; t < v.tma_params.size(); ++t) {
     const int i = v.tma_params[t];
     const TensorDescriptor& td = *args[static_cast<std::size_t>(i)].v.desc;
-    const std::array<int, 2> box = v.tma_boxes[t];
+    // The box: the kernel's rows along its row dim, one 128-byte slab of columns, 1 along every other dim.
+    const ir::Param& p = ir_.params[static_cast<std::size_t>(i)];
+    std::array<int, 5> box{1, 1, 1, 1, 1};
+    box[static_cast<std::size_t>(p.row_dim)] = v.tma_boxes[t][0];
+    box[static_cast<std::size_t>(p.rank - 1)] = v.tma_boxes[t][1];
     if (!td.has_tensor_map())
       throw InvalidArgument(fmt::format("{} is loaded through TMA but has no tensor map ({}): build it on this device",
                                         describe(ir_, static_cast<std::size_t>(i)), to_string(td)));
-    if (td.swizzle() != TensorDescriptor::Swizzle::b128 || td.block_shape()[0] != box[0] || td.block_shape()[1] != box[1]) {
+    bool same = td.swizzle() == TensorDescriptor::Swizzle::b128;
+    for (int k = 0; k < p.rank; ++k) same = same && td.block_shape()[static_cast<std::size_t>(k)] == box[static_cast<std::size_t>(k)];
+    if (!same) {
       keep[i] = derived(td, box);  // alive until the launch has copied it, even if another thread evicts it
       params[i] = const_cast<TensorDescriptor*>(keep[i].get());
     }

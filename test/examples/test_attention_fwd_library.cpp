@@ -23,10 +23,12 @@ namespace {
 using Schedule = examples::Attention<tj::bf16>::FwdSchedule;  // (the same enumerators for every T)
 
 /// shared: run on this Attention object (its kernels and persistent schedule table kept from earlier calls) instead
-/// of a fresh one.
+/// of a fresh one. nan_kv_head >= 0: V's first row in that KV head (of B·Hkv) is NaN; the query heads that read it are
+/// not checked, every other head must come out finite and right (no key block reads another head's rows).
 template <class T>
 void forward_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int D, bool causal, double tol,
-                  Schedule schedule_bf16 = Schedule::automatic, examples::Attention<T>* shared = nullptr, bool mma_sync = false) {
+                  Schedule schedule_bf16 = Schedule::automatic, examples::Attention<T>* shared = nullptr, bool mma_sync = false,
+                  int nan_kv_head = -1) {
   const auto schedule = static_cast<typename examples::Attention<T>::FwdSchedule>(schedule_bf16);
   CAPTURE(static_cast<int>(schedule));
   CAPTURE(D);
@@ -37,6 +39,9 @@ void forward_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int D, b
   CAPTURE(testing::fresh_seed());
   const std::size_t nq = static_cast<std::size_t>(B) * Hq * S * D, nk = static_cast<std::size_t>(B) * Hkv * S * D;
   auto q = testing::random_tensor<T>(nq, 41, -2, 2), k = testing::random_tensor<T>(nk, 42, -2, 2), v = testing::random_tensor<T>(nk, 43, -2, 2);
+  CAPTURE(nan_kv_head);
+  if (nan_kv_head >= 0)
+    for (int d = 0; d < D; ++d) v[static_cast<std::size_t>(nan_kv_head) * S * D + static_cast<std::size_t>(d)] = T(std::nanf(""));
   std::vector<T> o(nq);
   std::memset(static_cast<void*>(o.data()), 0xff, o.size() * sizeof(T));  // poison: NaN
   std::vector<float> lse(static_cast<std::size_t>(B) * Hq * S, std::nanf(""));
@@ -62,23 +67,25 @@ void forward_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int D, b
     for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<float>(x[static_cast<std::size_t>(h) * S * D + i]);
     return out;
   };
-  std::vector<double> ref_o, ref_lse;
+  std::vector<double> ref_o, ref_lse, got;
+  std::vector<float> got_lse;
+  double worst = 0, scale_ref = 0;
   for (int bh = 0; bh < B * Hq; ++bh) {
+    if (bh / group == nan_kv_head) continue;  // reads the NaN row itself
     const auto r = testing::attention_ref(head(q, bh), head(k, bh / group), head(v, bh / group), S, S, D, causal, s.softmax_scale());
     ref_o.insert(ref_o.end(), r.o.begin(), r.o.end());
     ref_lse.insert(ref_lse.end(), r.lse.begin(), r.lse.end());
-  }
-  std::vector<double> got(o.size());
-  double worst = 0, scale_ref = 0;
-  for (std::size_t i = 0; i < o.size(); ++i) {
-    got[i] = static_cast<float>(o[i]);
-    REQUIRE(std::isfinite(got[i]));  // every element written
-    worst = std::max(worst, std::fabs(got[i] - ref_o[i]));
-    scale_ref = std::max(scale_ref, std::fabs(ref_o[i]));
+    for (std::size_t i = 0; i < r.o.size(); ++i) {
+      got.push_back(static_cast<float>(o[static_cast<std::size_t>(bh) * S * D + i]));
+      REQUIRE(std::isfinite(got.back()));  // every element written
+      worst = std::max(worst, std::fabs(got.back() - r.o[i]));
+      scale_ref = std::max(scale_ref, std::fabs(r.o[i]));
+    }
+    got_lse.insert(got_lse.end(), lse.begin() + static_cast<std::ptrdiff_t>(bh) * S, lse.begin() + static_cast<std::ptrdiff_t>(bh + 1) * S);
   }
   CHECK(worst / scale_ref < tol);
   CHECK(testing::rel_error(got, ref_o) < tol / 2);
-  CHECK(testing::rel_error(lse, ref_lse) < 1e-3);
+  CHECK(testing::rel_error(got_lse, ref_lse) < 1e-3);
 }
 
 }  // namespace
@@ -106,6 +113,9 @@ TEST_CASE("attention_library_forward_d256_compiles_for_every_target") {
   }
 }
 
+template <int BM, int BN, int D, bool C, class T>
+using PersistentEdge = examples::FlashAttnFwdTmaPersistent<BM, BN, D, C, T, examples::KeyMask::edge_blocks, 3>;
+
 TEST_CASE("attention_library_forward_configs_compile_for_sm90a") {
   std::string why;
   if (!tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) {
@@ -115,25 +125,26 @@ TEST_CASE("attention_library_forward_configs_compile_for_sm90a") {
   // What Attention::forward picks on compute capability 9.0 (attention.hpp): a producer warp group, 128 x 128
   // tiles in FlashAttention-3's order with only the edge key blocks masked (none for full attention with S a
   // multiple of 128).
+  // K and V through rank-3 descriptors (KV_RANK = 3), as the library passes them.
   const tj::CompileOptions ws{.num_warps = 8, .num_stages = 2, .warp_specialize = true};
-  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPingPongEdge<128, 128, 96, false, tj::bf16>>("sm_90a", ws));
-  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPingPongEdge<128, 128, 96, true, tj::bf16>>("sm_90a", ws));
-  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPingPongEdge<128, 128, 128, true, tj::f16>>("sm_90a", ws));
-  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPingPongEdge<128, 128, 64, false, tj::bf16>>("sm_90a", ws));
-  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPingPongEvenN<128, 128, 128, false, tj::f16>>("sm_90a", ws));
-  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPingPongEdge<128, 128, 64, true, tj::bf16>>("sm_90a", ws));
+  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPingPongEdge<128, 128, 96, false, tj::bf16, 3>>("sm_90a", ws));
+  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPingPongEdge<128, 128, 96, true, tj::bf16, 3>>("sm_90a", ws));
+  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPingPongEdge<128, 128, 128, true, tj::f16, 3>>("sm_90a", ws));
+  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPingPongEdge<128, 128, 64, false, tj::bf16, 3>>("sm_90a", ws));
+  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPingPongEvenN<128, 128, 128, false, tj::f16, 3>>("sm_90a", ws));
+  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPingPongEdge<128, 128, 64, true, tj::bf16, 3>>("sm_90a", ws));
   // FwdSchedule::persistent (and automatic's choice except full D = 96): flash_fwd_persistent.hpp, same tiles and options.
-  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPersistent<128, 128, 64, true, tj::bf16>>("sm_90a", ws));
-  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPersistent<128, 128, 96, false, tj::bf16>>("sm_90a", ws));
-  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPersistent<128, 128, 128, true, tj::f16>>("sm_90a", ws));
+  CHECK_NOTHROW(tj::compile_for_arch<PersistentEdge<128, 128, 64, true, tj::bf16>>("sm_90a", ws));
+  CHECK_NOTHROW(tj::compile_for_arch<PersistentEdge<128, 128, 96, false, tj::bf16>>("sm_90a", ws));
+  CHECK_NOTHROW(tj::compile_for_arch<PersistentEdge<128, 128, 128, true, tj::f16>>("sm_90a", ws));
   CHECK_NOTHROW(tj::compile_for_arch<
-                examples::FlashAttnFwdTmaPersistent<128, 128, 128, false, tj::bf16, examples::KeyMask::none>>("sm_90a", ws));
+                examples::FlashAttnFwdTmaPersistent<128, 128, 128, false, tj::bf16, examples::KeyMask::none, 3>>("sm_90a", ws));
   // D = 256: 64-key blocks (227 KiB of shared memory with two stages).
-  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPingPongEdge<128, 64, 256, true, tj::bf16>>("sm_90a", ws));
-  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPingPongEvenN<128, 64, 256, false, tj::f16>>("sm_90a", ws));
-  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPersistent<128, 64, 256, true, tj::bf16>>("sm_90a", ws));
+  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPingPongEdge<128, 64, 256, true, tj::bf16, 3>>("sm_90a", ws));
+  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaPingPongEvenN<128, 64, 256, false, tj::f16, 3>>("sm_90a", ws));
+  CHECK_NOTHROW(tj::compile_for_arch<PersistentEdge<128, 64, 256, true, tj::bf16>>("sm_90a", ws));
   CHECK_NOTHROW(tj::compile_for_arch<
-                examples::FlashAttnFwdTmaPersistent<128, 64, 256, false, tj::bf16, examples::KeyMask::none>>("sm_90a", ws));
+                examples::FlashAttnFwdTmaPersistent<128, 64, 256, false, tj::bf16, examples::KeyMask::none, 3>>("sm_90a", ws));
 }
 
 TEST_CASE("attention_library_forward_gpu_matches_f64") {
@@ -154,6 +165,10 @@ TEST_CASE("attention_library_forward_gpu_matches_f64") {
       forward_case<tj::f16>(dev, 2, 2, 2, 384, 128, causal, 1e-2, sched);
       forward_case<tj::bf16>(dev, 1, 4, 2, 200, 256, causal, 2e-2, sched);   // D = 256: 64-key blocks
       forward_case<tj::f16>(dev, 1, 2, 1, 256, 256, causal, 1e-2, sched);    // S a multiple of 64
+      // NaN in the next KV head's first V row: the last key block of the heads before it (S ragged) must not see it.
+      forward_case<tj::bf16>(dev, 2, 4, 2, 200, 128, causal, 2e-2, sched, nullptr, false, 1);
+      forward_case<tj::bf16>(dev, 1, 4, 4, 300, 64, causal, 2e-2, sched, nullptr, false, 2);
+      forward_case<tj::bf16>(dev, 1, 4, 2, 257, 96, causal, 2e-2, sched, nullptr, false, 1);
     }
 }
 
@@ -172,6 +187,7 @@ TEST_CASE("attention_library_forward_off_hopper_gpu_matches_f64") {
     forward_case<tj::f16>(dev, 1, 2, 1, 129, 128, causal, 1e-2, Schedule::automatic, nullptr, true);
     forward_case<tj::bf16>(dev, 1, 2, 1, 1, 96, causal, 2e-2, Schedule::automatic, nullptr, true);
     forward_case<tj::bf16>(dev, 1, 4, 2, 200, 256, causal, 2e-2, Schedule::automatic, nullptr, true);
+    forward_case<tj::bf16>(dev, 2, 4, 2, 200, 128, causal, 2e-2, Schedule::automatic, nullptr, true, 1);  // NaN next door
   }
 }
 
@@ -210,6 +226,8 @@ TEST_CASE("attention_library_persistent_forward_gpu_matches_f64") {
     forward_case<tj::bf16>(dev, 2, 16, 8, 640, 64, causal, 2e-2, Schedule::persistent);  // 160 items: more than one per SM
     forward_case<tj::bf16>(dev, 1, 4, 2, 200, 256, causal, 2e-2, Schedule::persistent);   // D = 256: 64-key blocks
     forward_case<tj::f16>(dev, 1, 2, 1, 256, 256, causal, 1e-2, Schedule::persistent);    // S a multiple of 64
+    forward_case<tj::bf16>(dev, 2, 4, 2, 200, 128, causal, 2e-2, Schedule::persistent, nullptr, false, 1);  // NaN next door
+    forward_case<tj::bf16>(dev, 2, 16, 8, 300, 64, causal, 2e-2, Schedule::persistent, nullptr, false, 5);
   }
   // One object across shapes: its schedule table is rebuilt for each new shape (items, sections, causal), kept for
   // a repeated one.

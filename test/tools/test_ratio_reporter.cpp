@@ -22,4 +22,9 @@ TEST_CASE("gemm_bench_ratio_rows_pair_by_shape_and_what_they_compute") {
   CHECK(RatioReporter::baseline_of("BM_TilejitV3/128x128/1/2/3") == "BM_Cublas");
   CHECK(RatioReporter::baseline_of("BM_TilejitGemm/large/1/2/3") == "BM_CublasTN");
   CHECK(RatioReporter::baseline_of("BM_TilejitV7P/128x256/4/2/1/2/3") == "BM_CublasTN");
+  // Batched rows: the batch count is part of the shape, and cublasGemmStridedBatchedEx the baseline.
+  CHECK(RatioReporter::shape_of("BM_TilejitBatched/128x128/3/32/1024/1024/1024") == "32/1024/1024/1024");
+  CHECK(RatioReporter::shape_of("BM_CublasBatched/32/1024/1024/1024") == "32/1024/1024/1024");
+  CHECK_FALSE(RatioReporter::shape_of("BM_CublasBatched/1024/1024/1024").has_value());
+  CHECK(RatioReporter::baseline_of("BM_TilejitBatched/128x128/3/32/1024/1024/1024") == "BM_CublasBatched");
 }

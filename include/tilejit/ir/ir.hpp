@@ -62,11 +62,12 @@ enum class Op : std::uint8_t {
   loop_end,      // args[0] = loop_begin; no result
   loop_result,   // args[0] = loop_carry: the carried value after the loop
   // tensor descriptors (runtime/tensor_descriptor.hpp)
-  desc_load,     // args: descriptor, c0, c1 (i32 element offsets, outermost first): the block at (c0, c1),
-                 // out-of-bounds elements zero; type = [block0, block1]; i = 1: the same block in every program
-                 // of a cluster (Desc::load_multicast)
-  desc_field,    // args[0] = descriptor; i: 0 base (ptr), 1 shape[0], 2 shape[1], 3 strides[0] (i32 elements),
-                 // 4 OobFill (i32: 1 = NaN)
+  desc_load,     // args: descriptor (a 2-D descriptor parameter or a desc_view), c0, c1 (i32 element offsets of
+                 // its rows and columns): the block at (c0, c1), out-of-bounds elements zero; type = [block0,
+                 // block1]; i = 1: the same block in every program of a cluster (Desc::load_multicast)
+  desc_field,    // args[0] = descriptor parameter; i: 0 base (ptr), 1 shape[0], 2 shape[1], 3 strides[0] (i32
+                 // elements), 4 OobFill (i32: 1 = NaN) — 1..3 of rank-2 descriptors only; kDescShape + d
+                 // shape[d], kDescStride + d strides[d] (i32 elements) of any rank
   trans,         // args[0] [M,N] -> [N,M]
   desc_store,    // args: descriptor, c0, c1, value [block0, block1]: stores the block at (c0, c1), out-of-bounds
                  // elements dropped; no result. Backends see it only where codegen stores it through TMA
@@ -74,7 +75,14 @@ enum class Op : std::uint8_t {
   event,         // a device event (lang/events.hpp): args[0] = its id (i32 scalar); i = index into
                  // Kernel::event_sites; axis: 0 = async_begin (producer), 1 = async_end (consumer); no result.
                  // Backends record it only when the kernel is instrumented (codegen::Options::device_events)
+  desc_view,     // args[0] = a descriptor parameter of rank R in 3..5, args[1..R-2] = i32 coordinates of its dims
+                 // other than the row dim (axis) and the last dim, in dim order: the 2-D descriptor [shape[axis],
+                 // shape[R-1]] at those coordinates (every element out of bounds when one of them is); type is_desc;
+                 // i = R. Used only as desc_load's / desc_store's descriptor (Desc<T, B...> of rank > 2)
 };
+
+/// desc_field's i for shape[d] and strides[d] of a descriptor of any rank (d < 5).
+inline constexpr int kDescShape = 8, kDescStride = 16;
 
 /// The device-event sites the code generator records itself (codegen::Options::device_events); a kernel's own
 /// async_begin / async_end may not use these names.
@@ -103,10 +111,15 @@ struct Param {
   std::string name;
   Type type;
   bool is_size = false;  // declared as tj::Size: checked >= 0 at launch
-  /// Descriptor parameters (type.is_desc): the block shape the kernel moves per
-  /// desc_load, which the launch argument's block_shape must equal.
-  std::array<int, kMaxRank> block{0, 0};
+  /// Descriptor parameters (type.is_desc): the tensor's rank (2..5; the launch
+  /// argument's must equal it), the block the kernel's Desc moves (entries past
+  /// `rank` are 0) and the row dim of that block's 2-D tile (its one outer dim
+  /// above 1, else rank - 2; the columns are dim rank - 1).
+  int rank = 2;
+  std::array<int, 5> block{};
+  int row_dim = 0;
 };
+
 
 /// Properties of the launch arguments that change the generated code
 /// (Triton's specialisation): pointer 16-byte alignment, integer
@@ -133,6 +146,9 @@ struct Kernel {
   }
   const Node& operator[](int id) const { return nodes.at(static_cast<std::size_t>(id)); }
 };
+
+/// The descriptor parameter node behind desc_load / desc_store `x`'s descriptor (itself, or a desc_view's).
+int desc_param_node(const Kernel& k, int x);
 
 /// Index of the loop_end matching each loop_begin (-1 elsewhere).
 std::vector<int> loop_ends(const Kernel& k);

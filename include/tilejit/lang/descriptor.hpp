@@ -15,7 +15,10 @@
 // loads: where its copies go through TMA and the argument was built with
 // another block_shape or swizzle, the launch re-encodes the same tensor with
 // [B0, B1] and the 128B swizzle once (cached per kernel), so one descriptor
-// serves every config an autotuner tries.
+// serves every config an autotuner tries. `Desc<T, B...>` of rank 3..5 (e.g.
+// `Desc<bf16, 1, 128, 64>` over [B·H, S, D]) takes a descriptor of that rank:
+// its block has one row dim and the last dim above 1, loads and stores take
+// one coordinate per dim, and bounds hold per dim (see Desc).
 // `load(i, j)` reads the [B0, B1] block whose first element is (i, j) — element
 // offsets, outermost first — with out-of-bounds elements (past the shape, or at
 // negative offsets) read as the descriptor's OobFill: zero, or NaN for float
@@ -39,8 +42,14 @@
 // or on sm_90a with CompileOptions::tma_store a TMA bulk store through a
 // 128B-swizzled shared-memory staging buffer (codegen, "TMA store").
 #pragma once
+#include <array>
 #include <cstdint>
+#include <tuple>
+#include <utility>
 
+#include <fmt/format.h>
+
+#include "tilejit/core/error.hpp"
 #include "tilejit/lang/ops.hpp"
 
 namespace tilejit {
@@ -56,68 +65,152 @@ Int index_of(const X& x) {
     return t;
   }
 }
+
+/// The row dim of a rank-R descriptor block's 2-D tile: its one dim above 1 other than the last, else R - 2.
+template <int... B>
+constexpr int desc_row_dim() {
+  constexpr int R = sizeof...(B);
+  constexpr int b[] = {B...};
+  int p = R - 2;
+  for (int d = 0; d + 1 < R; ++d)
+    if (b[d] > 1) p = d;
+  return p;
+}
+/// How many dims other than the last exceed 1 in a descriptor block.
+template <int... B>
+constexpr int desc_outer_above_one() {
+  constexpr int R = sizeof...(B);
+  constexpr int b[] = {B...};
+  int n = 0;
+  for (int d = 0; d + 1 < R; ++d) n += b[d] > 1;
+  return n;
+}
 }  // namespace lang
 
-/// A kernel parameter holding a 2-D tensor descriptor of T that moves
-/// [B0, B1] blocks. See the file comment.
-template <class T, int B0, int B1>
+/// A kernel parameter holding a tensor descriptor of T and rank R =
+/// sizeof...(B) (2..5) that moves blocks of shape [B...], outermost first.
+/// See the file comment.
+///
+/// Rank 2 (`Desc<T, B0, B1>`): `load(i, j)` is the [B0, B1] block at element
+/// offsets (i, j). Rank 3..5 (`Desc<bf16, 1, 128, 64>` over [B·H, S, D],
+/// `Desc<bf16, 1, 128, 1, 64>` over [B, S, H, D]): at most one dim besides the
+/// last may exceed 1; the block's tile is 2-D, [B[row_dim], B[R-1]], with
+/// row_dim that dim (else R - 2) — Triton's rank-N descriptors with the unit
+/// dims squeezed. `load(c0, ..., c{R-1})` takes one element offset per dim;
+/// bounds hold per dim, so a block past S in one head reads the fill, not the
+/// next head's rows (a [B·H·S, D] 2-D view cannot do that). On sm_90a such a
+/// block goes through TMA as an R-d box; elsewhere it is the masked load of
+/// the 2-D slice at the outer coordinates (every element out of bounds when
+/// one of them is).
+template <class T, int... B>
 class Desc {
-  static_assert(lang::is_smooth(B0) && lang::is_smooth(B1), "descriptor block dims must be 2^a*3^b*5^c*7^d");
-  static_assert(B0 <= 256 && B1 <= 256, "descriptor block dims are at most 256 (TMA boxDim)");
+  static constexpr int R = sizeof...(B);
+  static_assert(R >= 2 && R <= 5, "a Desc has rank 2..5 (TMA's tensorRank 1..5; describe a 1-D tensor of n elements as [1, n])");
+  static_assert((lang::is_smooth(B) && ...), "descriptor block dims must be 2^a*3^b*5^c*7^d");
+  static_assert(((B >= 1 && B <= 256) && ...), "descriptor block dims are 1..256 (TMA boxDim)");
+  static_assert(lang::desc_outer_above_one<B...>() <= 1,
+                "a Desc block has at most one dim above 1 besides the last: its tile is 2-D [rows, cols]");
 
  public:
   using element = T;
-  static constexpr int block0 = B0, block1 = B1;
+  static constexpr int rank = R;
+  /// The dim the tile's rows run along (columns: dim R - 1).
+  static constexpr int row_dim = lang::desc_row_dim<B...>();
+  static constexpr std::array<int, R> block_shape{B...};
+  static constexpr int block0 = block_shape[row_dim], block1 = block_shape[R - 1];
 
   explicit Desc(int id) : id_(id) {}
   int id() const { return id_; }
 
-  /// The [B0, B1] block at element offsets (i, j); out-of-bounds elements are the descriptor's OobFill (0 or NaN).
-  template <class I, class J>
-  Tile<T, B0, B1> load(const I& i, const J& j) const {
-    return load_node(i, j, false);
+  /// The block at element offsets (c0, ..., c{R-1}) as a [block0, block1] tile; out-of-bounds elements are the
+  /// descriptor's OobFill (0 or NaN).
+  template <class... C>
+    requires(sizeof...(C) == R)
+  Tile<T, block0, block1> load(const C&... c) const {
+    return load_node({lang::index_of(c)...}, false);
   }
 
-  /// load(i, j) of a block that every program of a thread-block cluster loads at the same (i, j) in the same
+  /// load(...) of a block that every program of a thread-block cluster loads at the same coordinates in the same
   /// iteration (e.g. GEMM's B block for programs that share output columns): with CompileOptions::num_ctas > 1 on
   /// sm_90a, in a warp-specialised TMA pipeline, the cluster's first program copies it once from L2 into every
   /// program's shared memory (TMA multicast). The coordinates, and the bounds of the loop (and of the loop over work
   /// items around it), must be the same in every program of the cluster: the code generator applies clusters only
   /// where it can show that (values built from parameters, constants, grid sizes, program ids along y / z,
   /// program_id(0) / c with c a multiple of num_ctas, loads at such addresses); else none, with a diagnostic.
-  /// Everywhere else this is load(i, j).
-  template <class I, class J>
-  Tile<T, B0, B1> load_multicast(const I& i, const J& j) const {
-    return load_node(i, j, true);
+  /// Everywhere else this is load(...).
+  template <class... C>
+    requires(sizeof...(C) == R)
+  Tile<T, block0, block1> load_multicast(const C&... c) const {
+    return load_node({lang::index_of(c)...}, true);
   }
 
-  /// The tensor's extent along dim 0 (its rows) and dim 1, read from the argument at run time.
-  Int rows() const { return field(1); }
-  Int cols() const { return field(2); }
+  /// The tensor's extent along dim 0 (its rows) and dim 1 of a 2-D descriptor, read from the argument at run time.
+  Int rows() const
+    requires(R == 2)
+  {
+    return field(1);
+  }
+  Int cols() const
+    requires(R == 2)
+  {
+    return field(2);
+  }
+  /// The tensor's extent along dim `d` (0 <= d < rank), elements; throws InvalidArgument for another d.
+  Int shape(int d) const { return field(ir::kDescShape + checked(d, "shape")); }
+  /// The tensor's stride along dim `d` (0 <= d < rank), elements; throws InvalidArgument for another d.
+  Int stride(int d) const { return field(ir::kDescStride + checked(d, "stride")); }
 
-  /// Store `t` as the [B0, B1] block at element offsets (i, j); elements out of
-  /// bounds are dropped.
-  template <class I, class J>
-  void store(const I& i, const J& j, const Tile<T, B0, B1>& t) const {
-    const Int ci = lang::index_of(i), cj = lang::index_of(j);
-    ir::Node n;
-    n.op = ir::Op::desc_store;
-    n.type = lang::type_of<T, B0, B1>();
-    n.args = {id_, ci.id(), cj.id(), t.id()};
-    lang::record(n);
+  /// Store the tile `t` (the last argument, [block0, block1]) as the block at element offsets (c0, ..., c{R-1});
+  /// elements out of bounds are dropped.
+  template <class... A>
+    requires(sizeof...(A) == R + 1)
+  void store(const A&... a) const {
+    const auto args = std::forward_as_tuple(a...);
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      const Tile<T, block0, block1> t = std::get<R>(args);
+      const auto [d, ci, cj] = coordinates({lang::index_of(std::get<I>(args))...});
+      ir::Node n;
+      n.op = ir::Op::desc_store;
+      n.type = lang::type_of<T, block0, block1>();
+      n.args = {d, ci, cj, t.id()};
+      lang::record(n);
+    }(std::make_index_sequence<R>{});
   }
 
  private:
+  /// The descriptor node a block at coordinates `c` is read from (this parameter, or a desc_view of it at the
+  /// coordinates of the dims other than row_dim and the last), with the row and column offsets.
+  std::array<int, 3> coordinates(const std::array<Int, R>& c) const {
+    if constexpr (R == 2) {
+      return {id_, c[0].id(), c[1].id()};
+    } else {
+      ir::Node v;
+      v.op = ir::Op::desc_view;
+      v.type = lang::type_of<T>();
+      v.type.is_desc = true;
+      v.args[0] = id_;
+      int slot = 1;
+      for (int d = 0; d + 1 < R; ++d)
+        if (d != row_dim) v.args[static_cast<std::size_t>(slot++)] = c[static_cast<std::size_t>(d)].id();
+      v.axis = row_dim;
+      v.i = R;
+      return {lang::record(v), c[static_cast<std::size_t>(row_dim)].id(), c[R - 1].id()};
+    }
+  }
   /// The desc_load node; i = 1 marks a multicast block.
-  template <class I, class J>
-  Tile<T, B0, B1> load_node(const I& i, const J& j, bool multicast) const {
-    const Int ci = lang::index_of(i), cj = lang::index_of(j);
+  Tile<T, block0, block1> load_node(const std::array<Int, R>& c, bool multicast) const {
+    const auto [d, ci, cj] = coordinates(c);
     ir::Node n;
     n.op = ir::Op::desc_load;
-    n.type = lang::type_of<T, B0, B1>();
-    n.args = {id_, ci.id(), cj.id(), -1};
+    n.type = lang::type_of<T, block0, block1>();
+    n.args = {d, ci, cj, -1};
     n.i = multicast ? 1 : 0;
-    return Tile<T, B0, B1>(lang::record(n));
+    return Tile<T, block0, block1>(lang::record(n));
+  }
+  static int checked(int d, const char* what) {
+    if (d < 0 || d >= R)
+      throw InvalidArgument(fmt::format("Desc::{}({}): the descriptor has rank {}, dims 0..{}", what, d, R, R - 1));
+    return d;
   }
   Int field(int f) const {
     ir::Node n;
@@ -126,14 +219,6 @@ class Desc {
     n.args[0] = id_;
     n.i = f;
     return Int(lang::record(n));
-  }
-  Ptr<T> base() const {
-    ir::Node n;
-    n.op = ir::Op::desc_field;
-    n.type = lang::type_of<ptr<T>>();
-    n.args[0] = id_;
-    n.i = 0;
-    return Ptr<T>(lang::record(n));
   }
   int id_;
 };
@@ -147,7 +232,7 @@ struct AnyDesc {
 
 namespace lang {
 template <class X> struct is_desc : std::false_type {};
-template <class T, int B0, int B1> struct is_desc<Desc<T, B0, B1>> : std::true_type {};
+template <class T, int... B> struct is_desc<Desc<T, B...>> : std::true_type {};
 template <class T> struct is_desc<AnyDesc<T>> : std::true_type {};
 template <class X> inline constexpr bool is_desc_v = is_desc<std::remove_cvref_t<X>>::value;
 }  // namespace lang

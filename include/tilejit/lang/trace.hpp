@@ -55,10 +55,14 @@ A make_param(ir::Kernel& k, int index) {
   if constexpr (is_desc_v<A>) {
     p.type = type_of<typename A::element>();
     p.type.is_desc = true;
-    p.block = {A::block0, A::block1};
+    if constexpr (requires { A::rank; }) {  // (AnyDesc<T>, an autotuner's signature type, is never traced)
+      p.rank = A::rank;
+      p.row_dim = A::row_dim;
+      for (int d = 0; d < A::rank; ++d) p.block[static_cast<std::size_t>(d)] = A::block_shape[static_cast<std::size_t>(d)];
+    }
   } else {
     static_assert(is_tile_v<A> && tile_traits<A>::shape::rank == 0,
-                  "kernel parameters are scalars: tj::Ptr<T>, tj::Int, tj::Size, tj::Scalar<T>, or tj::Desc<T, B0, B1>");
+                  "kernel parameters are scalars: tj::Ptr<T>, tj::Int, tj::Size, tj::Scalar<T>, or tj::Desc<T, B...>");
     p.type = type_of<typename tile_traits<A>::element>();
     p.is_size = std::is_same_v<A, Size>;
   }

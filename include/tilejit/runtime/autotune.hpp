@@ -135,13 +135,13 @@ struct Candidate {
 };
 namespace detail {
 template <class P> struct tune_param { using type = P; };
-template <class T, int B0, int B1> struct tune_param<Desc<T, B0, B1>> { using type = AnyDesc<T>; };
+template <class T, int... B> struct tune_param<Desc<T, B...>> { using type = AnyDesc<T>; };
 template <class Tuple> struct tune_sig;
 template <class... T> struct tune_sig<boost::hana::tuple<T...>> {
   using type = std::remove_cvref_t<decltype(boost::hana::tuple_t<typename tune_param<typename T::type>::type...>)>;
 };
 }  // namespace detail
-/// K's parameter types as the autotuner sees them: Desc<T, B0, B1> becomes AnyDesc<T>.
+/// K's parameter types as the autotuner sees them: Desc<T, B...> becomes AnyDesc<T>.
 template <class K>
 using signature_t = typename detail::tune_sig<std::remove_cvref_t<decltype(lang::kernel_signature<K>::args)>>::type;
 template <class K>

@@ -199,7 +199,7 @@ class KernelCore {
   std::uint64_t check_args(std::span<const ArgSlot> args) const;
 
   /// `d` re-encoded with `block` and the 128B swizzle (what a TMA-fed wgmma reads); cached.
-  std::shared_ptr<const TensorDescriptor> derived(const TensorDescriptor& d, std::array<int, 2> block);
+  std::shared_ptr<const TensorDescriptor> derived(const TensorDescriptor& d, std::array<int, 5> block);
 
   Device dev_;
   ir::Kernel ir_;
@@ -211,8 +211,9 @@ class KernelCore {
   struct DerivedKey {
     const void* base;
     int dtype, oob, l2;
-    std::array<std::int64_t, 4> shape_strides;
-    std::array<int, 2> block;
+    int rank;
+    std::array<std::int64_t, 10> shape_strides;  // shape[0..rank), then strides[0..rank); 0 past them
+    std::array<int, 5> block;
     bool operator==(const DerivedKey&) const = default;
   };
   std::vector<std::pair<DerivedKey, std::shared_ptr<const TensorDescriptor>>> derived_;  // held by launches in flight too
