@@ -33,11 +33,13 @@
 //   BM_TilejitSmallM/...     the small-M path with its split count forced (none; twice the rule's)
 //   BM_TilejitSplitK/BMxBN/S rung 5's split-K kernel + SplitKReduce with the 4th argument's splits (the former
 //                            small-M path; narrow-N candidates)
-//   BM_CublasBatched/b/M/N/K cublasGemmStridedBatchedEx, C[b] (f32) = A[b]·B[b]ᵀ, bf16 in, B stored [N, K]
+//   BM_CublasBatched/b/M/N/K cublasGemmStridedBatchedEx, C[b] (f32) = A[b]·B[b]ᵀ, bf16 in, B stored [N, K];
+//                            BM_CublasBatchedBf16Out the same writing a bf16 C
 //   BM_TilejitBatched/BMxBN/S/b/M/N/K examples/gemm/matmul_batched.hpp: rank-3 descriptors [b, M, K], [b, N, K],
 //                            [b, M, N] (TMA 3-D boxes on sm_90a), one program per (tile, batch); /ws a producer warp group
 //   BM_TilejitBatchedPersistent/... the same over a persistent grid with a producer warp group (rung 6 over the
-//                            batch); ...Bf16C: a bf16 C stored by TMA (against cuBLAS's f32 C all the same)
+//                            batch); ...Tma: the f32 C stored by TMA; ...Bf16C: a bf16 C stored by TMA (against
+//                            BM_CublasBatchedBf16Out)
 // Counters: TFLOP/s (2·M·N·K per run). After the rows, a table gives each tilejit row's ratio to the cuBLAS row of
 // the same shape in the same run (bench/ratio_reporter.hpp). Without a GPU every case is skipped.
 #include "ratio_reporter.hpp"
@@ -599,7 +601,9 @@ struct BatchedOperands {
   ~BatchedOperands() { gpu().free(a), gpu().free(b), gpu().free(c); }
 };
 
-/// cublasGemmStridedBatchedEx for row-major C[b] (f32) = A[b]·B[b]ᵀ, bf16 A [b, M, K] and B [b, N, K], compute 32F.
+/// cublasGemmStridedBatchedEx for row-major C[b] (f32, or bf16 with OUT = CUDA_R_16BF) = A[b]·B[b]ᵀ, bf16 A [b, M, K]
+/// and B [b, N, K], compute 32F.
+template <cudaDataType OUT = CUDA_R_32F>
 void BM_CublasBatched(benchmark::State& st) {
   using Batched = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*, const void*,
                                      cudaDataType, int, long long, const void*, cudaDataType, int, long long, const void*, void*,
@@ -615,7 +619,7 @@ void BM_CublasBatched(benchmark::State& st) {
   static const float one = 1, zero = 0;
   timed(st, 2.0 * B * M * N * K, [&] {
     gemm(cublas().h, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(N), static_cast<int>(M), static_cast<int>(K), &one, o.b, CUDA_R_16BF,
-         static_cast<int>(K), N * K, o.a, CUDA_R_16BF, static_cast<int>(K), M * K, &zero, o.c, CUDA_R_32F, static_cast<int>(N), M * N,
+         static_cast<int>(K), N * K, o.a, CUDA_R_16BF, static_cast<int>(K), M * K, &zero, o.c, OUT, static_cast<int>(N), M * N,
          static_cast<int>(B), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
   });
 }
@@ -635,9 +639,9 @@ void BM_TilejitBatched(benchmark::State& st) {
               (WS ? ", producer warp group" : ""));
 }
 
-/// MatmulBatchedPersistent: rung 6 over the batch (one program per SM), bf16 C through TMA when OUT_BF16 — compared
-/// with cuBLAS writing f32 C either way (the ratio table's baseline).
-template <int BM, int BN, int STAGES, bool OUT_BF16 = false>
+/// MatmulBatchedPersistent: rung 6 over the batch (one program per SM), a bf16 C when OUT_BF16 (against cuBLAS's
+/// bf16 C: BM_CublasBatchedBf16Out), C stored by TMA when TMA (an f32 C takes 8 slab stores per 128x256 tile).
+template <int BM, int BN, int STAGES, bool OUT_BF16 = false, bool TMA = OUT_BF16>
 void BM_TilejitBatchedPersistent(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
   const long B = st.range(0), M = st.range(1), N = st.range(2), K = st.range(3);
@@ -648,11 +652,11 @@ void BM_TilejitBatchedPersistent(benchmark::State& st) {
   const D b(gpu(), o.b, tj::DType::bf16, {B, N, K}, {N * K, K, 1}, {1, BN, 64}, {.swizzle = D::Swizzle::b128});
   const D c(gpu(), o.c, tj::dtype_v<Out>, {B, M, N}, {M * N, N, 1}, {1, BM, 128 / static_cast<long>(sizeof(Out))});
   auto k = tj::compile<examples::MatmulBatchedPersistent<BM, BN, tj::bf16, Out>>(
-      gpu(), {.num_warps = BM / 16, .num_stages = STAGES, .warp_specialize = true, .tma_store = OUT_BF16});
+      gpu(), {.num_warps = BM / 16, .num_stages = STAGES, .warp_specialize = true, .tma_store = TMA});
   const tj::Grid g = examples::persistent_batched_grid(B, M, N, BM, BN, gpu().num_sms());
   timed(st, 2.0 * B * M * N * K, [&] { k.launch(g, a, b, c, M, N, K); });
   st.SetLabel("persistent, producer warp group, BLOCK " + std::to_string(BM) + "x" + std::to_string(BN) + " stages " +
-              std::to_string(STAGES) + (OUT_BF16 ? ", bf16 C by TMA" : ", f32 C"));
+              std::to_string(STAGES) + (OUT_BF16 ? ", bf16 C" : ", f32 C") + (TMA ? " by TMA" : ""));
 }
 
 void shapes_batched(benchmark::internal::Benchmark* b) {
@@ -853,12 +857,14 @@ BENCHMARK(BM_CublasTNType<std::int8_t>)->Name("BM_CublasI8")->Apply(shapes_f8);
 BENCHMARK(BM_TilejitV5T<128, 256, 4, std::int8_t>)->Name("BM_TilejitV5I8/128x256/4")->Apply(shapes_f8);
 BENCHMARK(BM_TilejitV5T<128, 128, 5, std::int8_t>)->Name("BM_TilejitV5I8/128x128/5")->Apply(shapes_f8);
 // Batched GEMM through rank-3 descriptors against cublasGemmStridedBatchedEx.
-BENCHMARK(BM_CublasBatched)->Apply(shapes_batched);
+BENCHMARK(BM_CublasBatched<>)->Name("BM_CublasBatched")->Apply(shapes_batched);
+BENCHMARK(BM_CublasBatched<CUDA_R_16BF>)->Name("BM_CublasBatchedBf16Out")->Apply(shapes_batched);
 BENCHMARK(BM_TilejitBatched<128, 128, 4>)->Name("BM_TilejitBatched/128x128/4")->Apply(shapes_batched);
 BENCHMARK(BM_TilejitBatched<128, 256, 3>)->Name("BM_TilejitBatched/128x256/3")->Apply(shapes_batched);
 BENCHMARK(BM_TilejitBatched<128, 256, 4, true>)->Name("BM_TilejitBatched/ws/128x256/4")->Apply(shapes_batched);
 BENCHMARK(BM_TilejitBatchedPersistent<128, 256, 4>)->Name("BM_TilejitBatchedPersistent/128x256/4")->Apply(shapes_batched);
 BENCHMARK(BM_TilejitBatchedPersistent<128, 128, 5>)->Name("BM_TilejitBatchedPersistent/128x128/5")->Apply(shapes_batched);
+BENCHMARK(BM_TilejitBatchedPersistent<128, 256, 4, false, true>)->Name("BM_TilejitBatchedPersistentTma/128x256/4")->Apply(shapes_batched);
 BENCHMARK(BM_TilejitBatchedPersistent<128, 256, 4, true>)->Name("BM_TilejitBatchedPersistentBf16C/128x256/4")->Apply(shapes_batched);
 // The console rows, then each tilejit row as a ratio to the cuBLAS row of its shape in the same run.
 int main(int argc, char** argv) {

@@ -37,7 +37,7 @@ inline std::optional<std::string> shape_of(const std::string& name) {
 inline std::string baseline_of(const std::string& name) {
   const std::string f = family_of(name);
   auto has = [&](const char* s) { return f.find(s) != std::string::npos; };
-  if (has("Batched")) return "BM_CublasBatched";
+  if (has("Batched")) return has("Bf16") ? "BM_CublasBatchedBf16Out" : "BM_CublasBatched";
   if (has("F8")) return "BM_CublasLtF8";
   if (has("I8")) return "BM_CublasI8";
   if (has("TF32")) return "BM_CublasTF32";

@@ -427,7 +427,7 @@ TEST_CASE("desc_rank_n_gpu_matches_reference") {
     run_batched<128, 128>(dev, 3, 300, 264, 200, 3, "sm_90a", true);  // N · 4 bytes a multiple of 16: the TMA store
     run_batched<128, 128>(dev, 4, 256, 256, 512, 4, "sm_90a", true, true);
     run_batched<64, 192>(dev, 2, 130, 200, 136, 2, "sm_90a");  // NPOT N
-    run_batched<128, 256, true>(dev, 5, 700, 600, 300, 4, "sm_90a", false, true);  // persistent, producer warp group
+    run_batched<128, 256, true>(dev, 5, 700, 600, 304, 4, "sm_90a", false, true);  // persistent, producer warp group
     run_batched<128, 256, true>(dev, 3, 256, 512, 256, 4, "sm_90a", true, true);
     run_batched<128, 128, true>(dev, 2, 300, 260, 200, 3, plain);
     run_scores_bshd(dev, "sm_90a");

@@ -27,4 +27,5 @@ TEST_CASE("gemm_bench_ratio_rows_pair_by_shape_and_what_they_compute") {
   CHECK(RatioReporter::shape_of("BM_CublasBatched/32/1024/1024/1024") == "32/1024/1024/1024");
   CHECK_FALSE(RatioReporter::shape_of("BM_CublasBatched/1024/1024/1024").has_value());
   CHECK(RatioReporter::baseline_of("BM_TilejitBatched/128x128/3/32/1024/1024/1024") == "BM_CublasBatched");
+  CHECK(RatioReporter::baseline_of("BM_TilejitBatchedPersistentBf16C/128x256/4/8/4096/4096/1024") == "BM_CublasBatchedBf16Out");
 }
