@@ -292,8 +292,8 @@ void BM_FlashBwdTma(benchmark::State& st) {
   const BwdData<D, CAUSAL> b;
   constexpr int B = BwdData<D, CAUSAL>::B, H = BwdData<D, CAUSAL>::H, S = BwdData<D, CAUSAL>::S;
   using Desc = tj::TensorDescriptor;
-  const long long r = static_cast<long long>(b.rows);
-  auto desc = [&](tj::bf16* p, int rows) { return Desc(gpu(), p, tj::DType::bf16, {r, D}, {D, 1}, {rows, D}); };
+  const long long heads = static_cast<long long>(b.rows) / S;  // rank 3: [B·H, S, D], bounds per head
+  auto desc = [&](tj::bf16* p, int rows) { return Desc(gpu(), p, tj::DType::bf16, {heads, S, D}, {S * D, D, 1}, {1, rows, D}); };
   const Desc kv_k = desc(b.k, KV_BN), kv_v = desc(b.v, KV_BN), kv_q = desc(b.q, KV_BM), kv_do = desc(b.d_o, KV_BM);
   const Desc q_q = desc(b.q, Q_BM), q_do = desc(b.d_o, Q_BM), q_k = desc(b.k, Q_BN), q_v = desc(b.v, Q_BN);
   auto pre = tj::compile<examples::FlashBwdPreprocess<64, D, tj::bf16>>(gpu(), {.num_warps = 4});

@@ -355,10 +355,11 @@ class Attention {
   /// Three launches: delta = rowsum(dO ∘ O) (FlashBwdPreprocess), dK and dV over a grid of (key blocks, B·Hkv) — each
   /// program loops over its KV head's `group` query heads — and dQ over (query blocks, B·Hq). On compute capability 9.0
   /// with q, k, v and d_o 16-byte aligned (TMA's rule) these are flash_bwd_tma.hpp's FlashBwdKVTma and FlashBwdQTma
-  /// with the tiles of FlashBwdTmaConfig<D>: descriptors over q, d_o as [B·Hq·S, D] and k, v as [B·Hkv·S, D]
-  /// rows, so a block that runs past a head's S rows reads the next head's rows or, past the last, TMA's zero fill;
-  /// those rows are masked out of every product and never stored (dq, dk, dv are written row by row for rows < S
-  /// only). Elsewhere flash_bwd.hpp's pointer kernels (64 x 64, 4 warps).
+  /// with the tiles of FlashBwdTmaConfig<D>: rank-3 descriptors over q, d_o as [B·Hq, S, D] and k, v as
+  /// [B·Hkv, S, D], so a block that runs past a head's S rows reads TMA's zero fill, never the next head's rows (a
+  /// NaN there cannot reach this head's gradients); those rows are masked out of every product and never stored
+  /// (dq, dk, dv are written row by row for rows < S only). Elsewhere flash_bwd.hpp's pointer kernels (64 x 64, 4
+  /// warps).
   void backward(const T* q, const T* k, const T* v, const T* o, const T* d_o, const float* lse, float* delta, T* dq, T* dk, T* dv,
                 const AttnShape& s) {
     check(s);
@@ -375,9 +376,9 @@ class Attention {
         if (hopper() && aligned(q) && aligned(k) && aligned(v) && aligned(d_o)) {
           using Cfg = FlashBwdTmaConfig<D>;
           using Desc = tj::TensorDescriptor;
-          const long long rq = s.batch * s.heads_q * s.seqlen, rkv = s.batch * s.heads_kv * s.seqlen;
-          auto desc = [&](const T* p, long long rows, int block) {
-            return Desc(dev_, const_cast<T*>(p), tj::dtype_v<T>, {rows, D}, {D, 1}, {block, D});
+          const long long rq = s.batch * s.heads_q, rkv = s.batch * s.heads_kv;  // heads: [heads, S, D] each
+          auto desc = [&](const T* p, long long heads, int block) {
+            return Desc(dev_, const_cast<T*>(p), tj::dtype_v<T>, {heads, s.seqlen, D}, {s.seqlen * D, D, 1}, {1, block, D});
           };
           {
             const Desc dk_d = desc(k, rkv, Cfg::kv_block_n), dv_d = desc(v, rkv, Cfg::kv_block_n);

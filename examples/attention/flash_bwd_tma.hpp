@@ -18,12 +18,14 @@
 //
 // Each Q / dO (resp. K) block is read twice by the tensor cores, once K-major
 // through `trans` and once MN-major, from the same shared-memory copy.
-// Descriptors: q, d_o over [B·Hq·S, D]; k, v over [B·Hkv·S, D]; blocks
-// [BLOCK_M, D] for q and d_o, [BLOCK_N, D] for k and v. Blocks that run past
-// a head's S rows read the next head's rows (or TMA's zero fill): their lse
-// and delta are loaded masked and their probabilities are masked to 0, so
-// they contribute nothing, and rows past S are not stored. Off sm_90a the
-// descriptor loads become masked loads. Source: Dao, FlashAttention-2 (arXiv
+// Descriptors (rank 3, bounds per head): q, d_o over [B·Hq, S, D]; k, v over
+// [B·Hkv, S, D]; blocks [1, BLOCK_M, D] for q and d_o, [1, BLOCK_N, D] for k
+// and v. A block that runs past its head's S rows reads zeros (TMA's fill,
+// or the masked load's), never the next head's rows: a NaN or Inf there
+// would otherwise reach this head's gradients through dS = P ∘ (dP − δ) and
+// the products with K, Q and dO (0 · NaN = NaN). Those rows' lse and delta
+// are loaded masked, their probabilities are masked to 0, and rows past S are
+// not stored. Off sm_90a the descriptor loads become masked loads. Source: Dao, FlashAttention-2 (arXiv
 // 2307.08691), Algorithm 2; the Hopper mapping as in FlashAttention-3 (arXiv
 // 2407.08608) without its warp specialisation.
 #pragma once
@@ -54,8 +56,8 @@ struct FlashBwdTmaConfig {
 
 template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T>
 struct FlashBwdKVTma {
-  void operator()(tj::Desc<T, BLOCK_N, HEAD_DIM> k, tj::Desc<T, BLOCK_N, HEAD_DIM> v, tj::Desc<T, BLOCK_M, HEAD_DIM> q,
-                  tj::Desc<T, BLOCK_M, HEAD_DIM> d_o, tj::Ptr<float> lse, tj::Ptr<float> delta, tj::Ptr<T> dk, tj::Ptr<T> dv,
+  void operator()(tj::Desc<T, 1, BLOCK_N, HEAD_DIM> k, tj::Desc<T, 1, BLOCK_N, HEAD_DIM> v, tj::Desc<T, 1, BLOCK_M, HEAD_DIM> q,
+                  tj::Desc<T, 1, BLOCK_M, HEAD_DIM> d_o, tj::Ptr<float> lse, tj::Ptr<float> delta, tj::Ptr<T> dk, tj::Ptr<T> dv,
                   tj::Size S, tj::Size group, tj::Scalar<float> scale, tj::Scalar<float> scale_log2e) const {
     constexpr float kLog2e = 1.4426950408889634f;
     auto start_n = tj::program_id(0) * BLOCK_N;
@@ -63,8 +65,8 @@ struct FlashBwdKVTma {
     auto rn = start_n + tj::arange<BLOCK_N>();
     auto rd = tj::arange<HEAD_DIM>();
     auto key_ok = rn < S;
-    auto k_tile = k.load(bkv * S + start_n, 0);  // resident
-    auto v_tile = v.load(bkv * S + start_n, 0);
+    auto k_tile = k.load(bkv, start_n, 0);  // resident
+    auto v_tile = v.load(bkv, start_n, 0);
     // Causal: query rows before this key block see none of it.
     auto m_lo = CAUSAL ? start_n / BLOCK_M * BLOCK_M : tj::scalar<std::int32_t>(0);
     auto init = std::tuple{tj::zeros<float, BLOCK_N, HEAD_DIM>(), tj::zeros<float, BLOCK_N, HEAD_DIM>()};
@@ -73,8 +75,8 @@ struct FlashBwdKVTma {
       return tj::for_range(m_lo, S, BLOCK_M, std::tuple{dk_g, dv_g}, [&](tj::Int m0, auto dk_acc, auto dv_acc) {
         auto rm = m0 + tj::arange<BLOCK_M>();
         auto row_ok = rm < S;
-        auto q_blk = q.load(bh * S + m0, 0);
-        auto do_blk = d_o.load(bh * S + m0, 0);
+        auto q_blk = q.load(bh, m0, 0);
+        auto do_blk = d_o.load(bh, m0, 0);
         auto lse_l2 = tj::load(lse + bh * S + rm, row_ok, 0.0f) * kLog2e;
         auto dlt = tj::load(delta + bh * S + rm, row_ok, 0.0f);
         auto dpt_of = [&] { return tj::dot(v_tile, tj::trans(do_blk)); };  // after dV's product: one score tile live
@@ -90,8 +92,8 @@ struct FlashBwdKVTma {
 
 template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T>
 struct FlashBwdQTma {
-  void operator()(tj::Desc<T, BLOCK_M, HEAD_DIM> q, tj::Desc<T, BLOCK_M, HEAD_DIM> d_o, tj::Desc<T, BLOCK_N, HEAD_DIM> k,
-                  tj::Desc<T, BLOCK_N, HEAD_DIM> v, tj::Ptr<float> lse, tj::Ptr<float> delta, tj::Ptr<T> dq, tj::Size S,
+  void operator()(tj::Desc<T, 1, BLOCK_M, HEAD_DIM> q, tj::Desc<T, 1, BLOCK_M, HEAD_DIM> d_o, tj::Desc<T, 1, BLOCK_N, HEAD_DIM> k,
+                  tj::Desc<T, 1, BLOCK_N, HEAD_DIM> v, tj::Ptr<float> lse, tj::Ptr<float> delta, tj::Ptr<T> dq, tj::Size S,
                   tj::Size group, tj::Scalar<float> scale, tj::Scalar<float> scale_log2e) const {
     constexpr float kLog2e = 1.4426950408889634f;
     auto start_m = tj::program_id(0) * BLOCK_M;
@@ -99,17 +101,17 @@ struct FlashBwdQTma {
     auto rm = start_m + tj::arange<BLOCK_M>();
     auto rd = tj::arange<HEAD_DIM>();
     auto row_ok = rm < S;
-    auto q_blk = q.load(bh * S + start_m, 0);  // resident
-    auto do_blk = d_o.load(bh * S + start_m, 0);
+    auto q_blk = q.load(bh, start_m, 0);  // resident
+    auto do_blk = d_o.load(bh, start_m, 0);
     auto lse_l2 = tj::load(lse + bh * S + rm, row_ok, 0.0f) * kLog2e;
     auto dlt = tj::load(delta + bh * S + rm, row_ok, 0.0f);
-    auto kv_row = (bh / group) * S;
+    auto kv_head = bh / group;
     auto hi = CAUSAL ? tj::minimum(S, start_m + BLOCK_M) : tj::Int(S);
     auto dq_acc = tj::for_range(0, hi, BLOCK_N, tj::zeros<float, BLOCK_M, HEAD_DIM>(), [&](tj::Int n0, auto dq_acc) {
       auto rn = n0 + tj::arange<BLOCK_N>();
       auto key_ok = rn < S;
-      auto k_blk = k.load(kv_row + n0, 0);
-      auto v_blk = v.load(kv_row + n0, 0);
+      auto k_blk = k.load(kv_head, n0, 0);
+      auto v_blk = v.load(kv_head, n0, 0);
       auto dp_of = [&] { return tj::dot(do_blk, tj::trans(v_blk)); };
       return bwd_q_step<CAUSAL, T>(tj::dot(q_blk, tj::trans(k_blk)), dp_of, rm, rn, row_ok, key_ok, lse_l2,
                                    dlt, scale_log2e, k_blk, dq_acc);

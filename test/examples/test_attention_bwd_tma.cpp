@@ -65,16 +65,16 @@ void bwd_tma_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int stag
   auto pre = tj::compile<examples::FlashBwdPreprocess<64, HD, T>>(dev, {.num_warps = 4});
   pre.launch(tj::Grid{tj::cdiv(S, 64), B * Hq}, po, pdo, pdl, S);
   const tj::DType dt = tj::dtype_v<T>;
-  const long long rq = static_cast<long long>(B) * Hq * S, rk = static_cast<long long>(B) * Hkv * S;
+  // Rank 3: [heads, S, D], bounds per head.
+  auto desc = [&](T* p, long long heads, int block) { return D(dev, p, dt, {heads, S, HD}, {static_cast<long long>(S) * HD, HD, 1}, {1, block, HD}); };
+  const long long hq = static_cast<long long>(B) * Hq, hk = static_cast<long long>(B) * Hkv;
   {
-    D dk_d(dev, pk, dt, {rk, HD}, {HD, 1}, {BN, HD}), dv_d(dev, pv, dt, {rk, HD}, {HD, 1}, {BN, HD});
-    D dq_d(dev, pq, dt, {rq, HD}, {HD, 1}, {BM, HD}), ddo_d(dev, pdo, dt, {rq, HD}, {HD, 1}, {BM, HD});
+    const D dk_d = desc(pk, hk, BN), dv_d = desc(pv, hk, BN), dq_d = desc(pq, hq, BM), ddo_d = desc(pdo, hq, BM);
     auto kv = tj::compile<examples::FlashBwdKVTma<BM, BN, HD, CAUSAL, T>>(dev, {.num_warps = BN / 16, .num_stages = stages, .warp_specialize = kv_ws});
     kv.launch(tj::Grid{tj::cdiv(S, BN), B * Hkv}, dk_d, dv_d, dq_d, ddo_d, pl, pdl, pdk, pdv, S, group, sc, sc2);
   }
   {
-    D dq_d(dev, pq, dt, {rq, HD}, {HD, 1}, {BN, HD}), ddo_d(dev, pdo, dt, {rq, HD}, {HD, 1}, {BN, HD});
-    D dk_d(dev, pk, dt, {rk, HD}, {HD, 1}, {BM, HD}), dv_d(dev, pv, dt, {rk, HD}, {HD, 1}, {BM, HD});
+    const D dq_d = desc(pq, hq, BN), ddo_d = desc(pdo, hq, BN), dk_d = desc(pk, hk, BM), dv_d = desc(pv, hk, BM);
     // The dQ kernel's query block is BN rows (BN / 16 warps) and its key block BM: the roles swap.
     auto qk = tj::compile<examples::FlashBwdQTma<BN, BM, HD, CAUSAL, T>>(dev, {.num_warps = BN / 16, .num_stages = stages, .warp_specialize = q_ws});
     qk.launch(tj::Grid{tj::cdiv(S, BN), B * Hq}, dq_d, ddo_d, dk_d, dv_d, pl, pdl, pdq, S, group, sc, sc2);
