@@ -40,6 +40,7 @@
 //   BM_TilejitBatchedPersistent/... the same over a persistent grid with a producer warp group (rung 6 over the
 //                            batch); ...Tma: the f32 C stored by TMA; ...Bf16C: a bf16 C stored by TMA (against
 //                            BM_CublasBatchedBf16Out)
+//   BM_TilejitGemmBatched/b/M/N/K examples/gemm/gemm_batched.hpp, the library call (f32 C; ...Bf16Out: bf16 C)
 // Counters: TFLOP/s (2·M·N·K per run). After the rows, a table gives each tilejit row's ratio to the cuBLAS row of
 // the same shape in the same run (bench/ratio_reporter.hpp). Without a GPU every case is skipped.
 #include "ratio_reporter.hpp"
@@ -60,6 +61,7 @@
 #include "examples/gemm/matmul_v4.hpp"
 #include "examples/gemm/matmul_v2.hpp"
 #include "examples/gemm/gemm.hpp"
+#include "examples/gemm/gemm_batched.hpp"
 #include "examples/gemm/matmul_batched.hpp"
 #include "examples/gemm/matmul_v5.hpp"
 #include "examples/gemm/matmul_v6.hpp"
@@ -659,6 +661,21 @@ void BM_TilejitBatchedPersistent(benchmark::State& st) {
               std::to_string(STAGES) + (OUT_BF16 ? ", bf16 C" : ", f32 C") + (TMA ? " by TMA" : ""));
 }
 
+/// The library call examples::GemmBatched<bf16, Out> (its plan in the label), against BM_CublasBatched (f32 C) or
+/// BM_CublasBatchedBf16Out.
+template <bool OUT_BF16 = false>
+void BM_TilejitGemmBatched(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  const long B = st.range(0), M = st.range(1), N = st.range(2), K = st.range(3);
+  BatchedOperands o(B, M, N, K);
+  using Out = std::conditional_t<OUT_BF16, tj::bf16, float>;
+  examples::GemmBatched<tj::bf16, Out> bmm(gpu());
+  timed(st, 2.0 * B * M * N * K, [&] {
+    bmm(static_cast<const tj::bf16*>(o.a), static_cast<const tj::bf16*>(o.b), static_cast<Out*>(o.c), B, M, N, K);
+  });
+  st.SetLabel(bmm.plan());
+}
+
 void shapes_batched(benchmark::internal::Benchmark* b) {
   b->Args({32, 1024, 1024, 1024})->Args({128, 512, 512, 512})->Args({8, 4096, 4096, 1024})->Args({64, 1000, 1000, 128});
   b->UseManualTime()->Unit(benchmark::kMillisecond);
@@ -866,6 +883,8 @@ BENCHMARK(BM_TilejitBatchedPersistent<128, 256, 4>)->Name("BM_TilejitBatchedPers
 BENCHMARK(BM_TilejitBatchedPersistent<128, 128, 5>)->Name("BM_TilejitBatchedPersistent/128x128/5")->Apply(shapes_batched);
 BENCHMARK(BM_TilejitBatchedPersistent<128, 256, 4, false, true>)->Name("BM_TilejitBatchedPersistentTma/128x256/4")->Apply(shapes_batched);
 BENCHMARK(BM_TilejitBatchedPersistent<128, 256, 4, true>)->Name("BM_TilejitBatchedPersistentBf16C/128x256/4")->Apply(shapes_batched);
+BENCHMARK(BM_TilejitGemmBatched<>)->Name("BM_TilejitGemmBatched")->Apply(shapes_batched);
+BENCHMARK(BM_TilejitGemmBatched<true>)->Name("BM_TilejitGemmBatchedBf16Out")->Apply(shapes_batched);
 // The console rows, then each tilejit row as a ratio to the cuBLAS row of its shape in the same run.
 int main(int argc, char** argv) {
   benchmark::Initialize(&argc, argv);
