@@ -144,12 +144,18 @@ std::uint64_t KernelCore::check_args(std::span<const ArgSlot> args) const {
       if (d.backend() != dev_.backend() || (d.backend() != Backend::interpreter && d.device_ordinal() != dev_.ordinal()))
         throw InvalidArgument(fmt::format("{} was built for another device than {} (descriptors belong to one device)",
                                           describe(ir_, i), dev_.name()));
-      // Descriptor loads that are not TMA copies use 32-bit element offsets.
+      // Descriptor loads that are not TMA copies use 32-bit element offsets. (Shapes reach 2^32 and strides 2^40
+      // bytes: a term or the sum may pass 2^63, so any overflow counts as too large.)
       std::int64_t extent = 1;
-      for (int k = 0; k < d.rank(); ++k) extent += (d.shape()[static_cast<std::size_t>(k)] - 1) * d.strides()[static_cast<std::size_t>(k)];
-      if (extent > INT32_MAX)
+      bool wraps = false;
+      for (int k = 0; k < d.rank(); ++k) {
+        std::int64_t term = 0;
+        wraps = wraps || __builtin_mul_overflow(d.shape()[static_cast<std::size_t>(k)] - 1, d.strides()[static_cast<std::size_t>(k)], &term) ||
+                __builtin_add_overflow(extent, term, &extent);
+      }
+      if (wraps || extent > INT32_MAX)
         throw InvalidArgument(fmt::format("{} spans {} elements: descriptors are limited to 2^31 - 1 elements of extent "
-                                          "(32-bit offsets)", describe(ir_, i), extent));
+                                          "(32-bit offsets)", describe(ir_, i), wraps ? std::string("more than 2^63") : std::to_string(extent)));
       // Rows of whole 16-byte chunks: a TMA store (CompileOptions::tma_store) writes nothing past a row's end. Only
       // for a descriptor the kernel stores to: a loaded one's flag would select a second, identical variant.
       if (stored_desc_[i] && d.shape()[static_cast<std::size_t>(d.rank() - 1)] * static_cast<std::int64_t>(size_bytes(d.dtype())) % 16 == 0)

@@ -347,6 +347,9 @@ TEST_CASE("desc_rank_n_rules") {
   // 32-bit offsets: the extent over every dim counts.
   const D big(dev, x.data(), tj::DType::f32, {1024, 1024, 4096}, {1024 * 4096, 4096, 1}, {1, 8, 16});
   CHECK_THROWS_WITH_AS(k.launch(tj::Grid{1, 1}, big, y.data()), doctest::Contains("2^31 - 1 elements of extent"), tj::InvalidArgument);
+  // ... even where the extent itself passes 2^63 (shape 2^32, stride 2^36 elements: the product wraps an int64).
+  const D huge(dev, x.data(), tj::DType::f32, {1LL << 32, 1, 16}, {1LL << 36, 16, 1}, {1, 8, 16});
+  CHECK_THROWS_WITH_AS(k.launch(tj::Grid{1, 1}, huge, y.data()), doctest::Contains("spans more than 2^63 elements"), tj::InvalidArgument);
 }
 
 TEST_CASE("desc_rank3_batched_gemm_interpreter_matches_f64") {
