@@ -118,6 +118,29 @@ void BM_FlashFwd(benchmark::State& st) {
   time_tflops(st, [&] { kern.launch(tj::Grid{S / 64, B * H}, x.q, x.k, x.v, x.o, x.lse, S, 1, scale); }, x.flops(CAUSAL));
 }
 
+/// The library's packed (varlen) forward, `Attention::forward_varlen`, over FwdData's buffers read as [16384, 32, D]:
+/// 7 sequences of 4096, 1000, 3096, 2048, 512, 1536 and 4096 tokens (16384 in all). On the H200 FlashAttnFwdVarlenTma;
+/// POINTER: the masked pointer kernel it ran before (set_mma_sync_path turns the Hopper path off). TFLOP/s counts
+/// 4·H·len²·D per sequence, halved for causal.
+template <int D, bool CAUSAL, bool POINTER = false>
+void BM_AttnForwardVarlen(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  const FwdData<D> x;
+  constexpr int H = FwdData<D>::H;
+  const std::vector<std::int32_t> lens{4096, 1000, 3096, 2048, 512, 1536, 4096};
+  std::vector<std::int32_t> cu{0};
+  double flops = 0;
+  for (int l : lens) cu.push_back(cu.back() + l), flops += 4.0 * H * double(l) * l * D / (CAUSAL ? 2 : 1);
+  auto* dcu = static_cast<std::int32_t*>(gpu().alloc(cu.size() * 4));
+  gpu().copy_to_device(dcu, cu.data(), cu.size() * 4);
+  examples::Attention<tj::bf16> attn(gpu());
+  attn.set_mma_sync_path(POINTER);
+  const examples::AttnShape shape{.batch = static_cast<long long>(lens.size()), .heads_q = H, .heads_kv = H, .seqlen = 4096,
+                                  .head_dim = D, .causal = CAUSAL};
+  time_tflops(st, [&] { attn.forward_varlen(x.q, x.k, x.v, x.o, x.lse, dcu, cu.back(), shape); }, flops);
+  gpu().free(dcu);
+}
+
 /// The library call off Hopper's wgmma path (Attention::set_mma_sync_path: what an A100 runs, compiled for sm_90).
 template <int D, bool CAUSAL>
 void BM_AttnForwardMmaSync(benchmark::State& st) {
@@ -492,6 +515,13 @@ BENCHMARK(BM_FlashBwdTma<64, false>)->Name("BM_FlashBwdTma/D64/full")->UseManual
 BENCHMARK(BM_FlashBwdTma<64, true>)->Name("BM_FlashBwdTma/D64/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashBwdTma<128, false>)->Name("BM_FlashBwdTma/D128/full")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashBwdTma<128, true>)->Name("BM_FlashBwdTma/D128/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
+#define TJ_VARLEN(D, C, NAME)                                                                                        \
+  BENCHMARK(BM_AttnForwardVarlen<D, C>)->Name("BM_AttnForwardVarlen/D" #D "/" NAME)->UseManualTime()->Unit(benchmark::kMillisecond); \
+  BENCHMARK(BM_AttnForwardVarlen<D, C, true>)->Name("BM_AttnForwardVarlenPointer/D" #D "/" NAME)->UseManualTime()->Unit(benchmark::kMillisecond)
+TJ_VARLEN(64, false, "full");
+TJ_VARLEN(64, true, "causal");
+TJ_VARLEN(128, false, "full");
+TJ_VARLEN(128, true, "causal");
 BENCHMARK(BM_AttnForward<64, false>)->Name("BM_AttnForward/D64/full")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttnForward<64, true>)->Name("BM_AttnForward/D64/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttnForward<96, false>)->Name("BM_AttnForward/D96/full")->UseManualTime()->Unit(benchmark::kMillisecond);

@@ -229,7 +229,10 @@ class Attention {
   }
 
   /// Packed sequences: q, o [total, Hq, D]; k, v [total, Hkv, D]; lse [total, Hq]; cu_seqlens [batch + 1] (device
-  /// memory, read back once to check it); s.seqlen is max_seqlen.
+  /// memory, read back once to check it); s.seqlen is max_seqlen. On compute capability 9.0 with q, k, v 16-byte
+  /// aligned: FlashAttnFwdVarlenTma (TMA, wgmma, a producer warp group; a key block past a sequence's end holds the
+  /// next sequence's tokens, weighted by exactly 0, so v must be finite there); elsewhere FlashAttnFwdVarlen's
+  /// masked pointer loads.
   void forward_varlen(const T* q, const T* k, const T* v, T* o, float* lse, const std::int32_t* cu_seqlens, long long total_tokens,
                       const AttnShape& s) {
     check(s, 0);
@@ -244,6 +247,21 @@ class Attention {
     check_cu_seqlens(cu, total_tokens, s.seqlen);
     if (s.seqlen == 0) return;  // every sequence is empty: no token to attend from
     with_dim(s, [&]<int D, bool C>() {
+      auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };  // TMA's rule
+      if (hopper() && aligned(q) && aligned(k) && aligned(v)) {
+        // Hopper: FlashAttnFwdVarlenTma (flash_fwd_varlen.hpp) — the dense forward's FlashAttention-3 loop with a
+        // producer warp group, Q, K and V through rank-3 descriptors over the packed [total, H, D] tensors.
+        using Desc = tj::TensorDescriptor;
+        constexpr int BM = 128, BN = D > 128 ? 64 : 128, stages = 2;
+        const long long hkv = s.heads_kv;
+        const Desc dq(dev_, const_cast<T*>(q), tj::dtype_v<T>, {total_tokens, s.heads_q, D}, {s.heads_q * D, D, 1}, {BM, 1, D});
+        const Desc dk(dev_, const_cast<T*>(k), tj::dtype_v<T>, {total_tokens, hkv, D}, {hkv * D, D, 1}, {BN, 1, D});
+        const Desc dv(dev_, const_cast<T*>(v), tj::dtype_v<T>, {total_tokens, hkv, D}, {hkv * D, D, 1}, {BN, 1, D});
+        kernel<FlashAttnFwdVarlenTma<BM, BN, D, C, T>>(8, stages, true)
+            .launch(tj::Grid{tj::cdiv(s.seqlen, BM), s.heads_q, s.batch}, dq, dk, dv, o, lse, cu_seqlens, s.heads_q,
+                    s.heads_q / s.heads_kv, static_cast<float>(s.softmax_scale() * kLog2e));
+        return;
+      }
       constexpr int BM = D > 128 ? 64 : 128, BN = D > 128 ? 32 : 64;
       auto& kern = kernel<FlashAttnFwdVarlen<BM, BN, D, C, T>>(D > 128 ? 4 : 8);
       kern.launch(tj::Grid{tj::cdiv(s.seqlen, BM), s.heads_q, s.batch}, q, k, v, o, lse, cu_seqlens, s.heads_q,

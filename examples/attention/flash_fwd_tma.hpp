@@ -107,6 +107,17 @@ auto kv_block(const Dk& d, const tj::Int& kv, const tj::Int& n) {
     return d.load(kv + n, 0);
 }
 
+/// One KV head of one sequence in packed (varlen) K / V descriptors over [total, Hkv, D] with [BLOCK_N, 1, D]
+/// blocks: the sequence's first token `seq0` and the KV head `head` (flash_fwd_varlen.hpp).
+struct KvVarlen {
+  tj::Int seq0, head;
+};
+template <class Dk>
+auto kv_block(const Dk& d, const KvVarlen& kv, const tj::Int& n) {
+  static_assert(Dk::rank == 3 && Dk::row_dim == 0, "varlen K / V: [total, Hkv, D] with [BLOCK_N, 1, D] blocks");
+  return d.load(kv.seq0 + n, kv.head, 0);
+}
+
 template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, int KV_RANK = 2>
 struct FlashAttnFwdTma {
   void operator()(tj::Desc<T, BLOCK_M, HEAD_DIM> q, KvDesc<T, BLOCK_N, HEAD_DIM, KV_RANK> k, KvDesc<T, BLOCK_N, HEAD_DIM, KV_RANK> v,
@@ -196,17 +207,17 @@ namespace examples {
 /// softmax runs under the other's tensor-core work. The loop carries P (f32);
 /// P_{-1} = 0, so the block read at j = 0 (this head's first block) contributes
 /// nothing; the last block's P·V runs after the loop on a V block copied before
-/// it. Same shapes, descriptors and results as FlashAttnFwdTma. V must be
-/// finite where it is read: with S not a multiple of BLOCK_N the last block
-/// holds rows of the next KV head (or TMA's zero fill), multiplied by P = 0,
-/// and a NaN or Inf there gives NaN (0·NaN) in this head's output; with S a
-/// multiple of BLOCK_N (and S >= BLOCK_N) every V row read is this head's own. Source: Shah et al., FlashAttention-3 (arXiv
-/// 2407.08608), §3.1 (ping-pong) and Algorithm 1.
+/// it. Same shapes, descriptors and results as FlashAttnFwdTma. With
+/// KV_RANK = 2, V must be finite where it is read: with S not a multiple of
+/// BLOCK_N the last block holds rows of the next KV head (or TMA's zero fill),
+/// multiplied by P = 0, and a NaN or Inf there gives NaN (0·NaN) in this
+/// head's output; KV_RANK = 3 reads zeros there. Source: Shah et al.,
+/// FlashAttention-3 (arXiv 2407.08608), §3.1 (ping-pong) and Algorithm 1.
 /// One step of FlashAttention-3's key loop at key block n0: issues S_j = Q·K_jᵀ and O += P_{j-1}·V_{j-1} (acc: O
 /// before that product, p_prev: P_{j-1}), then the softmax of S_j, masked as MASK says. Returns (m, l, O rescaled, P_j).
-template <int BLOCK_N, bool CAUSAL, class T, KeyMask MASK, class QTile, class KDesc, class VDesc, class Rows, class M, class L, class Acc,
-          class P>
-auto fa3_step(const QTile& q_tile, const KDesc& k, const VDesc& v, const tj::Int& kv, const Rows& rm, const tj::Int& hi,
+template <int BLOCK_N, bool CAUSAL, class T, KeyMask MASK, class QTile, class KDesc, class VDesc, class KV, class Rows, class M, class L,
+          class Acc, class P>
+auto fa3_step(const QTile& q_tile, const KDesc& k, const VDesc& v, const KV& kv, const Rows& rm, const tj::Int& hi,
               const tj::Int& edge, const tj::Scalar<float>& scale_log2e, const tj::Int& n0, const M& m_i, const L& l_i, const Acc& acc,
               const P& p_prev) {
   auto s = tj::dot(q_tile, tj::trans(kv_block(k, kv, n0)));
@@ -220,8 +231,9 @@ auto fa3_step(const QTile& q_tile, const KDesc& k, const VDesc& v, const tj::Int
 /// FlashAttention-3's loop over the keys [0, hi) of one head (FlashAttnFwdTmaPingPongBody): iteration j issues
 /// S_j = Q·K_jᵀ and O += P_{j-1}·V_{j-1}, then the softmax of S_j, masked as MASK says (`edge`: see
 /// mask_scores_from). Returns (m, l, acc, P of the last block): the last block's P·V is the caller's.
-template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, KeyMask MASK, class QTile, class KDesc, class VDesc, class Rows>
-auto fa3_keys(const QTile& q_tile, const KDesc& k, const VDesc& v, const tj::Int& kv, const Rows& rm, const tj::Int& hi,
+template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, KeyMask MASK, class QTile, class KDesc, class VDesc, class KV,
+          class Rows>
+auto fa3_keys(const QTile& q_tile, const KDesc& k, const VDesc& v, const KV& kv, const Rows& rm, const tj::Int& hi,
               const tj::Int& edge, const tj::Scalar<float>& scale_log2e) {
   // P is carried across the back edge as T (the code generator packs a 16-bit tile that only a dot reads two
   // elements per register: 32 registers per thread at 128 × 128, not 64).

@@ -35,8 +35,10 @@ double max_rel(const std::vector<double>& got, const std::vector<double>& ref) {
 }
 
 
+/// direct: FlashAttnFwdVarlenTma launched by hand (128 x 64 tiles, 8 warps) instead of the library's choice.
 template <class T>
-void varlen_case(const tj::Device& dev, std::vector<std::int32_t> lens, int Hq, int Hkv, int D, bool causal) {
+void varlen_case(const tj::Device& dev, std::vector<std::int32_t> lens, int Hq, int Hkv, int D, bool causal, bool direct = false) {
+  CAPTURE(direct);
   CAPTURE(D);
   CAPTURE(causal);
   CAPTURE(Hq);
@@ -56,8 +58,23 @@ void varlen_case(const tj::Device& dev, std::vector<std::int32_t> lens, int Hq, 
     auto *dq = m.up(q), *dk = m.up(k), *dv = m.up(v), *dout = m.up(o);
     auto* dl = m.up(lse);
     auto* dcu = m.up(cu);
-    examples::Attention<T> attn(dev);
-    attn.forward_varlen(dq, dk, dv, dout, dl, dcu, total, s);
+    if (direct) {
+      REQUIRE(D == 64);
+      using Desc = tj::TensorDescriptor;
+      const Desc qd(dev, dq, tj::dtype_v<T>, {total, Hq, D}, {Hq * D, D, 1}, {128, 1, D});
+      const Desc kd(dev, dk, tj::dtype_v<T>, {total, Hkv, D}, {Hkv * D, D, 1}, {64, 1, D});
+      const Desc vd(dev, dv, tj::dtype_v<T>, {total, Hkv, D}, {Hkv * D, D, 1}, {64, 1, D});
+      const float sl2 = static_cast<float>(s.softmax_scale() * 1.4426950408889634);
+      auto launch = [&]<bool C>() {
+        tj::compile<examples::FlashAttnFwdVarlenTma<128, 64, 64, C, T>>(dev, {.num_warps = 8, .num_stages = 2})
+            .launch(tj::Grid{tj::cdiv(max_len, 128), Hq, B}, qd, kd, vd, dout, dl, dcu, Hq, Hq / Hkv, sl2);
+      };
+      if (causal) launch.template operator()<true>();
+      else launch.template operator()<false>();
+    } else {
+      examples::Attention<T> attn(dev);
+      attn.forward_varlen(dq, dk, dv, dout, dl, dcu, total, s);
+    }
     m.down();
   }
   const double scale = s.softmax_scale();
@@ -164,6 +181,30 @@ TEST_CASE("attention_varlen_interpreter_matches_f64") {
   const auto dev = tj::Device::interpreter();
   varlen_case<tj::bf16>(dev, {37, 0, 64, 5}, 2, 1, 64, true);   // an empty sequence in the batch, ragged lengths
   varlen_case<tj::bf16>(dev, {70, 33}, 4, 2, 96, false);        // D = 96 exact, GQA
+  // The Hopper kernel (FlashAttnFwdVarlenTma) run directly: key blocks past a sequence read the next one's tokens.
+  varlen_case<tj::bf16>(dev, {37, 0, 130, 5}, 2, 1, 64, true, true);
+  varlen_case<tj::f16>(dev, {70, 64}, 4, 2, 64, false, true);
+}
+
+TEST_CASE("attention_varlen_tma_compiles_for_sm90a") {
+  std::string why;
+  if (!tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) {
+    MESSAGE("skipping: ", why);
+    return;
+  }
+  // What Attention::forward_varlen launches on compute capability 9.0: 128 x 128 tiles (128 x 64 at D = 256), two
+  // stages, a producer warp group; Q resident, K and V through the ring as 3-D boxes.
+  const tj::CompileOptions ws{.num_warps = 8, .num_stages = 2, .warp_specialize = true};
+  const auto g = tj::codegen::generate(tj::trace(examples::FlashAttnFwdVarlenTma<128, 128, 128, true, tj::bf16>{}), {},
+                                       tj::codegen::target_for("sm_90a"), {.num_warps = 8, .num_stages = 2, .warp_specialize = true});
+  CHECK(g.source.find("tj_tma_load_3d(tj_ring") != std::string::npos);
+  CHECK(g.source.find("tj_tma_load_3d(tj_res") != std::string::npos);
+  bool ws_applied = false;
+  for (const auto& d : g.diagnostics) ws_applied |= d.find("warp specialised") != std::string::npos;
+  CHECK(ws_applied);
+  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdVarlenTma<128, 128, 64, false, tj::bf16>>("sm_90a", ws));
+  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdVarlenTma<128, 128, 96, true, tj::f16>>("sm_90a", ws));
+  CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdVarlenTma<128, 64, 256, true, tj::bf16>>("sm_90a", ws));
 }
 
 TEST_CASE("attention_decode_interpreter_matches_f64") {
@@ -283,6 +324,14 @@ TEST_CASE("attention_more_gpu_matches_f64") {
     return;
   }
   varlen_case<tj::bf16>(dev, {300, 0, 129, 512}, 4, 2, 128, true);
+  // On an H200 the library runs FlashAttnFwdVarlenTma: every head dim, both masks, one-token and empty sequences.
+  for (bool causal : {false, true}) {
+    varlen_case<tj::bf16>(dev, {1000, 1, 0, 257, 128}, 8, 2, 64, causal);
+    varlen_case<tj::f16>(dev, {333, 700}, 4, 4, 96, causal);
+    varlen_case<tj::bf16>(dev, {129, 4000, 64}, 4, 1, 128, causal);
+    varlen_case<tj::bf16>(dev, {300, 77}, 2, 1, 256, causal);
+    varlen_case<tj::bf16>(dev, {37, 0, 130, 5}, 2, 1, 64, causal, true);  // the kernel by hand, 128 x 64 tiles
+  }
   decode_case<tj::bf16>(dev, {4096, 1000, 0}, 32, 8, 128, 4096, 0);
   decode_case<tj::bf16>(dev, {4096, 1000, 3}, 32, 8, 128, 4096, 0, 5);   // 5 draft tokens (20 rows)
   decode_case<tj::bf16>(dev, {2000, 63}, 8, 1, 96, 2048, 0, 8);           // 64 rows; a cache one key short of a block
