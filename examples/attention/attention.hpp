@@ -24,7 +24,8 @@
 // whole groups); a supported head dim; a finite scale > 0 (0: 1/sqrt(D)); tensors
 // below 2^31 elements (32-bit offsets; the products are checked without
 // overflowing); varlen batches of at most 65535 sequences (the grid's z
-// extent); non-null pointers; cu_seqlens starting
+// extent) and heads_q, batch x heads_q (forward, backward) at most 65535 (the
+// grid's y extent); non-null pointers; cu_seqlens starting
 // at 0, non-decreasing, within the token buffer and max_seqlen; decode lengths
 // within [0, s_max]. Rows whose keys are all masked (an empty sequence or
 // cache) give O = 0 and lse = -1e30, never NaN. Pointers must be non-null and
@@ -98,6 +99,13 @@ class Attention {
     if (s.head_dim != 64 && s.head_dim != 96 && s.head_dim != 128 && s.head_dim != 256)
       throw tj::InvalidArgument(fmt::format("attention: head_dim = {} is not supported: 64, 96, 128 or 256", s.head_dim));
   }
+  /// One grid row (grid.y) per `what` (batch × heads, or heads): at most 65535 of them. Factors checked one by one
+  /// first, so the product cannot wrap.
+  static void fits_grid_y(long long a, long long b, const char* what) {
+    if (a > 65535 || b > 65535 || a * b > 65535)
+      throw tj::InvalidArgument(fmt::format("attention: {} = {} x {}: at most 65535 (the grid's y extent, one program row each); "
+                                            "split the batch", what, a, b));
+  }
   /// The kernels index with 32-bit offsets: a tensor of `elems` elements must stay below 2^31.
   static void fits_i32(long long elems, const char* what) {
     if (elems > 2147483647LL)
@@ -159,6 +167,7 @@ class Attention {
   /// the next head's rows, so NaN or Inf anywhere outside a head's own rows does not reach its output.
   void forward(const T* q, const T* k, const T* v, T* o, float* lse, const AttnShape& s) {
     check(s);
+    fits_grid_y(s.batch, s.heads_q, "batch x heads_q");
     fits_i32({s.batch, s.heads_q, s.seqlen, s.head_dim}, "q [B·Hq, S, D]");
     fits_i32({s.batch, s.heads_kv, s.seqlen, s.head_dim}, "k [B·Hkv, S, D]");
     not_null({{q, "q"}, {k, "k"}, {v, "v"}, {o, "o"}, {lse, "lse"}});
@@ -244,8 +253,9 @@ class Attention {
                                             "program row per sequence)", s.batch));
     std::vector<std::int32_t> cu(static_cast<std::size_t>(s.batch + 1));
     dev_.copy_to_host(cu.data(), cu_seqlens, cu.size() * 4);
-    check_cu_seqlens(cu, total_tokens, s.seqlen);
-    if (s.seqlen == 0) return;  // every sequence is empty: no token to attend from
+    fits_grid_y(1, s.heads_q, "heads_q");
+    // Every sequence empty (max_seqlen may still be larger): no token to attend from, and no descriptor to build.
+    if (check_cu_seqlens(cu, total_tokens, s.seqlen) == 0 || s.seqlen == 0) return;
     with_dim(s, [&]<int D, bool C>() {
       auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };  // TMA's rule
       if (hopper() && aligned(q) && aligned(k) && aligned(v)) {
@@ -381,6 +391,7 @@ class Attention {
   void backward(const T* q, const T* k, const T* v, const T* o, const T* d_o, const float* lse, float* delta, T* dq, T* dk, T* dv,
                 const AttnShape& s) {
     check(s);
+    fits_grid_y(s.batch, s.heads_q, "batch x heads_q");
     fits_i32({s.batch, s.heads_q, s.seqlen, s.head_dim}, "q [B·Hq, S, D]");
     fits_i32({s.batch, s.heads_kv, s.seqlen, s.head_dim}, "k [B·Hkv, S, D]");
     not_null({{q, "q"}, {k, "k"}, {v, "v"}, {o, "o"}, {d_o, "d_o"}, {lse, "lse"}, {delta, "delta"}, {dq, "dq"}, {dk, "dk"}, {dv, "dv"}});

@@ -15,6 +15,8 @@
 //  - compute capability 8.x (and 9.0 with set_mma_sync_path): MatmulBatched 128x128, 8 warps, its blocks through a
 //    cp.async ring of 3 stages, read by mma.sync (97 KiB of shared memory: fits the 99 KiB of sm_86 / sm_89);
 //  - elsewhere (the interpreter; HIP: MFMA): MatmulBatched 64x64, 4 warps, masked loads.
+//  The last two launch one program row per batch entry: a batch of more than 65535 entries (grid.y's limit) runs
+//  as several launches of at most 65535.
 //
 // Rules checked before anything reaches the device (InvalidArgument naming the value and the rule): batch, M, N,
 // K >= 1; every extent below 2^31 and each operand's element count (batch x rows x cols) below 2^31 (32-bit
@@ -25,6 +27,7 @@
 #pragma once
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -33,6 +36,7 @@
 #include <type_traits>
 #include <typeindex>
 #include <utility>
+#include <vector>
 
 #include "examples/gemm/matmul_batched.hpp"
 
@@ -67,18 +71,28 @@ class GemmBatched {
       plan_ = "persistent 128x256/4, producer warp group, C by TMA";
       return;
     }
-    if (dev_.backend() == tj::Backend::cuda && dev_.compute_capability() >= 80) {
-      const D da = desc(a, dt, M, K, 128, 64), db = desc(b, dt, N, K, 128, 64), dcd = desc(c, dc, M, N, 128, kOutSlab);
-      auto& k = kernel<MatmulBatched<128, 128, T, Out>>(
-          {.num_warps = 8, .num_stages = 3, .arch = dev_.compute_capability() == 90 ? "sm_90" : ""});
-      k.launch(tj::Grid{tj::cdiv(M, 128) * tj::cdiv(N, 128), batch}, da, db, dcd, N, K);
-      plan_ = "128x128, 8 warps, cp.async ring of 3 stages, mma.sync";
-      return;
+    // One program row (grid.y) per batch entry: at most 65535 per launch, so a larger batch takes several.
+    const bool mma = dev_.backend() == tj::Backend::cuda && dev_.compute_capability() >= 80;
+    const int bm = mma ? 128 : 64, bn = bm;
+    for (const auto& [z0, count] : batch_chunks(batch)) {
+      const auto da = D(dev_, const_cast<T*>(a + z0 * M * K), dt, {count, M, K}, {M * K, K, 1}, {1, bm, 64});
+      const auto db = D(dev_, const_cast<T*>(b + z0 * N * K), dt, {count, N, K}, {N * K, K, 1}, {1, bn, 64});
+      const auto dcd = D(dev_, c + z0 * M * N, dc, {count, M, N}, {M * N, N, 1}, {1, bm, kOutSlab});
+      const tj::Grid grid{tj::cdiv(M, bm) * tj::cdiv(N, bn), count};
+      if (mma)
+        kernel<MatmulBatched<128, 128, T, Out>>({.num_warps = 8, .num_stages = 3, .arch = dev_.compute_capability() == 90 ? "sm_90" : ""})
+            .launch(grid, da, db, dcd, N, K);
+      else
+        kernel<MatmulBatched<64, 64, T, Out>>({.num_warps = 4, .num_stages = 2}).launch(grid, da, db, dcd, N, K);
     }
-    const D da = desc(a, dt, M, K, 64, 64), db = desc(b, dt, N, K, 64, 64), dcd = desc(c, dc, M, N, 64, kOutSlab);
-    auto& k = kernel<MatmulBatched<64, 64, T, Out>>({.num_warps = 4, .num_stages = 2});
-    k.launch(tj::Grid{tj::cdiv(M, 64) * tj::cdiv(N, 64), batch}, da, db, dcd, N, K);
-    plan_ = "64x64, 4 warps";
+    plan_ = mma ? "128x128, 8 warps, cp.async ring of 3 stages, mma.sync" : "64x64, 4 warps";
+  }
+
+  /// The launches of a one-program-row-per-entry plan: (first entry, entries) in runs of at most 65535 (grid.y).
+  static std::vector<std::pair<long long, long long>> batch_chunks(long long batch) {
+    std::vector<std::pair<long long, long long>> out;
+    for (long long z0 = 0; z0 < batch; z0 += 65535) out.emplace_back(z0, std::min<long long>(65535, batch - z0));
+    return out;
   }
 
   /// The plan of the last call ("" before the first).

@@ -259,6 +259,31 @@ TEST_CASE("attention_library_checks_its_arguments") {
   CHECK_THROWS_WITH_AS(A::check({.batch = 1, .heads_q = 1, .heads_kv = 1, .seqlen = 8, .head_dim = 64, .scale = std::nan("")}),
                        doctest::Contains("must be > 0"), tj::InvalidArgument);
   CHECK_THROWS_WITH_AS(A::fits_i32(64LL * 8 * 32768 * 128, "the KV cache"), doctest::Contains("32-bit offsets"), tj::InvalidArgument);
+  // One program row per (batch, query head): at most 65535 of them, checked before any launch (forward, backward),
+  // and 65535 query heads in a varlen call.
+  CHECK_THROWS_WITH_AS(A::fits_grid_y(4096, 16, "batch x heads_q"), doctest::Contains("batch x heads_q = 4096 x 16: at most 65535"),
+                       tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(A::fits_grid_y(1LL << 40, 1LL << 40, "batch x heads_q"), doctest::Contains("at most 65535"), tj::InvalidArgument);
+  CHECK_NOTHROW(A::fits_grid_y(4095, 16, "batch x heads_q"));
+  {
+    const auto idev = tj::Device::interpreter();
+    A attn(idev);
+    std::vector<tj::bf16> x(64);
+    std::vector<float> l(8);
+    const AttnShape wide{.batch = 4096, .heads_q = 16, .heads_kv = 16, .seqlen = 1, .head_dim = 64};
+    CHECK_THROWS_WITH_AS(attn.forward(x.data(), x.data(), x.data(), x.data(), l.data(), wide), doctest::Contains("grid's y extent"),
+                         tj::InvalidArgument);
+    CHECK_THROWS_WITH_AS(attn.backward(x.data(), x.data(), x.data(), x.data(), x.data(), l.data(), l.data(), x.data(), x.data(),
+                                       x.data(), wide),
+                         doctest::Contains("grid's y extent"), tj::InvalidArgument);
+    // Every sequence empty, max_seqlen larger: nothing to do, nothing written (on Hopper it used to build a descriptor
+    // of 0 tokens and throw).
+    std::vector<std::int32_t> cu{0, 0, 0};
+    std::vector<tj::bf16> o(64, tj::bf16(7.0f));
+    CHECK_NOTHROW(attn.forward_varlen(x.data(), x.data(), x.data(), o.data(), l.data(), cu.data(), 0,
+                                      {.batch = 2, .heads_q = 1, .heads_kv = 1, .seqlen = 4, .head_dim = 64}));
+    for (auto e : o) CHECK(static_cast<float>(e) == 7.0f);
+  }
   const auto dev = tj::Device::interpreter();
   A attn(dev);
   std::vector<tj::bf16> x(4 * 64);
@@ -331,6 +356,19 @@ TEST_CASE("attention_more_gpu_matches_f64") {
     varlen_case<tj::bf16>(dev, {129, 4000, 64}, 4, 1, 128, causal);
     varlen_case<tj::bf16>(dev, {300, 77}, 2, 1, 256, causal);
     varlen_case<tj::bf16>(dev, {37, 0, 130, 5}, 2, 1, 64, causal, true);  // the kernel by hand, 128 x 64 tiles
+  }
+  {  // every sequence empty, max_seqlen larger: nothing written (the Hopper path built a 0-token descriptor before)
+    testing::Mirror m{dev, {}};
+    std::vector<tj::bf16> x(64, tj::bf16(1.0f)), o(64, tj::bf16(7.0f));
+    std::vector<float> l(8, 7.0f);
+    std::vector<std::int32_t> cu{0, 0, 0};
+    auto *dx = m.up(x), *dout = m.up(o);
+    auto* dl = m.up(l);
+    auto* dcu = m.up(cu);
+    examples::Attention<tj::bf16> attn(dev);
+    CHECK_NOTHROW(attn.forward_varlen(dx, dx, dx, dout, dl, dcu, 0, {.batch = 2, .heads_q = 1, .heads_kv = 1, .seqlen = 4, .head_dim = 64}));
+    m.down();
+    for (auto e : o) CHECK(static_cast<float>(e) == 7.0f);
   }
   decode_case<tj::bf16>(dev, {4096, 1000, 0}, 32, 8, 128, 4096, 0);
   decode_case<tj::bf16>(dev, {4096, 1000, 3}, 32, 8, 128, 4096, 0, 5);   // 5 draft tokens (20 rows)

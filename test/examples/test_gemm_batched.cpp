@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "examples/gemm/gemm_batched.hpp"
@@ -96,6 +97,12 @@ TEST_CASE("gemm_batched_rules") {
   rule([&] { G::check(a, b, reinterpret_cast<float*>(a), 2, 4, 8, 8); }, "overlaps A");
   rule([&] { G::check(a, b, reinterpret_cast<float*>(b + 16), 2, 4, 8, 8); }, "overlaps B");
   CHECK_NOTHROW(G::check(a, b, c, 2, 4, 8, 8));
+  // A batch of more than 65535 entries (grid.y's limit) is split into launches of at most 65535 off Hopper.
+  using Chunks = std::vector<std::pair<long long, long long>>;
+  CHECK(G::batch_chunks(1) == Chunks{{0, 1}});
+  CHECK(G::batch_chunks(65535) == Chunks{{0, 65535}});
+  CHECK(G::batch_chunks(65536) == Chunks{{0, 65535}, {65535, 1}});
+  CHECK(G::batch_chunks(200000) == Chunks{{0, 65535}, {65535, 65535}, {131070, 65535}, {196605, 3395}});
   // The call checks before it builds anything.
   examples::GemmBatched<tj::bf16, float> bmm(tj::Device::interpreter());
   CHECK_THROWS_AS(bmm(a, b, c, 2, 4, 6, 8), tj::InvalidArgument);
@@ -113,5 +120,6 @@ TEST_CASE("gemm_batched_gpu_matches_f64") {
     batched_case<tj::bf16, tj::bf16>(dev, 3, 700, 600, 256, mma_sync);
     batched_case<tj::f16, tj::f16>(dev, 2, 129, 136, 64, mma_sync);
     batched_case<tj::bf16, float>(dev, 64, 100, 100, 128, mma_sync);  // more tiles than SMs, each entry one tile
+    batched_case<tj::bf16, float>(dev, 70000, 4, 8, 8, mma_sync);     // more entries than grid.y allows: two launches off Hopper
   }
 }
