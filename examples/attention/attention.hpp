@@ -167,9 +167,9 @@ class Attention {
   /// the next head's rows, so NaN or Inf anywhere outside a head's own rows does not reach its output.
   void forward(const T* q, const T* k, const T* v, T* o, float* lse, const AttnShape& s) {
     check(s);
-    fits_grid_y(s.batch, s.heads_q, "batch x heads_q");
     fits_i32({s.batch, s.heads_q, s.seqlen, s.head_dim}, "q [B·Hq, S, D]");
     fits_i32({s.batch, s.heads_kv, s.seqlen, s.head_dim}, "k [B·Hkv, S, D]");
+    fits_grid_y(s.batch, s.heads_q, "batch x heads_q");
     not_null({{q, "q"}, {k, "k"}, {v, "v"}, {o, "o"}, {lse, "lse"}});
     with_dim(s, [&]<int D, bool C>() {
       const float scale_log2e = static_cast<float>(s.softmax_scale() * kLog2e);
@@ -391,9 +391,9 @@ class Attention {
   void backward(const T* q, const T* k, const T* v, const T* o, const T* d_o, const float* lse, float* delta, T* dq, T* dk, T* dv,
                 const AttnShape& s) {
     check(s);
-    fits_grid_y(s.batch, s.heads_q, "batch x heads_q");
     fits_i32({s.batch, s.heads_q, s.seqlen, s.head_dim}, "q [B·Hq, S, D]");
     fits_i32({s.batch, s.heads_kv, s.seqlen, s.head_dim}, "k [B·Hkv, S, D]");
+    fits_grid_y(s.batch, s.heads_q, "batch x heads_q");
     not_null({{q, "q"}, {k, "k"}, {v, "v"}, {o, "o"}, {d_o, "d_o"}, {lse, "lse"}, {delta, "delta"}, {dq, "dq"}, {dk, "dk"}, {dv, "dv"}});
     if (s.head_dim > 128) throw tj::InvalidArgument(fmt::format("attention backward: head_dim = {}: 64, 96 or 128", s.head_dim));
     const float sc = static_cast<float>(s.softmax_scale()), sl2 = static_cast<float>(s.softmax_scale() * kLog2e);
