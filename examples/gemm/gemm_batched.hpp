@@ -58,13 +58,17 @@ class GemmBatched {
   void operator()(const T* a, const T* b, Out* c, long long batch, long long M, long long N, long long K) {
     check(a, b, c, batch, M, N, K);
     using D = tj::TensorDescriptor;
-    auto desc = [&](const void* p, tj::DType dt, long long rows, long long cols, long long block_rows, long long block_cols) {
-      return D(dev_, const_cast<void*>(p), dt, {batch, rows, cols}, {rows * cols, cols, 1}, {1, block_rows, block_cols});
+    // Entries [z0, z0 + count) of a [batch, rows, cols] operand of `dt` at `p`, in [1, br, bc] blocks.
+    auto desc = [&](const void* p, tj::DType dt, long long z0, long long count, long long rows, long long cols, long long br,
+                    long long bc) {
+      const auto* base = static_cast<const unsigned char*>(p) + z0 * rows * cols * size_bytes(dt);
+      return D(dev_, const_cast<unsigned char*>(base), dt, {count, rows, cols}, {rows * cols, cols, 1}, {1, br, bc});
     };
     const tj::DType dt = tj::dtype_v<T>, dc = tj::dtype_v<Out>;
     constexpr long long kOutSlab = 128 / static_cast<long long>(sizeof(Out));  // one 128-byte slab of C's columns
     if (dev_.backend() == tj::Backend::cuda && dev_.compute_capability() == 90 && !mma_sync_) {
-      const D da = desc(a, dt, M, K, 128, 64), db = desc(b, dt, N, K, 256, 64), dcd = desc(c, dc, M, N, 128, kOutSlab);
+      const D da = desc(a, dt, 0, batch, M, K, 128, 64), db = desc(b, dt, 0, batch, N, K, 256, 64),
+              dcd = desc(c, dc, 0, batch, M, N, 128, kOutSlab);
       auto& k = kernel<MatmulBatchedPersistent<128, 256, T, Out>>(
           {.num_warps = 8, .num_stages = 4, .warp_specialize = true, .tma_store = true});
       k.launch(persistent_batched_grid(batch, M, N, 128, 256, dev_.num_sms()), da, db, dcd, M, N, K);
@@ -75,9 +79,8 @@ class GemmBatched {
     const bool mma = dev_.backend() == tj::Backend::cuda && dev_.compute_capability() >= 80;
     const int bm = mma ? 128 : 64, bn = bm;
     for (const auto& [z0, count] : batch_chunks(batch)) {
-      const auto da = D(dev_, const_cast<T*>(a + z0 * M * K), dt, {count, M, K}, {M * K, K, 1}, {1, bm, 64});
-      const auto db = D(dev_, const_cast<T*>(b + z0 * N * K), dt, {count, N, K}, {N * K, K, 1}, {1, bn, 64});
-      const auto dcd = D(dev_, c + z0 * M * N, dc, {count, M, N}, {M * N, N, 1}, {1, bm, kOutSlab});
+      const D da = desc(a, dt, z0, count, M, K, bm, 64), db = desc(b, dt, z0, count, N, K, bn, 64),
+              dcd = desc(c, dc, z0, count, M, N, bm, kOutSlab);
       const tj::Grid grid{tj::cdiv(M, bm) * tj::cdiv(N, bn), count};
       if (mma)
         kernel<MatmulBatched<128, 128, T, Out>>({.num_warps = 8, .num_stages = 3, .arch = dev_.compute_capability() == 90 ? "sm_90" : ""})

@@ -381,7 +381,7 @@ class Emitter {
                      sb->chunked ? ", slab by slab through two slab buffers" : ""));
     const bool in_loop = parent_[static_cast<std::size_t>(id)] >= 0;
     auto issue = [&](int s, int at) {
-      const BlockDesc b = block_desc(id);
+      const ir::DescRef b = block_desc(id);
       return fmt::format("tj_tma_store_{}d(&s{}.map, tj_stbuf{} + {}u, {}); ", b.rank, b.param, id, at,
                          box_coords(id, v(n.args[1], 0), fmt::format("(int)({}) + {}", v(n.args[2], 0), s * W), outer_values(id)));
     };
@@ -462,7 +462,7 @@ class Emitter {
                          bool in_pipe = false, const std::vector<std::string>& outer = {}) const {
     const ir::Type& t = k_[x].type;
     const bool mc = in_pipe && multicast(x);
-    const BlockDesc b = block_desc(x);
+    const ir::DescRef b = block_desc(x);
     const int param = k_[b.param].i;
     const bool split = mc && mc_split_[static_cast<std::size_t>(param)];
     std::string out;
@@ -480,19 +480,8 @@ class Emitter {
     }
     return mc && !split ? fmt::format("if (tj_crank == 0) {{ {}}} ", out) : out;
   }
-  /// The descriptor block `x` (desc_load / desc_store) is read from: its parameter node, rank, row dim, and the
-  /// coordinate nodes of its other dims but the last (a desc_view's, dim order).
-  struct BlockDesc {
-    int param, rank, row_dim;
-    std::vector<int> outer;
-  };
-  BlockDesc block_desc(int x) const {
-    const Node& d = k_[k_[x].args[0]];
-    if (d.op != Op::desc_view) return {k_[x].args[0], 2, 0, {}};
-    BlockDesc b{d.args[0], static_cast<int>(d.i), d.axis, {}};
-    for (int j = 1; j + 1 < b.rank; ++j) b.outer.push_back(d.args[static_cast<std::size_t>(j)]);
-    return b;
-  }
+  /// The descriptor block `x` (desc_load / desc_store) is read from (ir::desc_ref).
+  ir::DescRef block_desc(int x) const { return ir::desc_ref(k_, x); }
   /// The values of block x's outer coordinates where they are defined (outside a coordinate function).
   std::vector<std::string> outer_values(int x) const {
     std::vector<std::string> out;
@@ -503,7 +492,7 @@ class Emitter {
   /// `row_add`).
   std::string box_coords(int x, const std::string& row, const std::string& col, const std::vector<std::string>& outer,
                          const std::string& row_add = "") const {
-    const BlockDesc b = block_desc(x);
+    const ir::DescRef b = block_desc(x);
     if (static_cast<int>(outer.size()) != b.rank - 2)
       throw Unsupported(fmt::format("codegen: block %{} of a rank-{} descriptor has {} outer coordinates", x, b.rank, outer.size()));
     std::string out = col;
@@ -513,7 +502,7 @@ class Emitter {
   }
   /// The 2-D slice a cp.async copy of block x reads (tj_view), `outer` its outer coordinates as for tma_copies.
   std::string cp_view(int x, const std::vector<std::string>& outer) const {
-    const BlockDesc b = block_desc(x);
+    const ir::DescRef b = block_desc(x);
     std::string out = fmt::format("tj_view_of(s{}, {}, {}, {}", b.param, b.rank, b.row_dim, size_bytes(k_[x].type.dtype));
     for (const std::string& u : outer) out += fmt::format(", (int)({})", u);
     return out + ")";
@@ -565,7 +554,7 @@ class Emitter {
     }
     auto note_param = [&](const Node& n) {
       if (cp_) return;  // cp.async reads through the descriptor's base, shape and strides: no tensor map
-      const int param = static_cast<int>(k_[ir::desc_param_node(k_, static_cast<int>(&n - k_.nodes.data()))].i);
+      const int param = static_cast<int>(k_[block_desc(static_cast<int>(&n - k_.nodes.data())).param].i);
       int& rows = tma_param_[static_cast<std::size_t>(param)];
       if (rows && rows != n.type.shape[0])
         throw Unsupported(fmt::format("descriptor parameter {} is copied by TMA in blocks of {} and of {} rows: one box per "
@@ -848,7 +837,7 @@ class Emitter {
     for (int x : p.loads) {
       line(fmt::format("auto tj_at{} = [&](const int s{}) {{  // coordinates of block %{} at an iteration", x, L, x));
       for (int c : coord_chain(x, L)) emit(c);
-      if (const BlockDesc b = block_desc(x); b.rank > 2) {  // column, row, then the other dims
+      if (const ir::DescRef b = block_desc(x); b.rank > 2) {  // column, row, then the other dims
         std::string w = fmt::format("(int){}, (int){}", v(k_[x].args[2], 0), v(k_[x].args[1], 0));
         for (int u : b.outer) w += fmt::format(", (int){}", v(u, 0));
         line(fmt::format("  return tj_crd{{{{{}}}}};", w));
@@ -3088,7 +3077,7 @@ void tma_stores(const ir::Kernel& k, const ir::Specialization& spec, const Targe
                                         id, n.type.shape[0], n.type.shape[1], es));
       continue;
     }
-    const Node& d = k.nodes[static_cast<std::size_t>(ir::desc_param_node(k, static_cast<int>(id)))];
+    const Node& d = k.nodes[static_cast<std::size_t>(ir::desc_ref(k, static_cast<int>(id)).param)];
     const auto p = static_cast<std::size_t>(d.i);
     if (!(d.op == Op::param && p < spec.flags.size() && (spec.flags[p] & ir::Specialization::kDiv16))) {
       diagnostics.push_back(fmt::format("tma_store not applied to desc_store %{}: descriptor {} is not known to hold whole "

@@ -83,9 +83,13 @@ std::vector<int> loop_ends(const Kernel& k) {
   return ends;
 }
 
-int desc_param_node(const Kernel& k, int x) {
-  const int d = k[x].args[0];
-  return k[d].op == Op::desc_view ? k[d].args[0] : d;
+DescRef desc_ref(const Kernel& k, int x) {
+  const int id = k[x].args[0];
+  const Node& d = k[id];
+  if (d.op != Op::desc_view) return {id, 2, 0, {}};
+  DescRef r{d.args[0], static_cast<int>(d.i), d.axis, {}};
+  for (int j = 1; j + 1 < r.rank; ++j) r.outer.push_back(d.args[static_cast<std::size_t>(j)]);
+  return r;
 }
 
 void verify(const Kernel& k) {

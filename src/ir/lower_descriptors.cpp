@@ -165,28 +165,29 @@ Kernel lower_descriptors(const Kernel& k, const std::function<bool(int)>& keep) 
   auto m = [&](int a) { return a < 0 ? -1 : map[static_cast<std::size_t>(a)]; };
   // The 2-D view a lowered load or store of `n` reads, built at that load or store (a desc_view's coordinates may
   // be defined in the loop that holds it).
-  auto view = [&](const Node& n) {
-    const Node& d = k[n.args[0]];
-    if (d.op != Op::desc_view) return b.view2(m(n.args[0]), n.type.dtype);
+  auto view = [&](int x) {
+    const DescRef r = desc_ref(k, x);
+    const DType dt = k[x].type.dtype;
+    if (r.rank == 2) return b.view2(m(r.param), dt);
     std::vector<int> outer;
-    for (int j = 1; j < static_cast<int>(d.i) - 1; ++j) outer.push_back(m(d.args[static_cast<std::size_t>(j)]));
-    return b.view_nd(m(d.args[0]), static_cast<int>(d.i), d.axis, outer, n.type.dtype);
+    for (int u : r.outer) outer.push_back(m(u));
+    return b.view_nd(m(r.param), r.rank, r.row_dim, outer, dt);
   };
   for (std::size_t id = 0; id < N; ++id) {
     const Node& n = k.nodes[id];
     if (n.op == Op::desc_view && !view_kept[id]) continue;  // read only by lowered blocks: built at each of them
     if (n.op == Op::desc_load && lowered[id]) {
       // Built here only when something uses the block itself; `trans` users build their own.
-      if (direct_use[id]) map[id] = b.load(view(n), m(n.args[1]), m(n.args[2]), n.type, false);
+      if (direct_use[id]) map[id] = b.load(view(static_cast<int>(id)), m(n.args[1]), m(n.args[2]), n.type, false);
       continue;
     }
     if (n.op == Op::desc_store && lowered[id]) {
-      b.store(view(n), m(n.args[1]), m(n.args[2]), m(n.args[3]), n.type);
+      b.store(view(static_cast<int>(id)), m(n.args[1]), m(n.args[2]), m(n.args[3]), n.type);
       continue;
     }
     if (n.op == Op::trans && lowered[static_cast<std::size_t>(n.args[0])]) {
       const Node& src = k.nodes[static_cast<std::size_t>(n.args[0])];
-      map[id] = b.load(view(src), m(src.args[1]), m(src.args[2]), src.type, true);
+      map[id] = b.load(view(n.args[0]), m(src.args[1]), m(src.args[2]), src.type, true);
       continue;
     }
     Node c = n;

@@ -32,7 +32,7 @@ KernelCore::KernelCore(Device dev, ir::Kernel ir, CompileOptions opt)
   ir::verify(ir_);
   stored_desc_.assign(ir_.params.size(), 0);
   for (const ir::Node& n : ir_.nodes)
-    if (n.op == ir::Op::desc_store) stored_desc_[static_cast<std::size_t>(ir_[ir::desc_param_node(ir_, static_cast<int>(&n - ir_.nodes.data()))].i)] = 1;
+    if (n.op == ir::Op::desc_store) stored_desc_[static_cast<std::size_t>(ir_[ir::desc_ref(ir_, static_cast<int>(&n - ir_.nodes.data())).param].i)] = 1;
   const int nw = opt_.num_warps;
   codegen::require_valid_num_warps(nw);
   if (opt_.num_stages < 1 || opt_.num_stages > 8)

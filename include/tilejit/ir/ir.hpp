@@ -120,7 +120,6 @@ struct Param {
   int row_dim = 0;
 };
 
-
 /// Properties of the launch arguments that change the generated code
 /// (Triton's specialisation): pointer 16-byte alignment, integer
 /// divisibility by 16, integer equal to 1, a descriptor's rows being whole
@@ -147,8 +146,13 @@ struct Kernel {
   const Node& operator[](int id) const { return nodes.at(static_cast<std::size_t>(id)); }
 };
 
-/// The descriptor parameter node behind desc_load / desc_store `x`'s descriptor (itself, or a desc_view's).
-int desc_param_node(const Kernel& k, int x);
+/// What desc_load / desc_store `x` reads through: the descriptor parameter node, its rank, the row dim of the
+/// block's tile, and the coordinate nodes of its other dims but the last (a desc_view's, dim order; none at rank 2).
+struct DescRef {
+  int param = -1, rank = 2, row_dim = 0;
+  std::vector<int> outer;
+};
+DescRef desc_ref(const Kernel& k, int x);
 
 /// Index of the loop_end matching each loop_begin (-1 elsewhere).
 std::vector<int> loop_ends(const Kernel& k);
