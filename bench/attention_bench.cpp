@@ -210,7 +210,7 @@ void BM_FlashFwdSm80(benchmark::State& st) {
 /// BM: query rows per item (192: three consumer warp groups, num_warps = 12). PP: the two consumer warp groups take
 /// turns over their products (CompileOptions::pingpong), from item to item.
 template <int D, bool CAUSAL, examples::KeyMask MASK = examples::KeyMask::edge_blocks, int SECTION_MIB = 0, int DK = D, int BM = 128,
-          bool PP = false, int BN = 128>
+          bool PP = false, int BN = 128, int STAGES = 2>
 void BM_FlashFwdPersistent(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
   const FwdData<D, DK> x;
@@ -221,7 +221,7 @@ void BM_FlashFwdPersistent(benchmark::State& st) {
   const Desc dk(gpu(), x.k, tj::DType::bf16, {rows, DK}, {DK, 1}, {BN, DK});
   const Desc dv(gpu(), x.v, tj::DType::bf16, {rows, DK}, {DK, 1}, {BN, DK});
   using K = examples::FlashAttnFwdTmaPersistent<BM, BN, DK, CAUSAL, tj::bf16, MASK>;
-  auto kern = tj::compile<K>(gpu(), {.num_warps = BM / 16, .num_stages = 2, .warp_specialize = true, .pingpong = PP});
+  auto kern = tj::compile<K>(gpu(), {.num_warps = BM / 16, .num_stages = STAGES, .warp_specialize = true, .pingpong = PP});
   const auto table = examples::fwd_item_table({.seqlen = S, .heads_q = B * H, .head_dim = DK, .block_m = BM, .block_n = BN,
                                                .causal = CAUSAL, .programs = gpu().num_sms(),
                                                .section_bytes = SECTION_MIB > 0 ? (SECTION_MIB * 1LL) << 20 : examples::kFwdSectionBytes});
@@ -231,7 +231,7 @@ void BM_FlashFwdPersistent(benchmark::State& st) {
   const float scale = static_cast<float>(1.4426950408889634 / std::sqrt(double(D)));
   time_tflops(st, [&] { kern.launch(table.grid(), dq, dk, dv, x.o, x.lse, items, S, 1, scale); }, x.flops(CAUSAL));
   gpu().free(items);
-  st.SetLabel(fmt::format("{}x{} stages 2, producer warp, {} programs{}", BM, BN, table.programs, PP ? ", ping-pong" : ""));
+  st.SetLabel(fmt::format("{}x{} stages {}, producer warp, {} programs{}", BM, BN, STAGES, table.programs, PP ? ", ping-pong" : ""));
 }
 
 /// Inputs of a backward run: random q, k, v, dO (B=4, H=32, S=4096, bf16), O and LSE from the forward, and
@@ -796,4 +796,19 @@ TJ_TMA_WS(128, false, 128, 64, 3, "full", examples::FlashAttnFwdTma, 1, "TmaWs")
 BENCHMARK(BM_FlashFwdTma<96, false, 128, 64, 2, 128, examples::FlashAttnFwdTmaPingPong, 2>)->Name("BM_FlashFwdPingPongPadded/D96/full/128x64/2")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashFwdTma<96, false, 128, 64, 3, 128>)->Name("BM_FlashFwdTmaPadded/D96/full/128x64/3")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashFwdTma<96, false, 64, 64, 3, 128>)->Name("BM_FlashFwdTmaPadded/D96/full/64x64/3")->UseManualTime()->Unit(benchmark::kMillisecond);
+// D = 96 held exactly in shared memory (three 64-byte slabs per row, the 64B swizzle; v0.16): 48 KiB per stage of
+// K and V at BLOCK_N = 128 instead of 64, so a third stage or wider key blocks now fit (192 = 64 x 3: 204 KiB).
+TJ_TMA_WS(96, false, 128, 128, 3, "full", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");
+TJ_TMA_WS(96, true, 128, 128, 3, "causal", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");
+TJ_TMA_WS(96, false, 128, 128, 3, "full", examples::FlashAttnFwdTmaPingPongEvenN, 1, "PingPongEvenN");
+TJ_TMA_WS(96, false, 128, 144, 2, "full", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");  // 16 x 9
+TJ_TMA_WS(96, false, 128, 160, 2, "full", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");  // 32 x 5
+TJ_TMA_WS(96, false, 128, 192, 2, "full", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");  // 64 x 3
+TJ_TMA_WS(96, true, 128, 192, 2, "causal", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");
+BENCHMARK(BM_FlashFwdPersistent<96, true, examples::KeyMask::edge_blocks, 0, 96, 128, false, 128, 3>)
+    ->Name("BM_FlashFwdPersistent/D96/causal/128x128/3")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdPersistent<96, true, examples::KeyMask::edge_blocks, 0, 96, 128, false, 192, 2>)
+    ->Name("BM_FlashFwdPersistent/D96/causal/128x192/2")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdPersistent<96, false, examples::KeyMask::none, 0, 96, 128, false, 128, 3>)
+    ->Name("BM_FlashFwdPersistentEvenN/D96/full/128x128/3")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK_MAIN();

@@ -183,7 +183,10 @@ class Attention {
           // K and V (128 KiB) and the last V block (32 KiB) fill the 227 KiB of shared memory.
           using Desc = tj::TensorDescriptor;
           constexpr bool ws = true;
-          constexpr int BM = 128, BN = D > 128 ? 64 : 128, stages = 2;
+          // The persistent kernel at D = 96 takes 3 stages: its K and V are held exactly (three 64-byte slabs per
+          // row, 48 KiB a stage), so a third stage fits; as fast as 2 (docs/perf.md v0.16) and it compiles without
+          // the 16-24 bytes of spill the 2-stage build now has.
+          constexpr int BM = 128, BN = D > 128 ? 64 : 128, stages = 2, persistent_stages = D == 96 ? 3 : 2;
           const long long rq = s.batch * s.heads_q * s.seqlen;
           const long long hkv = s.batch * s.heads_kv;  // K and V: rank 3, bounds per head (flash_fwd_tma.hpp, KV_RANK)
           const Desc dq(dev_, const_cast<T*>(q), tj::dtype_v<T>, {rq, D}, {D, 1}, {BM, D});
@@ -198,9 +201,9 @@ class Attention {
                                                    .programs = dev_.num_sms()});
             auto run = [&]<class K>(tj::Kernel<K>& kern) { kern.launch(grid, dq, dk, dv, o, lse, items, s.seqlen, group, scale_log2e); };
             if (!C && s.seqlen % BN == 0)
-              run(kernel<FlashAttnFwdTmaPersistent<BM, BN, D, false, T, KeyMask::none, 3>>(8, stages, ws));
+              run(kernel<FlashAttnFwdTmaPersistent<BM, BN, D, false, T, KeyMask::none, 3>>(8, persistent_stages, ws));
             else
-              run(kernel<FlashAttnFwdTmaPersistent<BM, BN, D, C, T, KeyMask::edge_blocks, 3>>(8, stages, ws));
+              run(kernel<FlashAttnFwdTmaPersistent<BM, BN, D, C, T, KeyMask::edge_blocks, 3>>(8, persistent_stages, ws));
             return;
           }
           const tj::Grid grid{tj::cdiv(s.seqlen, BM), s.batch * s.heads_q};

@@ -181,7 +181,7 @@ class Emitter {
       for (std::size_t i = 0; i < k_.params.size(); ++i)
         if (k_.params[i].type.is_desc && tma_param_[i]) {
           g.tma_params.push_back(static_cast<int>(i));
-          g.tma_boxes.push_back({tma_param_[i], 128 / size_bytes(k_.params[i].type.dtype)});
+          g.tma_boxes.push_back({tma_param_[i], slab_w_[i] / size_bytes(k_.params[i].type.dtype)});
         }
     } else {
       g.shared_bytes = smem_bytes_;
@@ -448,12 +448,47 @@ class Emitter {
       line(own.empty() ? st : fmt::format("if ({}) {}", own, st));
     }
   }
-  /// 128-byte slabs a block [rows, cols] is held in (one TMA box each; the last may be partly used).
+  /// The slab width (bytes, = the swizzle span) block `id` is held in: its descriptor parameter's (slab_w_, chosen
+  /// by plan_slab_widths); 128 for a block that is not a descriptor block of a planned parameter.
+  int slab_w(int id) const {
+    if (slab_w_.empty()) return 128;
+    const int param = static_cast<int>(k_[block_desc(id).param].i);
+    return slab_w_[static_cast<std::size_t>(param)];
+  }
+  /// Each descriptor parameter's slab width: the swizzle span its TMA blocks are held in (and copied with, one box
+  /// per slab), 128 bytes unless its rows are not a whole number of 128-byte slabs; then the widest of 64 and 32
+  /// bytes that divides them, so that a block is held exactly: a [rows, 96] bf16 block (192-byte rows, attention
+  /// at head dim 96) is three 64-byte slabs with the 64B swizzle, not two 128-byte ones with a quarter of zero
+  /// fill. Only where wgmma reads the blocks in place (sm_90a TMA blocks; wgmma's descriptors take the 32B, 64B
+  /// and 128B swizzles alike); cp.async rings, TMA stores and every other target keep 128-byte slabs.
+  void plan_slab_widths() {
+    slab_w_.assign(k_.params.size(), 128);
+    if (t_.dialect != Dialect::cuda || cp_) return;
+    std::vector<char> stored(k_.params.size(), 0);
+    std::vector<int> width(k_.params.size(), 0);
+    for (std::size_t id = 0; id < k_.nodes.size(); ++id) {
+      const Node& n = k_.nodes[id];
+      if (n.op != Op::desc_load && n.op != Op::desc_store) continue;
+      const auto param = static_cast<std::size_t>(k_[block_desc(static_cast<int>(id)).param].i);
+      if (n.op == Op::desc_store) {
+        stored[param] = 1;
+        continue;
+      }
+      const int rb = n.type.shape[1] * size_bytes(n.type.dtype), rows = n.type.shape[0];
+      const int w = rb % 128 == 0 || rows % 8 != 0 ? 128 : rb % 64 == 0 ? 64 : rb % 32 == 0 ? 32 : 128;
+      width[param] = width[param] && width[param] != w ? 128 : w;  // blocks of one parameter share one box
+    }
+    for (std::size_t i = 0; i < k_.params.size(); ++i)
+      if (!stored[i] && width[i]) slab_w_[i] = width[i];
+  }
+  /// Slabs a block [rows, cols] is held in (one TMA box each; the last may be partly used when the rows are not
+  /// a whole number of slabs).
   int slabs_of(int id) const {
     const ir::Type& t = k_[id].type;
-    return (t.shape[1] * size_bytes(t.dtype) + 127) / 128;
+    const int w = slab_w(id);
+    return (t.shape[1] * size_bytes(t.dtype) + w - 1) / w;
   }
-  int block_bytes(int id) const { return slabs_of(id) * k_[id].type.shape[0] * 128; }
+  int block_bytes(int id) const { return slabs_of(id) * k_[id].type.shape[0] * slab_w(id); }
   /// Thread 0's copies of block `x` into shared address `dst` at coordinates (row, col), completing on `bar`.
   /// A multicast block of a pipelined loop (multicast(x)): only the cluster's first program copies it, into every
   /// program's shared memory at the same offset, completing on every program's barrier at the same offset.
@@ -466,11 +501,12 @@ class Emitter {
     const int param = k_[b.param].i;
     const bool split = mc && mc_split_[static_cast<std::size_t>(param)];
     std::string out;
+    const int w = slab_w(x);
     for (int s = 0; s < slabs_of(x); ++s) {
-      const std::string at = fmt::format("{} + {}u", dst, s * t.shape[0] * 128), x0 = fmt::format("(int)({}) + {}", col, s * (128 / size_bytes(t.dtype)));
+      const std::string at = fmt::format("{} + {}u", dst, s * t.shape[0] * w), x0 = fmt::format("(int)({}) + {}", col, s * (w / size_bytes(t.dtype)));
       if (split) {  // rank r copies rows [r·R/C, (r+1)·R/C) of the block to every program
         const int part = t.shape[0] / cluster_;
-        out += fmt::format("tj_tma_load_{}d_multicast({} + tj_crank * {}u, &s{}.map, {}, {}, {}); ", b.rank, at, part * 128, b.param,
+        out += fmt::format("tj_tma_load_{}d_multicast({} + tj_crank * {}u, &s{}.map, {}, {}, {}); ", b.rank, at, part * w, b.param,
                            box_coords(x, row, x0, outer, fmt::format(" + (int)tj_crank * {}", part)), bar, (1 << cluster_) - 1);
       } else {
         const std::string args = fmt::format("{}, &s{}.map, {}, {}", at, b.param, box_coords(x, row, x0, outer), bar);
@@ -543,6 +579,7 @@ class Emitter {
     pipe_of_loop_.assign(N, -1);
     alias_.assign(N, -1);
     tma_param_.assign(k_.params.size(), 0);
+    plan_slab_widths();
     const auto ends = ir::loop_ends(k_);
     loop_end_.assign(ends.begin(), ends.end());
     std::vector<int> parent(N, -1), stack;
@@ -559,18 +596,22 @@ class Emitter {
       if (rows && rows != n.type.shape[0])
         throw Unsupported(fmt::format("descriptor parameter {} is copied by TMA in blocks of {} and of {} rows: one box per "
                                       "descriptor", param, rows, n.type.shape[0]));
-      // Boxes are 128 bytes wide (the 128B swizzle wgmma reads): a block whose rows are not whole 128-byte slabs is
+      // Boxes are one slab wide (slab_w: the swizzle span wgmma reads): a block whose rows are not whole slabs is
       // copied with its last slab's columns past the block (in bounds: read from memory; past the tensor: zero-filled).
       const int row_bytes = n.type.shape[1] * size_bytes(n.type.dtype);
-      if (!rows && row_bytes % 128 != 0) {
-        const int id = static_cast<int>(&n - k_.nodes.data()), used = n.type.shape[0] * row_bytes, moved = block_bytes(id);
+      const int id = static_cast<int>(&n - k_.nodes.data()), w = slab_w(id);
+      if (!rows && row_bytes % w != 0) {
+        const int used = n.type.shape[0] * row_bytes, moved = block_bytes(id);
         plan_diag_.push_back(fmt::format("descriptor parameter {}: its [{}, {}] blocks have {}-byte rows, copied as {} TMA box(es) "
-                                         "{} elements (128 bytes) wide: each copy moves {} bytes into shared memory for a block of {} "
+                                         "{} elements ({} bytes) wide: each copy moves {} bytes into shared memory for a block of {} "
                                          "({:.2f}x; columns past the tensor are zero-filled, the others are read); blocks whose rows "
-                                         "are a multiple of 128 bytes ({} elements) copy only what they use",
-                                         param, n.type.shape[0], n.type.shape[1], row_bytes, slabs_of(id),
-                                         128 / size_bytes(n.type.dtype), moved, used, static_cast<double>(moved) / used,
-                                         128 / size_bytes(n.type.dtype)));
+                                         "are a multiple of 32 bytes ({} elements) copy only what they use",
+                                         param, n.type.shape[0], n.type.shape[1], row_bytes, slabs_of(id), w / size_bytes(n.type.dtype),
+                                         w, moved, used, static_cast<double>(moved) / used, 32 / size_bytes(n.type.dtype)));
+      } else if (!rows && w < 128 && row_bytes > 0) {
+        plan_diag_.push_back(fmt::format("descriptor parameter {}: its [{}, {}] blocks have {}-byte rows, held exactly as {} slab(s) of "
+                                         "{} bytes with the {}B swizzle (no columns past the block)",
+                                         param, n.type.shape[0], n.type.shape[1], row_bytes, slabs_of(id), w, w));
       }
       rows = n.type.shape[0];
     };
@@ -2361,7 +2402,8 @@ class Emitter {
   /// A fragment registers of each k16 step, found by coordinate in `layout_of`.
   struct WgmmaOperand {
     std::string addr;  // shared address (this warp group's rows for A)
-    int rows = 0;      // rows of the block (slab stride = rows · 128 bytes)
+    int rows = 0;      // rows of the block (slab stride = rows · w bytes)
+    int w = 128;       // slab width in bytes = the swizzle span (128, 64 or 32)
     bool mn_major = false;
     int regs_of = -1;  // register A: the dot whose operand 0 supplies it
   };
@@ -2443,11 +2485,22 @@ class Emitter {
                    : et == DType::f8e5 ? "e5m2" : et == DType::f32 ? "tf32" : "s8";
     const char* dty = et == DType::i8 ? "s32" : "f32";
     if (B.mn_major && es != 2) throw Unsupported(fmt::format("dot %{}: an MN-major B block needs a 16-bit type (wgmma transposes only those)", id));
-    const std::string bdesc = B.mn_major ? fmt::format("tj_wgmma_desc_mn({{}}, {}u)", B.rows * 128) : "tj_wgmma_desc({})";
+    // 128-byte slabs keep the original helpers (the text of kernels with 128-byte slabs is unchanged); narrower
+    // slabs name their swizzle span.
+    auto kdesc = [](int w, const std::string& at) {
+      return w == 128 ? fmt::format("tj_wgmma_desc({})", at) : fmt::format("tj_wgmma_desc_sw({}, {})", at, w);
+    };
     for (int k0 = 0; k0 < K; k0 += kstep) {
-      const int slab = k0 * es / 128, kin = (k0 * es) % 128;
-      const std::string boff = B.mn_major ? fmt::format("{} + {}", B.addr, k0 * 128) : fmt::format("{} + {}", B.addr, slab * B.rows * 128 + kin);
-      const std::string bd = fmt::format(fmt::runtime(bdesc), boff);
+      const int aslab = k0 * es / A.w, akin = (k0 * es) % A.w;
+      const int bslab = k0 * es / B.w, bkin = (k0 * es) % B.w;
+      std::string bd;
+      if (B.mn_major) {  // k0 rows of w bytes each; LBO = the slab stride between w-byte MN blocks
+        const std::string at = fmt::format("{} + {}", B.addr, k0 * B.w);
+        bd = B.w == 128 ? fmt::format("tj_wgmma_desc_mn({}, {}u)", at, B.rows * 128)
+                        : fmt::format("tj_wgmma_desc_mn_sw({}, {}u, {})", at, B.rows * B.w, B.w);
+      } else {
+        bd = kdesc(B.w, fmt::format("{} + {}", B.addr, bslab * B.rows * B.w + bkin));
+      }
       const bool first = k0 == 0;
       const int scale_d = zero_acc && first ? 0 : 1;
       const std::string& cn = first ? cons_first : cons;
@@ -2462,8 +2515,9 @@ class Emitter {
       // Transpose immediates exist for 16-bit types only; integer wgmma has no scale immediates either.
       const std::string imm = es == 2 ? fmt::format("{}, 1, 1, 0, {}", scale_d, B.mn_major ? 1 : 0) : et == DType::i8 ? fmt::format("{}", scale_d)
                                                                                                      : fmt::format("{}, 1, 1", scale_d);
-      line(fmt::format("asm volatile(\"{{ wgmma.mma_async.sync.aligned.m64n{}k{}.{}.{}.{} {{{}}}, %{}, %{}, {}; }}\" : {} : \"l\"(tj_wgmma_desc({} + {})), \"l\"({}));",
-                       N, kstep, dty, ty, ty, regs, N / 2, N / 2 + 1, imm, cn, A.addr, slab * A.rows * 128 + kin, bd));
+      line(fmt::format("asm volatile(\"{{ wgmma.mma_async.sync.aligned.m64n{}k{}.{}.{}.{} {{{}}}, %{}, %{}, {}; }}\" : {} : \"l\"({}), \"l\"({}));",
+                       N, kstep, dty, ty, ty, regs, N / 2, N / 2 + 1, imm, cn,
+                       kdesc(A.w, fmt::format("{} + {}", A.addr, aslab * A.rows * A.w + akin)), bd));
     }
     line("asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");");
     if (ev_wgmma_ >= 0) {  // the group is issued: its sequence number in this warp group, the warp group above bit 24
@@ -2531,13 +2585,15 @@ class Emitter {
                      b_trans ? "K-major" : "MN-major", async ? "left in flight" : "waited for"));
     WgmmaOperand A, B;
     if (a_smem) {
-      A.addr = fmt::format("({} + (unsigned)(tj_warp / 4) * {}u)", block_addr(a, id), 64 * 128);
+      A.w = slab_w(a);
+      A.addr = fmt::format("({} + (unsigned)(tj_warp / 4) * {}u)", block_addr(a, id), 64 * A.w);
       A.rows = M;
     } else {
       A.regs_of = id;
     }
     B.addr = block_addr(bl, id);
     B.rows = k_[bl].type.shape[0];
+    B.w = slab_w(bl);
     B.mn_major = !b_trans;
     // A zero accumulator (S = Q·Kᵀ each iteration) is not written register by register: the first wgmma
     // ignores it (scale-d = 0).
@@ -2863,6 +2919,7 @@ class Emitter {
   std::vector<char> packed_;  // per node: 16-bit float tile held two elements per register (plan_packed)
   std::set<int> resident_landed_;  // resident blocks waited for at top level (wait_resident_before)
   std::vector<int> tma_param_;  // per parameter: rows of its TMA box (0: not TMA-fed)
+  std::vector<int> slab_w_;     // per parameter: bytes per slab of its blocks in shared memory (plan_slab_widths)
   std::vector<char> mc_split_;  // per parameter: its multicast blocks are copied in num_ctas slices (decide_cluster)
   int ring_bytes_ = 0;
   std::vector<Resident> resident_;

@@ -67,6 +67,16 @@ static __device__ __forceinline__ unsigned long long tj_wgmma_desc_mn(unsigned a
   return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)((lbo >> 4) & 0x3FFF) << 16) |
          ((unsigned long long)(1024 >> 4) << 32) | (1ull << 62);
 }
+// The same for 64- or 32-byte slabs (TMA boxes of that width with the matching swizzle): SBO = 8 rows of w bytes,
+// layout type 2 (64B swizzle) or 3 (32B swizzle). K-major: LBO unused; MN-major: LBO = bytes between w-byte MN blocks.
+static __device__ __forceinline__ unsigned long long tj_wgmma_desc_sw(unsigned addr, unsigned w) {
+  return (unsigned long long)((addr & 0x3FFFF) >> 4) | (1ull << 16) | ((unsigned long long)((8 * w) >> 4) << 32) |
+         ((unsigned long long)(w == 64 ? 2 : 3) << 62);
+}
+static __device__ __forceinline__ unsigned long long tj_wgmma_desc_mn_sw(unsigned addr, unsigned lbo, unsigned w) {
+  return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)((lbo >> 4) & 0x3FFF) << 16) |
+         ((unsigned long long)((8 * w) >> 4) << 32) | ((unsigned long long)(w == 64 ? 2 : 3) << 62);
+}
 // A for_range whose step is not positive at run time would never end (s += step never reaches hi): the loop's
 // guard stops the kernel here instead (the launch then fails with an illegal-instruction error; the guard's line
 // names the loop). A trap, not printf: an extern call (vprintf) would make ptxas serialise every wgmma.

@@ -181,8 +181,17 @@ std::uint64_t KernelCore::check_args(std::span<const ArgSlot> args) const {
   return key;
 }
 
+namespace {
+/// The swizzle of a TMA box one slab wide: the slab's bytes (the code generator's slab width: 128, 64 or 32).
+TensorDescriptor::Swizzle swizzle_of_box(int inner_elems, DType dt) {
+  const int bytes = inner_elems * size_bytes(dt);
+  return bytes == 64 ? TensorDescriptor::Swizzle::b64 : bytes == 32 ? TensorDescriptor::Swizzle::b32 : TensorDescriptor::Swizzle::b128;
+}
+}  // namespace
+
 std::shared_ptr<const TensorDescriptor> KernelCore::derived(const TensorDescriptor& d, std::array<int, 5> block) {
-  // The same tensor with the kernel's block and the 128B swizzle its wgmma reads; encoded once, kept while
+  // The same tensor with the kernel's block and the swizzle its wgmma reads (the box's width: 128, 64 or 32
+  // bytes); encoded once, kept while
   // the argument is passed again (a small cache: a kernel sees few distinct tensors per launch site).
   // Compared field by field on every launch: no formatting on the launch path.
   const int R = d.rank();
@@ -198,7 +207,7 @@ std::shared_ptr<const TensorDescriptor> KernelCore::derived(const TensorDescript
   auto v = std::make_shared<const TensorDescriptor>(dev_, d.base(), d.dtype(), std::vector<std::int64_t>(d.shape().begin(), d.shape().end()),
                                                     std::vector<std::int64_t>(d.strides().begin(), d.strides().end()),
                                                     std::vector<std::int64_t>(block.begin(), block.begin() + R),
-                                                    TensorDescriptor::Options{TensorDescriptor::Swizzle::b128, d.oob_fill(), d.l2_promotion()});
+                                                    TensorDescriptor::Options{swizzle_of_box(block[static_cast<std::size_t>(R - 1)], d.dtype()), d.oob_fill(), d.l2_promotion()});
   derived_.emplace_back(key, v);
   return v;
 }
@@ -328,7 +337,7 @@ void KernelCore::launch(const Grid& g, Stream s, std::span<ArgSlot> args, const 
   for (std::size_t t = 0; t < v.tma_params.size(); ++t) {
     const int i = v.tma_params[t];
     const TensorDescriptor& td = *args[static_cast<std::size_t>(i)].v.desc;
-    // The box: the kernel's rows along its row dim, one 128-byte slab of columns, 1 along every other dim.
+    // The box: the kernel's rows along its row dim, one slab of columns (128, 64 or 32 bytes), 1 along every other dim.
     const ir::Param& p = ir_.params[static_cast<std::size_t>(i)];
     std::array<int, 5> box{1, 1, 1, 1, 1};
     box[static_cast<std::size_t>(p.row_dim)] = v.tma_boxes[t][0];
@@ -336,7 +345,7 @@ void KernelCore::launch(const Grid& g, Stream s, std::span<ArgSlot> args, const 
     if (!td.has_tensor_map())
       throw InvalidArgument(fmt::format("{} is loaded through TMA but has no tensor map ({}): build it on this device",
                                         describe(ir_, static_cast<std::size_t>(i)), to_string(td)));
-    bool same = td.swizzle() == TensorDescriptor::Swizzle::b128;
+    bool same = td.swizzle() == swizzle_of_box(v.tma_boxes[t][1], td.dtype());
     for (int k = 0; k < p.rank; ++k) same = same && td.block_shape()[static_cast<std::size_t>(k)] == box[static_cast<std::size_t>(k)];
     if (!same) {
       keep[i] = derived(td, box);  // alive until the launch has copied it, even if another thread evicts it

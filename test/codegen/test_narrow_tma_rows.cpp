@@ -1,9 +1,11 @@
-// TMA-fed wgmma operands whose rows are narrower than 128 bytes (an i8 / f8 K step of 64, a bf16 K step of 32).
-// They are legal (K · size a multiple of 32 bytes) and compile to the TMA pipeline, but the box is one 128-byte
-// swizzle span wide, so each stage copies twice what the block uses (expect_tx 16384 for two 4 KiB blocks). That
-// used to be silent (and the docs claimed K = 128 for i8 / f8, K a multiple of 64 for bf16): the generated kernel
-// now reports it in its diagnostics, and 128-byte rows, which copy exactly their block, report nothing.
+// TMA-fed wgmma operands whose rows are not a whole number of 128-byte slabs (an i8 / f8 K step of 64 or 32, a
+// bf16 K step of 32 or 96). They used to be copied in 128-byte boxes — twice or four times what a block uses, a
+// third more at 192-byte rows — and reported as such. Now their slabs are as wide as the rows allow (64 or 32 bytes,
+// with the matching TMA swizzle and wgmma descriptor layout): each stage copies exactly its blocks, and the
+// diagnostic says how they are held. Rows that are no multiple of 32 bytes (a 72-wide MN-major bf16 block) keep
+// 128-byte slabs and the old report (test_sm90_codegen_edges.cpp).
 #include <doctest/doctest.h>
+#include <fmt/format.h>
 
 #include <array>
 #include <cstdint>
@@ -13,9 +15,11 @@
 
 #include "test/common/codegen.hpp"
 #include "test/common/random.hpp"
+#include "test/common/text.hpp"
 #include "tilejit/tilejit.hpp"
 
 namespace tj = tilejit;
+using testing::occurrences;
 
 namespace {
 
@@ -43,51 +47,67 @@ std::vector<int> expect_tx(const std::string& src) {
   return out;
 }
 
+/// Call sites of the narrow-slab wgmma descriptors (the prelude's definitions, "_sw(unsigned", not counted).
+std::size_t sw_calls(const std::string& src) {
+  return occurrences(src, "tj_wgmma_desc_sw(") + occurrences(src, "tj_wgmma_desc_mn_sw(") - occurrences(src, "_sw(unsigned");
+}
+
 template <class T, int BK>
-void check_narrow(const char* name, int row_bytes) {
+void check_narrow(const char* name, int row_bytes, int slab_bytes) {
   CAPTURE(name);
   const auto g = sm90<NarrowRows<T, BK>>();
-  // The TMA pipeline is taken: both operands through TMA, boxes of 64 rows x 128 bytes.
+  // The TMA pipeline is taken: both operands through TMA, boxes of 64 rows x one slab.
   REQUIRE(g.tma_params == std::vector<int>{0, 1});
-  const int box_elems = 128 / static_cast<int>(sizeof(T));
+  const int box_elems = slab_bytes / static_cast<int>(sizeof(T)), slabs = row_bytes / slab_bytes;
   CHECK(g.tma_boxes == std::vector<std::array<int, 2>>{{64, box_elems}, {64, box_elems}});
-  // Each stage: two blocks of 64 rows x 128 bytes = 16384 bytes, for 2 x 64 x row_bytes used.
+  // Each stage: exactly the two blocks' bytes.
   const auto tx = expect_tx(g.source);
   REQUIRE_FALSE(tx.empty());
-  for (int n : tx) CHECK(n == 2 * 64 * 128);
-  CHECK(g.source.find("wgmma.mma_async") != std::string::npos);
-  // Reported, once per parameter, with the ratio.
+  for (int n : tx) CHECK(n == 2 * 64 * row_bytes);
+  CHECK(occurrences(g.source, "tj_tma_load_2d(") == static_cast<std::size_t>(2 * slabs + 1));  // + the prelude's definition
+  CHECK(sw_calls(g.source) == static_cast<std::size_t>(2 * row_bytes / 32));  // A and B: one descriptor each per 32-byte k step
+  // Reported, once per parameter.
   for (int p : {0, 1}) {
     CAPTURE(p);
-    CHECK(testing::has_diagnostic(g, "descriptor parameter " + std::to_string(p) + ": its [64, " + std::to_string(BK) + "] blocks have " +
-                                         std::to_string(row_bytes) + "-byte rows, copied as 1 TMA box(es) " + std::to_string(box_elems) +
-                                         " elements (128 bytes) wide: each copy moves 8192 bytes into shared memory for a block of " +
-                                         std::to_string(64 * row_bytes) + " (" + (row_bytes == 64 ? "2.00x" : "4.00x")));
+    CHECK(testing::has_diagnostic(g, fmt::format("descriptor parameter {}: its [64, {}] blocks have {}-byte rows, held exactly as {} "
+                                                 "slab(s) of {} bytes with the {}B swizzle", p, BK, row_bytes, slabs, slab_bytes, slab_bytes)));
+    for (const auto& d : g.diagnostics) CHECK(d.find("TMA box(es)") == std::string::npos);
   }
   testing::compiles_for_sm90a(g.source, std::string(name) + ".cu");
 }
 
 }  // namespace
 
-TEST_CASE("narrow_tma_rows_i8_k64_and_bf16_k32_copy_128_byte_boxes_and_say_so") {
-  check_narrow<std::int8_t, 64>("narrow_i8_k64", 64);
-  check_narrow<tj::bf16, 32>("narrow_bf16_k32", 64);
-  check_narrow<tj::f8e4m3, 32>("narrow_e4m3_k32", 32);  // 32-byte rows: 4x
+TEST_CASE("narrow_tma_rows_copy_exactly_their_block_in_64_and_32_byte_slabs") {
+  check_narrow<std::int8_t, 64>("narrow_i8_k64", 64, 64);
+  check_narrow<tj::bf16, 32>("narrow_bf16_k32", 64, 64);
+  check_narrow<tj::f8e4m3, 32>("narrow_e4m3_k32", 32, 32);
+  check_narrow<tj::bf16, 96>("narrow_bf16_k96", 192, 64);  // 1.5 x 128 bytes: three 64-byte slabs
+  check_narrow<tj::bf16, 48>("narrow_bf16_k48", 96, 32);   // three 32-byte slabs
 }
 
-TEST_CASE("narrow_tma_rows_128_byte_rows_copy_exactly_their_block_and_report_nothing") {
-  for (const auto& g : {sm90<NarrowRows<std::int8_t, 128>>(), sm90<NarrowRows<tj::bf16, 64>>(), sm90<NarrowRows<float, 32>>()}) {
+TEST_CASE("narrow_tma_rows_128_byte_rows_keep_128_byte_slabs_and_report_nothing") {
+  const std::pair<tj::codegen::Generated, int> cases[] = {
+      {sm90<NarrowRows<std::int8_t, 128>>(), 128}, {sm90<NarrowRows<tj::bf16, 64>>(), 64}, {sm90<NarrowRows<float, 32>>(), 32}};
+  for (const auto& [g, box_elems] : cases) {
     REQUIRE(g.tma_params == std::vector<int>{0, 1});
     const auto tx = expect_tx(g.source);
     REQUIRE_FALSE(tx.empty());
     for (int n : tx) CHECK(n == 2 * 64 * 128);  // the blocks' own bytes
+    CHECK(g.tma_boxes == std::vector<std::array<int, 2>>{{64, box_elems}, {64, box_elems}});
+    CHECK(sw_calls(g.source) == 0u);  // 128B descriptors only
     for (const auto& d : g.diagnostics) CHECK(d.find("TMA box(es)") == std::string::npos);
+    for (const auto& d : g.diagnostics) CHECK(d.find("held exactly") == std::string::npos);
   }
-  // Two slabs, the second half used (bf16 K = 96: 192-byte rows): 256 bytes copied per row, reported.
-  const auto g = sm90<NarrowRows<tj::bf16, 96>>();
-  CHECK(testing::has_diagnostic(g, "its [64, 96] blocks have 192-byte rows, copied as 2 TMA box(es) 64 elements (128 bytes) wide: "
-                                   "each copy moves 16384 bytes into shared memory for a block of 12288 (1.33x"));
-  testing::compiles_for_sm90a(g.source, "narrow_bf16_k96.cu");
+}
+
+// The code generator's other targets keep 128-byte slabs: the cp.async ring (sm_80) has no swizzle choice to make.
+TEST_CASE("narrow_tma_rows_cp_async_ring_keeps_128_byte_slabs") {
+  const auto g = tj::codegen::generate(tj::trace(NarrowRows<tj::bf16, 96>{}), {}, tj::codegen::target_for("sm_80"),
+                                       {.num_warps = 4, .num_stages = 2});
+  CHECK(g.tma_boxes.empty());
+  CHECK(sw_calls(g.source) == 0u);
+  for (const auto& d : g.diagnostics) CHECK(d.find("held exactly") == std::string::npos);
 }
 
 // The interpreter runs the same narrow kernel exactly (i8 -> i32).

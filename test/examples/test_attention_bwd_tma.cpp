@@ -115,7 +115,8 @@ TEST_CASE("attention_bwd_tma_sm90a_code_uses_tma_and_wgmma_for_every_product") {
       CHECK(g->tma_params == std::vector<int>{0, 1, 2, 3});
       CHECK(occurrences(g->source, "copied once by TMA") == 2);     // K, V (dK/dV kernel) or Q, dO (dQ kernel)
       CHECK(occurrences(g->source, "\"r\"(tj_pa") > 0);             // register-A products
-      CHECK(occurrences(g->source, "tj_wgmma_desc_mn((tj_ring") > 0);  // the pipelined blocks read MN-major too
+      // The pipelined blocks read MN-major too (D = 96: rows of three 64-byte slabs, the 64B-swizzle descriptor).
+      CHECK(occurrences(g->source, hd == 96 ? "tj_wgmma_desc_mn_sw((tj_ring" : "tj_wgmma_desc_mn((tj_ring") > 0);
       CHECK(g->source.find("from L") == std::string::npos);  // no conversion through shared memory
       CHECK(testing::has_diagnostic(*g, "TMA pipeline of 2 stage(s)"));
     }

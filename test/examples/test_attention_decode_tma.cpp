@@ -204,7 +204,8 @@ TEST_CASE("attention_decode_tma_sm90a_code_streams_the_cache_through_tma_into_wg
     const std::string& src = g.source;
     CAPTURE(g.diagnostics);
     CHECK(g.tma_params == std::vector<int>{1, 2});                                      // k_desc, v_desc
-    CHECK(has_diagnostic(g, "TMA pipeline of 4 stage(s) x 32768 bytes (2 block(s))"));  // K and V of each step
+    // K and V of each step: 64 rows of 192 bytes (three 64-byte slabs) or 256 bytes each, exactly.
+    CHECK(has_diagnostic(g, fmt::format("TMA pipeline of 4 stage(s) x {} bytes (2 block(s))", 2 * 64 * hd * 2)));
     CHECK(has_diagnostic(g, "warp specialised: 4 consumer warp(s)"));
     CHECK(occurrences(src, "copied once by TMA") == 2);  // the two tail steps' K blocks
     // In the loop: S = Q·Kᵀ with Q in registers and K read in place; O += P·V with P in registers and V MN-major.

@@ -3,7 +3,8 @@
 // conversions), checked without a GPU: each kernel either generates code that
 // NVRTC compiles for sm_90a (ptxas included: a cubin) and runs correctly in
 // the interpreter against a CPU reference, or is refused with a typed error.
-// Tests that need NVRTC skip with a MESSAGE when it is unavailable.
+// Tests that need NVRTC skip with a MESSAGE when it is unavailable. One case runs the narrow slabs (64B / 32B
+// swizzle) on an sm_90 GPU and skips without one.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
 
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include "test/common/codegen.hpp"
+#include "test/common/mirror.hpp"
 #include "test/common/text.hpp"
 #include "examples/attention/flash_fwd_tma.hpp"
 #include "examples/gemm/matmul_v5.hpp"
@@ -204,8 +206,8 @@ TEST_CASE("sm90_edge_pointer_a_desc_b_takes_register_a_and_compiles") {
   SUBCASE("MN-major B ([K, N] block used directly), f16, 8 warps") {
     const auto g = sm90<RegAGemm<128, 96, 64, false, tj::f16>>(8, 2);
     CHECK(g.tma_params == std::vector<int>{1});
-    CHECK(g.tma_boxes == std::vector<std::array<int, 2>>{{64, 64}});
-    CHECK(occurrences(g.source, "tj_wgmma_desc_mn((tj_ring") == 4u);  // one per k16 step
+    CHECK(g.tma_boxes == std::vector<std::array<int, 2>>{{64, 32}});  // 192-byte rows: three 64-byte slabs
+    CHECK(occurrences(g.source, "tj_wgmma_desc_mn_sw((tj_ring") == 4u);  // one per k16 step
     CHECK(occurrences(g.source, "m64n96k16.f32.f16.f16") == 4u);
     if (nv) nvrtc_ok(g);
   }
@@ -334,12 +336,13 @@ TEST_CASE("sm90_edge_block_used_through_trans_and_directly") {
 
 TEST_CASE("sm90_edge_block_used_through_trans_and_directly_partial_slabs") {
   const bool nv = have_nvrtc();
-  // D = 96: S = Q·Kᵀ over 96 (1.5 slabs, 6 k steps) and dS·K with an MN-major B of N = 96 (LBO = 64 rows x 128).
+  // D = 96: S = Q·Kᵀ over 96 (three 64-byte slabs, 6 k steps) and dS·K with an MN-major B of N = 96 (LBO = 64 rows x 64).
   const auto g1 = sm90<TransAndDirect<64, 64, 96, tj::bf16>>(4, 2);
   CHECK(occurrences(g1.source, "m64n64k16.f32.bf16.bf16") == 6u);
   CHECK(occurrences(g1.source, "m64n96k16.f32.bf16.bf16") == 4u);
-  CHECK(occurrences(g1.source, "tj_wgmma_desc_mn((tj_ring") == 4u);
-  CHECK(occurrences(g1.source, ", 8192u)") >= 4u);  // LBO: the slab stride of a 64-row block
+  CHECK(occurrences(g1.source, "tj_wgmma_desc_mn_sw((tj_ring") == 4u);
+  CHECK(occurrences(g1.source, ", 4096u, 64)") == 4u);  // LBO: the slab stride of a 64-row block of 64-byte slabs
+  CHECK(g1.tma_boxes == std::vector<std::array<int, 2>>{{64, 32}, {64, 32}});
   // Two warp groups, D = 128, N of the MN-major B not a multiple of 64 (72: 8 columns of the second slab).
   const auto g2 = sm90<TransAndDirect<128, 64, 128, tj::f16>>(8, 3);
   const auto g3 = sm90<RegAGemm<64, 72, 64, false, tj::bf16>>(4, 2);
@@ -356,10 +359,12 @@ TEST_CASE("sm90_edge_attention_head_dims_80_160_192_256") {
     CAPTURE(hd);
     const auto g = sm90<decltype(kernel)>(4, 2);
     CHECK(g.tma_params == std::vector<int>{0, 1, 2});
-    CHECK(g.tma_boxes == std::vector<std::array<int, 2>>{{64, 64}, {64, 64}, {64, 64}});
-    const std::size_t slabs = static_cast<std::size_t>((hd + 63) / 64);
+    // Slabs as wide as the rows allow: 160 bytes (80) -> 32-byte slabs, 320 (160) -> 64, 384 and 512 -> 128.
+    const int w = hd * 2 % 128 == 0 ? 128 : hd * 2 % 64 == 0 ? 64 : 32;
+    CHECK(g.tma_boxes == std::vector<std::array<int, 2>>(3, {64, w / 2}));
+    const std::size_t slabs = static_cast<std::size_t>(hd * 2 / w);
     CHECK(occurrences(g.source, "tj_tma_load_2d(") == 3 * slabs + 1);  // Q, K, V: one copy per slab (+ the prelude)
-    CHECK(occurrences(g.source, "tj_wgmma_desc_mn((tj_ring") == 4u);    // P·V: K = BLOCK_N = 64
+    CHECK(occurrences(g.source, w == 128 ? "tj_wgmma_desc_mn((tj_ring" : "tj_wgmma_desc_mn_sw((tj_ring") == 4u);  // P·V: K = 64
     CHECK(occurrences(g.source, fmt::format("m64n{}k16.f32.bf16.bf16", hd)) == 4u);
     CHECK(occurrences(g.source, "m64n64k16.f32.bf16.bf16") == static_cast<std::size_t>(hd / 16));  // S = Q·Kᵀ over hd
     CHECK(g.source.find("through shared memory") == std::string::npos);
@@ -375,25 +380,33 @@ TEST_CASE("sm90_edge_attention_head_dims_80_160_192_256") {
 
 TEST_CASE("sm90_edge_blocks_narrower_than_128_bytes") {
   const bool nv = have_nvrtc();
-  SUBCASE("K-major, 32 bf16 = 64 bytes: the box is [rows, 64], the second half of each row unread") {
+  SUBCASE("K-major, 32 bf16 = 64 bytes: one 64-byte slab with the 64B swizzle, nothing past the block copied") {
     const auto g = sm90<DescGemm<64, 64, 32, tj::bf16>>(4, 3);
     CHECK(g.tma_params == std::vector<int>{0, 1});
-    CHECK(g.tma_boxes == std::vector<std::array<int, 2>>{{64, 64}, {64, 64}});
-    CHECK(occurrences(g.source, "tj_mbar_expect_tx(bar, 16384u)") == 1u);  // 2 blocks x 64 rows x 128 bytes (whole boxes)
+    CHECK(g.tma_boxes == std::vector<std::array<int, 2>>{{64, 32}, {64, 32}});
+    CHECK(occurrences(g.source, "tj_mbar_expect_tx(bar, 8192u)") == 1u);  // 2 blocks x 64 rows x 64 bytes
     CHECK(occurrences(g.source, "m64n64k16.f32.bf16.bf16") == 2u);
+    CHECK(occurrences(g.source, ", 64)), \"l\"(tj_wgmma_desc_sw(") == 2u);  // A and B: 64B-swizzle descriptors
+    CHECK(has_diag(g, "held exactly as 1 slab(s) of 64 bytes"));
     if (nv) nvrtc_ok(g);
   }
-  SUBCASE("K-major, 16 f16 = 32 bytes: one k step") {
+  SUBCASE("K-major, 16 f16 = 32 bytes: one 32-byte slab, one k step") {
     const auto g = sm90<DescGemm<128, 48, 16, tj::f16>>(8, 2);
-    CHECK(g.tma_boxes == std::vector<std::array<int, 2>>{{128, 64}, {48, 64}});
+    CHECK(g.tma_boxes == std::vector<std::array<int, 2>>{{128, 16}, {48, 16}});
     CHECK(occurrences(g.source, "m64n48k16.f32.f16.f16") == 1u);
+    CHECK(occurrences(g.source, ", 32)), \"l\"(tj_wgmma_desc_sw(") == 1u);
     if (nv) nvrtc_ok(g);
   }
-  SUBCASE("MN-major B with N = 32") {
+  SUBCASE("MN-major B with N = 32: one 64-byte slab") {
     const auto g = sm90<RegAGemm<64, 32, 64, false, tj::bf16>>(4, 2);
-    CHECK(g.tma_boxes == std::vector<std::array<int, 2>>{{64, 64}});
-    CHECK(occurrences(g.source, "tj_wgmma_desc_mn((tj_ring") == 4u);
+    CHECK(g.tma_boxes == std::vector<std::array<int, 2>>{{64, 32}});
+    CHECK(occurrences(g.source, "tj_wgmma_desc_mn_sw((tj_ring") == 4u);
     if (nv) nvrtc_ok(g);
+  }
+  SUBCASE("rows of 144 bytes (72 bf16) are no whole number of 32-byte slabs: 128-byte slabs, the last partly used") {
+    const auto g = sm90<RegAGemm<64, 72, 64, false, tj::bf16>>(4, 2);
+    CHECK(g.tma_boxes == std::vector<std::array<int, 2>>{{64, 64}});
+    CHECK(has_diag(g, "64 elements (128 bytes) wide"));
   }
   SUBCASE("interpreter") {
     auto dev = tj::Device::interpreter();
@@ -494,10 +507,10 @@ TEST_CASE("sm90_edge_partial_and_multiple_slabs_for_tf32_f8_i8") {
     CHECK(occurrences(g.source, instr) == n_instr);
     if (nv) nvrtc_ok(g);
   };
-  check(DescGemm<64, 64, 16, float>{}, 32, "m64n64k8.f32.tf32.tf32", 2);    // 64-byte rows: half a slab
+  check(DescGemm<64, 64, 16, float>{}, 16, "m64n64k8.f32.tf32.tf32", 2);    // 64-byte rows: one 64-byte slab
   check(DescGemm<64, 64, 64, float>{}, 32, "m64n64k8.f32.tf32.tf32", 8);    // 256-byte rows: two slabs
   check(DescGemm<64, 64, 256, tj::f8e4m3>{}, 128, "m64n64k32.f32.e4m3.e4m3", 8);
-  check(DescGemm<64, 64, 64, std::int8_t>{}, 128, "m64n64k32.s32.s8.s8", 2);
+  check(DescGemm<64, 64, 64, std::int8_t>{}, 64, "m64n64k32.s32.s8.s8", 2);  // 64-byte rows: one 64-byte slab
 }
 
 TEST_CASE("sm90_edge_one_block_two_async_dots") {
@@ -570,4 +583,107 @@ TEST_CASE("sm90_edge_resident_copy_waited_before_exit_even_when_its_loop_runs_ze
   std::smatch m;
   REQUIRE(std::regex_search(g.source, m, std::regex(R"(tj_mbar_expect_tx\((tj_rbar\d+),)")));
   CHECK(waited_at_issue_depth(g.source, m[1].str()));
+}
+
+// ---- slabs narrower than 128 bytes, run on the GPU ---------------------------------------------
+// The 64B and 32B swizzles (plan_slab_widths) agree between TMA's boxes and wgmma's descriptors only on the
+// hardware: every shape above whose rows are 32 or 64 bytes (or a multiple of 64 but not of 128) runs here against
+// f64, K-major (A and B through trans) and MN-major (B read directly), ragged edges zero-filled by TMA.
+
+namespace {
+
+template <class T>
+double tol_of() {
+  return std::is_same_v<T, float> ? 2e-3 : std::is_same_v<T, std::int8_t> ? 0.0 : 1e-5;  // tf32 rounds its inputs
+}
+
+/// DescGemm (both operands K-major TMA blocks) on `dev` against f64: M x N x K, ragged on every dim.
+template <int BM, int BN, int BK, class T>
+void gpu_desc_gemm(const tj::Device& dev, int M, int N, int K) {
+  const std::string shape = fmt::format("{}x{}x{} blocks, {}x{}x{}", BM, BN, BK, M, N, K);
+  CAPTURE(shape);
+  using Out = tj::lang::dot_acc_t<T>;
+  auto a = rnd<T>(static_cast<std::size_t>(M) * K, 31), b = rnd<T>(static_cast<std::size_t>(N) * K, 32);
+  std::vector<Out> c(static_cast<std::size_t>(M) * N);
+  std::memset(c.data(), 0xff, c.size() * sizeof(Out));
+  testing::Mirror mem{dev, {}};
+  const tj::DType dt = tj::dtype_v<T>;
+  TD ad(dev, mem.up(a), dt, {M, K}, {K, 1}, {BM, BK}), bd(dev, mem.up(b), dt, {N, K}, {K, 1}, {BN, BK});
+  Out* cd = mem.up(c);
+  tj::compile<DescGemm<BM, BN, BK, T>>(dev, {.num_warps = BM / 16, .num_stages = 3, .arch = "sm_90a"})
+      .launch(tj::Grid{tj::cdiv(M, BM), tj::cdiv(N, BN)}, ad, bd, cd, M, N, K);
+  mem.down();
+  std::vector<double> ref(c.size(), 0.0), got(c.begin(), c.end());
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j)
+      for (int kk = 0; kk < K; ++kk)
+        ref[static_cast<std::size_t>(i) * N + j] += f(a[static_cast<std::size_t>(i) * K + kk]) * f(b[static_cast<std::size_t>(j) * K + kk]);
+  CHECK(testing::rel_error(got, ref) <= tol_of<T>());
+}
+
+/// TransAndDirect (one K block read K-major and MN-major) on `dev` against f64, two programs, N ragged.
+template <int BM, int BN, int D>
+void gpu_trans_and_direct(const tj::Device& dev, int N) {
+  const std::string shape = fmt::format("D {}, N {}", D, N);
+  CAPTURE(shape);
+  const int M = 2 * BM;
+  auto q = rnd<tj::bf16>(static_cast<std::size_t>(M) * D, 33), k = rnd<tj::bf16>(static_cast<std::size_t>(N) * D, 34);
+  std::vector<float> out(static_cast<std::size_t>(M) * D, -7.0f);
+  testing::Mirror mem{dev, {}};
+  TD qd(dev, mem.up(q), tj::DType::bf16, {M, D}, {D, 1}, {BM, D}), kd(dev, mem.up(k), tj::DType::bf16, {N, D}, {D, 1}, {BN, D});
+  float* od = mem.up(out);
+  tj::compile<TransAndDirect<BM, BN, D, tj::bf16>>(dev, {.num_warps = BM / 16, .num_stages = 2, .arch = "sm_90a"})
+      .launch(tj::Grid{2}, qd, kd, od, N);
+  mem.down();
+  std::vector<double> ref(out.size(), 0.0), got(out.begin(), out.end());
+  for (int i = 0; i < M; ++i)
+    for (int n = 0; n < N; ++n) {
+      double s = 0;
+      for (int d = 0; d < D; ++d) s += f(q[static_cast<std::size_t>(i) * D + d]) * f(k[static_cast<std::size_t>(n) * D + d]);
+      const double p = f(tj::bf16(static_cast<float>(s * 0.125)));
+      for (int d = 0; d < D; ++d) ref[static_cast<std::size_t>(i) * D + d] += p * f(k[static_cast<std::size_t>(n) * D + d]);
+    }
+  CHECK(testing::rel_error(got, ref) < 1e-2);
+}
+
+/// RegAGemm with an MN-major B [K, N] on `dev` against f64.
+template <int BM, int BN, int BK>
+void gpu_rega_mn(const tj::Device& dev, int M, int N, int K) {
+  const std::string shape = fmt::format("BN {}, {}x{}x{}", BN, M, N, K);
+  CAPTURE(shape);
+  auto a = rnd<tj::bf16>(static_cast<std::size_t>(M) * K, 35), b = rnd<tj::bf16>(static_cast<std::size_t>(K) * N, 36);
+  std::vector<float> c(static_cast<std::size_t>(M) * N, -7.0f);
+  testing::Mirror mem{dev, {}};
+  const tj::bf16* ad = mem.up(a);
+  TD bd(dev, mem.up(b), tj::DType::bf16, {K, N}, {N, 1}, {BK, BN});
+  float* cd = mem.up(c);
+  tj::compile<RegAGemm<BM, BN, BK, false, tj::bf16>>(dev, {.num_warps = BM / 16, .num_stages = 2, .arch = "sm_90a"})
+      .launch(tj::Grid{tj::cdiv(M, BM), tj::cdiv(N, BN)}, ad, bd, cd, M, N, K);
+  mem.down();
+  std::vector<double> ref(c.size(), 0.0), got(c.begin(), c.end());
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j)
+      for (int kk = 0; kk < K; ++kk)
+        ref[static_cast<std::size_t>(i) * N + j] += f(a[static_cast<std::size_t>(i) * K + kk]) * f(b[static_cast<std::size_t>(kk) * N + j]);
+  CHECK(testing::rel_error(got, ref) < 1e-5);
+}
+
+}  // namespace
+
+TEST_CASE("sm90_edge_narrow_slabs_gpu_match_f64") {
+  auto dev = tj::Device::best();
+  if (dev.backend() != tj::Backend::cuda || dev.compute_capability() != 90) {
+    MESSAGE("no sm_90 GPU: skipping (TMA and wgmma)");
+    return;
+  }
+  gpu_desc_gemm<64, 64, 32, tj::bf16>(dev, 150, 130, 200);     // 64-byte slabs, K-major
+  gpu_desc_gemm<128, 48, 16, tj::f16>(dev, 300, 100, 72);      // 32-byte slabs
+  gpu_desc_gemm<64, 64, 16, float>(dev, 100, 90, 56);          // tf32, 64-byte rows
+  gpu_desc_gemm<64, 64, 64, std::int8_t>(dev, 100, 70, 208);   // i8, 64-byte rows (K · 1 byte: 16-byte strides)
+  gpu_desc_gemm<64, 64, 48, tj::bf16>(dev, 130, 64, 136);      // 96-byte rows: three 32-byte slabs
+  gpu_trans_and_direct<64, 64, 96>(dev, 160);                  // D 96: three 64-byte slabs, MN-major N = 96
+  gpu_trans_and_direct<64, 64, 80>(dev, 100);                  // D 80: five 32-byte slabs
+  gpu_trans_and_direct<128, 64, 160>(dev, 200);                // D 160: five 64-byte slabs, two warp groups
+  gpu_rega_mn<64, 32, 64>(dev, 100, 72, 130);                  // MN-major N = 32: one 64-byte slab
+  gpu_rega_mn<64, 96, 64>(dev, 64, 200, 128);                  // MN-major N = 96
 }
