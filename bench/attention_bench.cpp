@@ -761,7 +761,7 @@ BENCHMARK(BM_FlashFwdTma<96, false, 128, 128, 2, 128, examples::FlashAttnFwdTmaP
 BENCHMARK(BM_FlashFwdTma<96, true, 128, 128, 2, 128, examples::FlashAttnFwdTmaPingPongEdge, 1>)->Name("BM_FlashFwdPingPongEdgePadded/D96/causal/128x128/2")->UseManualTime()->Unit(benchmark::kMillisecond);
 // Wider key blocks now that P is carried packed (32 registers at 128 x 128, not 64): BLOCK_N = 192 (64 x 3) at
 // D = 64 cuts the per-iteration overhead (row max and sum, waits, stage hand-offs) per key by a third. (At D = 96
-// two stages of 192-row K and V blocks need 273 KiB of shared memory.)
+// they fit since v0.16's 64-byte slabs: rows below.)
 TJ_TMA_WS(64, false, 128, 192, 2, "full", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");
 TJ_TMA_WS(64, true, 128, 192, 2, "causal", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");
 TJ_TMA_WS(64, false, 128, 192, 3, "full", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");

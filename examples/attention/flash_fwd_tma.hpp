@@ -139,19 +139,20 @@ struct FlashAttnFwdTma {
 /// the diagonal block(s) for causal attention, the last block when S is not a
 /// multiple of BLOCK_N; the other blocks skip the compare, and and select per
 /// score behind a uniform branch. Causal programs run heaviest first
-/// (FwdRows' HEAVY_FIRST). Same shapes, descriptors and results.
-template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T>
+/// (FwdRows' HEAVY_FIRST). Same shapes, descriptors and results; KV_RANK as FlashAttnFwdTma's. What the library
+/// runs off Hopper (sm_80 .. sm_89: mma.sync reading K and V from a cp.async ring).
+template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, int KV_RANK = 2>
 struct FlashAttnFwdTmaEdge {
-  void operator()(tj::Desc<T, BLOCK_M, HEAD_DIM> q, tj::Desc<T, BLOCK_N, HEAD_DIM> k, tj::Desc<T, BLOCK_N, HEAD_DIM> v, tj::Ptr<T> o,
-                  tj::Ptr<float> lse, tj::Size S, tj::Size group, tj::Scalar<float> scale_log2e) const {
+  void operator()(tj::Desc<T, BLOCK_M, HEAD_DIM> q, KvDesc<T, BLOCK_N, HEAD_DIM, KV_RANK> k, KvDesc<T, BLOCK_N, HEAD_DIM, KV_RANK> v,
+                  tj::Ptr<T> o, tj::Ptr<float> lse, tj::Size S, tj::Size group, tj::Scalar<float> scale_log2e) const {
     const FwdRows<BLOCK_M, HEAD_DIM, CAUSAL, true> p(S, group);
     auto q_tile = p.load_q(q, S);
     auto hi = p.hi(S);
     auto edge = p.template mask_edge<BLOCK_N>(S);
-    const auto& kv_row = p.kv_row;
+    const tj::Int kv = p.template kv_at<KV_RANK>(group);  // this head's K and V: first row in the 2-D view, or index
     auto [m_i, l_i, acc] = tj::for_range(0, hi, BLOCK_N, attend_init<BLOCK_M, HEAD_DIM>(), [&](tj::Int n0, auto m_i, auto l_i, auto acc) {
-      auto s = mask_scores_from<BLOCK_N, CAUSAL>(tj::dot(q_tile, tj::trans(k.load(kv_row + n0, 0))), p.rm, n0, hi, edge);
-      return online_softmax_masked<T>(s, scale_log2e, m_i, l_i, acc, [&] { return v.load(kv_row + n0, 0); });
+      auto s = mask_scores_from<BLOCK_N, CAUSAL>(tj::dot(q_tile, tj::trans(kv_block(k, kv, n0))), p.rm, n0, hi, edge);
+      return online_softmax_masked<T>(s, scale_log2e, m_i, l_i, acc, [&] { return kv_block(v, kv, n0); });
     });
     p.store(o, lse, S, m_i, l_i, acc);
   }

@@ -5,9 +5,11 @@
 // configuration the call can pick on sm_90a is also compiled by NVRTC here.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "examples/attention/attention.hpp"
@@ -188,6 +190,30 @@ TEST_CASE("attention_library_forward_off_hopper_gpu_matches_f64") {
     forward_case<tj::bf16>(dev, 1, 2, 1, 1, 96, causal, 2e-2, Schedule::automatic, nullptr, true);
     forward_case<tj::bf16>(dev, 1, 4, 2, 200, 256, causal, 2e-2, Schedule::automatic, nullptr, true);
     forward_case<tj::bf16>(dev, 2, 4, 2, 200, 128, causal, 2e-2, Schedule::automatic, nullptr, true, 1);  // NaN next door
+    forward_case<tj::bf16>(dev, 1, 4, 1, 512, 64, causal, 2e-2, Schedule::automatic, nullptr, true);  // S a multiple of 64
+    forward_case<tj::f16>(dev, 1, 2, 1, 64, 128, causal, 1e-2, Schedule::automatic, nullptr, true);   // one key block
+  }
+}
+
+TEST_CASE("attention_library_forward_off_hopper_configs_compile_for_sm80") {
+  // What Attention::forward runs on sm_80 .. sm_89: FlashAttnFwdTmaEdge (full) or FlashAttnFwdTma (causal) with
+  // rank-3 K and V, a cp.async ring of 2 stages, 64 x 64 / 4 warps at D = 64 and 128 x 64 / 8 warps above.
+  std::string why;
+  if (!tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) {
+    MESSAGE("skipping: ", why);
+    return;
+  }
+  auto mentions = [](const std::vector<std::string>& diags, const std::string& text) {
+    return std::any_of(diags.begin(), diags.end(), [&](const std::string& d) { return d.find(text) != std::string::npos; });
+  };
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    CAPTURE(arch);
+    const auto a = tj::compile_for_arch<examples::FlashAttnFwdTma<64, 64, 64, true, tj::bf16, 3>>(arch, {.num_warps = 4, .num_stages = 2});
+    CHECK(mentions(a.diagnostics, "cp.async pipeline of 2 stage(s)"));
+    const auto b = tj::compile_for_arch<examples::FlashAttnFwdTmaEdge<128, 64, 96, false, tj::bf16, 3>>(arch, {.num_warps = 8, .num_stages = 2});
+    CHECK(mentions(b.diagnostics, "cp.async pipeline of 2 stage(s)"));
+    CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTmaEdge<128, 64, 128, false, tj::f16, 3>>(arch, {.num_warps = 8, .num_stages = 2}));
+    CHECK_NOTHROW(tj::compile_for_arch<examples::FlashAttnFwdTma<128, 64, 128, true, tj::f16, 3>>(arch, {.num_warps = 8, .num_stages = 2}));
   }
 }
 

@@ -156,6 +156,20 @@ double f(const T& x) {
   return static_cast<double>(static_cast<float>(x));
 }
 
+/// TransAndDirect's result in f64: out[M, D] = Σ_n bf16(0.125 · q_i·k_n) · k_n over keys n < N (the kernel rounds S
+/// to bf16 before the second product, so the reference does too).
+std::vector<double> trans_and_direct_ref(const std::vector<tj::bf16>& q, const std::vector<tj::bf16>& k, int M, int N, int D) {
+  std::vector<double> ref(static_cast<std::size_t>(M) * D, 0.0);
+  for (int i = 0; i < M; ++i)
+    for (int n = 0; n < N; ++n) {
+      double s = 0;
+      for (int d = 0; d < D; ++d) s += f(q[static_cast<std::size_t>(i) * D + d]) * f(k[static_cast<std::size_t>(n) * D + d]);
+      const double p = f(tj::bf16(static_cast<float>(s * 0.125)));
+      for (int d = 0; d < D; ++d) ref[static_cast<std::size_t>(i) * D + d] += p * f(k[static_cast<std::size_t>(n) * D + d]);
+    }
+  return ref;
+}
+
 /// RegAGemm in the interpreter against f64 (over the inputs rounded to T).
 template <int BM, int BN, int BK, bool B_NK, class T, class TA = T>
 void run_rega(int M, int N, int K) {
@@ -323,14 +337,7 @@ TEST_CASE("sm90_edge_block_used_through_trans_and_directly") {
   std::vector<float> out(static_cast<std::size_t>(M) * D);
   TD qd(dev, q.data(), tj::DType::bf16, {M, D}, {D, 1}, {BM, D}), kd(dev, k.data(), tj::DType::bf16, {N, D}, {D, 1}, {BN, D});
   tj::compile<TransAndDirect<64, 64, 64, tj::bf16>>(dev, {.num_warps = 4, .num_stages = 2}).launch(tj::Grid{1}, qd, kd, out.data(), N);
-  std::vector<double> ref(out.size(), 0.0);
-  for (int i = 0; i < M; ++i)
-    for (int n = 0; n < N; ++n) {
-      double s = 0;
-      for (int d = 0; d < D; ++d) s += f(q[static_cast<std::size_t>(i) * D + d]) * f(k[static_cast<std::size_t>(n) * D + d]);
-      const double p = f(tj::bf16(static_cast<float>(s * 0.125)));
-      for (int d = 0; d < D; ++d) ref[static_cast<std::size_t>(i) * D + d] += p * f(k[static_cast<std::size_t>(n) * D + d]);
-    }
+  const auto ref = trans_and_direct_ref(q, k, M, N, D);
   CHECK(testing::rel_error(out, ref) < 1e-2);
 }
 
@@ -635,14 +642,8 @@ void gpu_trans_and_direct(const tj::Device& dev, int N) {
   tj::compile<TransAndDirect<BM, BN, D, tj::bf16>>(dev, {.num_warps = BM / 16, .num_stages = 2, .arch = "sm_90a"})
       .launch(tj::Grid{2}, qd, kd, od, N);
   mem.down();
-  std::vector<double> ref(out.size(), 0.0), got(out.begin(), out.end());
-  for (int i = 0; i < M; ++i)
-    for (int n = 0; n < N; ++n) {
-      double s = 0;
-      for (int d = 0; d < D; ++d) s += f(q[static_cast<std::size_t>(i) * D + d]) * f(k[static_cast<std::size_t>(n) * D + d]);
-      const double p = f(tj::bf16(static_cast<float>(s * 0.125)));
-      for (int d = 0; d < D; ++d) ref[static_cast<std::size_t>(i) * D + d] += p * f(k[static_cast<std::size_t>(n) * D + d]);
-    }
+  const auto ref = trans_and_direct_ref(q, k, M, N, D);
+  const std::vector<double> got(out.begin(), out.end());
   CHECK(testing::rel_error(got, ref) < 1e-2);
 }
 

@@ -128,14 +128,15 @@ struct Generated {
   int shared_bytes = 0;   // static shared memory the kernel declares
   int dynamic_shared_bytes = 0;  // dynamic shared memory the launch must pass (> 48 KiB: opted in)
   /// Descriptor parameters whose loads go through TMA: the launch argument must
-  /// carry an encoded map with the 128-byte swizzle.
+  /// carry an encoded map whose swizzle spans one box row (tma_boxes).
   std::vector<int> tma_params;
   /// The TMA box each of tma_params is copied with, {rows, elements per row}:
-  /// the block's rows by one 128-byte swizzle span (128 / element size); a
-  /// block wider than that is copied as several boxes (128-byte slabs). A block
-  /// whose rows are not whole slabs (e.g. 64 i8 or 32 bf16 elements: 64 bytes)
-  /// is still copied in 128-byte-wide boxes (twice its data for 64-byte rows;
-  /// a diagnostic names the ratio).
+  /// the block's rows by one slab, the swizzle span its wgmma reads — 128
+  /// bytes, or 64 / 32 when the rows are not a multiple of 128 bytes but are of
+  /// 64 / 32 (a [rows, 96] bf16 block: three 64-byte slabs, 64B swizzle); the
+  /// launch encodes the map with that swizzle. A block wider than one slab is
+  /// copied as several boxes. Rows that are no multiple of 32 bytes keep
+  /// 128-byte slabs, the last one partly used (a diagnostic names the ratio).
   std::vector<std::array<int, 2>> tma_boxes;
   std::vector<std::string> diagnostics;  // layout choices and fallbacks
   int num_ctas = 1;       // programs per cluster along grid x (__cluster_dims__), 1: none; grid x must be a multiple
