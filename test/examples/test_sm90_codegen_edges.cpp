@@ -156,6 +156,18 @@ double f(const T& x) {
   return static_cast<double>(static_cast<float>(x));
 }
 
+/// C[M, N] = A[M, K] · B in f64, B stored [N, K] (b_nk: used through trans) or [K, N].
+template <class T>
+std::vector<double> matmul_ref(const std::vector<T>& a, const std::vector<T>& b, int M, int N, int K, bool b_nk) {
+  std::vector<double> ref(static_cast<std::size_t>(M) * N, 0.0);
+  for (int i = 0; i < M; ++i)
+    for (int j = 0; j < N; ++j)
+      for (int kk = 0; kk < K; ++kk)
+        ref[static_cast<std::size_t>(i) * N + j] += f(a[static_cast<std::size_t>(i) * K + kk]) *
+                                                   f(b[b_nk ? static_cast<std::size_t>(j) * K + kk : static_cast<std::size_t>(kk) * N + j]);
+  return ref;
+}
+
 /// TransAndDirect's result in f64: out[M, D] = Σ_n bf16(0.125 · q_i·k_n) · k_n over keys n < N (the kernel rounds S
 /// to bf16 before the second product, so the reference does too).
 std::vector<double> trans_and_direct_ref(const std::vector<tj::bf16>& q, const std::vector<tj::bf16>& k, int M, int N, int D) {
@@ -620,12 +632,8 @@ void gpu_desc_gemm(const tj::Device& dev, int M, int N, int K) {
   tj::compile<DescGemm<BM, BN, BK, T>>(dev, {.num_warps = BM / 16, .num_stages = 3, .arch = "sm_90a"})
       .launch(tj::Grid{tj::cdiv(M, BM), tj::cdiv(N, BN)}, ad, bd, cd, M, N, K);
   mem.down();
-  std::vector<double> ref(c.size(), 0.0), got(c.begin(), c.end());
-  for (int i = 0; i < M; ++i)
-    for (int j = 0; j < N; ++j)
-      for (int kk = 0; kk < K; ++kk)
-        ref[static_cast<std::size_t>(i) * N + j] += f(a[static_cast<std::size_t>(i) * K + kk]) * f(b[static_cast<std::size_t>(j) * K + kk]);
-  CHECK(testing::rel_error(got, ref) <= tol_of<T>());
+  const std::vector<double> got(c.begin(), c.end());
+  CHECK(testing::rel_error(got, matmul_ref(a, b, M, N, K, true)) <= tol_of<T>());
 }
 
 /// TransAndDirect (one K block read K-major and MN-major) on `dev` against f64, two programs, N ragged.
@@ -661,12 +669,8 @@ void gpu_rega_mn(const tj::Device& dev, int M, int N, int K) {
   tj::compile<RegAGemm<BM, BN, BK, false, tj::bf16>>(dev, {.num_warps = BM / 16, .num_stages = 2, .arch = "sm_90a"})
       .launch(tj::Grid{tj::cdiv(M, BM), tj::cdiv(N, BN)}, ad, bd, cd, M, N, K);
   mem.down();
-  std::vector<double> ref(c.size(), 0.0), got(c.begin(), c.end());
-  for (int i = 0; i < M; ++i)
-    for (int j = 0; j < N; ++j)
-      for (int kk = 0; kk < K; ++kk)
-        ref[static_cast<std::size_t>(i) * N + j] += f(a[static_cast<std::size_t>(i) * K + kk]) * f(b[static_cast<std::size_t>(kk) * N + j]);
-  CHECK(testing::rel_error(got, ref) < 1e-5);
+  const std::vector<double> got(c.begin(), c.end());
+  CHECK(testing::rel_error(got, matmul_ref(a, b, M, N, K, false)) < 1e-5);
 }
 
 }  // namespace
