@@ -59,23 +59,20 @@ static __device__ __forceinline__ unsigned tj_smem_addr(const void* p) {
 static __device__ __forceinline__ unsigned tj_swz128(int row, int b, int rows) {
   return (unsigned)((b >> 7) * rows * 128 + row * 128 + ((((b >> 4) & 7) ^ (row & 7)) << 4) + (b & 15));
 }
-static __device__ __forceinline__ unsigned long long tj_wgmma_desc(unsigned addr) {
-  return (unsigned long long)((addr & 0x3FFFF) >> 4) | (1ull << 16) | ((unsigned long long)(1024 >> 4) << 32) | (1ull << 62);
+// The descriptor's fields for slabs of w = 128, 64 or 32 bytes (TMA boxes of that width with the matching swizzle):
+// start address >> 4, LBO >> 4 (bits 16-29), SBO = 8 rows of w bytes >> 4 (bits 32-45), layout type in bits 62-63
+// (1: 128B swizzle, 2: 64B, 3: 32B). Every helper below packs through it.
+static __device__ __forceinline__ unsigned long long tj_wgmma_make_desc(unsigned addr, unsigned lbo, unsigned w) {
+  return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)((lbo >> 4) & 0x3FFF) << 16) |
+         ((unsigned long long)((8 * w) >> 4) << 32) | ((unsigned long long)(w == 128 ? 1 : w == 64 ? 2 : 3) << 62);
 }
+static __device__ __forceinline__ unsigned long long tj_wgmma_desc(unsigned addr) { return tj_wgmma_make_desc(addr, 16, 128); }
 // MN-major operand (16-bit, 128B swizzle): LBO = bytes between 64-element MN blocks, SBO = 1024 between 8-row K groups.
-static __device__ __forceinline__ unsigned long long tj_wgmma_desc_mn(unsigned addr, unsigned lbo) {
-  return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)((lbo >> 4) & 0x3FFF) << 16) |
-         ((unsigned long long)(1024 >> 4) << 32) | (1ull << 62);
-}
-// The same for 64- or 32-byte slabs (TMA boxes of that width with the matching swizzle): SBO = 8 rows of w bytes,
-// layout type 2 (64B swizzle) or 3 (32B swizzle). K-major: LBO unused; MN-major: LBO = bytes between w-byte MN blocks.
-static __device__ __forceinline__ unsigned long long tj_wgmma_desc_sw(unsigned addr, unsigned w) {
-  return (unsigned long long)((addr & 0x3FFFF) >> 4) | (1ull << 16) | ((unsigned long long)((8 * w) >> 4) << 32) |
-         ((unsigned long long)(w == 64 ? 2 : 3) << 62);
-}
+static __device__ __forceinline__ unsigned long long tj_wgmma_desc_mn(unsigned addr, unsigned lbo) { return tj_wgmma_make_desc(addr, lbo, 128); }
+// The same for 64- or 32-byte slabs. K-major: LBO unused; MN-major: LBO = bytes between w-byte MN blocks.
+static __device__ __forceinline__ unsigned long long tj_wgmma_desc_sw(unsigned addr, unsigned w) { return tj_wgmma_make_desc(addr, 16, w); }
 static __device__ __forceinline__ unsigned long long tj_wgmma_desc_mn_sw(unsigned addr, unsigned lbo, unsigned w) {
-  return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)((lbo >> 4) & 0x3FFF) << 16) |
-         ((unsigned long long)((8 * w) >> 4) << 32) | ((unsigned long long)(w == 64 ? 2 : 3) << 62);
+  return tj_wgmma_make_desc(addr, lbo, w);
 }
 // A for_range whose step is not positive at run time would never end (s += step never reaches hi): the loop's
 // guard stops the kernel here instead (the launch then fails with an illegal-instruction error; the guard's line

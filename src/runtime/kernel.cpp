@@ -181,14 +181,6 @@ std::uint64_t KernelCore::check_args(std::span<const ArgSlot> args) const {
   return key;
 }
 
-namespace {
-/// The swizzle of a TMA box one slab wide: the slab's bytes (the code generator's slab width: 128, 64 or 32).
-TensorDescriptor::Swizzle swizzle_of_box(int inner_elems, DType dt) {
-  const int bytes = inner_elems * size_bytes(dt);
-  return bytes == 64 ? TensorDescriptor::Swizzle::b64 : bytes == 32 ? TensorDescriptor::Swizzle::b32 : TensorDescriptor::Swizzle::b128;
-}
-}  // namespace
-
 std::shared_ptr<const TensorDescriptor> KernelCore::derived(const TensorDescriptor& d, std::array<int, 5> block) {
   // The same tensor with the kernel's block and the swizzle its wgmma reads (the box's width: 128, 64 or 32
   // bytes); encoded once, kept while
@@ -207,7 +199,8 @@ std::shared_ptr<const TensorDescriptor> KernelCore::derived(const TensorDescript
   auto v = std::make_shared<const TensorDescriptor>(dev_, d.base(), d.dtype(), std::vector<std::int64_t>(d.shape().begin(), d.shape().end()),
                                                     std::vector<std::int64_t>(d.strides().begin(), d.strides().end()),
                                                     std::vector<std::int64_t>(block.begin(), block.begin() + R),
-                                                    TensorDescriptor::Options{swizzle_of_box(block[static_cast<std::size_t>(R - 1)], d.dtype()), d.oob_fill(), d.l2_promotion()});
+                                                    TensorDescriptor::Options{TensorDescriptor::swizzle_of_bytes(block[static_cast<std::size_t>(R - 1)] * size_bytes(d.dtype())),
+                                                                              d.oob_fill(), d.l2_promotion()});
   derived_.emplace_back(key, v);
   return v;
 }
@@ -345,7 +338,8 @@ void KernelCore::launch(const Grid& g, Stream s, std::span<ArgSlot> args, const 
     if (!td.has_tensor_map())
       throw InvalidArgument(fmt::format("{} is loaded through TMA but has no tensor map ({}): build it on this device",
                                         describe(ir_, static_cast<std::size_t>(i)), to_string(td)));
-    bool same = td.swizzle() == swizzle_of_box(v.tma_boxes[t][1], td.dtype());
+    // The swizzle spans one box row (a slab of 128, 64 or 32 bytes: codegen's slab width).
+    bool same = td.swizzle() == TensorDescriptor::swizzle_of_bytes(v.tma_boxes[t][1] * size_bytes(td.dtype()));
     for (int k = 0; k < p.rank; ++k) same = same && td.block_shape()[static_cast<std::size_t>(k)] == box[static_cast<std::size_t>(k)];
     if (!same) {
       keep[i] = derived(td, box);  // alive until the launch has copied it, even if another thread evicts it

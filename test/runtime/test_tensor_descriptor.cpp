@@ -237,6 +237,13 @@ TEST_CASE("tensor descriptor: good descriptors on the interpreter keep their met
   dev.free(p);
 }
 
+TEST_CASE("tensor descriptor: swizzle_of_bytes inverts swizzle_bytes") {
+  for (Swizzle sw : {Swizzle::b32, Swizzle::b64, Swizzle::b128})
+    CHECK(TensorDescriptor::swizzle_of_bytes(TensorDescriptor::swizzle_bytes(sw)) == sw);
+  static_assert(TensorDescriptor::swizzle_of_bytes(64) == Swizzle::b64);
+  for (int bytes : {0, 16, 48, 96, 256}) CHECK(TensorDescriptor::swizzle_of_bytes(bytes) == Swizzle::none);
+}
+
 TEST_CASE("tensor descriptor: tma_args reverses dims to the driver's innermost-first order, strides in bytes") {
   const rt::Device dev = rt::Device::interpreter();
   // f32 [B=4, M=100, K=72], rows padded to 80 elements (320 bytes).

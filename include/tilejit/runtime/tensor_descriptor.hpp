@@ -111,6 +111,10 @@ class alignas(64) TensorDescriptor {
   static constexpr int swizzle_bytes(Swizzle s) {
     return s == Swizzle::b32 ? 32 : s == Swizzle::b64 ? 64 : s == Swizzle::b128 ? 128 : 0;
   }
+  /// The swizzle whose span is `bytes` (swizzle_bytes' inverse): b32, b64, b128 for 32, 64, 128; none otherwise.
+  static constexpr Swizzle swizzle_of_bytes(int bytes) {
+    return bytes == 32 ? Swizzle::b32 : bytes == 64 ? Swizzle::b64 : bytes == 128 ? Swizzle::b128 : Swizzle::none;
+  }
 
   /// An empty descriptor (rank 0): describes nothing, has no map. Exists so the
   /// type can be default-constructed in containers and parameter blocks.
