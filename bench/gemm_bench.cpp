@@ -784,6 +784,12 @@ BENCHMARK(BM_TilejitGemm<>)->Name("BM_TilejitGemm/large")->Apply(shapes_large);
 // The same with a bf16 C (the store race), beside cuBLAS writing bf16.
 BENCHMARK(BM_CublasTN<CUDA_R_16BF>)->Name("BM_CublasTNBf16Out/large")->Apply(shapes_large);
 BENCHMARK(BM_TilejitGemm<tj::bf16>)->Name("BM_TilejitGemmBf16Out/large")->Apply(shapes_large);
+// Fixed store-race tiles on the same shapes, and three consumer warp groups (num_warps = 12): 192-row tiles, the
+// shape cuBLAS picks at 16384x6144x4096 (192x192, docs/gemm.md rung 7).
+BENCHMARK(BM_TilejitV6Store<128, 256, 4>)->Name("BM_TilejitV6Store/128x256/4/large")->Apply(shapes_large);
+BENCHMARK(BM_TilejitV6Store<128, 192, 4>)->Name("BM_TilejitV6Store/128x192/4/large")->Apply(shapes_large);
+BENCHMARK(BM_TilejitV6Store<192, 192, 3>)->Name("BM_TilejitV6Store/192x192/3/large")->Apply(shapes_large);
+BENCHMARK(BM_TilejitV6Store<192, 128, 4>)->Name("BM_TilejitV6Store/192x128/4/large")->Apply(shapes_large);
 // f16 in and out.
 BENCHMARK(BM_CublasTNF16)->Name("BM_CublasTNF16/large")->Apply(shapes_large);
 BENCHMARK(BM_TilejitGemmF16)->Name("BM_TilejitGemmF16/large")->Apply(shapes_large);

@@ -375,6 +375,10 @@ constexpr Knob kKnobs[] = {
     {"device_buffer=32M (CUPTI default 3.2 MB, ~100K kernels)", "cupti:device_buffer=32M"},
     {"flush_period=10 (CUPTI worker flushes every 10 ms)", "cupti:flush_period=10"},
     {"tilejit activity buffers of 4 MiB instead of 64 MiB", "", 4ull << 20},
+    // The two halves of the default, paired like the rows above (BM_CuptiParts runs them unpaired): attributed
+    // reads 0 in both, since one has no scope for its records and the other no records.
+    {"callbacks=off (kernel records only, unattributed)", "cupti:callbacks=off"},
+    {"activity=off (launch callbacks only, no kernel records)", "cupti:activity=off"},
 };
 constexpr int kKnobCount = static_cast<int>(std::size(kKnobs));
 

@@ -86,6 +86,8 @@ TEST_CASE("gemm_v6_store_interpreter_matches_f64") {
   run_store<64, 64, float>(dev, 130, 100, 136, 3, true, 2);
   // More programs than tiles.
   run_store<64, 64, tj::bf16>(dev, 60, 64, 64, 3, true, 3);
+  // 192-row tiles (three consumer warp groups), ragged, 2 x 2 tiles on 3 programs.
+  run_store<192, 192, tj::bf16>(dev, 250, 300, 72, 3, true, 3);
 }
 
 TEST_CASE("gemm_v6_store_sm90a_stages_the_tile_and_stores_it_with_tma") {
@@ -205,6 +207,10 @@ TEST_CASE("gemm_v6_store_compiles_for_sm90a_without_spills") {
   testing::compiles_for_sm90a_without_spills(sm90_store(MatmulV6Store<128, 256, tj::bf16>{}, 8, 3, false).source, "v6_store_128x256_s3.cu");
   testing::compiles_for_sm90a_without_spills(sm90_store(MatmulV6Store<128, 128, tj::bf16, float>{}, 8, 3, true).source,
                                              "v6_store_128x128_f32_s3_ws.cu");
+  // Three consumer warp groups (num_warps = 12, 512 threads with the producer): ptxas compiles the whole kernel
+  // within 128 registers per thread (65536 / 512), and a 192-wide accumulator needs 96 of them.
+  testing::compiles_for_sm90a_without_spills(sm90_store(MatmulV6Store<192, 192, tj::bf16>{}, 12, 3, true).source, "v6_store_192x192_s3_ws.cu");
+  testing::compiles_for_sm90a_without_spills(sm90_store(MatmulV6Store<192, 128, tj::bf16>{}, 12, 4, true).source, "v6_store_192x128_s4_ws.cu");
 }
 
 TEST_CASE("gemm_v6_store_gpu_matches_f64") {
@@ -223,6 +229,12 @@ TEST_CASE("gemm_v6_store_gpu_matches_f64") {
   run_store<128, 256, float>(dev, 1000, 1800, 320, 4, true, 5);
   run_store<256, 128, bf>(dev, 1000, 1800, 320, 3, true, 5);  // two slabs, staged whole
   run_store<128, 256, bf>(dev, 2048, 2048, 2048, 3, true, 0);
+  // Three consumer warp groups (192-row tiles, num_warps = 12): ragged edges, several tiles per program, and a
+  // 192-wide tile staged slab by slab (three 128-byte slabs through two buffers).
+  run_store<192, 192, bf>(dev, 1000, 1800, 320, 3, true, 5);
+  run_store<192, 192, bf>(dev, 400, 200, 72, 3, true, 0);
+  run_store<192, 128, bf>(dev, 1000, 1800, 320, 4, true, 5);
+  run_store<192, 192, bf>(dev, 2304, 1536, 1024, 3, true, 0);
 }
 
 TEST_CASE("gemm_v6_store_gpu_pingpong_persistent_matches_f64") {
