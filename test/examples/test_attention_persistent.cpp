@@ -376,6 +376,37 @@ TEST_CASE("attention_persistent_sm90a_compiles_without_spills") {
   both(PersistentEvenN<128, 128, 96, false, bf>{}, examples::FlashAttnFwdTmaPingPongEvenN<128, 128, 96, false, bf>{}, "d96_even");
 }
 
+TEST_CASE("attention_persistent_sm90a_consumers_get_the_registers_setmaxnreg_asks_for") {
+  // The kernel is declared __maxnreg__(65536 / threads) — 128 at 512 threads — and ptxas compiles the consumer warp
+  // groups' code, which follows setmaxnreg.inc, within the count that instruction asks for (160 here), not the
+  // launch's 128: D = 64 causal over 192-row items and 96-key blocks needs more than 128 and compiles without a spill;
+  // the same text without the setmaxnreg.inc spills. (docs/perf.md v0.17: an earlier reading of "Used 128
+  // registers" — the count at launch — took it for the consumers' ceiling.)
+  std::string why;
+  if (!tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) {
+    MESSAGE("skipping: ", why);
+    return;
+  }
+  const auto g = sm90(Persistent<192, 96, 64, true, bf>{}, 12, 2, true);
+  REQUIRE(has_diagnostic(g, "12 consumer warp(s) with 160 registers each"));
+  REQUIRE(g.source.find("__maxnreg__(128)") != std::string::npos);
+  auto spilled = [](const std::string& src) {
+    const auto res = testing::compile_sm90a(src, "consumer_registers.cu", {"--ptxas-options=-v"});
+    REQUIRE(res);
+    CHECK(res->log.find("C7508") == std::string::npos);  // "'setmaxnreg' ignored"
+    std::smatch m;
+    REQUIRE(std::regex_search(res->log, m, std::regex(R"((\d+) bytes spill stores)")));
+    return std::stoi(m[1]);
+  };
+  CHECK(spilled(g.source) == 0);
+  const std::string inc = "asm volatile(\"setmaxnreg.inc.sync.aligned.u32 160;\");";
+  std::string without = g.source;
+  const std::size_t at = without.find(inc);
+  REQUIRE(at != std::string::npos);
+  without.erase(at, inc.size());
+  CHECK(spilled(without) > 0);
+}
+
 TEST_CASE("attention_persistent_sm90a_pingpong_turns_continue_across_items") {
   // The key loop is nested in the item loop. Group 1 hands group 0 its first turn once, before the item loop, and
   // group 0 takes the last hand-off once, after it: per item, group 1 could hand over twice in a row (its last
