@@ -447,18 +447,18 @@ void BM_TilejitGemmF16(benchmark::State& st) {
   st.SetLabel("won " + gemm.report(M, N, K).best_config().str());
 }
 
-/// WS: with a producer warp group (CompileOptions::warp_specialize).
-template <int BM, int BN, int STAGES, bool WS = false>
+/// WS: with a producer warp group (CompileOptions::warp_specialize). BK: the K step (64: one 128-byte slab per row).
+template <int BM, int BN, int STAGES, bool WS = false, int BK = 64>
 void BM_TilejitV5(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
   const long M = st.range(0), N = st.range(1), K = st.range(2);
   Operands o(M, N, K);
   const TnDescs d(o.a, o.b, tj::DType::bf16, M, N, K, BM, BN, 64);
-  auto k = tj::compile<examples::MatmulV5<BM, BN, tj::bf16>>(gpu(), {.num_warps = BM / 16, .num_stages = STAGES, .warp_specialize = WS});
+  auto k = tj::compile<examples::MatmulV5<BM, BN, tj::bf16, 8, BK>>(gpu(), {.num_warps = BM / 16, .num_stages = STAGES, .warp_specialize = WS});
   timed(st, 2.0 * M * N * K, [&] {
     k.launch(tj::Grid{tj::cdiv(M, BM) * tj::cdiv(N, BN)}, d.a, d.b, static_cast<float*>(o.c), M, N, K);
   });
-  st.SetLabel("BLOCK " + std::to_string(BM) + "x" + std::to_string(BN) + "x64 stages " + std::to_string(STAGES) +
+  st.SetLabel("BLOCK " + std::to_string(BM) + "x" + std::to_string(BN) + "x" + std::to_string(BK) + " stages " + std::to_string(STAGES) +
               (WS ? ", producer warp group" : ""));
 }
 
@@ -731,6 +731,13 @@ BENCHMARK(BM_TilejitV5<256, 128, 4, true>)->Name("BM_TilejitV5Ws/256x128/4")->Ap
 BENCHMARK(BM_TilejitV5<64, 96, 6>)->Name("BM_TilejitV5/64x96/6")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TilejitV5<128, 96, 6>)->Name("BM_TilejitV5/128x96/6")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TilejitV5<64, 192, 6>)->Name("BM_TilejitV5/64x192/6")->Args({8192, 192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
+// 128-wide K steps: each row of a stage's A block is 256 contiguous bytes (two TMA boxes of 128), so DRAM sees runs
+// twice as long; B's share of a stage is the same fraction.
+BENCHMARK(BM_TilejitV5<64, 96, 5, false, 128>)->Name("BM_TilejitV5/64x96x128/5")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TilejitV5<64, 96, 4, false, 128>)->Name("BM_TilejitV5/64x96x128/4")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TilejitV5<64, 96, 8>)->Name("BM_TilejitV5/64x96/8")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TilejitV5<64, 192, 3, false, 128>)->Name("BM_TilejitV5/64x192x128/3")->Args({8192, 192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_TilejitV5<64, 96, 2, false, 256>)->Name("BM_TilejitV5/64x96x256/2")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
 // Rung 6: persistent, warp-specialised (compare with BM_CublasTN and BM_TilejitV5Ws on the same shapes).
 void shapes_v6(benchmark::internal::Benchmark* b) {
   b->Args({4096, 4096, 4096})->Args({8192, 8192, 8192})->Args({4096, 28672, 4096});

@@ -64,10 +64,11 @@ struct V5Mainloop {
 };
 
 /// C = A·Bᵀ: f16 or bf16 (BLOCK_K = 64), f8e4m3 / f8e5m2 (128), f32 multiplied as tf32 (32) — C f32 — or i8
-/// (BLOCK_K = 128, C i32): 128-byte K rows in every case.
-template <int BLOCK_M, int BLOCK_N, class T, int GROUP_M = 8>
+/// (BLOCK_K = 128, C i32): 128-byte K rows by default. BK: another K step (a multiple of that; on sm_90a each stage
+/// then holds BK · sizeof(T) / 128 slabs per block, copied by one TMA box each).
+template <int BLOCK_M, int BLOCK_N, class T, int GROUP_M = 8, int BK = 128 / static_cast<int>(sizeof(T))>
 struct MatmulV5 {
-  static constexpr int BLOCK_K = 128 / static_cast<int>(sizeof(T));
+  static constexpr int BLOCK_K = BK;
   using Out = tj::lang::dot_acc_t<T>;
   void operator()(tj::Desc<T, BLOCK_M, BLOCK_K> a, tj::Desc<T, BLOCK_N, BLOCK_K> b, tj::Ptr<Out> c, tj::Size M,
                   tj::Size N, tj::Size K) const {

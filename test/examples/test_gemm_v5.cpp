@@ -54,7 +54,7 @@ struct ProblemTN {
   }
 };
 
-template <int BM, int BN, class T>
+template <int BM, int BN, class T, int BK_ = 128 / static_cast<int>(sizeof(T))>
 void run_v5(const tj::Device& dev, int M, int N, int K, int stages, double tol, bool ws = false, const std::string& arch = {},
             bool cp_async = true) {
   CAPTURE(ws);
@@ -89,10 +89,14 @@ void run_v5(const tj::Device& dev, int M, int N, int K, int stages, double tol, 
     dev.memset(dc, poison_byte, cbytes);
   }
   const tj::DType dt = tj::dtype_v<T>;
-  constexpr int BK = examples::MatmulV5<BM, BN, T>::BLOCK_K;
+  using Kern = examples::MatmulV5<BM, BN, T, 8, BK_>;
+  CAPTURE(Kern::BLOCK_K);
+  // One 128-byte swizzle span per box (the host rule); a wider K step is copied as several boxes (the launch
+  // re-encodes the box from the kernel's block).
+  constexpr int BK = 128 / static_cast<int>(sizeof(T));
   D a(dev, da, dt, {M, K}, {K, 1}, {BM, BK}, {.swizzle = D::Swizzle::b128});
   D b(dev, db, dt, {N, K}, {K, 1}, {BN, BK}, {.swizzle = D::Swizzle::b128});
-  auto k = tj::compile<examples::MatmulV5<BM, BN, T>>(
+  auto k = tj::compile<Kern>(
       dev, {.num_warps = BM / 16, .num_stages = stages, .arch = arch, .warp_specialize = ws, .cp_async = cp_async});
   k.launch(tj::Grid{tj::cdiv(M, BM) * tj::cdiv(N, BN)}, a, b, dc, M, N, K);
   if (gpu) {
@@ -245,6 +249,7 @@ TEST_CASE("gemm_v5_interpreter_matches_f64") {
   run_v5<64, 96, tj::bf16>(dev, 70, 96 * 2 - 30, 136, 3, 1e-6);  // N = 96 blocks, ragged M, N and K (K % 64 = 8)
   run_v5<64, 48, tj::f16>(dev, 130, 50, 72, 2, 1e-6);           // NPOT 48, ragged everything
   run_v5<128, 192, tj::bf16>(dev, 129, 200, 64, 4, 1e-6);
+  run_v5<64, 96, tj::bf16, 128>(dev, 70, 96 * 2 - 30, 200, 3, 1e-6);  // 128-wide K steps, K % 128 = 72
 }
 
 TEST_CASE("fp8_host_conversions_round_to_nearest_even_and_saturate") {
@@ -808,6 +813,9 @@ TEST_CASE("gemm_v5_gpu_matches_f64") {
   run_v5<128, 256, tj::bf16>(dev, 300, 700, 200, 3, 1e-5);  // ragged M, N, K: TMA zero fill + masked store
   run_v5<128, 192, tj::f16>(dev, 256, 192 * 3, 512, 4, 1e-5);
   run_v5<64, 96, tj::bf16>(dev, 1000, 96 * 2, 8192, 6, 1e-5);
+  // 128-wide K steps (two 128-byte slabs per block, two TMA boxes each): K a multiple of 128, and K ending mid step.
+  run_v5<64, 96, tj::bf16, 128>(dev, 1000, 96 * 2, 8192, 5, 1e-5);
+  run_v5<64, 192, tj::bf16, 128>(dev, 300, 200, 64 * 13, 3, 1e-5);
   run_v5<128, 128, tj::bf16>(dev, 1024, 1024, 64, 1, 1e-5);  // one stage, one K step
   run_v5<128, 128, tj::bf16>(dev, 256, 256, 64 * 7, 2, 1e-5);
   // f8: the products are exact, but Hopper's f8 wgmma accumulates with a reduced-precision adder (about 14
