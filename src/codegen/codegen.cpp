@@ -145,6 +145,7 @@ class Emitter {
       emit(static_cast<int>(id));
       after_node(static_cast<int>(id));
     }
+    emitting_ = -1;
     retire_deferred();  // a wgmma whose result nothing read must not be in flight (reading shared memory) at exit
     Generated g;
     g.kernel_name = k_.name;
@@ -1709,6 +1710,7 @@ class Emitter {
     const ir::Type& t = n.type;
     auto arg = [&](int j) { return n.args[static_cast<std::size_t>(j)]; };
     auto op = [&](int j, int r) { return opnd(id, j, r); };
+    emitting_ = id;
     if (!deferred_.empty()) retire_deferred(deferred_needed_by(id));
     convert_operands(id);
     switch (n.op) {
@@ -2651,6 +2653,7 @@ class Emitter {
   /// wait (CUTLASS's warpgroup_fence_operand).
   void retire_deferred(std::size_t count) {
     if (count == 0) return;
+    anchor_wait(count);
     wgmma_wait(deferred_.size() - count, "  // deferred wgmma complete");
     for (std::size_t i = 0; i < count; ++i) {
       const int d = deferred_[i];
@@ -2669,6 +2672,31 @@ class Emitter {
     deferred_.erase(deferred_.begin(), deferred_.begin() + static_cast<std::ptrdiff_t>(count));
   }
   void retire_deferred() { retire_deferred(deferred_.size()); }
+
+  /// Options::anchor_deferred_waits: before the wait that retires the `count` oldest deferred wgmma, the same wait
+  /// in a branch on the row reductions computed since the newest of them (a vote on `r == r`, true unless NaN:
+  /// warp-uniform, and ptxas cannot evaluate it). ptxas otherwise schedules a wgmma.wait_group as early as it may —
+  /// e.g. attention's wait for P·V right after the wait for S, before the softmax it was meant to overlap
+  /// (docs/perf.md v0.11, v0.17) — but it does not hoist a wait out of a branch above the branch's condition, and
+  /// the unconditional wait that follows (which keeps every path correct) stays behind it.
+  void anchor_wait(std::size_t count) {
+    if (!o_.anchor_deferred_waits || t_.dialect != Dialect::cuda || emitting_ < 0) return;
+    const Op op = k_[emitting_].op;
+    if (op == Op::loop_begin || op == Op::loop_end) return;
+    const int scope = parent_[static_cast<std::size_t>(emitting_)];
+    std::vector<std::string> conds;
+    for (int x = deferred_[count - 1] + 1; x < emitting_; ++x) {
+      const Node& n = k_[x];
+      if (!ir::is_reduce(n.op) || !tile(x) || n.type.dtype != DType::f32 || parent_[static_cast<std::size_t>(x)] != scope) continue;
+      std::set<int> regs;
+      for (int r = 0; r < R(x); ++r) regs.insert(canonical(r, x));
+      for (int r : regs) conds.push_back(fmt::format("{0} == {0}", v(x, r)));
+    }
+    if (conds.empty()) return;
+    line(fmt::format("if (__all_sync(0xffffffffu, {})) asm volatile(\"wgmma.wait_group.sync.aligned {};\" ::: \"memory\");  "
+                     "// anchors the wait below after the reductions above (ptxas would hoist it)",
+                     fmt::format("{}", fmt::join(conds, " && ")), deferred_.size() - count));
+  }
 
   /// One MFMA instruction family for an operand type on an arch (R x R output tile per wavefront).
   struct MfmaKind {
@@ -2927,6 +2955,7 @@ class Emitter {
   std::vector<StoreBuf> stores_;  // TMA stores (desc_store left in the IR), one staging buffer each
   std::vector<int> pending_release_;  // item blocks whose last reader is a wgmma not yet retired
   std::vector<int> deferred_;  // wgmma dots issued, not yet waited for, oldest first (retire_deferred)
+  int emitting_ = -1;          // the node emit() is emitting (-1: none: the kernel's end)
   std::vector<int> loop_end_;  // per loop_begin: its loop_end (ir::loop_ends)
   bool cp_ = false;                     // the pipelines are cp.async rings (a CUDA target without wgmma)
   bool ws_ = false, pingpong_ = false;  // warp specialisation and the ping-pong schedule (decide_warp_specialization)

@@ -407,6 +407,28 @@ TEST_CASE("attention_persistent_sm90a_consumers_get_the_registers_setmaxnreg_ask
   CHECK(spilled(without) > 0);
 }
 
+TEST_CASE("attention_sm90a_anchored_waits_keep_the_softmax_before_the_wait_for_p_v") {
+  // CompileOptions::anchor_deferred_waits: the wait that retires O += P_{j-1}·V_{j-1} is issued first in a branch
+  // on the row max and row sum of S_j (NaN checks), then unconditionally; off (the default) only the latter.
+  const tj::ir::Kernel k = tj::trace(examples::FlashAttnFwdTmaPingPongEdge<128, 128, 128, false, bf>{});
+  auto gen = [&](bool anchor) {
+    return tj::codegen::generate(k, {}, tj::codegen::target_for("sm_90a"),
+                                 {.num_warps = 8, .num_stages = 2, .warp_specialize = true, .anchor_deferred_waits = anchor}).source;
+  };
+  const std::string off = gen(false), on = gen(true);
+  CHECK(off.find("anchors the wait") == std::string::npos);
+  REQUIRE(occurrences(on, "anchors the wait") == 1);
+  const std::size_t a = on.find("anchors the wait");
+  const std::size_t branch = on.rfind("if (__all_sync(0xffffffffu, ", a);
+  REQUIRE(branch != std::string::npos);
+  // After the exp2s of the softmax, and followed at once by the unconditional wait.
+  CHECK(on.rfind("tj_exp2(", branch) != std::string::npos);
+  CHECK(on.find("tj_exp2(", a) > on.find("wgmma.wait_group.sync.aligned 0;\" ::: \"memory\");  // deferred wgmma complete", a));
+  CHECK(on.find("wgmma.wait_group.sync.aligned 0;", branch) < on.find("  // deferred wgmma complete", branch));
+  CHECK(on.substr(branch, a - branch).find(" == ") != std::string::npos);
+  testing::compiles_for_sm90a_without_spills(on, "anchored_d128.cu");
+}
+
 TEST_CASE("attention_persistent_sm90a_pingpong_turns_continue_across_items") {
   // The key loop is nested in the item loop. Group 1 hands group 0 its first turn once, before the item loop, and
   // group 0 takes the last hand-off once, after it: per item, group 1 could hand over twice in a row (its last

@@ -67,6 +67,11 @@ struct Options {
   /// (FlashAttention-3's intra-warp-group overlap, arXiv 2407.08608 §3.2).
   /// false: it is waited for at once (the code of v0.5).
   bool overlap_register_wgmma = true;
+  /// sm_90a: the wait that retires a deferred wgmma is also issued in a branch on the row reductions computed
+  /// since that wgmma (NaN-checks ptxas cannot evaluate), so ptxas keeps it after them instead of hoisting it
+  /// to the previous wait: attention's softmax then runs under O += P·V in the SASS. Off by default: with two
+  /// consumer warp groups that overlap measured 0-5% slower on the H200 (docs/perf.md v0.17 call 9).
+  bool anchor_deferred_waits = false;
   /// sm_90a, with warp_specialize: programs run in thread-block clusters of
   /// num_ctas (1, 2 or 4) consecutive programs along grid x
   /// (`__cluster_dims__(num_ctas, 1, 1)`; Generated::num_ctas says whether it

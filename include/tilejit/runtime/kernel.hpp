@@ -68,6 +68,10 @@ struct CompileOptions {
   /// until its result is read, overlapping the work in between (e.g. the
   /// softmax of the next scores); false: waited for at once.
   bool overlap_register_wgmma = true;
+  /// sm_90a: pin the wait for a deferred wgmma after the row reductions computed since it, so that work
+  /// overlaps the tensor cores (codegen::Options::anchor_deferred_waits; off by default: slower where two
+  /// consumer warp groups already overlap each other's products).
+  bool anchor_deferred_waits = false;
   /// sm_90a with warp_specialize: thread-block clusters of num_ctas (1, 2 or
   /// 4) consecutive programs along grid x; blocks loaded with
   /// `Desc::load_multicast` are read once per cluster and multicast into each
@@ -114,6 +118,7 @@ inline codegen::Options codegen_options(const CompileOptions& o) {
           .warp_specialize = o.warp_specialize,
           .pingpong = o.pingpong,
           .overlap_register_wgmma = o.overlap_register_wgmma,
+          .anchor_deferred_waits = o.anchor_deferred_waits,
           .num_ctas = o.num_ctas,
           .tma_store = o.tma_store,
           .cp_async = o.cp_async,
