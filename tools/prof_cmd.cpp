@@ -49,10 +49,14 @@ bool additive(std::string_view name) {
 
 // ---- reading -------------------------------------------------------------
 
-ProfNode to_node(const json& j, const std::string& origin, const std::string& where) {
+/// Deepest tree read (the profiler writes at most 4097 levels: ROOT and 4096 scopes); reading and printing recurse.
+constexpr int kMaxReadDepth = 8192;
+
+ProfNode to_node(const json& j, const std::string& origin, const std::string& where, int depth = 0) {
   auto bad = [&](const std::string& what) {
-    return InvalidArgument(origin + ": not a hatchet profile: " + where + ": " + what);
+    return InvalidArgument(origin + ": not a hatchet profile: " + (where.empty() ? std::string("ROOT") : where) + ": " + what);
   };
+  if (depth > kMaxReadDepth) throw bad(fmt::format("nested deeper than {} levels", kMaxReadDepth));
   if (!j.is_object()) throw bad("a node must be an object {\"frame\", \"metrics\", \"children\"}");
   ProfNode n;
   auto f = j.find("frame");
@@ -70,6 +74,8 @@ ProfNode to_node(const json& j, const std::string& origin, const std::string& wh
         n.metrics[it.key()] = it->get<double>();
       } else if (it->is_string()) {
         n.strings[it.key()] = it->get<std::string>();
+      } else if (it->is_null()) {
+        // NaN and infinities are written as null (JSON has no such numbers): missing, as hatchet reads them.
       } else {
         throw bad("metric '" + it.key() + "' of '" + n.name + "' is neither a number nor a string");
       }
@@ -78,7 +84,7 @@ ProfNode to_node(const json& j, const std::string& origin, const std::string& wh
   if (auto c = j.find("children"); c != j.end()) {
     if (!c->is_array()) throw bad("\"children\" of '" + n.name + "' is not an array");
     n.children.reserve(c->size());
-    for (const auto& child : *c) n.children.push_back(to_node(child, origin, here));
+    for (const auto& child : *c) n.children.push_back(to_node(child, origin, here, depth + 1));
   }
   return n;
 }

@@ -121,6 +121,10 @@ NameId root_name() noexcept {
 }
 
 std::uint32_t metric_id(std::string_view name, MetricType type, MetricKind kind, bool user) {
+  if (user && name.ends_with(" (inc)"))
+    throw InvalidArgument("metric '" + std::string(name) +
+                          "': names ending in \" (inc)\" are reserved for the inclusive totals the writers derive "
+                          "(hatchet's convention: metric 'x' of a node is written beside 'x (inc)'); choose another name");
   struct Cached {
     std::uint32_t id;
     MetricType type;

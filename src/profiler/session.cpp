@@ -1,7 +1,9 @@
 // Sessions, the per-thread hot path (scopes, metrics, launches), phases and
 // the background writer. Lock order: see state.hpp.
+#include <atomic>
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -123,12 +125,25 @@ inline ThreadState& current() {
 }
 
 /// Give every frame of the thread's stack a node in `l` (held).
+/// Scopes nested deeper than this are recorded in their kMaxScopeDepth-th enclosing scope: the writers and the
+/// viewer walk the tree recursively, and a scope entered in a loop without its exit (50,000 deep) overflowed the
+/// stack of both. Said once per process on stderr.
+constexpr std::size_t kMaxScopeDepth = 4096;
+
 void sync_path(Local& l, const ThreadState& ts) {
   const bool trace = l.session->trace;
   while (l.path.size() < ts.stack.size()) {
     const Frame& f = ts.stack[l.path.size()];
     std::uint32_t parent = l.path.empty() ? 0 : l.path.back();
-    l.path.push_back(l.data.tree.child(parent, f.name));
+    if (l.path.size() >= kMaxScopeDepth) {
+      static std::atomic<bool> said{false};
+      if (!said.exchange(true))
+        std::fprintf(stderr, "[tilejit.profiler] scopes nested more than %zu deep (an exit_scope missing in a loop?): "
+                             "deeper ones are recorded in their %zu-th enclosing scope\n", kMaxScopeDepth, kMaxScopeDepth);
+      l.path.push_back(parent);
+    } else {
+      l.path.push_back(l.data.tree.child(parent, f.name));
+    }
     if (trace) {
       std::uint64_t start = f.start != 0 ? f.start : now_ns();
       l.path_start.push_back(std::max(start, l.session->start_mono));
@@ -242,9 +257,11 @@ std::shared_ptr<PhaseData> collect(Session& s, bool late = false) {
   };
   for (auto& l : s.locals) take(*l);
   take(*s.detached);
+  // A thread that exited leaves its Local behind until nothing of it is left — including what it recorded after
+  // take() above and before it exited (dropping that lost metrics when threads ended during advance_phase).
   std::erase_if(s.locals, [](const std::shared_ptr<Local>& l) {
     std::lock_guard lg(l->lock);
-    return l->thread_gone.load() && l->path.empty() && l->pending.empty() &&
+    return l->thread_gone.load() && l->data.empty() && l->path.empty() && l->pending.empty() &&
            l->op_node.load(std::memory_order_relaxed) == kNoNode;
   });
   std::sort(pd->parts.begin(), pd->parts.end(),

@@ -256,6 +256,12 @@ TEST_CASE("attention_library_checks_its_arguments") {
   CHECK(A::check_cu_seqlens({0, 12, 12, 90}, 100, 78) == 78);
   CHECK_THROWS_WITH_AS(A::check({.batch = 1, .heads_q = 1, .heads_kv = 1, .seqlen = 8, .head_dim = 64, .scale = -1}),
                        doctest::Contains("scale = -1"), tj::InvalidArgument);
+  // Finite as a double but not as the f32 the kernels take (review finding: NaN outputs, or a zero scale).
+  CHECK_THROWS_WITH_AS(A::check({.batch = 1, .heads_q = 1, .heads_kv = 1, .seqlen = 8, .head_dim = 64, .scale = 1e39}),
+                       doctest::Contains("f32"), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(A::check({.batch = 1, .heads_q = 1, .heads_kv = 1, .seqlen = 8, .head_dim = 64, .scale = 1e-50}),
+                       doctest::Contains("f32"), tj::InvalidArgument);
+  CHECK_NOTHROW(A::check({.batch = 1, .heads_q = 1, .heads_kv = 1, .seqlen = 8, .head_dim = 64, .scale = 1e-30}));
   CHECK_THROWS_WITH_AS(A::check({.batch = 1, .heads_q = 1, .heads_kv = 1, .seqlen = 8, .head_dim = 64, .scale = std::nan("")}),
                        doctest::Contains("must be > 0"), tj::InvalidArgument);
   CHECK_THROWS_WITH_AS(A::fits_i32(64LL * 8 * 32768 * 128, "the KV cache"), doctest::Contains("32-bit offsets"), tj::InvalidArgument);

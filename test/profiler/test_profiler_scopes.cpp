@@ -10,6 +10,28 @@
 using namespace prof_test;
 namespace tp = tilejit::profiler;
 
+TEST_CASE("profiler scopes: nesting deeper than 4096 is recorded in the 4096th scope, and the file stays readable") {
+  // Review finding: 50,000 nested scopes (an exit_scope missing in a loop) overflowed the stack of the writer.
+  auto dir = prof_test::temp_dir("deep");
+  auto s = tp::start((dir / "deep").string());
+  for (int i = 0; i < 20000; ++i) tp::enter_scope("deep");
+  tp::add_metric({"deep_n", 1});
+  for (int i = 0; i < 20000; ++i) tp::exit_scope();
+  const auto text = tp::get(s, tp::current_phase(s));
+  REQUIRE(text.has_value());
+  const json root = json::parse(*text)[0];
+  int depth = 0;
+  const json* n = &root;
+  while (!n->at("children").empty()) {
+    n = &n->at("children")[0];
+    ++depth;
+  }
+  CHECK(depth == 4096);
+  CHECK(n->at("metrics").value("deep_n", 0) == 1);
+  CHECK(root["metrics"].value("deep_n (inc)", 0) == 1);
+  tp::finalize(s);
+}
+
 TEST_CASE("profiler scope: tree shape and inclusive / exclusive / property metrics") {
   auto dir = temp_dir("shape");
   auto s = tp::start((dir / "shape").string());
@@ -139,6 +161,8 @@ TEST_CASE("profiler metric: a name reused with another type or kind throws Metri
   CHECK_THROWS_AS(tp::add_metric({"mm_value", 2, tp::MetricKind::property}), tp::MetricTypeError);
   CHECK_THROWS_AS(tp::add_metric({"bytes", 2.0}), tp::MetricTypeError);  // bytes is int64
   CHECK_THROWS_AS(tp::add_metric({"device_id", 1, tp::MetricKind::property}), tilejit::InvalidArgument);
+  // " (inc)" names the writers' derived inclusive totals: a user metric of that name would be overwritten.
+  CHECK_THROWS_WITH_AS(tp::add_metric({"mm_value (inc)", 100}), doctest::Contains("reserved"), tilejit::InvalidArgument);
   CHECK_THROWS_AS(tp::flops(12, 1), tilejit::InvalidArgument);
   // A scope whose metrics are rejected is not entered.
   CHECK_THROWS_AS(tp::Scope("bad", {{"mm_value", 0.5}}), tp::MetricTypeError);

@@ -405,6 +405,17 @@ TEST_CASE("prof view: --diff matches nodes by path and shows a, b, b-a, b/a") {
   CHECK(run_prof_view(args) == 0);
 }
 
+TEST_CASE("prof view: a NaN metric (written as null) reads as missing") {
+  // Review finding: one NaN anywhere (it spreads into ROOT's inclusive total) made the whole file unreadable.
+  const std::string text = R"J([{"frame": {"name": "ROOT", "type": "function"}, "metrics": {"loss (inc)": null, "time (ns) (inc)": 2000},
+    "children": [{"frame": {"name": "a", "type": "function"}, "metrics": {"loss": null, "loss (inc)": null, "time (ns)": 2000,
+    "time (ns) (inc)": 2000}, "children": []}]}])J";
+  const Profile p = parse_profile(text, "nan.hatchet");
+  REQUIRE(p.root.children.size() == 1);
+  CHECK(p.root.children[0].metrics.count("loss") == 0);
+  CHECK(p.root.children[0].metrics.at("time (ns)") == 2000);
+}
+
 TEST_CASE("prof view: bad input is InvalidArgument and exit code 2") {
   using tilejit::InvalidArgument;
   const Profile a = A();
