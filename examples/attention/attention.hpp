@@ -99,7 +99,7 @@ class Attention {
     if (s.head_dim != 64 && s.head_dim != 96 && s.head_dim != 128 && s.head_dim != 256)
       throw tj::InvalidArgument(fmt::format("attention: head_dim = {} is not supported: 64, 96, 128 or 256", s.head_dim));
     // The kernels take scale and scale·log2(e) as f32: both must stay finite and non-zero there.
-    if (const double d = s.softmax_scale(), l2 = d * 1.4426950408889634;
+    if (const double d = s.softmax_scale(), l2 = d * kLog2e;
         !(static_cast<float>(d) > 0) || !std::isfinite(static_cast<float>(l2)) || !(static_cast<float>(l2) > 0))
       throw tj::InvalidArgument(fmt::format("attention: scale = {}: the kernels compute in f32, where scale and scale * log2(e) = {} "
                                             "must be finite and > 0 (about 1e-38 to 2e38)", s.scale, l2));

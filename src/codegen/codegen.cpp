@@ -2695,7 +2695,7 @@ class Emitter {
     if (conds.empty()) return;
     line(fmt::format("if (__all_sync(0xffffffffu, {})) asm volatile(\"wgmma.wait_group.sync.aligned {};\" ::: \"memory\");  "
                      "// anchors the wait below after the reductions above (ptxas would hoist it)",
-                     fmt::format("{}", fmt::join(conds, " && ")), deferred_.size() - count));
+                     fmt::join(conds, " && "), deferred_.size() - count));
   }
 
   /// One MFMA instruction family for an operand type on an arch (R x R output tile per wavefront).

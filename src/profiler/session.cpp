@@ -1,7 +1,7 @@
 // Sessions, the per-thread hot path (scopes, metrics, launches), phases and
 // the background writer. Lock order: see state.hpp.
-#include <atomic>
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <chrono>
@@ -124,12 +124,12 @@ inline ThreadState& current() {
   return ts;
 }
 
-/// Give every frame of the thread's stack a node in `l` (held).
 /// Scopes nested deeper than this are recorded in their kMaxScopeDepth-th enclosing scope: the writers and the
 /// viewer walk the tree recursively, and a scope entered in a loop without its exit (50,000 deep) overflowed the
 /// stack of both. Said once per process on stderr.
 constexpr std::size_t kMaxScopeDepth = 4096;
 
+/// Give every frame of the thread's stack a node in `l` (held); past kMaxScopeDepth, the deepest node again.
 void sync_path(Local& l, const ThreadState& ts) {
   const bool trace = l.session->trace;
   while (l.path.size() < ts.stack.size()) {
