@@ -463,6 +463,22 @@ void walk(const VNode& n, const std::string& indent, bool last, bool root,
     walk(n.children[i], next, i + 1 == n.children.size(), false, f);
 }
 
+/// A frame name as the terminal should see it: control characters (newlines, escape sequences) written as
+/// \n, \t, \r or \xNN, so a name cannot break the table or recolour the terminal. UTF-8 passes unchanged.
+std::string terminal_safe(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') out += "\\n";
+    else if (c == '\t') out += "\\t";
+    else if (c == '\r') out += "\\r";
+    else if (u < 0x20 || u == 0x7F) out += fmt::format("\\x{:02x}", u);
+    else out += c;
+  }
+  return out;
+}
+
 std::string html_escape(std::string_view s) {
   std::string out;
   out.reserve(s.size());
@@ -516,8 +532,15 @@ Profile parse_profile(std::string_view bytes, std::string_view origin_view) {
     j = p.msgpack ? json::from_msgpack(bytes.begin(), bytes.end())
                   : json::parse(bytes.begin(), bytes.end());
   } catch (const json::exception& e) {
-    throw InvalidArgument(fmt::format("{}: not valid {}: {}", origin,
-                                      p.msgpack ? "MessagePack (nor JSON)" : "JSON", e.what()));
+    // A JSON document that is not an array or object ("null", "42") starts with a byte MessagePack reads as a
+    // value too: say what it is rather than how MessagePack failed.
+    if (json other = json::parse(bytes.begin(), bytes.end(), nullptr, false); p.msgpack && !other.is_discarded()) {
+      j = std::move(other);
+      p.msgpack = false;
+    } else {
+      throw InvalidArgument(fmt::format("{}: not valid {}: {}", origin,
+                                        p.msgpack ? "MessagePack (nor JSON)" : "JSON", e.what()));
+    }
   }
   const json* tree = nullptr;
   const json* devices = nullptr;
@@ -530,7 +553,8 @@ Profile parse_profile(std::string_view bytes, std::string_view origin_view) {
     tree = &j[0];
     if (j.size() > 1) devices = &j[1];
   } else {
-    throw InvalidArgument(origin + ": not a hatchet profile: expected [tree, device_info]");
+    throw InvalidArgument(fmt::format("{}: not a hatchet profile: expected [tree, device_info] or a tree object, got {}", origin,
+                                      j.is_array() ? "an empty array" : j.type_name()));
   }
   p.root = to_node(*tree, origin, "");
   if (devices && devices->is_object()) {
@@ -712,7 +736,7 @@ std::string render_view(const Profile& a, const ViewOptions& o, const Profile* b
       }
     }
     rows.push_back(std::move(row));
-    labels.push_back(prefix + n.name);
+    labels.push_back(prefix + terminal_safe(n.name));
   });
   std::vector<std::size_t> width(header.size());
   for (std::size_t i = 0; i < header.size(); ++i) {

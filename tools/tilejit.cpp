@@ -45,7 +45,8 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   pv->add_option("--include,-i", pview.options.include, "keep the paths through frames matching this regex");
   pv->add_option("--exclude,-e", pview.options.exclude, "drop frames matching this regex, with their subtrees");
-  pv->add_option("--depth,-d", pview.options.depth, "levels below ROOT to show (default: all)");
+  pv->add_option("--depth,-d", pview.options.depth, "levels below ROOT to show (default: all)")
+      ->check(CLI::Range(0, 8192));
   pv->add_option("--threshold,-t", pview.options.threshold,
                  "drop nodes whose time is below this fraction of ROOT's (0..1)");
   pv->add_option("--sort,-s", pview.options.sort, "order siblings by this metric, largest first");

@@ -354,6 +354,13 @@ class Gemm {
     if (K > kMax)
       throw tj::InvalidArgument(fmt::format("gemm: K = {}: A [M, K] and B [N, K] are indexed with 32-bit offsets, K is at most "
                                             "2^31 - 1", K));
+    // A's and B's descriptors span at most 2^31 - 1 elements (the kernels' 32-bit offsets). Checked here so the error
+    // names the operand: the small-M kernels take B first (swap AB), and their argument numbers would mislead.
+    for (auto [rows, what] : {std::pair{M, "A [M, K]"}, std::pair{N, "B [N, K]"}})
+      if (rows * K > kMax)  // both <= 2^31 - 1: no wrap
+        throw tj::InvalidArgument(fmt::format("gemm: {} = [{}, {}] has {} elements: its descriptor's offsets are 32-bit, at most "
+                                              "2^31 - 1 elements; split the product along {}", what, rows, K, rows * K,
+                                              what[0] == 'A' ? "M" : "N"));
     if (K * static_cast<long long>(sizeof(T)) % 16 != 0)
       throw tj::InvalidArgument(fmt::format("gemm: K = {} gives rows of {} bytes: K x element size must be a multiple of 16 bytes "
                                             "(TMA row strides); pad K to a multiple of {}", K, K * sizeof(T), 16 / sizeof(T)));

@@ -6,7 +6,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <fmt/format.h>
+#include <mutex>
 #include <thread>
+#include <unordered_set>
 
 #include "device_impl.hpp"
 #include "launch_check.hpp"
@@ -62,9 +64,26 @@ struct InterpreterImpl final : Device::Impl {
     void* p = std::aligned_alloc(align, (bytes + align - 1) / align * align);
     if (!p) throw DriverError(fmt::format("aligned_alloc of {} bytes failed: out of host memory", bytes),
                               "aligned_alloc", ENOMEM);
+    try {
+      std::lock_guard lock(mu_);
+      live_.insert(p);
+    } catch (...) {
+      std::free(p);
+      throw;
+    }
     return p;
   }
-  void free(void* p) override { std::free(p); }
+  /// Frees only what alloc returned and has not freed (std::free of anything else is undefined: glibc aborts);
+  /// the GPU drivers refuse such a pointer too.
+  void free(void* p) override {
+    {
+      std::lock_guard lock(mu_);
+      if (live_.erase(p) == 0)
+        throw InvalidArgument(fmt::format("free of {}: not a live allocation of the CPU interpreter (freed twice, or memory "
+                                          "alloc did not return)", p));
+    }
+    std::free(p);
+  }
   void copy_to_device(void* dst, const void* src, std::size_t n) override { std::memmove(dst, src, n); }
   void copy_to_host(void* dst, const void* src, std::size_t n) override { std::memmove(dst, src, n); }
   void copy_device_to_device(void* dst, const void* src, std::size_t n, Stream) override {
@@ -88,6 +107,9 @@ struct InterpreterImpl final : Device::Impl {
   void launch(Function, const LaunchDims&, Stream, void**) override {
     throw Unsupported("the interpreter cannot launch compiled kernels: it executes traced IR, not machine code");
   }
+
+  std::mutex mu_;
+  std::unordered_set<void*> live_;  // alloc's pointers not yet freed
 };
 
 void check_ptr(const void* p, const char* what, std::size_t bytes) {

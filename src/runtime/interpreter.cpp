@@ -22,10 +22,17 @@ namespace {
 using ir::Node;
 using ir::Op;
 
-/// A tile value: floats in `f`, integers / bools / addresses in `i`.
+/// A tile value: floats in `f`, integers / bools / addresses in `i`. `undef` (empty when every lane
+/// is defined) marks lanes that hold the result of an integer division or remainder by zero, which
+/// the GPU leaves unspecified; `undef_from` is the node that produced the first of them. Such lanes
+/// flow through arithmetic like LLVM's poison and are an error only where they would matter: a
+/// store, a load address or mask, or a loop bound (see Program::check_defined).
 struct Value {
   std::vector<double> f;
   std::vector<std::int64_t> i;
+  std::vector<std::uint8_t> undef;
+  int undef_from = -1;
+  [[nodiscard]] bool undef_at(std::size_t e) const { return !undef.empty() && undef[undef.size() == 1 ? 0 : e] != 0; }
 };
 
 bool holds_float(const ir::Type& t) { return !t.is_ptr && is_float(t.dtype); }
@@ -184,6 +191,7 @@ class Program {
       const auto u = static_cast<std::size_t>(pc);
       switch (node.op) {
         case Op::loop_begin: {
+          for (int j = 0; j < 3; ++j) check_defined(pc, node.args[static_cast<std::size_t>(j)], 0, "a loop bound");
           const std::int64_t lo = at(node.args[0]).i[0];
           hi_[u] = at(node.args[1]).i[0];
           step_[u] = at(node.args[2]).i[0];
@@ -210,10 +218,14 @@ class Program {
         }
         case Op::loop_result: vals_[u] = at(node.args[0]); ++pc; continue;
         case Op::event:
+          check_defined(pc, node.args[0], 0, "an event id");
           event(static_cast<std::uint16_t>(node.i), static_cast<std::uint8_t>(node.axis), static_cast<std::uint32_t>(at(node.args[0]).i[0]), pid);
           ++pc;
           continue;
-        default: eval(pc, pid); ++pc;
+        default:
+          eval(pc, pid);
+          track_undef(pc);
+          ++pc;
       }
     }
   }
@@ -222,6 +234,98 @@ class Program {
 
   [[noreturn]] void fail(int id, const std::string& what) const {
     throw InvalidArgument(fmt::format("interpreter: node %{} ({}): {}", id, ir::name(k_[id].op), what));
+  }
+
+  /// Throws if element `e` of node `arg` (the `what` of node `id`) is undefined: the result of an
+  /// integer division by zero reaching memory or control flow, where the GPU's unspecified value
+  /// would change what the kernel does.
+  void check_defined(int id, int arg, std::size_t e, const char* what) const {
+    if (arg < 0) return;
+    const Value& v = at(arg);
+    if (!v.undef_at(e)) return;
+    fail(id, fmt::format("element {} of {} is the result of an integer division or remainder by zero (node %{}), "
+                         "which is unspecified on the GPU; mask it out or select it away with where()",
+                         e, what, v.undef_from));
+  }
+
+  /// Marks lane `e` of node `id`'s value undefined (an integer division or remainder by zero).
+  void mark_undef(Value& out, int N, int e, int origin) {
+    if (out.undef.empty()) out.undef.assign(static_cast<std::size_t>(N), 0);
+    out.undef[static_cast<std::size_t>(e)] = 1;
+    if (out.undef_from < 0) out.undef_from = origin;
+  }
+
+  /// Carries undefined lanes from node `id`'s arguments to its value (after eval computed it).
+  void track_undef(int id) {
+    const Node& n = k_[id];
+    Value& out = vals_[static_cast<std::size_t>(id)];
+    const int N = n.type.numel();
+    auto arg = [&](int j) -> const Value* {
+      const int a = n.args[static_cast<std::size_t>(j)];
+      return a < 0 || at(a).undef.empty() ? nullptr : &at(a);
+    };
+    auto from = [&](const Value* v, int e, int src) { if (v && v->undef_at(static_cast<std::size_t>(src))) mark_undef(out, N, e, v->undef_from); };
+    switch (n.op) {
+      case Op::param: case Op::program_id: case Op::num_programs: case Op::constant: case Op::arange:
+      case Op::desc_field: case Op::expand_dims: case Op::store: return;  // expand_dims copied its argument
+      case Op::load:  // addresses and mask were checked by eval; masked-off lanes take `other`
+        if (const Value* o = arg(2))
+          for (int e = 0; e < N; ++e)
+            if (!(n.args[1] < 0 || at(n.args[1]).i[static_cast<std::size_t>(e)])) from(o, e, 0);
+        return;
+      case Op::where: {
+        const Value *c = arg(0), *x = arg(1), *y = arg(2);
+        if (!c && !x && !y) return;
+        for (int e = 0; e < N; ++e) {
+          from(c, e, e);
+          from(at(n.args[0]).i[static_cast<std::size_t>(e)] ? x : y, e, e);
+        }
+        return;
+      }
+      case Op::trans: {
+        if (const Value* v = arg(0)) {
+          const int rows = n.type.shape[0], cols = n.type.shape[1];
+          for (int e = 0; e < N; ++e) from(v, e, (e % cols) * rows + e / cols);
+        }
+        return;
+      }
+      case Op::broadcast:
+        if (const Value* v = arg(0))
+          for (int e = 0; e < N; ++e) from(v, e, broadcast_source(k_[n.args[0]].type, n.type, e));
+        return;
+      case Op::reduce_sum: case Op::reduce_max: case Op::reduce_min: {
+        const Value* v = arg(0);
+        if (!v) return;
+        const ir::Type& ft = k_[n.args[0]].type;
+        const int len = ft.shape[n.axis];
+        for (int o = 0; o < N; ++o)
+          for (int j = 0; j < len; ++j)
+            from(v, o, ft.rank == 1 ? j : (n.axis == 1 ? o * ft.shape[1] + j : j * ft.shape[1] + o));
+        return;
+      }
+      case Op::dot: {
+        const Value *va = arg(0), *vb = arg(1), *vc = arg(2);
+        if (!va && !vb && !vc) return;
+        const int M = n.type.shape[0], Nn = n.type.shape[1], K = k_[n.args[0]].type.shape[1];
+        for (int m = 0; m < M; ++m)
+          for (int j = 0; j < Nn; ++j) {
+            const int e = m * Nn + j;
+            from(vc, e, e);
+            for (int kk = 0; kk < K; ++kk) {
+              from(va, e, m * K + kk);
+              from(vb, e, kk * Nn + j);
+            }
+          }
+        return;
+      }
+      default:  // elementwise: unary, binary, compare, cast, addptr (operands have the result's shape)
+        for (std::size_t j = 0; j < n.args.size(); ++j) {
+          if (n.args[j] < 0) continue;
+          const Value* v = arg(static_cast<int>(j));
+          for (int e = 0; v && e < N; ++e) from(v, e, e);
+        }
+        return;
+    }
   }
 
   void eval(int id, std::array<unsigned, 3> pid) {
@@ -233,6 +337,8 @@ class Program {
     auto type_of_arg = [&](int j) -> const ir::Type& { return k_[n.args[static_cast<std::size_t>(j)]].type; };
     out.f.clear();
     out.i.clear();
+    out.undef.clear();
+    out.undef_from = -1;
     auto put_f = [&](auto&& g) { out.f.resize(static_cast<std::size_t>(N)); for (int e = 0; e < N; ++e) out.f[e] = round_to(n.type.dtype, g(e)); };
     auto put_i = [&](auto&& g) { out.i.resize(static_cast<std::size_t>(N)); for (int e = 0; e < N; ++e) out.i[e] = wrap_int(n.type.dtype, g(e)); };
 
@@ -316,7 +422,9 @@ class Program {
         const bool has_mask = n.args[1] >= 0, has_other = n.args[2] >= 0;
         const DType t = n.type.dtype;
         for (int e = 0; e < N; ++e) {
+          check_defined(id, n.args[1], static_cast<std::size_t>(e), "the load's mask");
           bool on = !has_mask || a(1).i[e];
+          if (on) check_defined(id, n.args[0], static_cast<std::size_t>(e), "the load's addresses");
           std::uintptr_t addr = static_cast<std::uintptr_t>(a(0).i[e]);
           if (on && addr == 0) fail(id, fmt::format("load through a null pointer (element {})", e));
           if (fl) {
@@ -334,7 +442,10 @@ class Program {
         const DType t = n.type.dtype;
         const bool vf = holds_float(type_of_arg(1));
         for (int e = 0; e < N; ++e) {
+          check_defined(id, n.args[2], static_cast<std::size_t>(e), "the store's mask");
           if (has_mask && !a(2).i[e]) continue;
+          check_defined(id, n.args[0], static_cast<std::size_t>(e), "the store's addresses");
+          check_defined(id, n.args[1], static_cast<std::size_t>(e), "the stored value");
           std::uintptr_t addr = static_cast<std::uintptr_t>(a(0).i[e]);
           if (addr == 0) fail(id, fmt::format("store through a null pointer (element {})", e));
           write_elem(t, addr, vf ? a(1).f[e] : 0.0, vf ? 0 : a(1).i[e]);
@@ -470,8 +581,8 @@ class Program {
             case Op::add: return wrapping_add(x, y);
             case Op::sub: return wrapping_sub(x, y);
             case Op::mul: return wrapping_mul(x, y);
-            case Op::div: if (y == 0) fail(id, "integer division by zero"); return int_div(x, y, u64);
-            case Op::rem: if (y == 0) fail(id, "integer remainder by zero"); return int_rem(x, y, u64);
+            case Op::div: if (y == 0) { mark_undef(out, N, e, id); return std::int64_t{0}; } return int_div(x, y, u64);
+            case Op::rem: if (y == 0) { mark_undef(out, N, e, id); return std::int64_t{0}; } return int_rem(x, y, u64);
             case Op::maximum: return u64 ? (static_cast<std::uint64_t>(x) < static_cast<std::uint64_t>(y) ? y : x) : std::max(x, y);
             case Op::minimum: return u64 ? (static_cast<std::uint64_t>(y) < static_cast<std::uint64_t>(x) ? y : x) : std::min(x, y);
             case Op::bit_and: return x & y;

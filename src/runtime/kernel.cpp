@@ -18,6 +18,20 @@ std::string describe(const ir::Kernel& k, std::size_t i) {
   return fmt::format("argument {} ({}: {}) of kernel {}", i, k.params[i].name, ir::to_string(k.params[i].type), k.name);
 }
 
+/// The values an integer parameter of type `t` holds, as the message of an out-of-range argument says it.
+std::string integer_range(DType t) {
+  switch (t) {
+    case DType::i8: return "[-2^7, 2^7 - 1]";
+    case DType::i16: return "[-2^15, 2^15 - 1]";
+    case DType::i32: return "[-2^31, 2^31 - 1]";
+    case DType::u8: return "[0, 2^8 - 1]";
+    case DType::u16: return "[0, 2^16 - 1]";
+    case DType::u32: return "[0, 2^32 - 1]";
+    case DType::u64: return "[0, 2^64 - 1]";
+    default: return "[-2^63, 2^63 - 1]";
+  }
+}
+
 ir::Specialization spec_of(std::uint64_t key, std::size_t nargs) {
   ir::Specialization spec;
   spec.flags.resize(nargs);
@@ -167,9 +181,10 @@ std::uint64_t KernelCore::check_args(std::span<const ArgSlot> args) const {
       if (addr % es != 0)
         throw InvalidArgument(fmt::format("{} = {:#x} is not aligned to its element size ({} bytes)", describe(ir_, i), addr, es));
       if (addr % 16 == 0) flags |= ir::Specialization::kDiv16;
-    } else if (a.kind == ArgSlot::Kind::i32_out_of_range) {
-      throw InvalidArgument(fmt::format("{} = {} does not fit the kernel's 32-bit integer parameter ([-2^31, 2^31 - 1])",
-                                        describe(ir_, i), a.v.i64));
+    } else if (a.kind == ArgSlot::Kind::out_of_range || a.kind == ArgSlot::Kind::out_of_range_u64) {
+      throw InvalidArgument(fmt::format("{} = {} does not fit the kernel's {}-bit integer parameter ({})", describe(ir_, i),
+                                        a.kind == ArgSlot::Kind::out_of_range ? std::to_string(a.v.i64) : std::to_string(a.v.u64),
+                                        8 * size_bytes(p.type.dtype), integer_range(p.type.dtype)));
     } else if (a.kind == ArgSlot::Kind::i32 || a.kind == ArgSlot::Kind::i64) {
       const std::int64_t x = a.kind == ArgSlot::Kind::i32 ? a.v.i32 : a.v.i64;
       if (p.is_size && x < 0) throw InvalidArgument(fmt::format("{} = {} is a size and must be >= 0", describe(ir_, i), x));
@@ -301,8 +316,8 @@ void KernelCore::launch(const Grid& g, Stream s, std::span<ArgSlot> args, const 
           }
           vals[i].oob_nan = a.v.desc->oob_fill() == TensorDescriptor::OobFill::nan;
           break;
-        case ArgSlot::Kind::i32_out_of_range:  // check_args has thrown for it
-          throw InvalidArgument(fmt::format("argument {} = {} does not fit a 32-bit integer parameter", i, a.v.i64));
+        case ArgSlot::Kind::out_of_range: case ArgSlot::Kind::out_of_range_u64:  // check_args has thrown for them
+          throw InvalidArgument(fmt::format("argument {} does not fit its integer parameter", i));
       }
     }
     const std::array<unsigned, 3> grid{static_cast<unsigned>(g.x), static_cast<unsigned>(g.y), static_cast<unsigned>(g.z)};

@@ -80,4 +80,9 @@ TEST_CASE("gemm_out16_rejects_extents_whose_products_overflow") {
   }
   // K x element size wraps to a multiple of 16 (2^62 x 2 = 2^63): K is past what A's descriptor can hold.
   CHECK_THROWS_WITH_AS(gemm(a, b, c, 1, 1, 1LL << 62), doctest::Contains("K = 4611686018427387904"), tj::InvalidArgument);
+  // An operand past its descriptor's 2^31 - 1 elements is named as the user passed it, on the small-M path (which
+  // takes B as its kernel's first argument) and the tuned one alike.
+  CHECK_THROWS_WITH_AS(gemm(a, b, c, 1, 1LL << 20, 4096), doctest::Contains("gemm: B [N, K] = [1048576, 4096] has 4294967296 elements"),
+                       tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(gemm(a, b, c, 1LL << 20, 64, 4096), doctest::Contains("gemm: A [M, K] = [1048576, 4096]"), tj::InvalidArgument);
 }

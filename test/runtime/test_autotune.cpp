@@ -468,6 +468,11 @@ TEST_CASE("autotune: Kernel::prepare builds without launching and validates like
   CHECK_THROWS_WITH_AS(k.prepare(dx, dy, 1LL << 40), doctest::Contains("argument 2 (arg2: i32) of kernel Softmax"), tj::InvalidArgument);
   CHECK_THROWS_WITH_AS(k.prepare(dx, dy, 1LL << 40), doctest::Contains("= 1099511627776 does not fit the kernel's 32-bit"),
                        tj::InvalidArgument);
+  // An unsigned value above 2^63 is reported as itself (it used to wrap to -1 and read as a negative size).
+  CHECK_THROWS_WITH_AS(k.prepare(dx, dy, ~0ULL),
+                       doctest::Contains("= 18446744073709551615 does not fit the kernel's 32-bit integer parameter ([-2^31, 2^31 - 1])"),
+                       tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(k.prepare(dx, dy, 1ULL << 31), doctest::Contains("= 2147483648 does not fit"), tj::InvalidArgument);
   const tj::JitInfo a = k.prepare(dx, dy, 4);
   if (dev.backend() != tj::Backend::interpreter) {
     CHECK(a.compiled);

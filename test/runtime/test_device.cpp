@@ -125,7 +125,14 @@ TEST_CASE("device: interpreter alloc, memset and copies round trip") {
   CHECK_THROWS_AS(d.copy_to_host(back.data(), nullptr, 4), InvalidArgument);
   CHECK_THROWS_AS(d.copy_to_device(nullptr, host.data(), 4), InvalidArgument);
   CHECK_THROWS_AS(d.memset(a, 256, 4), InvalidArgument);
+  // Freeing what alloc did not return (host memory, an interior pointer) or freeing twice is a typed error, not
+  // glibc's abort; the allocation stays usable.
+  CHECK_THROWS_WITH_AS(d.free(host.data()), doctest::Contains("not a live allocation of the CPU interpreter"), InvalidArgument);
+  CHECK_THROWS_AS(d.free(static_cast<char*>(a) + 64), InvalidArgument);
+  d.copy_to_host(back.data(), a, n);
+  CHECK(back == host);
   d.free(a);
+  CHECK_THROWS_WITH_AS(d.free(a), doctest::Contains("freed twice"), InvalidArgument);
   d.free(b);
 }
 

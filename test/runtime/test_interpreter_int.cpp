@@ -41,6 +41,46 @@ struct U64Ops {
   }
 };
 
+/// A correct kernel whose masked-off lanes divide by zero: out[i] = x[i] / y[i] for i < n; the
+/// masked loads give 0 / 0 in the other lanes, which are never stored.
+struct MaskedDiv {
+  void operator()(tj::Ptr<std::int32_t> xs, tj::Ptr<std::int32_t> ys, tj::Ptr<std::int32_t> out, tj::Size n) const {
+    auto i = tj::arange<8>();
+    auto m = i < n;
+    auto q = tj::load(xs + i, m) / tj::load(ys + i, m);
+    tj::store(out + i, q + 1, m);
+  }
+};
+
+/// where() selects the zero divisor's lanes away: out[i] = y[i] == 0 ? -1 : x[i] % y[i].
+struct GuardedRem {
+  void operator()(tj::Ptr<std::int32_t> xs, tj::Ptr<std::int32_t> ys, tj::Ptr<std::int32_t> out) const {
+    auto i = tj::arange<4>();
+    auto x = tj::load(xs + i), y = tj::load(ys + i);
+    tj::store(out + i, tj::where(y == 0, tj::full<std::int32_t, 4>(-1.0), x % y));
+  }
+};
+
+/// An undefined quotient used as a load mask, and one summed into a stored total.
+struct DivAsMask {
+  void operator()(tj::Ptr<std::int32_t> xs, tj::Ptr<std::int32_t> ys, tj::Ptr<std::int32_t> out) const {
+    auto i = tj::arange<4>();
+    auto q = tj::load(xs + i) / tj::load(ys + i);
+    tj::store(out + i, tj::load(xs + i, q > 0));
+  }
+};
+struct DivSummed {
+  void operator()(tj::Ptr<std::int32_t> xs, tj::Ptr<std::int32_t> ys, tj::Ptr<std::int32_t> out) const {
+    auto i = tj::arange<4>();
+    tj::store(out, tj::sum<0>(tj::load(xs + i) / tj::load(ys + i)));
+  }
+};
+
+/// out[0] = v, an i64 parameter.
+struct StoreI64 {
+  void operator()(tj::Ptr<std::int64_t> out, tj::Int64 v) const { tj::store(out, v); }
+};
+
 /// Floats out of an integer type's range converted as the GPU's cvt.rzi does: clamped.
 struct FloatToInt {
   void operator()(tj::Ptr<float> xs, tj::Ptr<std::int32_t> o32, tj::Ptr<std::int64_t> o64) const {
@@ -81,8 +121,58 @@ TEST_CASE("interpreter_int64_min_div_minus_one_wraps_instead_of_trapping") {
 TEST_CASE("interpreter_integer_division_by_zero_is_still_a_typed_error") {
   std::vector<std::int64_t> x{1, 2, 3, 4}, y{1, 0, 1, 1}, out(32, 0);
   auto k = tj::compile<I64Ops>(tj::Device::interpreter(), {.num_warps = 1});
-  CHECK_THROWS_WITH_AS(k.launch(tj::Grid{1}, x.data(), y.data(), out.data()), doctest::Contains("division by zero"),
+  // The first store of x / y reaches element 1, whose divisor is 0.
+  CHECK_THROWS_WITH_AS(k.launch(tj::Grid{1}, x.data(), y.data(), out.data()),
+                       doctest::Contains("element 1 of the stored value is the result of an integer division or remainder by zero"),
                        tj::InvalidArgument);
+}
+
+TEST_CASE("interpreter_division_by_zero_in_masked_off_lanes_is_not_an_error") {
+  // Lanes 5..7 load 0 / 0 (masked loads with no `other`) and are never stored: the GPU does not
+  // trap, so neither may the interpreter.
+  std::vector<std::int32_t> x{7, -9, 100, 5, 0, 11, 12, 13}, y{2, 4, -7, 1, 3, 0, 0, 0}, out(8, 555);
+  auto k = tj::compile<MaskedDiv>(tj::Device::interpreter(), {.num_warps = 1});
+  k.launch(tj::Grid{1}, x.data(), y.data(), out.data(), 5);
+  CHECK(out == std::vector<std::int32_t>{4, -1, -13, 6, 1, 555, 555, 555});
+  // With n = 6 lane 5 (11 / 0) is stored: a typed error naming the element.
+  CHECK_THROWS_WITH_AS(k.launch(tj::Grid{1}, x.data(), y.data(), out.data(), 6),
+                       doctest::Contains("element 5 of the stored value"), tj::InvalidArgument);
+}
+
+TEST_CASE("interpreter_where_selects_an_undefined_quotient_away") {
+  std::vector<std::int32_t> x{7, 8, -9, 10}, y{3, 0, 4, 0}, out(4, 0);
+  auto k = tj::compile<GuardedRem>(tj::Device::interpreter(), {.num_warps = 1});
+  k.launch(tj::Grid{1}, x.data(), y.data(), out.data());
+  CHECK(out == std::vector<std::int32_t>{1, -1, -1, -1});  // -9 % 4 = -1 (C's truncation)
+}
+
+TEST_CASE("interpreter_undefined_quotients_reaching_a_mask_or_a_reduction_are_errors") {
+  std::vector<std::int32_t> x{7, 8, 9, 10}, y{3, 1, 0, 2}, out(4, 0);
+  auto mask = tj::compile<DivAsMask>(tj::Device::interpreter(), {.num_warps = 1});
+  CHECK_THROWS_WITH_AS(mask.launch(tj::Grid{1}, x.data(), y.data(), out.data()),
+                       doctest::Contains("element 2 of the load's mask"), tj::InvalidArgument);
+  auto sum = tj::compile<DivSummed>(tj::Device::interpreter(), {.num_warps = 1});
+  CHECK_THROWS_WITH_AS(sum.launch(tj::Grid{1}, x.data(), y.data(), out.data()),
+                       doctest::Contains("element 0 of the stored value"), tj::InvalidArgument);
+  y[2] = 5;  // every divisor non-zero: both run
+  mask.launch(tj::Grid{1}, x.data(), y.data(), out.data());
+  CHECK(out == std::vector<std::int32_t>{7, 8, 9, 10});
+  sum.launch(tj::Grid{1}, x.data(), y.data(), out.data());
+  CHECK(out[0] == 2 + 8 + 1 + 5);
+}
+
+TEST_CASE("integer_arguments_out_of_their_parameter_range_are_refused_not_wrapped") {
+  std::vector<std::int64_t> out(1, 0);
+  auto k = tj::compile<StoreI64>(tj::Device::interpreter(), {.num_warps = 1});
+  k.launch(tj::Grid{1}, out.data(), std::uint64_t{1} << 62);
+  CHECK(out[0] == std::int64_t{1} << 62);
+  k.launch(tj::Grid{1}, out.data(), kMin);
+  CHECK(out[0] == kMin);
+  // 2^63 as an unsigned argument does not fit an i64 parameter: it used to arrive as INT64_MIN.
+  CHECK_THROWS_WITH_AS(k.launch(tj::Grid{1}, out.data(), std::uint64_t{1} << 63),
+                       doctest::Contains("= 9223372036854775808 does not fit the kernel's 64-bit integer parameter ([-2^63, 2^63 - 1])"),
+                       tj::InvalidArgument);
+  CHECK(out[0] == kMin);  // nothing ran
 }
 
 TEST_CASE("interpreter_u64_division_and_compare_are_unsigned") {

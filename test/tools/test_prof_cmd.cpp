@@ -416,6 +416,25 @@ TEST_CASE("prof view: a NaN metric (written as null) reads as missing") {
   CHECK(p.root.children[0].metrics.at("time (ns)") == 2000);
 }
 
+TEST_CASE("prof view: control characters in frame names are escaped, UTF-8 kept") {
+  const std::string text = R"J([{"frame": {"name": "ROOT"}, "metrics": {"time (ns)": 10},
+    "children": [{"frame": {"name": "a\nb\u001b[31mred\tµs"}, "metrics": {"time (ns)": 10}, "children": []}]}])J";
+  const std::string out = render_view(parse_profile(text, "ctl.hatchet"), {});
+  CHECK(out.find("a\\nb\\x1b[31mred\\tµs") != std::string::npos);
+  CHECK(out.find('\x1b') == std::string::npos);
+  std::size_t lines = 0;
+  for (char c : out) lines += c == '\n';
+  CHECK(lines == 3);  // header, ROOT, the one child: the name's newline did not split its row
+}
+
+TEST_CASE("prof view: a document that is not a profile names what it is") {
+  using tilejit::InvalidArgument;
+  CHECK_THROWS_WITH_AS(parse_profile("null", "n.json"), doctest::Contains("n.json: not a hatchet profile: expected [tree, device_info] or a tree object, got null"),
+                       InvalidArgument);
+  CHECK_THROWS_WITH_AS(parse_profile("[]", "e.json"), doctest::Contains("got an empty array"), InvalidArgument);
+  CHECK_THROWS_WITH_AS(parse_profile("42", "x.json"), doctest::Contains("got number"), InvalidArgument);
+}
+
 TEST_CASE("prof view: bad input is InvalidArgument and exit code 2") {
   using tilejit::InvalidArgument;
   const Profile a = A();

@@ -60,7 +60,9 @@ class Device {
   // Memory, sizes in bytes. Throws DriverError on failure, InvalidArgument on
   // bad arguments (a null pointer for a non-empty copy, a memset byte outside
   // 0..255). alloc(0) returns nullptr and free(nullptr) does nothing, on every
-  // backend; interpreter allocations are 64-byte aligned host memory.
+  // backend; interpreter allocations are 64-byte aligned host memory, and its
+  // free throws InvalidArgument for a pointer alloc did not return or that was
+  // freed already.
   void* alloc(std::size_t bytes) const;
   void free(void* p) const;
   void copy_to_device(void* dst, const void* src, std::size_t bytes) const;

@@ -32,7 +32,10 @@ struct ArgValue {
 /// Run `k` over the grid. Programs run in parallel on up to `threads` CPU
 /// threads (0 = hardware concurrency); programs must be independent, as on a
 /// GPU. Throws InvalidArgument for a null-pointer access by an unmasked lane,
-/// a wrong argument count/kind, or an integer division by zero (naming the node).
+/// a wrong argument count/kind, or an integer division or remainder by zero whose
+/// lane reaches a store, a load's address or mask, or a loop bound (naming the node,
+/// the element and the division). Lanes that divide by zero but are masked off, or
+/// selected away by where(), are not errors: the GPU gives an unspecified value there.
 /// `events` (not null): the device events (lang/events.hpp) are appended to it — each Op::event with site =
 /// its index in k.event_sites, and each program's span with site = k.event_sites.size() ("program"); times from
 /// the steady clock (ns), warp 0, `sm` = the CPU worker that ran the program. Null: events are not recorded.

@@ -18,6 +18,7 @@
 #include <span>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -137,13 +138,15 @@ namespace runtime {
 
 /// One launch argument, already converted from its C++ value.
 struct ArgSlot {
-  /// i32_out_of_range: an argument for a 32-bit integer parameter that does not fit (its value in v.i64);
-  /// the launch's argument check reports it with the parameter's name.
-  enum class Kind : std::uint8_t { pointer, i32, i64, f32, f64, descriptor, i32_out_of_range } kind = Kind::i32;
+  /// out_of_range: an argument for an integer parameter whose value the parameter's type cannot hold (the
+  /// value in v.i64; in v.u64 for out_of_range_u64, an unsigned value above 2^63 - 1). The launch's argument
+  /// check reports it with the parameter's name and range.
+  enum class Kind : std::uint8_t { pointer, i32, i64, f32, f64, descriptor, out_of_range, out_of_range_u64 } kind = Kind::i32;
   union {
     void* p;
     std::int32_t i32;
     std::int64_t i64;
+    std::uint64_t u64;
     float f32;
     double f64;
     const TensorDescriptor* desc;  // passed to the kernel by value (its 320 bytes)
@@ -258,18 +261,23 @@ ArgSlot to_slot(const A& a) {
     }
   } else if constexpr (std::is_integral_v<E> && !std::is_same_v<E, bool>) {
     static_assert(std::is_integral_v<A>, "an integer kernel parameter takes an integer argument");
+    using Wide = std::conditional_t<std::is_signed_v<A>, long long, unsigned long long>;  // bool, char: in_range's types
+    if (!std::in_range<E>(static_cast<Wide>(a))) {  // e.g. 2^40 for an i32, 2^64 - 1 for an i64: never wrapped into range
+      if (std::in_range<std::int64_t>(static_cast<Wide>(a))) {
+        s.kind = ArgSlot::Kind::out_of_range;
+        s.v.i64 = static_cast<std::int64_t>(a);
+      } else {
+        s.kind = ArgSlot::Kind::out_of_range_u64;
+        s.v.u64 = static_cast<std::uint64_t>(a);
+      }
+      return s;
+    }
     if constexpr (sizeof(E) == 8) {
       s.kind = ArgSlot::Kind::i64;
-      s.v.i64 = static_cast<std::int64_t>(a);
+      s.v.i64 = static_cast<std::int64_t>(a);  // a u64 parameter keeps its bit pattern
     } else {
-      const long long x = static_cast<long long>(a);
-      if (x < INT32_MIN || x > INT32_MAX) {
-        s.kind = ArgSlot::Kind::i32_out_of_range;
-        s.v.i64 = x;
-        return s;
-      }
       s.kind = ArgSlot::Kind::i32;
-      s.v.i32 = static_cast<std::int32_t>(x);
+      s.v.i32 = static_cast<std::int32_t>(a);  // a u32 parameter keeps its bit pattern
     }
   } else if constexpr (std::is_same_v<E, double>) {
     static_assert(std::is_arithmetic_v<A>, "a floating-point kernel parameter takes a number");
