@@ -145,7 +145,6 @@ class Emitter {
       emit(static_cast<int>(id));
       after_node(static_cast<int>(id));
     }
-    emitting_ = -1;
     retire_deferred();  // a wgmma whose result nothing read must not be in flight (reading shared memory) at exit
     Generated g;
     g.kernel_name = k_.name;
@@ -1710,8 +1709,7 @@ class Emitter {
     const ir::Type& t = n.type;
     auto arg = [&](int j) { return n.args[static_cast<std::size_t>(j)]; };
     auto op = [&](int j, int r) { return opnd(id, j, r); };
-    emitting_ = id;
-    if (!deferred_.empty()) retire_deferred(deferred_needed_by(id));
+    if (!deferred_.empty()) retire_deferred(deferred_needed_by(id), id);
     convert_operands(id);
     switch (n.op) {
       case Op::param: {
@@ -2651,9 +2649,10 @@ class Emitter {
   /// (wgmma groups complete in order: wait_group N waits for all but the N most recent), then pin their
   /// accumulator registers (an empty asm that "writes" them), so no read of a result is scheduled before the
   /// wait (CUTLASS's warpgroup_fence_operand).
-  void retire_deferred(std::size_t count) {
+  /// `trigger`: the node whose emission needs the results (-1: none, e.g. a ring refill or the kernel's end).
+  void retire_deferred(std::size_t count, int trigger = -1) {
     if (count == 0) return;
-    anchor_wait(count);
+    anchor_wait(count, trigger);
     wgmma_wait(deferred_.size() - count, "  // deferred wgmma complete");
     for (std::size_t i = 0; i < count; ++i) {
       const int d = deferred_[i];
@@ -2673,19 +2672,20 @@ class Emitter {
   }
   void retire_deferred() { retire_deferred(deferred_.size()); }
 
-  /// Options::anchor_deferred_waits: before the wait that retires the `count` oldest deferred wgmma, the same wait
+  /// Options::anchor_deferred_waits: before the wait that retires the `count` oldest deferred wgmma for node
+  /// `trigger` (none: no anchor), the same wait
   /// in a branch on the row reductions computed since the newest of them (a vote on `r == r`, true unless NaN:
   /// warp-uniform, and ptxas cannot evaluate it). ptxas otherwise schedules a wgmma.wait_group as early as it may —
   /// e.g. attention's wait for P·V right after the wait for S, before the softmax it was meant to overlap
   /// (docs/perf.md v0.11, v0.17) — but it does not hoist a wait out of a branch above the branch's condition, and
   /// the unconditional wait that follows (which keeps every path correct) stays behind it.
-  void anchor_wait(std::size_t count) {
-    if (!o_.anchor_deferred_waits || t_.dialect != Dialect::cuda || emitting_ < 0) return;
-    const Op op = k_[emitting_].op;
+  void anchor_wait(std::size_t count, int trigger) {
+    if (!o_.anchor_deferred_waits || t_.dialect != Dialect::cuda || trigger < 0) return;
+    const Op op = k_[trigger].op;
     if (op == Op::loop_begin || op == Op::loop_end) return;
-    const int scope = parent_[static_cast<std::size_t>(emitting_)];
+    const int scope = parent_[static_cast<std::size_t>(trigger)];
     std::vector<std::string> conds;
-    for (int x = deferred_[count - 1] + 1; x < emitting_; ++x) {
+    for (int x = deferred_[count - 1] + 1; x < trigger; ++x) {
       const Node& n = k_[x];
       if (!ir::is_reduce(n.op) || !tile(x) || n.type.dtype != DType::f32 || parent_[static_cast<std::size_t>(x)] != scope) continue;
       std::set<int> regs;
@@ -2955,7 +2955,6 @@ class Emitter {
   std::vector<StoreBuf> stores_;  // TMA stores (desc_store left in the IR), one staging buffer each
   std::vector<int> pending_release_;  // item blocks whose last reader is a wgmma not yet retired
   std::vector<int> deferred_;  // wgmma dots issued, not yet waited for, oldest first (retire_deferred)
-  int emitting_ = -1;          // the node emit() is emitting (-1: none: the kernel's end)
   std::vector<int> loop_end_;  // per loop_begin: its loop_end (ir::loop_ends)
   bool cp_ = false;                     // the pipelines are cp.async rings (a CUDA target without wgmma)
   bool ws_ = false, pingpong_ = false;  // warp specialisation and the ping-pong schedule (decide_warp_specialization)
