@@ -99,6 +99,23 @@ struct ScoresBshd {
   }
 };
 
+/// Rank 1: program p reads the [96] block of `x` at element 96p - 7 (the first program's first 7 lanes below 0, the
+/// last ones past n) into out[96p ..] whole, and stores 2t + 1 at the same place of `y` (out-of-bounds lanes dropped).
+struct Vec96 {
+  void operator()(tj::Desc<float, 96> x, tj::Desc<float, 96> y, tj::Ptr<float> out) const {
+    auto i0 = tj::program_id(0) * 96 - 7;
+    auto t = x.load(i0);
+    tj::store(out + tj::program_id(0) * 96 + tj::arange<96>(), t);
+    y.store(i0, t * 2.0f + 1.0f);
+  }
+};
+/// Rank 1 of i32 (zero fill), blocks of 64 at 64p + 5, and the descriptor's extent and stride read in the kernel.
+struct VecI32 {
+  void operator()(tj::Desc<std::int32_t, 64> x, tj::Ptr<std::int32_t> out) const {
+    tj::store(out + tj::program_id(0) * 64 + tj::arange<64>(), x.load(tj::program_id(0) * 64 + 5) + x.shape(0) * 1000 + x.stride(0));
+  }
+};
+
 int count_op(const tj::ir::Kernel& k, tj::ir::Op op) {
   int n = 0;
   for (const auto& node : k.nodes) n += node.op == op;
@@ -151,6 +168,48 @@ void run_gather3(const tj::Device& dev, bool nan_fill, const std::string& arch =
           wrong += !(got == want || (std::isnan(got) && std::isnan(want)));
         }
   CHECK(wrong == 0);
+}
+
+void run_rank1(const tj::Device& dev, bool nan_fill, const std::string& arch = {}) {
+  CAPTURE(nan_fill);
+  CAPTURE(testing::fresh_seed());
+  const int n = 250, guard = 40, programs = 4;  // 4 x 96 = 384 lanes over 250 elements, from -7
+  std::vector<float> x = testing::random_floats(n + guard, -2, 2, 11);
+  std::vector<float> y(n + guard, -9.0f), out(programs * 96, -5.0f);
+  const std::vector<float> x0 = x;
+  Buf<float> bx(dev, x), by(dev, y), bo(dev, out);
+  const D dx(dev, bx.at, tj::DType::f32, {n}, {1}, {96}, {.oob_fill = nan_fill ? D::OobFill::nan : D::OobFill::zero});
+  const D dy(dev, by.at, tj::DType::f32, {n}, {1}, {96});
+  auto k = tj::compile<Vec96>(dev, {.num_warps = 4, .arch = arch});
+  k.launch(tj::Grid{programs}, dx, dy, bo.at);
+  by.back();
+  bo.back();
+  const float fill = nan_fill ? std::numeric_limits<float>::quiet_NaN() : 0.0f;
+  int wrong_load = 0, wrong_store = 0;
+  for (int p = 0; p < programs; ++p)
+    for (int j = 0; j < 96; ++j) {
+      const int i = p * 96 - 7 + j;
+      const float want = i >= 0 && i < n ? x0[static_cast<std::size_t>(i)] : fill;
+      const float got = out[static_cast<std::size_t>(p * 96 + j)];
+      wrong_load += !(got == want || (std::isnan(got) && std::isnan(want)));
+    }
+  for (int i = 0; i < n + guard; ++i)  // every element in bounds written once; the guard past n untouched
+    wrong_store += y[static_cast<std::size_t>(i)] != (i < n ? x0[static_cast<std::size_t>(i)] * 2.0f + 1.0f : -9.0f);
+  CHECK(wrong_load == 0);
+  CHECK(wrong_store == 0);
+
+  std::vector<std::int32_t> xi, oi(4 * 64, -1);
+  for (float f : testing::random_floats(200, -1000, 1000, 12)) xi.push_back(static_cast<std::int32_t>(f));
+  Buf<std::int32_t> bxi(dev, xi), boi(dev, oi);
+  const D di(dev, bxi.at, tj::DType::i32, {199}, {1}, {64});  // the last element is outside the descriptor
+  tj::compile<VecI32>(dev, {.num_warps = 2, .arch = arch}).launch(tj::Grid{4}, di, boi.at);
+  boi.back();
+  int wrong_int = 0;
+  for (int i = 0; i < 4 * 64; ++i) {
+    const int src = i + 5;
+    wrong_int += oi[static_cast<std::size_t>(i)] != (src < 199 ? xi[static_cast<std::size_t>(src)] : 0) + 199 * 1000 + 1;
+  }
+  CHECK(wrong_int == 0);
 }
 
 void run_bshd4(const tj::Device& dev) {
@@ -334,6 +393,45 @@ TEST_CASE("desc_rank_n_interpreter_bounds_hold_per_dim") {
   CHECK(o == std::vector<int>{3, 21, 16, 21 * 24, 24, 1});
 }
 
+TEST_CASE("desc_rank1_interpreter_loads_fill_and_stores_drop_out_of_bounds") {
+  const auto dev = tj::Device::interpreter();
+  run_rank1(dev, false);
+  run_rank1(dev, true);
+  // A rank-2 descriptor for a rank-1 Desc is refused at launch, naming both ranks.
+  std::vector<float> x(256, 1.0f), o(384, 0.0f);
+  const D two(dev, x.data(), tj::DType::f32, {2, 128}, {128, 1}, {1, 96});
+  const D one(dev, x.data(), tj::DType::f32, {256}, {1}, {96});
+  auto k = tj::compile<Vec96>(dev, {.num_warps = 4});
+  CHECK_THROWS_WITH_AS(k.launch(tj::Grid{1}, two, one, o.data()), doctest::Contains("rank 2: the kernel's Desc has rank 1"),
+                       tj::InvalidArgument);
+  // A 1-D block is a masked vector load / store: no desc_load or desc_store node, nothing for TMA.
+  const auto ir = tj::trace(Vec96{});
+  CHECK(count_op(ir, tj::ir::Op::desc_load) == 0);
+  CHECK(count_op(ir, tj::ir::Op::desc_store) == 0);
+  CHECK(count_op(ir, tj::ir::Op::load) == 1);
+  CHECK(count_op(ir, tj::ir::Op::store) == 2);
+}
+
+TEST_CASE("desc_rank1_compiles_for_sm90a_sm80_and_gfx942") {
+  for (const auto& k : {tj::trace(Vec96{}), tj::trace(VecI32{})}) {
+    CAPTURE(k.name);
+    const auto g = tj::codegen::generate(k, testing::all_div16(k), tj::codegen::target_for("sm_90a"), {.num_warps = 4});
+    testing::compiles_for_sm90a(g.source, k.name + "_rank1.cu");
+    const auto s80 = tj::codegen::generate(k, {}, tj::codegen::target_for("sm_80"), {.num_warps = 4});
+    testing::compiles_for(s80.source, "sm_80", k.name);
+    std::string why;
+    if (tj::runtime::compiler_available(tj::runtime::Compiler::hiprtc, &why)) {
+      const auto h = tj::codegen::generate(k, {}, tj::codegen::target_for("gfx942"), {.num_warps = 4});
+      tj::runtime::JitRequest req;
+      req.source = h.source;
+      req.name = k.name;
+      req.arch = "gfx942";
+      req.compiler = tj::runtime::Compiler::hiprtc;
+      CHECK(!tj::runtime::compile(req).binary.bytes.empty());
+    }
+  }
+}
+
 TEST_CASE("desc_rank_n_rules") {
   const auto dev = tj::Device::interpreter();
   // A dim the descriptor does not have: refused while tracing, naming it.
@@ -423,6 +521,8 @@ TEST_CASE("desc_rank_n_gpu_matches_reference") {
   run_gather3(dev, true);
   run_bshd4(dev);
   run_rank5_and_rows_outer(dev);
+  run_rank1(dev, false);
+  run_rank1(dev, true);
   run_batched<128, 128>(dev, 3, 300, 260, 200, 3, plain);  // the cp.async ring reading batch slices
   run_scores_bshd(dev, plain);
   if (dev.compute_capability() == 90) {  // TMA 3-D / 4-D boxes, the TMA store, warp specialisation

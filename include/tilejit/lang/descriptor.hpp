@@ -43,6 +43,7 @@
 // 128B-swizzled shared-memory staging buffer (codegen, "TMA store").
 #pragma once
 #include <array>
+#include <limits>
 #include <cstdint>
 #include <tuple>
 #include <utility>
@@ -102,10 +103,17 @@ constexpr int desc_outer_above_one() {
 /// block goes through TMA as an R-d box; elsewhere it is the masked load of
 /// the 2-D slice at the outer coordinates (every element out of bounds when
 /// one of them is).
+///
+/// Rank 1 (`Desc<f32, 1024>` over a vector of n elements): `load(i)` is the
+/// 1-D tile [B0] of elements i .. i + B0 - 1, out-of-bounds elements the
+/// OobFill; `store(i, t)` drops them. On every target it is a masked vector
+/// load / store from the descriptor's base and shape (a 1-D block feeds no
+/// wgmma, so it never goes through TMA; the base is 16-byte aligned, which
+/// the load's vectorisation uses).
 template <class T, int... B>
 class Desc {
   static constexpr int R = sizeof...(B);
-  static_assert(R >= 2 && R <= 5, "a Desc has rank 2..5 (TMA's tensorRank 1..5; describe a 1-D tensor of n elements as [1, n])");
+  static_assert(R >= 1 && R <= 5, "a Desc has rank 1..5 (TMA's tensorRank)");
   static_assert((lang::is_smooth(B) && ...), "descriptor block dims must be 2^a*3^b*5^c*7^d");
   static_assert(((B >= 1 && B <= 256) && ...), "descriptor block dims are 1..256 (TMA boxDim)");
   static_assert(lang::desc_outer_above_one<B...>() <= 1,
@@ -115,9 +123,9 @@ class Desc {
   using element = T;
   static constexpr int rank = R;
   /// The dim the tile's rows run along (columns: dim R - 1).
-  static constexpr int row_dim = lang::desc_row_dim<B...>();
+  static constexpr int row_dim = R == 1 ? -1 : lang::desc_row_dim<B...>();  // (-1: a 1-D block has no rows)
   static constexpr std::array<int, R> block_shape{B...};
-  static constexpr int block0 = block_shape[row_dim], block1 = block_shape[R - 1];
+  static constexpr int block0 = R == 1 ? 1 : block_shape[static_cast<std::size_t>(row_dim)], block1 = block_shape[R - 1];
 
   explicit Desc(int id) : id_(id) {}
   int id() const { return id_; }
@@ -125,9 +133,22 @@ class Desc {
   /// The block at element offsets (c0, ..., c{R-1}) as a [block0, block1] tile; out-of-bounds elements are the
   /// descriptor's OobFill (0 or NaN).
   template <class... C>
-    requires(sizeof...(C) == R)
+    requires(R >= 2 && sizeof...(C) == R)
   Tile<T, block0, block1> load(const C&... c) const {
     return load_node({lang::index_of(c)...}, false);
+  }
+  /// Rank 1: the [B0] block at element offset `i`; out-of-bounds elements are the descriptor's OobFill (0 or NaN).
+  template <class C>
+    requires(R == 1)
+  Tile<T, block1> load(const C& i) const {
+    const auto [ptrs, mask] = vector_block(lang::index_of(i));
+    if constexpr (is_float(dtype_v<T>)) {
+      const Int nan_fill = field(4);  // OobFill: 1 = NaN
+      return tilejit::load(ptrs, mask, where(nan_fill != 0, lang::scalar_constant<T>(std::numeric_limits<double>::quiet_NaN()),
+                                             lang::scalar_constant<T>(0.0)));
+    } else {
+      return tilejit::load(ptrs, mask);
+    }
   }
 
   /// load(...) of a block that every program of a thread-block cluster loads at the same coordinates in the same
@@ -139,7 +160,7 @@ class Desc {
   /// program_id(0) / c with c a multiple of num_ctas, loads at such addresses); else none, with a diagnostic.
   /// Everywhere else this is load(...).
   template <class... C>
-    requires(sizeof...(C) == R)
+    requires(R >= 2 && sizeof...(C) == R)
   Tile<T, block0, block1> load_multicast(const C&... c) const {
     return load_node({lang::index_of(c)...}, true);
   }
@@ -162,8 +183,15 @@ class Desc {
 
   /// Store the tile `t` (the last argument, [block0, block1]) as the block at element offsets (c0, ..., c{R-1});
   /// elements out of bounds are dropped.
+  /// Rank 1: store the [B0] tile `t` at element offset `i`; elements out of bounds are dropped.
+  template <class C>
+    requires(R == 1)
+  void store(const C& i, const Tile<T, block1>& t) const {
+    const auto [ptrs, mask] = vector_block(lang::index_of(i));
+    tilejit::store(ptrs, t, mask);
+  }
   template <class... A>
-    requires(sizeof...(A) == R + 1)
+    requires(R >= 2 && sizeof...(A) == R + 1)
   void store(const A&... a) const {
     const auto args = std::forward_as_tuple(a...);
     [&]<std::size_t... I>(std::index_sequence<I...>) {
@@ -178,6 +206,17 @@ class Desc {
   }
 
  private:
+  /// Rank 1: the addresses of elements i .. i + B0 - 1 and where they are in bounds (0 <= index < shape(0)).
+  std::pair<Tile<ptr<T>, block1>, Tile<bool, block1>> vector_block(const Int& i) const {
+    ir::Node b;
+    b.op = ir::Op::desc_field;
+    b.type = lang::type_of<ptr<T>>();
+    b.args[0] = id_;
+    b.i = 0;  // the base
+    const Tile<ptr<T>> base(lang::record(b));
+    const auto idx = arange<block1>() + i;
+    return {base + idx, (idx >= 0) & (idx < shape(0))};
+  }
   /// The descriptor node a block at coordinates `c` is read from (this parameter, or a desc_view of it at the
   /// coordinates of the dims other than row_dim and the last), with the row and column offsets.
   std::array<int, 3> coordinates(const std::array<Int, R>& c) const {

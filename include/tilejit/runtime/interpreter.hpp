@@ -22,7 +22,7 @@ namespace tilejit::runtime {
 struct ArgValue {
   enum class Kind { pointer, integer, floating, descriptor } kind = Kind::integer;
   std::uintptr_t address = 0;  // pointer: host address of element 0; descriptor: of its base
-  int rank = 0;                                             // descriptor: 2..5
+  int rank = 0;                                             // descriptor: 1..5
   std::array<std::int64_t, 5> shape{}, strides{};           // descriptor: elements, outermost first
   bool oob_nan = false;                                     // descriptor: out-of-bounds loads read NaN
   std::int64_t i = 0;
