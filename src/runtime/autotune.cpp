@@ -3,12 +3,16 @@
 #include "tilejit/runtime/autotune.hpp"
 
 #include <fmt/format.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <exception>
 #include <fstream>
@@ -17,8 +21,13 @@
 #include <sstream>
 #include <system_error>
 
+#include "atomic_file.hpp"
+
 namespace tilejit {
 namespace {
+
+/// The longest autotuner name: its stored file's temporary name must stay within NAME_MAX (255 bytes).
+constexpr std::size_t kMaxNameChars = 200;
 
 /// Register-pressure prune threshold (registers per thread for one tile).
 constexpr long kMaxTileRegisters = 128;
@@ -66,11 +75,27 @@ double median(std::vector<float> v) {
   return n % 2 ? v[n / 2] : 0.5 * (double(v[n / 2 - 1]) + double(v[n / 2]));
 }
 
-/// The stored file, parsed and checked; nullopt when absent. Throws
-/// std::runtime_error (the reason) when it exists but is not a valid file.
-std::optional<json> read_store(const std::filesystem::path& file) {
+/// A stored file written by a newer tilejit (a higher "version"): read by neither lookup nor store, and never
+/// overwritten.
+struct NewerStore : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+/// The largest stored file read (a few hundred bytes per key): anything larger is not one.
+constexpr std::uintmax_t kMaxStoreBytes = std::uintmax_t{64} << 20;
+
+/// The stored file, parsed and checked; nullopt when absent. Entries that are not {"config": string, ...} objects
+/// are dropped, each named in `dropped` (the rest of the file stays usable). Throws NewerStore for a newer
+/// version's file, std::runtime_error (the reason) when the file exists but is not a valid one: not a regular file
+/// (a FIFO would block, /dev/zero never end), larger than kMaxStoreBytes, not JSON, another format.
+std::optional<json> read_store(const std::filesystem::path& file, std::vector<std::string>* dropped = nullptr) {
   std::error_code ec;
-  if (!std::filesystem::exists(file, ec)) return std::nullopt;
+  const auto st = std::filesystem::status(file, ec);
+  if (ec || st.type() == std::filesystem::file_type::not_found) return std::nullopt;
+  if (!std::filesystem::is_regular_file(st)) throw std::runtime_error("is not a regular file");
+  const std::uintmax_t size = std::filesystem::file_size(file, ec);
+  if (ec) throw std::runtime_error(fmt::format("has no readable size ({})", ec.message()));
+  if (size > kMaxStoreBytes) throw std::runtime_error(fmt::format("is {} bytes, more than a stored file's {} MiB", size, kMaxStoreBytes >> 20));
   std::ifstream in(file, std::ios::binary);
   if (!in) throw std::runtime_error("cannot be opened");
   std::stringstream ss;
@@ -81,44 +106,58 @@ std::optional<json> read_store(const std::filesystem::path& file) {
   } catch (const json::exception& e) {
     throw std::runtime_error(fmt::format("is not JSON ({})", e.what()));
   }
-  if (!j.is_object() || j.value("format", "") != kFormat || !j.contains("version") || j["version"] != kVersion)
+  if (!j.is_object() || j.value("format", "") != kFormat || !j.contains("version") || !j["version"].is_number_integer())
     throw std::runtime_error(fmt::format("is not a version-{} \"{}\" file", kVersion, kFormat));
+  if (j["version"].get<long long>() > kVersion)
+    throw NewerStore(fmt::format("was written by a newer tilejit (version {}; this one reads version {})", j["version"].dump(), kVersion));
+  if (j["version"] != kVersion) throw std::runtime_error(fmt::format("is not a version-{} \"{}\" file", kVersion, kFormat));
   if (!j.contains("entries") || !j["entries"].is_object()) throw std::runtime_error("has no \"entries\" object");
-  for (const auto& [dev, keys] : j["entries"].items()) {
-    if (!keys.is_object()) throw std::runtime_error(fmt::format("entry \"{}\" is not an object", dev));
-    for (const auto& [k, e] : keys.items())
-      if (!e.is_object() || !e.contains("config") || !e["config"].is_string())
-        throw std::runtime_error(fmt::format("entry \"{}\" / \"{}\" has no \"config\" string", dev, k));
+  json& entries = j["entries"];
+  for (auto dev = entries.begin(); dev != entries.end();) {
+    if (!dev->is_object()) {
+      if (dropped) dropped->push_back(fmt::format("device \"{}\" (not an object)", dev.key()));
+      dev = entries.erase(dev);
+      continue;
+    }
+    for (auto e = dev->begin(); e != dev->end();) {
+      if (!e->is_object() || !e->contains("config") || !(*e)["config"].is_string()) {
+        if (dropped) dropped->push_back(fmt::format("\"{}\" / \"{}\" (no \"config\" string)", dev.key(), e.key()));
+        e = dev->erase(e);
+      } else {
+        ++e;
+      }
+    }
+    ++dev;
   }
   return j;
 }
 
-/// Write `j` to `file` through a temporary file in the same directory + rename.
-void write_atomically(const std::filesystem::path& file, const json& j) {
-  std::filesystem::create_directories(file.parent_path());
-  static std::atomic<unsigned> counter{0};
-  auto tmp = file;
-  tmp += fmt::format(".tmp.{}.{}", ::getpid(), counter++);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error(fmt::format("cannot create {}", tmp.string()));
-    out << j.dump(2) << '\n';
-    out.flush();
-    if (!out) {
-      std::error_code ec;
-      std::filesystem::remove(tmp, ec);
-      throw std::runtime_error(fmt::format("cannot write {}", tmp.string()));
+/// Holds an exclusive flock(2) on <file>.lock while alive, so that concurrent tuners (threads or processes, on
+/// one machine or sharing a local volume) read, merge and replace the stored file one at a time. Throws
+/// std::runtime_error when the lock file cannot be created (the directory is not writable: nothing could be
+/// stored anyway).
+class StoreLock {
+ public:
+  explicit StoreLock(const std::filesystem::path& file) {
+    std::filesystem::create_directories(file.parent_path());
+    auto lock = file;
+    lock += ".lock";
+    fd_ = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw std::runtime_error(fmt::format("cannot create the lock file {}: {}", lock.string(), std::strerror(errno)));
+    while (::flock(fd_, LOCK_EX) != 0) {
+      if (errno == EINTR) continue;
+      const int err = errno;
+      ::close(fd_);
+      throw std::runtime_error(fmt::format("cannot lock {}: {}", lock.string(), std::strerror(err)));
     }
   }
-  std::error_code ec;
-  std::filesystem::rename(tmp, file, ec);
-  if (ec) {
-    const std::string why = ec.message();  // before remove() reuses an error code
-    std::error_code rm;
-    std::filesystem::remove(tmp, rm);
-    throw std::runtime_error(fmt::format("cannot rename into {}: {}", file.string(), why));
-  }
-}
+  ~StoreLock() { ::close(fd_); }  // closing releases the lock
+  StoreLock(const StoreLock&) = delete;
+  StoreLock& operator=(const StoreLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
 
 }  // namespace
 
@@ -137,7 +176,20 @@ std::string Config::str() const {
 }
 
 TuneKey& TuneKey::set(std::string name, Value v) {
-  if (name.empty()) throw InvalidArgument("a tune key property needs a name");
+  // Names of [A-Za-z0-9_.-]: str() writes "name=value" pairs separated by spaces, and no two keys may print alike
+  // ({"a": 1, "b": 2} and {"a=1 b": 2} did).
+  if (name.empty() || !std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
+      }))
+    throw InvalidArgument(fmt::format("tune key property name {}: must be [A-Za-z0-9_.-]+ (it is written as name=value)",
+                                      json(name).dump(-1, ' ', false, json::error_handler_t::replace)));
+  if (const auto* str = std::get_if<std::string>(&v.v)) {
+    try {
+      (void)json(*str).dump();
+    } catch (const json::exception&) {
+      throw InvalidArgument(fmt::format("tune key property {}: its string value is not valid UTF-8 (it is stored as JSON)", name));
+    }
+  }
   kv_.insert_or_assign(std::move(name), std::move(v));
   return *this;
 }
@@ -207,6 +259,8 @@ AutotunerCore::AutotunerCore(std::string name, std::vector<std::pair<Config, Ker
         return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
       }) || name_[0] == '.')
     throw InvalidArgument(fmt::format("autotuner name \"{}\": must be [A-Za-z0-9_.-]+, not starting with '.' (it names a file)", name_));
+  if (name_.size() > kMaxNameChars)  // <name>.json and its temporary (.<name>.json.<pid>.<random>.tmp) must fit NAME_MAX
+    throw InvalidArgument(fmt::format("autotuner name of {} characters: at most {} (it names a file)", name_.size(), kMaxNameChars));
   if (cands_.empty()) throw InvalidArgument(fmt::format("autotuner {} has no candidates", name_));
   for (std::size_t i = 0; i < cands_.size(); ++i) {
     if (!cands_[i].second) throw InvalidArgument(fmt::format("autotuner {}: candidate {} has no factory", name_, i));
@@ -330,7 +384,11 @@ AutotunerCore::Tuned& AutotunerCore::tune_locked(const TuneKey& key, const GridF
   // 1. The stored winner for (device, key), if any.
   if (!rep.file.empty()) {
     try {
-      if (auto j = read_store(rep.file)) {
+      std::vector<std::string> dropped;
+      if (auto j = read_store(rep.file, &dropped)) {
+        if (!dropped.empty())
+          rep.note = fmt::format("{}: ignoring {} entr{} that {} not valid ({}); the others are kept", rep.file.string(), dropped.size(),
+                                 dropped.size() == 1 ? "y" : "ies", dropped.size() == 1 ? "is" : "are", fmt::join(dropped, ", "));
         const json& entries = (*j)["entries"];
         if (entries.contains(device_id_) && entries[device_id_].contains(ks)) {
           const std::string stored = entries[device_id_][ks]["config"].get<std::string>();
@@ -356,6 +414,8 @@ AutotunerCore::Tuned& AutotunerCore::tune_locked(const TuneKey& key, const GridF
           }
         }
       }
+    } catch (const NewerStore& e) {
+      rep.note = fmt::format("ignoring {}: it {}; re-tuning, and leaving it as it is", rep.file.string(), e.what());
     } catch (const std::exception& e) {
       rep.note = fmt::format("ignoring {}: it {}; re-tuning and rewriting it", rep.file.string(), e.what());
     }
@@ -481,11 +541,14 @@ AutotunerCore::Tuned& AutotunerCore::tune_locked(const TuneKey& key, const GridF
   const auto ts = Clock::now();
   if (!rep.file.empty()) {
     try {
+      const StoreLock lock(rep.file);  // read, merge and replace as one step against other tuners
       json j;
       try {
-        if (auto old = read_store(rep.file)) j = std::move(*old);
+        if (auto old = read_store(rep.file)) j = std::move(*old);  // (entries that are not valid are dropped)
+      } catch (const NewerStore&) {
+        throw;  // not ours to overwrite
       } catch (const std::exception&) {
-        // corrupt: replaced by a fresh file (already noted above)
+        // not a valid file: replaced by a fresh one (already noted above)
       }
       if (j.is_null()) j = json{{"format", kFormat}, {"version", kVersion}, {"name", name_}, {"entries", json::object()}};
       const auto& c = rep.candidates[best];
@@ -501,7 +564,8 @@ AutotunerCore::Tuned& AutotunerCore::tune_locked(const TuneKey& key, const GridF
                                           {"candidates", n},
                                           {"timed", timed},
                                           {"unix_time", static_cast<long long>(std::time(nullptr))}};
-      write_atomically(rep.file, j);
+      if (const std::string err = detail::write_file_atomically(rep.file, j.dump(2) + "\n"); !err.empty())
+        throw std::runtime_error(err);
     } catch (const std::exception& e) {
       log(fmt::format("could not store the result in {}: {}", rep.file.string(), e.what()));
     }

@@ -100,6 +100,12 @@ DiskRead read_entry(const std::filesystem::path& path, const std::string& key, s
   if (ec || st.type() == std::filesystem::file_type::not_found) return DiskRead::missing;
   std::string data;
   bool readable = std::filesystem::is_regular_file(st);
+  // No entry is this large (cubins and code objects are a few MiB): a file that is, is not read into memory.
+  constexpr std::uintmax_t kMaxEntryBytes = std::uintmax_t{256} << 20;
+  if (readable) {
+    const std::uintmax_t size = std::filesystem::file_size(path, ec);
+    readable = !ec && size <= kMaxEntryBytes;
+  }
   if (readable) {
     try {
       std::ifstream in(path, std::ios::binary);
@@ -182,7 +188,7 @@ KernelCache::Entry KernelCache::get_or_compile(const JitRequest& req, std::strin
   e.key = key(req, extra_key);
 
   std::promise<std::shared_ptr<const Binary>> promise;
-  bool use_disk = false;
+  bool use_disk = false, write_disk = false;
   {
     std::unique_lock lock(mu_);
     if (auto it = mem_.find(e.key); it != mem_.end()) {
@@ -204,7 +210,8 @@ KernelCache::Entry KernelCache::get_or_compile(const JitRequest& req, std::strin
       return e;
     }
     inflight_.emplace(e.key, promise.get_future().share());
-    use_disk = disk_ok_ && !dir_.empty();
+    use_disk = !dir_.empty();
+    write_disk = use_disk && disk_writable_;
   }
 
   try {
@@ -223,7 +230,7 @@ KernelCache::Entry KernelCache::get_or_compile(const JitRequest& req, std::strin
       e.compile_ms = r.compile_ms;
       e.source = Source::compiled;
       e.binary = std::make_shared<const Binary>(std::move(r.binary));
-      if (use_disk) disk_error = detail::write_file_atomically(path, serialize(e.key, *e.binary));
+      if (write_disk || (use_disk && corrupt)) disk_error = detail::write_file_atomically(path, serialize(e.key, *e.binary));
     }
     {
       std::lock_guard lock(mu_);
@@ -237,10 +244,11 @@ KernelCache::Entry KernelCache::get_or_compile(const JitRequest& req, std::strin
         std::cerr << fmt::format("tilejit: warning: kernel cache entry {} is unreadable and could not be replaced ({}); "
                                  "keeping this kernel in memory only\n",
                                  path.string(), disk_error);
-      } else if (!disk_error.empty() && disk_ok_) {
-        disk_ok_ = false;
-        std::cerr << fmt::format("tilejit: warning: kernel cache directory {} is not usable ({}); "
-                                 "caching kernels in memory only\n",
+      } else if (!disk_error.empty() && disk_writable_) {
+        // Entries already there are still read (a read-only, pre-filled cache keeps serving them).
+        disk_writable_ = false;
+        std::cerr << fmt::format("tilejit: warning: kernel cache directory {} is not writable ({}); new kernels are "
+                                 "cached in memory only, entries already there are still read\n",
                                  dir_.string(), disk_error);
       }
     }

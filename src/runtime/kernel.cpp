@@ -71,7 +71,7 @@ KernelCore::KernelCore(Device dev, ir::Kernel ir, CompileOptions opt)
       const int cc = dev_.compute_capability();
       if (cc < 70)
         throw DeviceUnavailable(fmt::format("{} is sm_{}: tilejit needs compute capability 7.0 or newer", dev_.name(), cc));
-      const int want = std::stoi(target_.arch.substr(3, 2));
+      const int want = std::stoi(target_.arch.substr(3));  // the digits after "sm_": 90 of sm_90a, 100 of sm_100a
       if (want / 10 != cc / 10 || want > cc)
         throw InvalidArgument(fmt::format("arch '{}' does not run on {} (sm_{}): pick sm_{}{} or leave arch empty",
                                           target_.arch, dev_.name(), cc, cc, cc == 90 ? "a" : ""));

@@ -2,6 +2,8 @@
 // compiles, persistence per (device, key), corrupt files. CI runs everything
 // on the interpreter; the last case tunes 16 softmax configs on a GPU.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
+#include <sstream>
 #include <unistd.h>
 
 #include <algorithm>
@@ -94,6 +96,15 @@ std::size_t count(const tj::TuneReport& r, tj::CandidateReport::Status s) {
 }
 
 using S = tj::CandidateReport::Status;
+
+/// The files under <dir>/autotune, lock files aside.
+std::vector<std::filesystem::path> stored_files(const TempDir& dir) {
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir.path / "autotune"))
+    if (e.path().extension() != ".lock") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  return files;
+}
 
 }  // namespace
 
@@ -274,6 +285,14 @@ TEST_CASE("autotune: bad tuner definitions are rejected up front") {
   CHECK_THROWS_AS(k.integer("dtype"), tj::InvalidArgument);
   CHECK_THROWS_AS(k.string("cols"), tj::InvalidArgument);
   CHECK(tj::Config{.params = {{"B", 2}, {"A", 1}}, .num_warps = 8, .num_stages = 3}.str() == "A=1 B=2 num_warps=8 num_stages=3");
+  // Names that would print like another key's pairs, and values JSON cannot hold, are refused.
+  CHECK_THROWS_WITH_AS(tj::TuneKey({{"a=1 b", 2}}), doctest::Contains("must be [A-Za-z0-9_.-]+"), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(tj::TuneKey({{"dtype", std::string("f\xff\xfe")}}), doctest::Contains("not valid UTF-8"), tj::InvalidArgument);
+  CHECK_THROWS_AS(tj::TuneKey({{"", 1}}), tj::InvalidArgument);
+  // A name whose file (and its temporary) would pass NAME_MAX.
+  CHECK_THROWS_WITH_AS(tj::Autotuner(std::string(201, 'n'), {tj::cand<Softmax<1, 96>>({})}, o()), doctest::Contains("at most 200"),
+                       tj::InvalidArgument);
+  CHECK_NOTHROW(tj::Autotuner(std::string(200, 'n'), {tj::cand<Softmax<1, 96>>({})}, o()));
 }
 
 TEST_CASE("autotune: pruned configs are never built and are reported with the reason") {
@@ -415,8 +434,7 @@ TEST_CASE("autotune: a corrupt stored file is ignored, re-tuned and rewritten") 
   const tj::TuneKey key{{"rows", rows}};
   std::filesystem::create_directories(dir.path / "autotune");
   const auto file = dir.path / "autotune" / "softmax_corrupt.json";
-  for (const char* junk : {"{\"format\": \"tilejit autotune\", \"version\": 1, \"entries\": {\"CPU interpreter\": {\"rows=5\": 17}}}",
-                           "{ this is not json", "", "[1, 2, 3]"}) {
+  for (const char* junk : {"{ this is not json", "", "[1, 2, 3]", "{\"format\": \"tilejit autotune\", \"version\": 0}"}) {
     CAPTURE(junk);
     std::ofstream(file, std::ios::trunc) << junk;
     tj::Autotuner a("softmax_corrupt", softmax_candidates<W, 1, 2>({1}), interp_options(dir, log));
@@ -428,10 +446,89 @@ TEST_CASE("autotune: a corrupt stored file is ignored, re-tuned and rewritten") 
     tj::Autotuner b("softmax_corrupt", softmax_candidates<W, 1, 2>({1}), interp_options(dir, log));
     CHECK_FALSE(b.tune(key, grid_for(rows), x.data(), y.data(), rows).tuned);
   }
-  // No temporary files left behind.
-  std::vector<std::filesystem::path> files;
-  for (const auto& e : std::filesystem::directory_iterator(dir.path / "autotune")) files.push_back(e.path());
-  CHECK(files == std::vector<std::filesystem::path>{file});
+  // No temporary files left behind (the lock file stays: removing it could let two tuners hold different locks).
+  CHECK(stored_files(dir) == std::vector<std::filesystem::path>{file});
+}
+
+TEST_CASE("autotune: an invalid entry is dropped, the file's other entries (other devices too) are kept") {
+  TempDir dir;
+  Log log;
+  constexpr int W = 96, rows = 5;
+  auto x = testing::random_floats(std::size_t{rows} * W, -3, 3, 21);
+  std::vector<float> y(x.size());
+  std::filesystem::create_directories(dir.path / "autotune");
+  const auto file = dir.path / "autotune" / "softmax_partial.json";
+  std::ofstream(file) << R"J({"format": "tilejit autotune", "version": 1, "name": "softmax_partial", "entries": {
+    "NVIDIA H200 | sm_90 | driver 580": {"rows=1": {"config": "BLOCK_M=1 num_warps=1 num_stages=1"}},
+    "CPU interpreter": {"rows=3": {"config": "BLOCK_M=2 num_warps=1 num_stages=1"}, "rows=4": {"median_ms": 1.0}},
+    "broken device": 17}})J";
+  tj::Autotuner a("softmax_partial", softmax_candidates<W, 1, 2>({1}), interp_options(dir, log));
+  const auto& r = a.tune(tj::TuneKey{{"rows", rows}}, grid_for(rows), x.data(), y.data(), rows);
+  CHECK(r.tuned);
+  CHECK(r.note.find("ignoring 2 entries that are not valid") != std::string::npos);
+  CHECK(r.note.find("\"CPU interpreter\" / \"rows=4\" (no \"config\" string)") != std::string::npos);
+  CHECK(softmax_error(x, y, rows, W) < 2e-6);
+  const auto j = nlohmann::json::parse(std::ifstream(file));
+  CHECK(j["entries"]["NVIDIA H200 | sm_90 | driver 580"]["rows=1"]["config"] == "BLOCK_M=1 num_warps=1 num_stages=1");
+  CHECK(j["entries"]["CPU interpreter"]["rows=3"]["config"] == "BLOCK_M=2 num_warps=1 num_stages=1");
+  CHECK(j["entries"]["CPU interpreter"].contains("rows=5"));
+  CHECK_FALSE(j["entries"]["CPU interpreter"].contains("rows=4"));
+  CHECK_FALSE(j["entries"].contains("broken device"));
+  // The kept entry is used: rows=3 is not tuned again.
+  tj::Autotuner b("softmax_partial", softmax_candidates<W, 1, 2>({1}), interp_options(dir, log));
+  CHECK(b.tune(tj::TuneKey{{"rows", 3}}, grid_for(3), x.data(), y.data(), 3).from_disk);
+}
+
+TEST_CASE("autotune: a newer version's file is neither used nor overwritten; a file that is not regular is not read") {
+  TempDir dir;
+  Log log;
+  constexpr int W = 96, rows = 5;
+  auto x = testing::random_floats(std::size_t{rows} * W, -3, 3, 22);
+  std::vector<float> y(x.size());
+  std::filesystem::create_directories(dir.path / "autotune");
+  const auto file = dir.path / "autotune" / "softmax_newer.json";
+  const std::string newer = R"J({"format": "tilejit autotune", "version": 2, "entries": {"CPU interpreter": {"rows=5": {"config": "?"}}}})J";
+  std::ofstream(file) << newer;
+  tj::Autotuner a("softmax_newer", softmax_candidates<W, 1, 2>({1}), interp_options(dir, log));
+  const auto& r = a.tune(tj::TuneKey{{"rows", rows}}, grid_for(rows), x.data(), y.data(), rows);
+  CHECK(r.tuned);
+  CHECK(r.note.find("written by a newer tilejit (version 2") != std::string::npos);
+  CHECK(log.has("leaving it as it is"));
+  CHECK(log.has("could not store the result"));
+  std::stringstream after;
+  after << std::ifstream(file).rdbuf();
+  CHECK(after.str() == newer);
+  // A FIFO at the stored file's path used to block the tuner forever; /dev/zero behind a link, to exhaust memory.
+  const auto fifo = dir.path / "autotune" / "softmax_fifo.json";
+  REQUIRE(::mkfifo(fifo.c_str(), 0644) == 0);
+  tj::Autotuner f("softmax_fifo", softmax_candidates<W, 1, 2>({1}), interp_options(dir, log));
+  const auto& rf = f.tune(tj::TuneKey{{"rows", rows}}, grid_for(rows), x.data(), y.data(), rows);
+  CHECK(rf.tuned);
+  CHECK(rf.note.find("is not a regular file") != std::string::npos);
+  const auto zero = dir.path / "autotune" / "softmax_zero.json";
+  std::filesystem::create_symlink("/dev/zero", zero);
+  tj::Autotuner z("softmax_zero", softmax_candidates<W, 1, 2>({1}), interp_options(dir, log));
+  CHECK(z.tune(tj::TuneKey{{"rows", rows}}, grid_for(rows), x.data(), y.data(), rows).note.find("is not a regular file") != std::string::npos);
+}
+
+TEST_CASE("autotune: concurrent tuners of one name keep every stored winner") {
+  // Four threads, each with its own Autotuner of one name (as four processes would be), each tuning its own keys:
+  // the stores are read-merge-replace steps under the file's lock, so none is lost (22 of 40 used to survive).
+  TempDir dir;
+  constexpr int W = 96, per_thread = 6;
+  auto x = testing::random_floats(std::size_t{8} * W, -3, 3, 23);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      std::vector<float> y(x.size());
+      const Log mine;  // (Log is not thread-safe)
+      tj::Autotuner a("softmax_race", softmax_candidates<W, 1, 2>({1}), interp_options(dir, mine));
+      for (int i = 0; i < per_thread; ++i) a.tune(tj::TuneKey{{"rows", 8}, {"thread", t}, {"i", i}}, grid_for(8), x.data(), y.data(), 8);
+    });
+  for (auto& th : threads) th.join();
+  const auto j = nlohmann::json::parse(std::ifstream(dir.path / "autotune" / "softmax_race.json"));
+  CHECK(j["entries"]["CPU interpreter"].size() == 4 * per_thread);
+  CHECK(stored_files(dir) == std::vector<std::filesystem::path>{dir.path / "autotune" / "softmax_race.json"});
 }
 
 TEST_CASE("autotune: a store that cannot be renamed into place logs the rename's own error") {
@@ -446,11 +543,9 @@ TEST_CASE("autotune: a store that cannot be renamed into place logs the rename's
   const auto& r = a.tune(tj::TuneKey{{"rows", rows}}, grid_for(rows), x.data(), y.data(), rows);
   CHECK(r.tuned);
   CHECK(log.has("could not store the result in"));
-  CHECK(log.has("cannot rename into"));
+  CHECK(log.has("failed: Is a directory"));
   CHECK_FALSE(log.has("Success"));  // remove(tmp, ec) used to overwrite the rename's error before it was formatted
-  std::vector<std::filesystem::path> files;
-  for (const auto& e : std::filesystem::directory_iterator(dir.path / "autotune")) files.push_back(e.path());
-  CHECK(files == std::vector<std::filesystem::path>{file});  // the temporary was removed
+  CHECK(stored_files(dir) == std::vector<std::filesystem::path>{file});  // the temporary was removed
 }
 
 TEST_CASE("autotune: Kernel::prepare builds without launching and validates like launch") {

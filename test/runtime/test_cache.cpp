@@ -11,6 +11,7 @@
 #include <iterator>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "tilejit/runtime/cache.hpp"
 
@@ -359,6 +360,54 @@ TEST_CASE("cache: an unusable directory degrades to memory only") {
   CHECK(c.get_or_compile(req).source == Source::memory);
   c.clear_memory();
   CHECK(c.get_or_compile(req).source == Source::compiled);
+}
+
+TEST_CASE("cache: a read-only, pre-filled directory keeps serving its entries after a write fails") {
+  if (!nvrtc_or_skip()) return;
+  TempDir dir;
+  const auto warm = request("prefilled"), fresh = request("not-prefilled");
+  REQUIRE(rt::KernelCache(dir.path).get_or_compile(warm).source == Source::compiled);
+  fs::permissions(dir.path, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                                fs::perms::others_exec);  // 0755, then the child drops write access (root: by setuid)
+  fs::permissions(dir.path, fs::perms::owner_write, fs::perm_options::remove);
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    if (::geteuid() == 0 && ::setuid(65534) != 0) ::_exit(3);  // root writes anywhere: become nobody
+    rt::KernelCache c(dir.path);
+    int rc = 0;
+    if (c.get_or_compile(warm).source != Source::disk) rc = 10;
+    if (c.get_or_compile(fresh).source != Source::compiled) rc = 11;  // its write fails: warned once
+    c.clear_memory();
+    if (c.get_or_compile(warm).source != Source::disk) rc = 12;  // used to be compiled: the disk level was off
+    if (c.get_or_compile(fresh).source != Source::compiled) rc = 13;
+    ::_exit(rc);
+  }
+  int st = 0;
+  ::waitpid(pid, &st, 0);
+  fs::permissions(dir.path, fs::perms::owner_write, fs::perm_options::add);
+  REQUIRE(WIFEXITED(st));
+  if (WEXITSTATUS(st) == 3) {
+    MESSAGE("cannot drop root's write access here (setuid failed): skipping");
+    return;
+  }
+  CHECK(WEXITSTATUS(st) == 0);
+}
+
+TEST_CASE("cache: an entry too large to be one is rebuilt without being read") {
+  if (!nvrtc_or_skip()) return;
+  TempDir dir;
+  const auto req = request("huge");
+  rt::KernelCache c(dir.path);
+  REQUIRE(c.get_or_compile(req).source == Source::compiled);
+  std::vector<fs::path> entries;
+  for (const auto& f : fs::directory_iterator(dir.path)) entries.push_back(f.path());
+  REQUIRE(entries.size() == 1);
+  fs::resize_file(entries[0], std::uintmax_t{3} << 30);  // sparse: 3 GiB that take no disk
+  rt::KernelCache fresh(dir.path);
+  CHECK(fresh.get_or_compile(req).source == Source::compiled);
+  CHECK(fresh.stats().corrupt_rebuilt == 1);
+  CHECK(fs::file_size(entries[0]) < (std::uintmax_t{1} << 20));  // rewritten whole
 }
 
 TEST_CASE("cache: compile errors propagate and store nothing") {

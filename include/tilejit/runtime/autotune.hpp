@@ -41,7 +41,9 @@
 //     `reps` launches each timed with device events (Device::time_ms), each
 //     preceded by an L2 flush (memset of a flush_bytes buffer, GPU only);
 //     a slow candidate gets fewer reps (budget_ms). Score = median.
-//  6. Winner = lowest median; stored by temp file + rename (atomic).
+//  6. Winner = lowest median; stored by temp file + rename (atomic), the read-merge-replace under an flock(2) of
+//     <file>.lock so concurrent tuners keep each other's entries. Invalid entries are dropped (the others kept);
+//     a file of a newer version is neither used nor overwritten; a file that is not regular is never read.
 // A candidate that throws anywhere (InvalidArgument, Unsupported,
 // CompileError, DriverError, ...) is skipped: its status and reason go to the
 // report and to TuneOptions::log (default stderr). When none survives,
@@ -96,6 +98,8 @@ struct Config {
 
 /// Problem properties the best config depends on (rows, width, dtype, ...).
 /// str(): sorted "name=value" pairs, strings quoted: `dtype="f32" rows=4096`.
+/// set() throws InvalidArgument for a name that is not [A-Za-z0-9_.-]+ (so no two keys print alike) or a string
+/// value that is not valid UTF-8 (keys are stored as JSON).
 class TuneKey {
  public:
   struct Value {

@@ -74,7 +74,7 @@ class KernelCache {
   mutable std::mutex mu_;
   std::unordered_map<std::string, std::shared_ptr<const Binary>> mem_;
   Stats stats_;
-  bool disk_ok_ = true;  // false once the directory proved unusable (warned once)
+  bool disk_writable_ = true;  // false once a write to the directory failed (warned once); reads go on
   // Lookups of a key some thread is compiling or reading from disk right now wait for it.
   std::unordered_map<std::string, std::shared_future<std::shared_ptr<const Binary>>> inflight_;
 };
