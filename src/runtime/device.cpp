@@ -8,7 +8,9 @@
 #include <fmt/format.h>
 #include <mutex>
 #include <thread>
-#include <unordered_set>
+#include <map>
+#include <optional>
+#include <utility>
 
 #include "device_impl.hpp"
 #include "launch_check.hpp"
@@ -66,7 +68,7 @@ struct InterpreterImpl final : Device::Impl {
                               "aligned_alloc", ENOMEM);
     try {
       std::lock_guard lock(mu_);
-      live_.insert(p);
+      live_.emplace(reinterpret_cast<std::uintptr_t>(p), bytes);
     } catch (...) {
       std::free(p);
       throw;
@@ -78,7 +80,7 @@ struct InterpreterImpl final : Device::Impl {
   void free(void* p) override {
     {
       std::lock_guard lock(mu_);
-      if (live_.erase(p) == 0)
+      if (live_.erase(reinterpret_cast<std::uintptr_t>(p)) == 0)
         throw InvalidArgument(fmt::format("free of {}: not a live allocation of the CPU interpreter (freed twice, or memory "
                                           "alloc did not return)", p));
     }
@@ -108,8 +110,18 @@ struct InterpreterImpl final : Device::Impl {
     throw Unsupported("the interpreter cannot launch compiled kernels: it executes traced IR, not machine code");
   }
 
+  /// The live allocation holding `addr` (begin, bytes asked for), if any.
+  std::optional<std::pair<std::uintptr_t, std::size_t>> allocation_of(std::uintptr_t addr) {
+    std::lock_guard lock(mu_);
+    auto it = live_.upper_bound(addr);
+    if (it == live_.begin()) return std::nullopt;
+    --it;
+    if (addr - it->first >= it->second) return std::nullopt;
+    return *it;
+  }
+
   std::mutex mu_;
-  std::unordered_set<void*> live_;  // alloc's pointers not yet freed
+  std::map<std::uintptr_t, std::size_t> live_;  // alloc's allocations not yet freed: begin -> bytes asked for
 };
 
 void check_ptr(const void* p, const char* what, std::size_t bytes) {
@@ -123,9 +135,17 @@ bool interpret_requested() {
 
 }  // namespace
 
-Device Device::interpreter() {
+namespace {
+const std::shared_ptr<InterpreterImpl>& interpreter_impl() {
   static const auto impl = std::make_shared<InterpreterImpl>();
-  return Device(impl);
+  return impl;
+}
+}  // namespace
+
+Device Device::interpreter() { return Device(interpreter_impl()); }
+
+std::optional<std::pair<std::uintptr_t, std::size_t>> detail::interpreter_allocation(std::uintptr_t addr) {
+  return interpreter_impl()->allocation_of(addr);
 }
 
 Device Device::cuda(int ordinal) { return Device(detail::make_cuda_device(ordinal)); }

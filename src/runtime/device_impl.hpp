@@ -1,12 +1,21 @@
 // src/runtime/device_impl.hpp — the backend interface behind Device (private
 // to the runtime). Device validates arguments, then forwards here.
 #pragma once
+#include <cstdint>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <string>
 
 #include "tilejit/runtime/device.hpp"
 
 namespace tilejit::runtime {
+
+namespace detail {
+/// The CPU interpreter's live allocation (Device::interpreter().alloc) that holds host address `addr`: its first
+/// address and the bytes asked for; nullopt for memory alloc did not return (a std::vector, a stack array).
+std::optional<std::pair<std::uintptr_t, std::size_t>> interpreter_allocation(std::uintptr_t addr);
+}  // namespace detail
 
 struct Device::Impl {
   virtual ~Impl() = default;

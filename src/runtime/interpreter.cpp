@@ -10,9 +10,11 @@
 #include <exception>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
+#include "device_impl.hpp"
 #include "tilejit/core/error.hpp"
 #include "tilejit/ir/lower_descriptors.hpp"
 
@@ -32,6 +34,11 @@ struct Value {
   std::vector<std::int64_t> i;
   std::vector<std::uint8_t> undef;
   int undef_from = -1;
+  /// Pointer tiles: per lane, the parameter its address derives from (one entry: every lane's; -1 or empty:
+  /// unknown, e.g. an address loaded from memory). Loads and stores check such lanes against the bounds of the
+  /// interpreter allocation that parameter's argument points into (Program::check_bounds).
+  std::vector<std::int16_t> prov;
+  [[nodiscard]] int prov_at(std::size_t e) const { return prov.empty() ? -1 : prov[prov.size() == 1 ? 0 : e]; }
   [[nodiscard]] bool undef_at(std::size_t e) const { return !undef.empty() && undef[undef.size() == 1 ? 0 : e] != 0; }
 };
 
@@ -156,9 +163,10 @@ int broadcast_source(const ir::Type& from, const ir::Type& to, int e) {
 
 class Program {
  public:
-  Program(const ir::Kernel& k, std::span<const ArgValue> args, std::array<unsigned, 3> grid)
-      : k_(k), args_(args), grid_(grid), vals_(k.nodes.size()), pending_(k.nodes.size()), ends_(ir::loop_ends(k)),
-        carries_(k.nodes.size()), hi_(k.nodes.size()), step_(k.nodes.size()) {
+  Program(const ir::Kernel& k, std::span<const ArgValue> args, std::array<unsigned, 3> grid,
+          std::span<const std::optional<std::pair<std::uintptr_t, std::size_t>>> regions)
+      : k_(k), args_(args), grid_(grid), regions_(regions), vals_(k.nodes.size()), pending_(k.nodes.size()),
+        ends_(ir::loop_ends(k)), carries_(k.nodes.size()), hi_(k.nodes.size()), step_(k.nodes.size()) {
     for (std::size_t id = 0; id < k.nodes.size(); ++id)
       if (k.nodes[id].op == Op::loop_carry) carries_[static_cast<std::size_t>(k.nodes[id].args[1])].push_back(static_cast<int>(id));
   }
@@ -225,6 +233,7 @@ class Program {
         default:
           eval(pc, pid);
           track_undef(pc);
+          track_prov(pc);
           ++pc;
       }
     }
@@ -246,6 +255,60 @@ class Program {
     fail(id, fmt::format("element {} of {} is the result of an integer division or remainder by zero (node %{}), "
                          "which is unspecified on the GPU; mask it out or select it away with where()",
                          e, what, v.undef_from));
+  }
+
+  /// Throws if lane `e` of the addresses `ptrs` (node `arg`), accessing `bytes` bytes, leaves the interpreter
+  /// allocation its parameter's argument points into (unchecked where either is unknown).
+  void check_bounds(int id, int arg, std::size_t e, int bytes, const char* what) const {
+    const Value& v = at(arg);
+    const int p = v.prov_at(e);
+    if (p < 0 || !regions_[static_cast<std::size_t>(p)]) return;
+    const auto [begin, size] = *regions_[static_cast<std::size_t>(p)];
+    const auto addr = static_cast<std::uintptr_t>(v.i[e]);
+    if (addr >= begin && addr - begin <= size && size - (addr - begin) >= static_cast<std::size_t>(bytes)) return;
+    const auto off = static_cast<std::int64_t>(addr - begin);  // two's complement: negative below the allocation
+    fail(id, fmt::format("element {} of the {} is out of bounds: byte offset {} of argument {} ({}), an interpreter allocation "
+                         "of {} bytes (a mask missing?)",
+                         e, what, off, p, k_.params[static_cast<std::size_t>(p)].name, size));
+  }
+
+  /// Carries pointer provenance (Value::prov) from node `id`'s arguments to its value (after eval computed it).
+  void track_prov(int id) {
+    const Node& n = k_[id];
+    if (!n.type.is_ptr) return;
+    Value& out = vals_[static_cast<std::size_t>(id)];
+    out.prov.clear();
+    const int N = n.type.numel();
+    auto copy = [&](const Value& src, auto&& lane) {
+      if (src.prov.empty()) return;
+      if (src.prov.size() == 1) { out.prov = src.prov; return; }
+      out.prov.resize(static_cast<std::size_t>(N));
+      for (int e = 0; e < N; ++e) out.prov[static_cast<std::size_t>(e)] = src.prov[static_cast<std::size_t>(lane(e))];
+    };
+    switch (n.op) {
+      case Op::param: out.prov = {static_cast<std::int16_t>(n.i)}; return;
+      case Op::desc_field: out.prov = {static_cast<std::int16_t>(k_[n.args[0]].i)}; return;  // the base of a descriptor
+      case Op::addptr: case Op::expand_dims: case Op::broadcast: case Op::trans: break;
+      case Op::where: {
+        const Value &x = at(n.args[1]), &y = at(n.args[2]), &c = at(n.args[0]);
+        if (x.prov.empty() && y.prov.empty()) return;
+        out.prov.resize(static_cast<std::size_t>(N));
+        for (int e = 0; e < N; ++e)
+          out.prov[static_cast<std::size_t>(e)] = static_cast<std::int16_t>(c.i[static_cast<std::size_t>(c.i.size() == 1 ? 0 : e)] ? x.prov_at(static_cast<std::size_t>(e)) : y.prov_at(static_cast<std::size_t>(e)));
+        return;
+      }
+      default: return;  // loaded, cast, ...: unknown
+    }
+    const Value& src = at(n.args[0]);
+    switch (n.op) {
+      case Op::broadcast: copy(src, [&](int e) { return broadcast_source(k_[n.args[0]].type, n.type, e); }); return;
+      case Op::trans: {
+        const int rows = n.type.shape[0], cols = n.type.shape[1];
+        copy(src, [&](int e) { return (e % cols) * rows + e / cols; });
+        return;
+      }
+      default: copy(src, [](int e) { return e; }); return;
+    }
   }
 
   /// Marks lane `e` of node `id`'s value undefined (an integer division or remainder by zero).
@@ -427,6 +490,7 @@ class Program {
           if (on) check_defined(id, n.args[0], static_cast<std::size_t>(e), "the load's addresses");
           std::uintptr_t addr = static_cast<std::uintptr_t>(a(0).i[e]);
           if (on && addr == 0) fail(id, fmt::format("load through a null pointer (element {})", e));
+          if (on) check_bounds(id, n.args[0], static_cast<std::size_t>(e), size_bytes(t), "load's addresses");
           if (fl) {
             double v = on ? read_elem(t, addr) : (has_other ? a(2).f[0] : 0.0);
             out.f.push_back(v);
@@ -448,6 +512,7 @@ class Program {
           check_defined(id, n.args[1], static_cast<std::size_t>(e), "the stored value");
           std::uintptr_t addr = static_cast<std::uintptr_t>(a(0).i[e]);
           if (addr == 0) fail(id, fmt::format("store through a null pointer (element {})", e));
+          check_bounds(id, n.args[0], static_cast<std::size_t>(e), size_bytes(t), "store's addresses");
           write_elem(t, addr, vf ? a(1).f[e] : 0.0, vf ? 0 : a(1).i[e]);
         }
         return;
@@ -600,6 +665,7 @@ class Program {
   const ir::Kernel& k_;
   std::span<const ArgValue> args_;
   std::array<unsigned, 3> grid_;
+  std::span<const std::optional<std::pair<std::uintptr_t, std::size_t>>> regions_;  // per parameter (interpret)
   std::vector<Value> vals_, pending_;
   std::vector<int> ends_;
   std::vector<std::vector<int>> carries_;  // per loop_begin: its loop_carry nodes
@@ -626,8 +692,14 @@ void interpret(const ir::Kernel& k0, std::array<unsigned, 3> grid, std::span<con
   std::mutex error_mu;
   std::atomic<unsigned> workers{0};
   std::mutex events_mu;
+  // The interpreter allocation each pointer / descriptor argument points into (none for other host memory):
+  // the bounds its loads and stores are checked against.
+  std::vector<std::optional<std::pair<std::uintptr_t, std::size_t>>> regions(args.size());
+  for (std::size_t i = 0; i < args.size(); ++i)
+    if (args[i].kind == ArgValue::Kind::pointer || args[i].kind == ArgValue::Kind::descriptor)
+      regions[i] = detail::interpreter_allocation(args[i].address);
   auto worker = [&] {
-    Program prog(k, args, grid);
+    Program prog(k, args, grid, regions);
     std::vector<profiler::DeviceEvent> mine;
     if (events) prog.record_events(&mine, workers.fetch_add(1));
     try {

@@ -36,6 +36,10 @@ struct ArgValue {
 /// lane reaches a store, a load's address or mask, or a loop bound (naming the node,
 /// the element and the division). Lanes that divide by zero but are masked off, or
 /// selected away by where(), are not errors: the GPU gives an unspecified value there.
+/// Also throws InvalidArgument when an unmasked lane loads or stores outside the
+/// Device::interpreter().alloc allocation its pointer or descriptor argument points
+/// into (naming the element, the byte offset and the argument); addresses into other
+/// host memory (a std::vector passed directly) are not bounds-checked.
 /// `events` (not null): the device events (lang/events.hpp) are appended to it — each Op::event with site =
 /// its index in k.event_sites, and each program's span with site = k.event_sites.size() ("program"); times from
 /// the steady clock (ns), warp 0, `sm` = the CPU worker that ran the program. Null: events are not recorded.

@@ -1,0 +1,103 @@
+// The interpreter checks every unmasked load and store against the Device::interpreter().alloc allocation its
+// pointer (or descriptor) argument points into: a missing mask is a typed error naming the element, the byte offset
+// and the argument, never heap corruption or a segfault (a review found both).
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "test/common/random.hpp"
+#include <tilejit/tilejit.hpp>
+
+namespace tj = tilejit;
+
+namespace {
+
+/// y[i] = 2 x[i] + 1 for the 64 lanes from offset 64p + shift, masked to i < n when MASKED.
+template <bool MASKED>
+struct Axpy {
+  void operator()(tj::Ptr<float> x, tj::Ptr<float> y, tj::Size n, tj::Int shift) const {
+    auto i = tj::program_id(0) * 64 + shift + tj::arange<64>();
+    if constexpr (MASKED) {
+      auto m = (i >= 0) & (i < n);
+      tj::store(y + i, tj::load(x + i, m) * 2.0f + 1.0f, m);
+    } else {
+      tj::store(y + i, tj::load(x + i) * 2.0f + 1.0f);
+    }
+  }
+};
+
+/// Rank-1 descriptors over interpreter allocations: out-of-bounds lanes are masked by the descriptor's shape.
+struct DescCopy {
+  void operator()(tj::Desc<float, 64> x, tj::Desc<float, 64> y) const {
+    auto i0 = tj::program_id(0) * 64 - 3;
+    y.store(i0, x.load(i0) + 1.0f);
+  }
+};
+
+struct Alloc {
+  tj::Device dev = tj::Device::interpreter();
+  float* p;
+  explicit Alloc(std::size_t n) : p(static_cast<float*>(dev.alloc(n * sizeof(float)))) {}
+  ~Alloc() { dev.free(p); }
+  Alloc(const Alloc&) = delete;
+  Alloc& operator=(const Alloc&) = delete;
+};
+
+}  // namespace
+
+TEST_CASE("interpreter_unmasked_accesses_past_an_allocation_are_typed_errors") {
+  const auto dev = tj::Device::interpreter();
+  const int n = 100;
+  Alloc x(n), y(n);
+  const auto src = testing::random_floats(n, -2, 2, 31);
+  std::copy(src.begin(), src.end(), x.p);
+  auto plain = tj::compile<Axpy<false>>(dev, {.num_warps = 2});
+  // Program 1 covers 64..127 of 100 floats: its store of element 36 is the first past the end (byte 400).
+  CHECK_THROWS_WITH_AS(plain.launch(tj::Grid{2}, x.p, y.p, n, 0),
+                       doctest::Contains("element 36 of the load's addresses is out of bounds: byte offset 400 of argument 0"),
+                       tj::InvalidArgument);
+  // Below the allocation (shift -5: program 0's first lanes), and a gigabyte past it (this used to segfault).
+  CHECK_THROWS_WITH_AS(plain.launch(tj::Grid{1}, x.p, y.p, n, -5), doctest::Contains("byte offset -20 of argument 0"), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(plain.launch(tj::Grid{1}, x.p, y.p, n, 1 << 28), doctest::Contains("out of bounds"), tj::InvalidArgument);
+  // The masked kernel is exact at the same edges, and the allocations are intact (free would crash otherwise).
+  auto masked = tj::compile<Axpy<true>>(dev, {.num_warps = 2});
+  for (int shift : {0, -5, 7}) {
+    std::fill(y.p, y.p + n, -9.0f);
+    masked.launch(tj::Grid{3}, x.p, y.p, n, shift);
+    int wrong = 0;
+    for (int i = 0; i < n; ++i) {
+      const bool written = i >= shift && i < 3 * 64 + shift;
+      wrong += y.p[i] != (written ? src[static_cast<std::size_t>(i)] * 2.0f + 1.0f : -9.0f);
+    }
+    CHECK(wrong == 0);
+  }
+  // A store past the end of y alone (x in bounds: 64 elements from 36) names the store and argument 1.
+  Alloc small(80);
+  CHECK_THROWS_WITH_AS(plain.launch(tj::Grid{1}, x.p, small.p, n, 36),
+                       doctest::Contains("element 44 of the store's addresses is out of bounds: byte offset 320 of argument 1"),
+                       tj::InvalidArgument);
+}
+
+TEST_CASE("interpreter_bounds_follow_descriptors_and_skip_other_host_memory") {
+  const auto dev = tj::Device::interpreter();
+  const int n = 150;
+  Alloc x(n), y(n);
+  const auto src = testing::random_floats(n, -2, 2, 32);
+  std::copy(src.begin(), src.end(), x.p);
+  std::fill(y.p, y.p + n, -9.0f);
+  using D = tj::TensorDescriptor;
+  const D dx(dev, x.p, tj::DType::f32, {n}, {1}, {64}), dy(dev, y.p, tj::DType::f32, {n}, {1}, {64});
+  tj::compile<DescCopy>(dev, {.num_warps = 2}).launch(tj::Grid{3}, dx, dy);  // lanes -3.. and ..188 masked by the shape
+  int wrong = 0;
+  for (int i = 0; i < n; ++i) wrong += y.p[i] != src[static_cast<std::size_t>(i)] + 1.0f;
+  CHECK(wrong == 0);
+  // A descriptor whose shape claims more than the allocation holds is caught at the first lane past it.
+  const D too_long(dev, x.p, tj::DType::f32, {n + 64}, {1}, {64});
+  CHECK_THROWS_WITH_AS(tj::compile<DescCopy>(dev, {.num_warps = 2}).launch(tj::Grid{3}, too_long, dy),
+                       doctest::Contains("byte offset 600 of argument 0"), tj::InvalidArgument);
+  // std::vector memory is not the interpreter's: in-bounds kernels on it run as before (it cannot be checked).
+  std::vector<float> hx(src.begin(), src.begin() + 128), hy(128, 0.0f);
+  tj::compile<Axpy<false>>(dev, {.num_warps = 2}).launch(tj::Grid{2}, hx.data(), hy.data(), 128, 0);
+  CHECK(hy[127] == hx[127] * 2.0f + 1.0f);
+}
