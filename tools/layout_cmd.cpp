@@ -695,8 +695,7 @@ int run_layout_show(const LayoutShowArgs& args) {
     std::fprintf(stderr, "tilejit layout show: %s\n", e.what());
     return 2;
   }
-  std::fputs(text.c_str(), stdout);
-  if (!args.svg_path.empty()) {
+  if (!args.svg_path.empty()) {  // written first: a failure prints the error alone, not the layout before it
     std::ofstream f(args.svg_path, std::ios::binary);
     f << svg;
     f.close();
@@ -704,8 +703,9 @@ int run_layout_show(const LayoutShowArgs& args) {
       std::fprintf(stderr, "tilejit layout show: cannot write %s\n", args.svg_path.c_str());
       return 1;
     }
-    std::printf("wrote %s\n", args.svg_path.c_str());
   }
+  std::fputs(text.c_str(), stdout);
+  if (!args.svg_path.empty()) std::printf("wrote %s\n", args.svg_path.c_str());
   return 0;
 }
 

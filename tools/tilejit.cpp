@@ -13,7 +13,11 @@ int main(int argc, char** argv) {
   tilejit::tools::DemoOptions demo;
   auto* d = app.add_subcommand("demo", "run vector add and softmax: on a GPU at >= 1 GiB against the copy bandwidth; "
                                         "without one through the CPU interpreter, plus NVRTC/HIP compiles");
-  d->add_option("--gib", demo.gib, "GiB of input data per kernel on a GPU")->check(CLI::Range(0.01, 64.0));
+  d->add_option("--gib", demo.gib, "GiB of input data per kernel on a GPU")
+      ->check([](const std::string& v) -> std::string {  // CLI::Range lets NaN through (every comparison is false)
+        return v.find_first_of("nN") != std::string::npos ? "--gib " + v + ": must be a number in [0.01, 64]" : "";
+      })
+      ->check(CLI::Range(0.01, 64.0));
   d->add_option("--iters", demo.iters, "timed launches per kernel (median)")->check(CLI::Range(1, 10000));
   d->add_flag("--cpu", demo.force_cpu, "use the CPU interpreter even if a GPU is present");
   tilejit::tools::LayoutShowArgs show;
@@ -25,7 +29,8 @@ int main(int argc, char** argv) {
   ls->add_option("spec", show.spec,
                  "encoding spec, e.g. \"wgmma n=96 warps=4\" or blocked shape=96 tpw=32 wpc=1")
       ->required();
-  ls->add_option("--svg", show.svg_path, "also write an SVG picture to this file");
+  ls->add_option("--svg", show.svg_path, "also write an SVG picture to this file")
+      ->check([](const std::string& v) -> std::string { return v.empty() ? "--svg needs a file name" : ""; });
   ls->add_option("--max-cells", show.options.max_cells, "text grid: show at most N cells")
       ->check(CLI::Range(1, 1 << 24));
   ls->add_option("--wrap", show.options.wrap, "1-D layouts: elements per grid row")

@@ -21,7 +21,7 @@
 // flash_fwd_varlen.hpp, flash_decode.hpp and flash_bwd.hpp.
 // Every rule broken is an InvalidArgument naming the value and the rule:
 // extents >= 1; heads_q a multiple of heads_kv (grouped-query attention needs
-// whole groups); a supported head dim; a finite scale > 0 (0: 1/sqrt(D)); tensors
+// whole groups); a supported head dim; a scale in [1e-20, 1e20] (0: 1/sqrt(D)); tensors
 // below 2^31 elements (32-bit offsets; the products are checked without
 // overflowing); varlen batches of at most 65535 sequences (the grid's z
 // extent) and heads_q, batch x heads_q (forward, backward) at most 65535 (the
@@ -98,11 +98,14 @@ class Attention {
                                             "shares each KV head among a whole group of query heads", s.heads_q, s.heads_kv));
     if (s.head_dim != 64 && s.head_dim != 96 && s.head_dim != 128 && s.head_dim != 256)
       throw tj::InvalidArgument(fmt::format("attention: head_dim = {} is not supported: 64, 96, 128 or 256", s.head_dim));
-    // The kernels take scale and scale·log2(e) as f32: both must stay finite and non-zero there.
-    if (const double d = s.softmax_scale(), l2 = d * kLog2e;
-        !(static_cast<float>(d) > 0) || !std::isfinite(static_cast<float>(l2)) || !(static_cast<float>(l2) > 0))
-      throw tj::InvalidArgument(fmt::format("attention: scale = {}: the kernels compute in f32, where scale and scale * log2(e) = {} "
-                                            "must be finite and > 0 (about 1e-38 to 2e38)", s.scale, l2));
+    // Masked scores are a -1e30 sentinel in raw score units and the running max starts at -1e30 in scaled units:
+    // far outside [1e-20, 1e20] a masked key's scaled score meets real ones (tiny scales: future keys seen) or real
+    // scaled scores fall below the start (huge scales: rows zeroed) — a review measured both. (The kernels' f32
+    // scale and scale·log2(e) are finite and > 0 throughout this range.)
+    if (const double d = s.softmax_scale(); !(d >= kMinScale && d <= kMaxScale))
+      throw tj::InvalidArgument(fmt::format("attention: scale = {}: must be in [1e-20, 1e20] (masks are a -1e30 sentinel in score "
+                                            "units: scale * |score| must stay far below 1e30, and 1e30 * scale far above every "
+                                            "score)", s.scale));
   }
   /// One grid row (grid.y) per `what` (batch × heads, or heads): at most 65535 of them. Factors checked one by one
   /// first, so the product cannot wrap.
@@ -270,7 +273,9 @@ class Attention {
     dev_.copy_to_host(cu.data(), cu_seqlens, cu.size() * 4);
     fits_grid_y(1, s.heads_q, "heads_q");
     // Every sequence empty (max_seqlen may still be larger): no token to attend from, and no descriptor to build.
-    if (check_cu_seqlens(cu, total_tokens, s.seqlen) == 0 || s.seqlen == 0) return;
+    const long long longest = check_cu_seqlens(cu, total_tokens, s.seqlen);
+    if (longest == 0 || s.seqlen == 0) return;
+    // The grid covers the longest sequence, not max_seqlen (a generous bound would launch programs with no rows).
     with_dim(s, [&]<int D, bool C>() {
       auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };  // TMA's rule
       if (hopper() && aligned(q) && aligned(k) && aligned(v)) {
@@ -283,13 +288,13 @@ class Attention {
         const Desc dk(dev_, const_cast<T*>(k), tj::dtype_v<T>, {total_tokens, hkv, D}, {hkv * D, D, 1}, {BN, 1, D});
         const Desc dv(dev_, const_cast<T*>(v), tj::dtype_v<T>, {total_tokens, hkv, D}, {hkv * D, D, 1}, {BN, 1, D});
         kernel<FlashAttnFwdVarlenTma<BM, BN, D, C, T>>(8, stages, true)
-            .launch(tj::Grid{tj::cdiv(s.seqlen, BM), s.heads_q, s.batch}, dq, dk, dv, o, lse, cu_seqlens, s.heads_q,
+            .launch(tj::Grid{tj::cdiv(longest, BM), s.heads_q, s.batch}, dq, dk, dv, o, lse, cu_seqlens, s.heads_q,
                     s.heads_q / s.heads_kv, static_cast<float>(s.softmax_scale() * kLog2e));
         return;
       }
       constexpr int BM = D > 128 ? 64 : 128, BN = D > 128 ? 32 : 64;
       auto& kern = kernel<FlashAttnFwdVarlen<BM, BN, D, C, T>>(D > 128 ? 4 : 8);
-      kern.launch(tj::Grid{tj::cdiv(s.seqlen, BM), s.heads_q, s.batch}, q, k, v, o, lse, cu_seqlens, s.heads_q,
+      kern.launch(tj::Grid{tj::cdiv(longest, BM), s.heads_q, s.batch}, q, k, v, o, lse, cu_seqlens, s.heads_q,
                   s.heads_q / s.heads_kv, static_cast<float>(s.softmax_scale() * kLog2e));
     });
   }
@@ -342,7 +347,12 @@ class Attention {
       const long long step = tma ? Cfg::block_n : 64;
       chunk = std::max<long long>(step, tj::cdiv(tj::cdiv(s_max, splits), step) * step);
     }
+    chunk = std::min(chunk, s_max);  // one split holds the whole cache at most (and the kernels take chunk as i32)
     const long long splits = std::max<long long>(1, tj::cdiv(s_max, chunk));
+    if (splits > 65535)
+      throw tj::InvalidArgument(fmt::format("attention decode: chunk = {} splits s_max = {} into {} chunks: at most 65535 (the "
+                                            "grid's y extent, one program row per chunk); use chunk >= {} or 0 (automatic)",
+                                            chunk, s_max, splits, tj::cdiv(s_max, 65535LL)));
     const long long rows = s.batch * tokens * s.heads_q;  // query rows: one partial per row and split
     fits_i32({splits, rows, s.head_dim}, "the split workspace [splits, B·tokens·Hq, D]");
     const std::size_t need = static_cast<std::size_t>(splits * rows) * (s.head_dim + 2) * 4;
@@ -378,8 +388,11 @@ class Attention {
         }
       }
       if (!done) {
-        if (tokens == 1)
+        if (tokens == 1 && group <= 16)
           kernel<FlashDecodeSplit<64, D, T, 16, false>>(4).launch(grid, q, k, v, seqlens, o_part, ml_part, s.heads_q, group, s_max,
+                                                                  chunk, tokens, scale_log2e);
+        else if (tokens == 1)  // 17..64 query heads per KV head: a 64-row tile (16 rows left heads 16.. uncomputed)
+          kernel<FlashDecodeSplit<64, D, T, 64, false>>(4).launch(grid, q, k, v, seqlens, o_part, ml_part, s.heads_q, group, s_max,
                                                                   chunk, tokens, scale_log2e);
         else if (group * tokens <= 16)
           kernel<FlashDecodeSplit<64, D, T>>(4).launch(grid, q, k, v, seqlens, o_part, ml_part, s.heads_q, group, s_max, chunk,
@@ -455,6 +468,7 @@ class Attention {
 
  private:
   static constexpr double kLog2e = 1.4426950408889634;
+  static constexpr double kMinScale = 1e-20, kMaxScale = 1e20;  ///< the softmax scales check() accepts
 
   template <class F>
   static void with_dim(const AttnShape& s, F&& f) {

@@ -92,6 +92,41 @@ DescRef desc_ref(const Kernel& k, int x) {
   return r;
 }
 
+std::vector<char> stored_pointer_params(const Kernel& k) {
+  std::vector<char> out(k.params.size(), 0), seen(k.nodes.size(), 0);
+  std::vector<std::vector<int>> yielded(k.nodes.size());  // per loop_carry: the values its loop_yields give it
+  std::vector<int> todo;
+  for (const Node& n : k.nodes) {
+    if (n.op == Op::store) todo.push_back(n.args[0]);
+    if (n.op == Op::loop_yield) yielded[static_cast<std::size_t>(n.args[0])].push_back(n.args[1]);
+  }
+  while (!todo.empty()) {
+    const int x = todo.back();
+    todo.pop_back();
+    if (x < 0 || seen[static_cast<std::size_t>(x)]) continue;
+    seen[static_cast<std::size_t>(x)] = 1;
+    const Node& d = k[x];
+    switch (d.op) {
+      case Op::param:
+        if (d.type.is_ptr && static_cast<std::size_t>(d.i) < out.size()) out[static_cast<std::size_t>(d.i)] = 1;
+        break;
+      case Op::addptr: case Op::broadcast: case Op::expand_dims: case Op::trans: case Op::loop_result:
+        todo.push_back(d.args[0]);
+        break;
+      case Op::where:
+        todo.push_back(d.args[1]);
+        todo.push_back(d.args[2]);
+        break;
+      case Op::loop_carry:
+        todo.push_back(d.args[0]);
+        for (int y : yielded[static_cast<std::size_t>(x)]) todo.push_back(y);
+        break;
+      default: break;
+    }
+  }
+  return out;
+}
+
 void verify(const Kernel& k) {
   const auto ends = loop_ends(k);
   // depth-first: the loop (begin id) that directly contains each node, -1 at top level

@@ -44,6 +44,7 @@ ir::Specialization spec_of(std::uint64_t key, std::size_t nargs) {
 KernelCore::KernelCore(Device dev, ir::Kernel ir, CompileOptions opt)
     : dev_(std::move(dev)), ir_(std::move(ir)), cost_plan_(ir::plan_cost(ir_)), opt_(std::move(opt)) {
   ir::verify(ir_);
+  stored_ptr_ = ir::stored_pointer_params(ir_);
   stored_desc_.assign(ir_.params.size(), 0);
   for (const ir::Node& n : ir_.nodes)
     if (n.op == ir::Op::desc_store) stored_desc_[static_cast<std::size_t>(ir_[ir::desc_ref(ir_, static_cast<int>(&n - ir_.nodes.data())).param].i)] = 1;
@@ -177,6 +178,8 @@ std::uint64_t KernelCore::check_args(std::span<const ArgSlot> args) const {
     } else if (p.type.is_ptr) {
       const auto addr = reinterpret_cast<std::uintptr_t>(a.v.p);
       if (addr == 0) throw InvalidArgument(describe(ir_, i) + " is a null pointer");
+      if (a.to_const && stored_ptr_[i])
+        throw InvalidArgument(describe(ir_, i) + " is a pointer to const, but the kernel stores through it: pass a non-const pointer");
       const auto es = static_cast<std::uintptr_t>(size_bytes(p.type.dtype));
       if (addr % es != 0)
         throw InvalidArgument(fmt::format("{} = {:#x} is not aligned to its element size ({} bytes)", describe(ir_, i), addr, es));

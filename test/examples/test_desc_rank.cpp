@@ -116,6 +116,18 @@ struct VecI32 {
   }
 };
 
+/// hiprtc compiles `src` for gfx942 to a non-empty code object; skipped where hiprtc is absent.
+void compiles_for_gfx942(const std::string& src, const std::string& name) {
+  std::string why;
+  if (!tj::runtime::compiler_available(tj::runtime::Compiler::hiprtc, &why)) return;
+  tj::runtime::JitRequest req;
+  req.source = src;
+  req.name = name;
+  req.arch = "gfx942";
+  req.compiler = tj::runtime::Compiler::hiprtc;
+  CHECK(!tj::runtime::compile(req).binary.bytes.empty());
+}
+
 int count_op(const tj::ir::Kernel& k, tj::ir::Op op) {
   int n = 0;
   for (const auto& node : k.nodes) n += node.op == op;
@@ -419,16 +431,7 @@ TEST_CASE("desc_rank1_compiles_for_sm90a_sm80_and_gfx942") {
     testing::compiles_for_sm90a(g.source, k.name + "_rank1.cu");
     const auto s80 = tj::codegen::generate(k, {}, tj::codegen::target_for("sm_80"), {.num_warps = 4});
     testing::compiles_for(s80.source, "sm_80", k.name);
-    std::string why;
-    if (tj::runtime::compiler_available(tj::runtime::Compiler::hiprtc, &why)) {
-      const auto h = tj::codegen::generate(k, {}, tj::codegen::target_for("gfx942"), {.num_warps = 4});
-      tj::runtime::JitRequest req;
-      req.source = h.source;
-      req.name = k.name;
-      req.arch = "gfx942";
-      req.compiler = tj::runtime::Compiler::hiprtc;
-      CHECK(!tj::runtime::compile(req).binary.bytes.empty());
-    }
+    compiles_for_gfx942(tj::codegen::generate(k, {}, tj::codegen::target_for("gfx942"), {.num_warps = 4}).source, k.name);
   }
 }
 
@@ -492,19 +495,11 @@ TEST_CASE("desc_rank_n_codegen_tma_boxes_cp_async_slices_and_masked_loads") {
   CHECK(g4.source.find("tj_tma_load_4d(tj_ring") != std::string::npos);
   testing::compiles_for_sm90a(g4.source, "scores_bshd_sm90a");
   // gfx942 (and every kernel here): masked loads, compiled by hiprtc.
-  std::string why;
   for (const tj::ir::Kernel& k : {ir, sc, tj::trace(Bshd4{}), tj::trace(Rank5{}), tj::trace(RowsOuter{}), tj::trace(Gather3{})}) {
     CAPTURE(k.name);
     const auto h = tj::codegen::generate(k, {}, tj::codegen::target_for("gfx942"), {.num_warps = 4});
     CHECK(h.source.find("tj_view_of") == std::string::npos);
-    if (tj::runtime::compiler_available(tj::runtime::Compiler::hiprtc, &why)) {
-      tj::runtime::JitRequest req;
-      req.source = h.source;
-      req.name = k.name;
-      req.arch = "gfx942";
-      req.compiler = tj::runtime::Compiler::hiprtc;
-      CHECK(!tj::runtime::compile(req).binary.bytes.empty());
-    }
+    compiles_for_gfx942(h.source, k.name);
     const auto s80 = tj::codegen::generate(k, {}, tj::codegen::target_for("sm_80"), {.num_warps = 4});
     testing::compiles_for(s80.source, "sm_80", k.name);
   }

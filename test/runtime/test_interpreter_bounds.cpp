@@ -101,3 +101,32 @@ TEST_CASE("interpreter_bounds_follow_descriptors_and_skip_other_host_memory") {
   tj::compile<Axpy<false>>(dev, {.num_warps = 2}).launch(tj::Grid{2}, hx.data(), hy.data(), 128, 0);
   CHECK(hy[127] == hx[127] * 2.0f + 1.0f);
 }
+
+namespace {
+/// Stores through `out` by a pointer carried (and advanced) by a loop; reads `in` only.
+struct CarriedStore {
+  void operator()(tj::Ptr<float> in, tj::Ptr<float> out) const {
+    auto p = tj::for_range(0, 4, 1, out + tj::arange<16>() * 0, [&](tj::Int, auto q) {
+      tj::store(q + tj::arange<16>(), tj::load(in + tj::arange<16>()));
+      return q + 16;
+    });
+    (void)p;
+  }
+};
+}  // namespace
+
+TEST_CASE("launch_refuses_a_pointer_to_const_for_a_parameter_the_kernel_stores_through") {
+  const auto dev = tj::Device::interpreter();
+  CHECK(tj::ir::stored_pointer_params(tj::trace(CarriedStore{})) == std::vector<char>{0, 1});
+  CHECK(tj::ir::stored_pointer_params(tj::trace(Axpy<true>{})) == std::vector<char>{0, 1, 0, 0});
+  const auto src = testing::random_floats(64, -1, 1, 33);
+  std::vector<float> out(64, 0.0f);
+  const float* in = src.data();
+  auto k = tj::compile<CarriedStore>(dev, {.num_warps = 1});
+  k.launch(tj::Grid{1}, in, out.data());  // a const input is fine
+  CHECK(out[63] == src[15]);
+  const float* const_out = out.data();
+  CHECK_THROWS_WITH_AS(k.launch(tj::Grid{1}, in, const_out),
+                       doctest::Contains("argument 1 (arg1: ptr<f32>) of kernel CarriedStore is a pointer to const, but the kernel stores through it"),
+                       tj::InvalidArgument);
+}

@@ -3,6 +3,9 @@
 // doc is rerun here and its printed output and committed SVG compared, and
 // every C++ line in the doc appears in this file.
 #include <doctest/doctest.h>
+#include <cstdio>
+#include <unistd.h>
+#include <fcntl.h>
 
 #include <algorithm>
 #include <cstring>
@@ -241,6 +244,26 @@ TEST_CASE("layout_cmd: bad specs name the token and the rule") {
   LayoutShowArgs args;
   args.spec = {"blocked", "shape=96", "tpw=33"};
   CHECK(run_layout_show(args) == 2);
+}
+
+TEST_CASE("layout show: an SVG that cannot be written is exit code 1 with nothing on stdout") {
+  LayoutShowArgs args;
+  args.spec = {"blocked", "shape=96", "spt=3", "tpw=32", "wpc=1"};
+  args.svg_path = "/nonexistent-dir/x.svg";
+  const auto out = std::filesystem::temp_directory_path() / ("tilejit-layout-stdout-" + std::to_string(::getpid()));
+  std::fflush(stdout);
+  const int saved = ::dup(1);
+  const int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  REQUIRE(fd >= 0);
+  ::dup2(fd, 1);
+  const int rc = run_layout_show(args);
+  std::fflush(stdout);
+  ::dup2(saved, 1);
+  ::close(saved);
+  ::close(fd);
+  CHECK(rc == 1);
+  CHECK(std::filesystem::file_size(out) == 0);  // the layout used to be printed before the error
+  std::filesystem::remove(out);
 }
 
 // ---- the text grid ------------------------------------------------------------------

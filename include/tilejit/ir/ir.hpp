@@ -154,6 +154,11 @@ struct DescRef {
 };
 DescRef desc_ref(const Kernel& k, int x);
 
+/// Per parameter: 1 for a pointer parameter some store writes through — its address reaches the store through
+/// addptr, broadcast, expand_dims, trans, where or a loop-carried value (a pointer loaded from memory is not
+/// followed). The launch refuses a pointer to const for such a parameter.
+std::vector<char> stored_pointer_params(const Kernel& k);
+
 /// Index of the loop_end matching each loop_begin (-1 elsewhere).
 std::vector<int> loop_ends(const Kernel& k);
 

@@ -142,6 +142,7 @@ struct ArgSlot {
   /// value in v.i64; in v.u64 for out_of_range_u64, an unsigned value above 2^63 - 1). The launch's argument
   /// check reports it with the parameter's name and range.
   enum class Kind : std::uint8_t { pointer, i32, i64, f32, f64, descriptor, out_of_range, out_of_range_u64 } kind = Kind::i32;
+  bool to_const = false;  ///< pointer: a pointer to const (refused for a parameter the kernel stores through)
   union {
     void* p;
     std::int32_t i32;
@@ -213,6 +214,7 @@ class KernelCore {
   ir::Kernel ir_;
   ir::CostPlan cost_plan_;         // launch_cost's per-kernel part
   std::vector<char> stored_desc_;  // per parameter: a descriptor some Desc::store writes (its kDiv16 flag matters)
+  std::vector<char> stored_ptr_;   // per parameter: a pointer some store writes through (ir::stored_pointer_params)
   CompileOptions opt_;
   std::mutex derived_mu_;
   /// What a derived descriptor is built from: equal keys give equal re-encodings.
@@ -254,6 +256,7 @@ ArgSlot to_slot(const A& a) {
       static_assert(std::is_same_v<U, T> || std::is_void_v<U>,
                     "pointer argument's element type differs from the kernel parameter's Ptr<T>");
       s.kind = ArgSlot::Kind::pointer;
+      s.to_const = std::is_const_v<std::remove_pointer_t<A>>;
       s.v.p = const_cast<void*>(static_cast<const void*>(a));
     } else {
       s.kind = ArgSlot::Kind::pointer;
@@ -303,7 +306,13 @@ class Kernel {
       : k_(copy_of(k)), core_(std::make_shared<runtime::KernelCore>(std::move(dev), trace(k), std::move(opt))) {}
 
   /// Launch on the default stream. Arguments must match K::operator()'s
-  /// parameters in number and kind (checked at compile time).
+  /// parameters in number and kind (checked at compile time). Before anything
+  /// runs, throws InvalidArgument naming the argument for: a null pointer (even
+  /// one whose every access is masked off: pass any valid pointer for an unused
+  /// operand, so an unmasked access can never fault the context), a pointer not
+  /// aligned to its element, a negative Size, an integer its parameter's type
+  /// cannot hold (never wrapped), a descriptor of another rank, dtype or device
+  /// or of more than 2^31 - 1 elements of extent; and for a bad grid.
   template <class... A>
   void launch(const Grid& g, const A&... args) { launch(Stream{}, g, args...); }
 
