@@ -97,6 +97,18 @@ std::size_t count(const tj::TuneReport& r, tj::CandidateReport::Status s) {
 
 using S = tj::CandidateReport::Status;
 
+/// A softmax problem of `rows` x W on fresh inputs, and the autotune folder of a temporary cache with a log.
+struct StoreCase {
+  static constexpr int W = 96, rows = 5;
+  TempDir dir;
+  Log log;
+  std::vector<float> x, y;
+  explicit StoreCase(unsigned salt) : x(testing::random_floats(std::size_t{rows} * W, -3, 3, salt)), y(x.size()) {
+    std::filesystem::create_directories(dir.path / "autotune");
+  }
+  std::filesystem::path file(const std::string& name) const { return dir.path / "autotune" / (name + ".json"); }
+};
+
 /// The files under <dir>/autotune, lock files aside.
 std::vector<std::filesystem::path> stored_files(const TempDir& dir) {
   std::vector<std::filesystem::path> files;
@@ -451,13 +463,10 @@ TEST_CASE("autotune: a corrupt stored file is ignored, re-tuned and rewritten") 
 }
 
 TEST_CASE("autotune: an invalid entry is dropped, the file's other entries (other devices too) are kept") {
-  TempDir dir;
-  Log log;
-  constexpr int W = 96, rows = 5;
-  auto x = testing::random_floats(std::size_t{rows} * W, -3, 3, 21);
-  std::vector<float> y(x.size());
-  std::filesystem::create_directories(dir.path / "autotune");
-  const auto file = dir.path / "autotune" / "softmax_partial.json";
+  StoreCase c(21);
+  auto& [dir, log, x, y] = c;
+  constexpr int W = StoreCase::W, rows = StoreCase::rows;
+  const auto file = c.file("softmax_partial");
   std::ofstream(file) << R"J({"format": "tilejit autotune", "version": 1, "name": "softmax_partial", "entries": {
     "NVIDIA H200 | sm_90 | driver 580": {"rows=1": {"config": "BLOCK_M=1 num_warps=1 num_stages=1"}},
     "CPU interpreter": {"rows=3": {"config": "BLOCK_M=2 num_warps=1 num_stages=1"}, "rows=4": {"median_ms": 1.0}},
@@ -480,13 +489,10 @@ TEST_CASE("autotune: an invalid entry is dropped, the file's other entries (othe
 }
 
 TEST_CASE("autotune: a newer version's file is neither used nor overwritten; a file that is not regular is not read") {
-  TempDir dir;
-  Log log;
-  constexpr int W = 96, rows = 5;
-  auto x = testing::random_floats(std::size_t{rows} * W, -3, 3, 22);
-  std::vector<float> y(x.size());
-  std::filesystem::create_directories(dir.path / "autotune");
-  const auto file = dir.path / "autotune" / "softmax_newer.json";
+  StoreCase c(22);
+  auto& [dir, log, x, y] = c;
+  constexpr int W = StoreCase::W, rows = StoreCase::rows;
+  const auto file = c.file("softmax_newer");
   const std::string newer = R"J({"format": "tilejit autotune", "version": 2, "entries": {"CPU interpreter": {"rows=5": {"config": "?"}}}})J";
   std::ofstream(file) << newer;
   tj::Autotuner a("softmax_newer", softmax_candidates<W, 1, 2>({1}), interp_options(dir, log));
