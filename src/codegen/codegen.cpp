@@ -1618,7 +1618,9 @@ class Emitter {
       return s + "f";
     }
     if (t.dtype == DType::i1) return i ? "true" : "false";
-    if (t.dtype == DType::i64) return fmt::format("{}LL", i);
+    if (t.dtype == DType::i64)  // INT64_MIN has no literal of its own (9223372036854775808 does not fit a long long)
+      return i == std::numeric_limits<std::int64_t>::min() ? std::string("(-9223372036854775807LL - 1)") : fmt::format("{}LL", i);
+    if (t.dtype == DType::i32 && i == std::numeric_limits<std::int32_t>::min()) return "(-2147483647 - 1)";
     if (t.dtype == DType::u64) return fmt::format("{}ULL", static_cast<std::uint64_t>(i));
     if (t.dtype == DType::u32) return fmt::format("{}u", static_cast<std::uint32_t>(i));
     return fmt::format("{}", i);

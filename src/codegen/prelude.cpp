@@ -30,6 +30,9 @@ static __device__ __forceinline__ tj_bf16 tj_f32_to_bf16(float f) { tj_bf16 h; a
 static __device__ __forceinline__ float tj_shfl_xor(float v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
 static __device__ __forceinline__ int tj_shfl_xor(int v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
 static __device__ __forceinline__ long long tj_shfl_xor(long long v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+static __device__ __forceinline__ unsigned tj_shfl_xor(unsigned v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+static __device__ __forceinline__ unsigned long long tj_shfl_xor(unsigned long long v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
+static __device__ __forceinline__ double tj_shfl_xor(double v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
 static __device__ __forceinline__ float tj_fmod(float a, float b) { return fmodf(a, b); }
 // max / min that propagate NaN (a NaN input gives the canonical NaN, as torch and Triton's maximum do): one
 // FMNMX.NAN from sm_80 on (PTX "max.NaN", "min.NaN"), not the compare, compare and select of the portable form
@@ -180,6 +183,17 @@ typedef int tj_i32x4 __attribute__((ext_vector_type(4)));
 typedef int tj_i32x16 __attribute__((ext_vector_type(16)));
 static __device__ __forceinline__ float tj_shfl_xor(float v, int m) { return __shfl_xor(v, m); }
 static __device__ __forceinline__ int tj_shfl_xor(int v, int m) { return __shfl_xor(v, m); }
+// Other element types through 32-bit int shuffles (HIP's own overloads of __shfl_xor vary by version and are
+// ambiguous for unsigned and 64-bit arguments).
+static __device__ __forceinline__ unsigned tj_shfl_xor(unsigned v, int m) { return (unsigned)__shfl_xor((int)v, m); }
+static __device__ __forceinline__ unsigned long long tj_shfl_xor(unsigned long long v, int m) {
+  const unsigned lo = tj_shfl_xor((unsigned)v, m), hi = tj_shfl_xor((unsigned)(v >> 32), m);
+  return ((unsigned long long)hi << 32) | lo;
+}
+static __device__ __forceinline__ long long tj_shfl_xor(long long v, int m) { return (long long)tj_shfl_xor((unsigned long long)v, m); }
+static __device__ __forceinline__ double tj_shfl_xor(double v, int m) {
+  return __builtin_bit_cast(double, tj_shfl_xor(__builtin_bit_cast(unsigned long long, v), m));
+}
 static __device__ __forceinline__ float tj_fmod(float a, float b) { return __builtin_fmodf(a, b); }
 static __device__ __forceinline__ float tj_max(float a, float b) { return (a != a || b != b) ? __builtin_nanf("") : fmaxf(a, b); }
 static __device__ __forceinline__ float tj_min(float a, float b) { return (a != a || b != b) ? __builtin_nanf("") : fminf(a, b); }

@@ -151,6 +151,10 @@ void verify(const Kernel& k) {
       // A value from inside a loop may only be used inside that loop (loop_carry's
       // second operand names its loop_begin, which is outside the body by design).
       if (n.op == Op::loop_result && k.nodes[static_cast<std::size_t>(a)].op == Op::loop_carry) continue;
+      // The induction variable (the loop_begin node's value) exists inside its loop only.
+      if (k.nodes[static_cast<std::size_t>(a)].op == Op::loop_begin && !inside(static_cast<int>(id), a) && n.op != Op::loop_end)
+        throw Unsupported(fmt::format("IR: node %{} ({}) uses %{}, the induction variable of that loop, outside the loop: "
+                                      "return it from the loop body (a carried value) instead", id, name(n.op), a));
       for (int l = owner[static_cast<std::size_t>(a)]; l >= 0; l = owner[static_cast<std::size_t>(l)])
         if (!inside(static_cast<int>(id), l) && !(n.op == Op::loop_end && a == l))
           throw Unsupported(fmt::format("IR: node %{} ({}) uses %{}, defined inside the loop at %{}: return it from the "

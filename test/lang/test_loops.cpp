@@ -1,6 +1,8 @@
 // for_range: tracing, the interpreter against C++, NVRTC/HIP compiles, misuse.
 #include <doctest/doctest.h>
 
+#include <optional>
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -12,6 +14,15 @@ namespace tj = tilejit;
 
 namespace {
 /// out[i] = sum over s in [0, n) by `step` of (i + s): a step known only at run time.
+/// Stores the loop's induction variable after the loop: refused while tracing.
+struct LeaksInductionVariable {
+  void operator()(tj::Ptr<std::int32_t> out, tj::Size n) const {
+    std::optional<tj::Int> iv;
+    tj::for_range(0, n, 1, [&](tj::Int i) { iv.emplace(i); });
+    tj::store(out, *iv);
+  }
+};
+
 struct RuntimeStep {
   void operator()(tj::Ptr<float> out, tj::Size n, tj::Int step) const {
     auto i = tj::arange<32>();
@@ -86,6 +97,10 @@ TEST_CASE("loops_zero_trip_returns_init_and_nesting_works") {
 TEST_CASE("loops_values_from_inside_the_body_cannot_escape") {
   CHECK_THROWS_WITH_AS(tj::compile<testing::LeaksFromLoop>(tj::Device::interpreter()),
                        doctest::Contains("return it from the loop body"), tj::Unsupported);
+  // The induction variable itself, kept past the loop (a review found the interpreter ran it while the generated
+  // CUDA did not compile: the variable is out of scope after the loop's brace).
+  CHECK_THROWS_WITH_AS(tj::compile<LeaksInductionVariable>(tj::Device::interpreter()),
+                       doctest::Contains("the induction variable of that loop, outside the loop"), tj::Unsupported);
 }
 
 TEST_CASE("loops_compile_for_every_target") {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include <tilejit/tilejit.hpp>
@@ -74,6 +75,29 @@ struct DivSummed {
     auto i = tj::arange<4>();
     tj::store(out, tj::sum<0>(tj::load(xs + i) / tj::load(ys + i)));
   }
+};
+
+/// Literals meeting integer tiles: INT64_MAX and INT64_MIN exactly, a u64 literal above 2^63, 2^53 + 1.
+struct ExactLiterals {
+  void operator()(tj::Ptr<std::int64_t> x, tj::Ptr<std::int64_t> o, tj::Ptr<std::uint64_t> u) const {
+    auto i = tj::arange<2>();
+    auto z = tj::load(x + i) * 0;
+    tj::store(o + i, z + std::numeric_limits<std::int64_t>::max());
+    tj::store(o + 2 + i, z + std::numeric_limits<std::int64_t>::min());
+    tj::store(o + 4 + i, tj::load(x + i) + 9007199254740993LL);
+    tj::store(u + i, tj::cast<std::uint64_t>(z) + 10000000000000000001ull);
+  }
+};
+/// A literal the tile's type cannot hold: refused while tracing.
+struct I8TooWide {
+  void operator()(tj::Ptr<std::int8_t> x, tj::Ptr<std::int8_t> o) const {
+    auto i = tj::arange<4>();
+    auto a = tj::load(x + i);
+    tj::store(o + i, tj::where(a < 200, a + 1, a));
+  }
+};
+struct I32Fraction {
+  void operator()(tj::Ptr<std::int32_t> x, tj::Ptr<std::int32_t> o) const { tj::store(o + tj::arange<4>(), tj::load(x + tj::arange<4>()) + 3.7); }
 };
 
 /// out[0] = v, an i64 parameter.
@@ -159,6 +183,23 @@ TEST_CASE("interpreter_undefined_quotients_reaching_a_mask_or_a_reduction_are_er
   CHECK(out == std::vector<std::int32_t>{7, 8, 9, 10});
   sum.launch(tj::Grid{1}, x.data(), y.data(), out.data());
   CHECK(out[0] == 2 + 8 + 1 + 5);
+}
+
+TEST_CASE("integer_literals_are_exact_and_refused_when_they_do_not_fit") {
+  // A review found literals passed through a double: INT64_MAX came out as INT64_MIN, 2^53 + 1 as 2^53, a u64
+  // literal above 2^63 clamped, 200 against an i8 tile wrapped to -56, and i32 + 3.7 added 3.
+  std::vector<std::int64_t> x{5, -7}, o(6, 0);
+  std::vector<std::uint64_t> u(2, 0);
+  tj::compile<ExactLiterals>(tj::Device::interpreter(), {.num_warps = 1}).launch(tj::Grid{1}, x.data(), o.data(), u.data());
+  CHECK(o == std::vector<std::int64_t>{kMax, kMax, kMin, kMin, 9007199254740998LL, 9007199254740986LL});
+  CHECK(u == std::vector<std::uint64_t>{10000000000000000001ull, 10000000000000000001ull});
+  // The generated code spells them exactly too (INT64_MIN has no literal of its own).
+  const auto src = tj::codegen::generate(tj::trace(ExactLiterals{}), {}, tj::codegen::target_for("sm_90a"), {.num_warps = 1}).source;
+  CHECK(src.find("9223372036854775807LL") != std::string::npos);
+  CHECK(src.find("(-9223372036854775807LL - 1)") != std::string::npos);
+  CHECK(src.find("10000000000000000001ULL") != std::string::npos);
+  CHECK_THROWS_WITH_AS(tj::trace(I8TooWide{}), doctest::Contains("the literal 200 does not fit the i8 tile"), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(tj::trace(I32Fraction{}), doctest::Contains("the literal 3.7 is not a value of the i32 tile"), tj::InvalidArgument);
 }
 
 TEST_CASE("integer_arguments_out_of_their_parameter_range_are_refused_not_wrapped") {

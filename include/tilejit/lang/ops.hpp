@@ -7,9 +7,14 @@
 // errors. C++ arithmetic literals take the element type of the tile they meet
 // (Triton's "weak" scalars).
 #pragma once
+#include <cmath>
 #include <concepts>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
+#include <utility>
+
+#include <fmt/format.h>
 
 #include "tilejit/lang/tile.hpp"
 
@@ -83,6 +88,36 @@ Tile<T> scalar_constant(double v) {
 template <class X> concept TileArg = is_tile_v<X>;
 template <class X> concept Literal = std::is_arithmetic_v<std::remove_cvref_t<X>>;
 
+/// A C++ literal `x` as a scalar of the tile element type T it meets, exactly: an integer literal keeps every
+/// bit (it does not pass through a double: INT64_MAX stays INT64_MAX). For an integer T, throws InvalidArgument
+/// (while tracing) for a literal T cannot hold — `i8_tile < 200`, `i32_tile + 3.7` — naming it and T's type,
+/// rather than wrapping or truncating it silently.
+template <class T, class X>
+Tile<T> literal_constant(const X& x) {
+  using L = std::remove_cvref_t<X>;
+  ir::Node n;
+  n.op = ir::Op::constant;
+  n.type = type_of<T>();
+  if constexpr (!std::is_integral_v<T> || std::is_same_v<T, bool>) {  // floating types (f16, bf16, f8 too), bool
+    if (is_float(n.type.dtype)) n.f = static_cast<double>(x);
+    else n.i = x != L{} ? 1 : 0;
+  } else if constexpr (std::is_integral_v<L>) {
+    using W = std::conditional_t<std::is_signed_v<L>, long long, unsigned long long>;  // bool, char: in_range's types
+    if (!std::in_range<T>(static_cast<W>(x)))
+      throw InvalidArgument(fmt::format("the literal {} does not fit the {} tile it meets: cast the tile (tj::cast) or the "
+                                        "literal", static_cast<W>(x), name(n.type.dtype)));
+    n.i = static_cast<std::int64_t>(static_cast<T>(x));  // u64: its bit pattern
+  } else {
+    const auto d = static_cast<long double>(x);
+    if (!(d == std::trunc(d)) || d < static_cast<long double>(std::numeric_limits<T>::min()) ||
+        d > static_cast<long double>(std::numeric_limits<T>::max()))
+      throw InvalidArgument(fmt::format("the literal {} is not a value of the {} tile it meets (an integer in its range): "
+                                        "cast the tile (tj::cast) or the literal", static_cast<double>(x), name(n.type.dtype)));
+    n.i = static_cast<std::int64_t>(static_cast<T>(d));
+  }
+  return Tile<T>(record(n));
+}
+
 template <class X>
 auto tile_of(const X& x) {
   if constexpr (std::is_same_v<std::remove_cvref_t<X>, Size>)
@@ -100,9 +135,9 @@ auto as_tile(const X& x) {
   } else {
     using OE = elem_t<Other>;
     if constexpr (is_ptr_v<OE>)
-      return scalar_constant<std::int32_t>(static_cast<double>(x));
+      return literal_constant<std::int32_t>(x);
     else
-      return scalar_constant<OE>(static_cast<double>(x));
+      return literal_constant<OE>(x);
   }
 }
 
@@ -446,7 +481,7 @@ auto load(const P& p, const M& mask, const O& other) {
   using T = typename lang::elem_t<P>::pointee;
   // `other` is recorded before the load so that the IR stays in def-use order.
   auto o = [&] {
-    if constexpr (lang::Literal<O>) return lang::scalar_constant<T>(static_cast<double>(other));
+    if constexpr (lang::Literal<O>) return lang::literal_constant<T>(other);
     else return lang::tile_of(other);
   }();
   static_assert(lang::dtypes_must_match<T, lang::elem_t<decltype(o)>, std::is_same_v<T, lang::elem_t<decltype(o)>>>::value);
@@ -463,7 +498,7 @@ void store(const P& p, const V& value0) {
   static_assert(lang::is_ptr_v<PE>, "store() needs a pointer tile (ptr + offsets)");
   using T = typename PE::pointee;
   auto value = [&] {
-    if constexpr (lang::Literal<V>) return lang::scalar_constant<T>(static_cast<double>(value0));
+    if constexpr (lang::Literal<V>) return lang::literal_constant<T>(value0);
     else return lang::tile_of(value0);
   }();
   using E = lang::elem_t<decltype(value)>;
@@ -485,7 +520,7 @@ void store(const P& p, const V& value0, const M& mask) {
   static_assert(std::is_same_v<lang::elem_t<M>, bool>, "store(ptrs, value, mask): mask must be a bool tile");
   using T = typename PE::pointee;
   auto value = [&] {
-    if constexpr (lang::Literal<V>) return lang::scalar_constant<T>(static_cast<double>(value0));
+    if constexpr (lang::Literal<V>) return lang::literal_constant<T>(value0);
     else return lang::tile_of(value0);
   }();
   using E = lang::elem_t<decltype(value)>;
