@@ -2902,7 +2902,12 @@ class Emitter {
       }
     if (!warp_red.empty()) {
       const int slots = static_cast<int>(canon.size()) * threads_;
-      smem_bytes_ = std::max(smem_bytes_, slots * static_cast<int>(sizeof(float) * (ty == "long long" || ty == "double" ? 2 : 1)));
+      // A register of the result's type: 8 bytes for i64, u64 and f64 (u64's was counted as 4: a review's u64
+      // reduction across warps wrote past the scratch and faulted on the H200), 4 for the rest (f16 and bf16 are f32
+      // registers, narrow integers int).
+      const DType rt = k_[id].type.dtype;
+      const int reg_bytes = rt == DType::i64 || rt == DType::u64 || rt == DType::f64 ? 8 : 4;
+      smem_bytes_ = std::max(smem_bytes_, slots * reg_bytes);
       line(fmt::format("{}* const tj_red{} = ({}*)tj_smem;", ty, id, ty));
       for (std::size_t c = 0; c < canon.size(); ++c)
         line(fmt::format("tj_red{}[{} + tj_tid] = r{}_{};", id, c * static_cast<std::size_t>(threads_), id, c));
