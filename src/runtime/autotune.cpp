@@ -26,6 +26,12 @@
 namespace tilejit {
 namespace {
 
+/// [A-Za-z0-9_.-]: the characters of autotuner names (they name files) and tune key property names (written as
+/// name=value pairs separated by spaces).
+bool is_name_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
+}
+
 /// The longest autotuner name: its stored file's temporary name must stay within NAME_MAX (255 bytes).
 constexpr std::size_t kMaxNameChars = 200;
 
@@ -178,9 +184,7 @@ std::string Config::str() const {
 TuneKey& TuneKey::set(std::string name, Value v) {
   // Names of [A-Za-z0-9_.-]: str() writes "name=value" pairs separated by spaces, and no two keys may print alike
   // ({"a": 1, "b": 2} and {"a=1 b": 2} did).
-  if (name.empty() || !std::all_of(name.begin(), name.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
-      }))
+  if (name.empty() || !std::all_of(name.begin(), name.end(), is_name_char))
     throw InvalidArgument(fmt::format("tune key property name {}: must be [A-Za-z0-9_.-]+ (it is written as name=value)",
                                       json(name).dump(-1, ' ', false, json::error_handler_t::replace)));
   if (const auto* str = std::get_if<std::string>(&v.v)) {
@@ -255,9 +259,7 @@ namespace runtime {
 AutotunerCore::AutotunerCore(std::string name, std::vector<std::pair<Config, KernelFactory>> cands, TuneOptions opt)
     : name_(std::move(name)), cands_(std::move(cands)), opt_(std::move(opt)),
       dev_(opt_.device ? *opt_.device : Device::best()) {
-  if (name_.empty() || !std::all_of(name_.begin(), name_.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-';
-      }) || name_[0] == '.')
+  if (name_.empty() || !std::all_of(name_.begin(), name_.end(), is_name_char) || name_[0] == '.')
     throw InvalidArgument(fmt::format("autotuner name \"{}\": must be [A-Za-z0-9_.-]+, not starting with '.' (it names a file)", name_));
   if (name_.size() > kMaxNameChars)  // <name>.json and its temporary (.<name>.json.<pid>.<random>.tmp) must fit NAME_MAX
     throw InvalidArgument(fmt::format("autotuner name of {} characters: at most {} (it names a file)", name_.size(), kMaxNameChars));

@@ -161,6 +161,18 @@ int broadcast_source(const ir::Type& from, const ir::Type& to, int e) {
   return r * from.shape[1] + c;
 }
 
+/// Row-major index in the [rows, cols] source of element `e` of its transpose `to` ([cols, rows]).
+int trans_source(const ir::Type& to, int e) {
+  const int rows = to.shape[0], cols = to.shape[1];
+  return (e % cols) * rows + e / cols;
+}
+
+/// Row-major index of element j (along `axis`) of output element o of a reduction of a tile of type `from`.
+int reduce_source(const ir::Type& from, int axis, int o, int j) {
+  if (from.rank == 1) return j;
+  return axis == 1 ? o * from.shape[1] + j : j * from.shape[1] + o;
+}
+
 class Program {
  public:
   Program(const ir::Kernel& k, std::span<const ArgValue> args, std::array<unsigned, 3> grid,
@@ -302,11 +314,7 @@ class Program {
     const Value& src = at(n.args[0]);
     switch (n.op) {
       case Op::broadcast: copy(src, [&](int e) { return broadcast_source(k_[n.args[0]].type, n.type, e); }); return;
-      case Op::trans: {
-        const int rows = n.type.shape[0], cols = n.type.shape[1];
-        copy(src, [&](int e) { return (e % cols) * rows + e / cols; });
-        return;
-      }
+      case Op::trans: copy(src, [&](int e) { return trans_source(n.type, e); }); return;
       default: copy(src, [](int e) { return e; }); return;
     }
   }
@@ -345,13 +353,10 @@ class Program {
         }
         return;
       }
-      case Op::trans: {
-        if (const Value* v = arg(0)) {
-          const int rows = n.type.shape[0], cols = n.type.shape[1];
-          for (int e = 0; e < N; ++e) from(v, e, (e % cols) * rows + e / cols);
-        }
+      case Op::trans:
+        if (const Value* v = arg(0))
+          for (int e = 0; e < N; ++e) from(v, e, trans_source(n.type, e));
         return;
-      }
       case Op::broadcast:
         if (const Value* v = arg(0))
           for (int e = 0; e < N; ++e) from(v, e, broadcast_source(k_[n.args[0]].type, n.type, e));
@@ -363,7 +368,7 @@ class Program {
         const int len = ft.shape[n.axis];
         for (int o = 0; o < N; ++o)
           for (int j = 0; j < len; ++j)
-            from(v, o, ft.rank == 1 ? j : (n.axis == 1 ? o * ft.shape[1] + j : j * ft.shape[1] + o));
+            from(v, o, reduce_source(ft, n.axis, o, j));
         return;
       }
       case Op::dot: {
@@ -442,8 +447,7 @@ class Program {
         }
       }
       case Op::trans: {
-        const int rows = n.type.shape[0], cols = n.type.shape[1];  // of the result
-        auto src = [&](int e) { return (e % cols) * rows + e / cols; };
+        auto src = [&](int e) { return trans_source(n.type, e); };
         if (holds_float(n.type)) { out.f.resize(N); for (int e = 0; e < N; ++e) out.f[e] = a(0).f[src(e)]; }
         else { out.i.resize(N); for (int e = 0; e < N; ++e) out.i[e] = a(0).i[src(e)]; }
         return;
@@ -544,10 +548,7 @@ class Program {
         const ir::Type& ft = type_of_arg(0);
         const int rows = ft.rank == 2 ? (n.axis == 1 ? ft.shape[0] : ft.shape[1]) : 1;
         const int len = ft.shape[n.axis];
-        auto src = [&](int o, int j) {
-          if (ft.rank == 1) return j;
-          return n.axis == 1 ? o * ft.shape[1] + j : j * ft.shape[1] + o;
-        };
+        auto src = [&](int o, int j) { return reduce_source(ft, n.axis, o, j); };
         auto combine = [&](double x, double y) {
           if (n.op == Op::reduce_sum) return x + y;
           if (std::isnan(x) || std::isnan(y)) return std::numeric_limits<double>::quiet_NaN();
