@@ -1956,6 +1956,12 @@ class Emitter {
     if (ir::is_unary(n.op)) {
       static const char* fn[] = {"-", "!", "tj_exp", "tj_exp2", "tj_log", "tj_sqrt", "tj_rsqrt", "tj_abs"};
       const char* f = fn[static_cast<int>(n.op) - static_cast<int>(Op::neg)];
+      // HIP without the ROCm device libraries (hiprtc / clang as tilejit runs them): f64 exp, exp2 and log have no
+      // instruction and no library to call (clang: "no libcall available for fexp").
+      if (t_.dialect == Dialect::hip && n.type.dtype == DType::f64 && (n.op == Op::exp || n.op == Op::exp2 || n.op == Op::log))
+        throw Unsupported(fmt::format("node %{}: {} of an f64 tile on HIP needs the ROCm device libraries, which tilejit's HIP "
+                                      "compile does not link; compute it in f32 (tj::cast<float>) or on a CUDA target", id,
+                                      ir::name(n.op)));
       each_register(id, [&](int r) {
         std::string x = op(0, r);
         std::string e = (n.op == Op::neg || n.op == Op::logical_not) ? std::string(f) + "(" + x + ")" : std::string(f) + "(" + x + ")";
@@ -2824,7 +2830,9 @@ class Emitter {
           acc[static_cast<std::size_t>(vg)] = it->second;
         }
         line("{");
-        line(fmt::format("  const int tj_r0 = {} + {} * (tj_warp / {}), tj_c0 = {} + {} * (tj_warp % {});", om, Rm, wN, on, Rm, wN));
+        // Wavefronts from wM·wN on hold copies (an accumulator smaller than the program; layout_plan's mfma_plan).
+        const std::string wf = wM * wN == o_.num_warps ? std::string("tj_warp") : fmt::format("(tj_warp % {})", wM * wN);
+        line(fmt::format("  const int tj_r0 = {} + {} * ({} / {}), tj_c0 = {} + {} * ({} % {});", om, Rm, wf, wN, on, Rm, wf, wN));
         std::string init;
         for (int vg = 0; vg < nacc; ++vg)
           init += fmt::format("{}v{}[{}]{}", vg ? ", " : "", id, acc[static_cast<std::size_t>(vg)], acc_in != 1 ? fmt::format(" * {:.6g}f", acc_in) : "");

@@ -110,6 +110,20 @@ namespace {
 /// are contiguous, then warps, then registers; the NPOT part of each extent
 /// lands in the register digits (96 = 32 lanes x 3 registers). Lanes or warps
 /// beyond the tile's extent map to zero: they hold copies.
+/// Why a blocked layout leaves threads holding copies, for its description: the tile has fewer elements than the
+/// program has threads, or its dims have too few factors of 2 (lanes and warps split only those: [210, 210] over
+/// 128 threads is 2 x 2 distinct threads of 11025 registers each).
+std::string copies_note(const std::array<int, kMaxRank>& shape, int rank, int lane_room, int warp_room, int warp_size, int num_warps,
+                        int registers) {
+  if (lane_room * warp_room == 1) return "";
+  const long elements = static_cast<long>(shape[0]) * (rank == 2 ? shape[1] : 1);
+  const int threads = warp_size * num_warps;
+  if (elements < threads) return fmt::format(" ({} lane and {} warp copies: the tile is smaller than the program)", lane_room, warp_room);
+  return fmt::format(" ({} lane and {} warp copies: only {} of {} threads hold distinct elements, {} registers each, because lanes "
+                     "and warps split only the dims' factors of 2; dims of a power of two times 3, 5 or 7, such as 224 = 32 x 7, "
+                     "spread over every thread)", lane_room, warp_room, threads / (lane_room * warp_room), threads, registers);
+}
+
 layout::LinearLayout blocked_parent(int rank, std::array<int, kMaxRank> shape, int num_warps, int warp_size,
                                     std::string& desc, int vec = 1, int minor = -1) {
   using layout::LinearLayout;
@@ -161,34 +175,59 @@ layout::LinearLayout blocked_parent(int rank, std::array<int, kMaxRank> shape, i
   desc = fmt::format("blocked {} size_per_thread {}{} lanes {} warps {} registers {}{}", list(shape), spt,
                      minor != rank - 1 ? fmt::format(" along dim{} (its loads are contiguous there)", minor) : "", list(lanes),
                      list(warps), list(regs),
-                     lane_room * warp_room > 1
-                         ? fmt::format(" ({} lane and {} warp copies: the tile is smaller than the program)", lane_room, warp_room)
-                         : "");
+                     copies_note(shape, rank, lane_room, warp_room, warp_size, num_warps, regs[0] * regs[1] * spt));
   return p;
 }
 
-/// Warps of an mma accumulator [M, N] as {wM, wN}. Every legal split (M a
-/// multiple of 16·wM, N of 8·wN) computes the same accumulator registers per
-/// thread, but the operands differ: A is broadcast over the wN warps of a
+/// Warps of an mma accumulator [M, N] as {wM, wN, copies}. Every legal split
+/// (M a multiple of 16·wM, N of 8·wN) computes the same accumulator registers
+/// per thread, but the operands differ: A is broadcast over the wN warps of a
 /// warp row and B over the wM warps of a column, so a thread holds
 /// K·M/(32·wM) A elements and K·N/(32·wN) B elements. Pick the split that
 /// minimises M/wM + N/wN (the operand registers, and the operand bytes the
 /// program loads), preferring more warps along M on a tie (128x128 over 8
-/// warps: 4x2, a 32x64 accumulator tile per warp).
-std::array<int, 2> mma_warps(int m, int n, int num_warps, int node) {
-  std::array<int, 2> best{0, 0};
-  long best_cost = 0;
-  for (int wm = num_warps; wm >= 1; --wm) {
-    if (num_warps % wm != 0) continue;
-    const int wn = num_warps / wm;
-    if (m % (16 * wm) != 0 || n % (8 * wn) != 0) continue;
-    const long cost = m / wm + n / wn;
-    if (best[0] == 0 || cost < best_cost) best = {wm, wn}, best_cost = cost;
+/// warps: 4x2, a 32x64 accumulator tile per warp). An accumulator too small
+/// for all the warps (16x16 over 4: one m16n8 tile pair) takes the most
+/// warps that divide it, and the other warps compute copies (`copies` > 1:
+/// Triton's replication; the layouts give the copies image 0, so stores and
+/// reductions see one value).
+std::array<int, 3> mma_warps(int m, int n, int num_warps, int node) {
+  for (int used = num_warps; used >= 1; used /= 2) {
+    std::array<int, 3> best{0, 0, num_warps / used};
+    long best_cost = 0;
+    for (int wm = used; wm >= 1; --wm) {
+      if (used % wm != 0) continue;
+      const int wn = used / wm;
+      if (m % (16 * wm) != 0 || n % (8 * wn) != 0) continue;
+      const long cost = m / wm + n / wn;
+      if (best[0] == 0 || cost < best_cost) best[0] = wm, best[1] = wn, best_cost = cost;
+    }
+    if (best[0] != 0) return best;
+    if (used % 2 != 0) break;
   }
-  if (best[0] == 0)
-    throw Unsupported(fmt::format("dot %{}: an accumulator of [{},{}] does not fit mma.sync m16n8k16 tiles over {} warps "
-                                  "(M must be a multiple of 16 per warp row and N of 8 per warp column)", node, m, n, num_warps));
-  return best;
+  throw Unsupported(fmt::format("dot %{}: an accumulator of [{},{}] does not fit mma.sync m16n8 tiles ({})", node, m, n,
+                                m % 16 != 0 ? fmt::format("M = {} is not a multiple of 16", m)
+                                            : fmt::format("N = {} is not a multiple of 8", n)));
+}
+
+/// Throws Unsupported naming the rule when an mma.sync dot cannot take operands of `et` with inner dimension `kdim`
+/// (one m16n8k8 / k16 / k32 instruction covers 8 · the elements per 32-bit register along K).
+void check_mma_sync_k(DType et, int kdim, int node) {
+  const bool ok_type = et == DType::f16 || et == DType::bf16 || et == DType::f32 || et == DType::i8 || et == DType::f8e4nv ||
+                       et == DType::f8e5;
+  if (!ok_type)
+    throw Unsupported(fmt::format("dot %{}: mma.sync takes f16, bf16, f32 (as tf32), i8, f8e4nv or f8e5 operands, not {}", node,
+                                  name(et)));
+  const int kstep = 8 * layout::mma_sync_k_width(size_bytes(et));
+  if (kdim % kstep != 0)
+    throw Unsupported(fmt::format("dot %{}: K = {} is not a multiple of {}, the K of one mma.sync m16n8k{} for {} operands", node,
+                                  kdim, kstep, kstep, name(et)));
+}
+
+/// `l` with `copies` more warps (a power of two) holding the same elements: the warp digits above l's, image 0.
+layout::LinearLayout with_warp_copies(const layout::LinearLayout& l, int copies) {
+  if (copies == 1) return l;
+  return l * layout::LinearLayout::zeros1D(copies, "warp", "dim0");
 }
 
 /// MFMA on AMD CDNA with f16/bf16 instructions of 4 elements per lane (the
@@ -198,24 +237,35 @@ bool cdna3(const std::string& arch) { return arch.rfind("gfx94", 0) == 0; }
 
 /// The MFMA size and wavefront split for an [m, n] accumulator with operands of K = kdim, kw elements per lane:
 /// 32x32 tiles if some split of the wavefronts divides it and kdim is whole instructions (kw · 2), else 16x16
-/// (kw · 4); among splits, the one minimising m/wM + n/wN (operand elements staged per wavefront).
+/// (kw · 4); among splits, the one minimising m/wM + n/wN (operand elements staged per wavefront). An accumulator
+/// too small for all the wavefronts takes the most that divide it; the others compute copies (as mma_warps).
 std::pair<int, std::array<int, 2>> mfma_plan(int m, int n, int kdim, int kw, int num_warps, int node) {
-  for (int r : {32, 16}) {
-    if (kw > 0 && kdim % (kw * 64 / r) != 0) continue;
-    std::array<int, 2> best{0, 0};
-    long best_cost = 0;
-    for (int wm = num_warps; wm >= 1; --wm) {
-      if (num_warps % wm != 0) continue;
-      const int wn = num_warps / wm;
-      if (m % (r * wm) != 0 || n % (r * wn) != 0) continue;
-      const long cost = m / wm + n / wn;
-      if (best[0] == 0 || cost < best_cost) best = {wm, wn}, best_cost = cost;
+  for (int used = num_warps; used >= 1; used /= 2) {
+    for (int r : {32, 16}) {
+      if (kw > 0 && kdim % (kw * 64 / r) != 0) continue;
+      std::array<int, 2> best{0, 0};
+      long best_cost = 0;
+      for (int wm = used; wm >= 1; --wm) {
+        if (used % wm != 0) continue;
+        const int wn = used / wm;
+        if (m % (r * wm) != 0 || n % (r * wn) != 0) continue;
+        const long cost = m / wm + n / wn;
+        if (best[0] == 0 || cost < best_cost) best = {wm, wn}, best_cost = cost;
+      }
+      if (best[0] != 0) return {r, best};
     }
-    if (best[0] != 0) return {r, best};
+    if (used % 2 != 0) break;
   }
-  throw Unsupported(fmt::format("dot %{}: an accumulator of [{},{}] with K = {} does not fit MFMA 32x32 or 16x16 tiles over {} "
-                                "wavefronts (M and N must be multiples of 16 per wavefront row / column, K a multiple of {} "
-                                "for 32x32 or {} for 16x16)", node, m, n, kdim, num_warps, kw * 2, kw * 4));
+  std::string why;  // per instruction, the rules [m, n] x K breaks
+  for (int r : {32, 16}) {
+    std::string broken;
+    auto add = [&](const std::string& x) { broken += (broken.empty() ? "" : ", ") + x; };
+    if (m % r != 0) add(fmt::format("M = {} is not a multiple of {}", m, r));
+    if (n % r != 0) add(fmt::format("N = {} is not a multiple of {}", n, r));
+    if (kw > 0 && kdim % (kw * 64 / r) != 0) add(fmt::format("K = {} is not a multiple of {}", kdim, kw * 64 / r));
+    why += fmt::format("{}{}x{}: {}", why.empty() ? "" : "; ", r, r, broken);
+  }
+  throw Unsupported(fmt::format("dot %{}: [{},{}] x K={} fits neither MFMA 32x32 nor 16x16 tiles ({})", node, m, n, kdim, why));
 }
 
 }  // namespace
@@ -372,7 +422,7 @@ LayoutPlan assign(const Kernel& k, int num_warps, int warp_size, const std::stri
   //    want the same operand layout is *anchored*: it gets that operand layout
   //    itself, so its loads land in the fragment registers and the dot needs
   //    no conversion. Every other family is blocked (coalesced accesses).
-  std::vector<std::array<int, 2>> dot_warps(N, {0, 0});
+  std::vector<std::array<int, 3>> dot_warps(N, {0, 0, 1});  // {wM, wN, copies} (mma_warps)
   // Families (roots) some of whose values are reduced along dim 1 (a row reduction: a softmax's max and sum).
   std::vector<char> row_reduce(N, 0);
   for (const Node& n : k.nodes)
@@ -404,12 +454,13 @@ LayoutPlan assign(const Kernel& k, int num_warps, int warp_size, const std::stri
         const auto [r, w] = mfma_plan(e[0], e[1], kdim, mfma_k_width(et, arch), num_warps, static_cast<int>(id));
         plan.dot_mfma[id] = r;
         plan.dot_split[id] = w;
-        dot_warps[id] = w;
+        dot_warps[id] = {w[0], w[1], num_warps / (w[0] * w[1])};
       } else if (shape_ok && (from_smem || rs || staged_ok)) {
         plan.dot_wgmma[id] = 1;
         plan.dot_rs[id] = rs ? 1 : 0;
-        dot_warps[id] = {num_warps, 1};
+        dot_warps[id] = {num_warps, 1, 1};
       } else if (arch == "sm_90a" && !from_smem && !shape_ok) {
+        check_mma_sync_k(et, kdim, static_cast<int>(id));
         dot_warps[id] = mma_warps(e[0], e[1], num_warps, static_cast<int>(id));
         // Name the rules this dot breaks, not all of them.
         std::string why;
@@ -426,6 +477,7 @@ LayoutPlan assign(const Kernel& k, int num_warps, int warp_size, const std::stri
         throw Unsupported(fmt::format("dot %{}: its operands are TMA blocks in shared memory but [{},{}] x K={} with {} warps "
                                       "is not a wgmma shape", id, e[0], e[1], kdim, num_warps));
       } else {
+        check_mma_sync_k(et, kdim, static_cast<int>(id));
         dot_warps[id] = mma_warps(e[0], e[1], num_warps, static_cast<int>(id));
         // B read in place from shared memory (a cp.async block), and rows reduced in the accumulator's family or in
         // operand a's (attention: the softmax of S = Q·Kᵀ, then P·V): every warp takes whole rows (FlashAttention-2's
@@ -442,9 +494,17 @@ LayoutPlan assign(const Kernel& k, int num_warps, int warp_size, const std::stri
   for (std::size_t id = 0; id < N; ++id)
     if (k.nodes[id].op == Op::dot && !plan.dot_wgmma[id] && !plan.dot_mfma[id] &&
         whole_rows[static_cast<std::size_t>(fam.find(static_cast<int>(id)))] && dot_warps[id][1] != 1) {
-      dot_warps[id] = {num_warps, 1};
+      dot_warps[id] = {num_warps, 1, 1};
       plan.diagnostics.push_back(fmt::format("dot %{}: warps split [{}, 1] (whole rows per warp: rows of its accumulator or of its A are "
                                              "reduced, and B is read from shared memory)", id, num_warps));
+    }
+  for (std::size_t id = 0; id < N; ++id)
+    if (k.nodes[id].op == Op::dot && dot_warps[id][2] > 1) {
+      const auto e = extent[static_cast<std::size_t>(fam.find(static_cast<int>(id)))];
+      const int used = dot_warps[id][0] * dot_warps[id][1];
+      plan.diagnostics.push_back(fmt::format("dot %{}: its [{},{}] result fills {} of {} warps with {} tiles: the other {} compute "
+                                             "copies (a smaller num_warps wastes no threads)", id, e[0], e[1], used, num_warps,
+                                             plan.dot_mfma[id] ? "MFMA" : "mma.sync", num_warps - used));
     }
   // One accumulator layout per family: dots that share an accumulator (a loop's wgmma, then one more product of
   // register operands too large to stage) must lower alike, or neither instruction finds its registers.
@@ -472,8 +532,9 @@ LayoutPlan assign(const Kernel& k, int num_warps, int warp_size, const std::stri
     const Type& ta = k.nodes[static_cast<std::size_t>(n.args[0])].type;
     const auto w = dot_warps[static_cast<std::size_t>(dot)];
     const int kw = layout::mma_sync_k_width(size_bytes(ta.dtype));  // elements per 32-bit register along K
-    return which == 0 ? layout::mma_sync_operand_a({ta.shape[0], ta.shape[1]}, {w[0], w[1]}, kw)
-                      : layout::mma_sync_operand_b({ta.shape[1], n.type.shape[1]}, {w[0], w[1]}, kw);
+    return with_warp_copies(which == 0 ? layout::mma_sync_operand_a({ta.shape[0], ta.shape[1]}, {w[0], w[1]}, kw)
+                                       : layout::mma_sync_operand_b({ta.shape[1], n.type.shape[1]}, {w[0], w[1]}, kw),
+                            w[2]);
   };
   auto operand_what = [&](int dot, int which) {
     const Node& n = k.nodes[static_cast<std::size_t>(dot)];
@@ -606,7 +667,9 @@ LayoutPlan assign(const Kernel& k, int num_warps, int warp_size, const std::stri
                                     fmt::format("transpose of L{} (register trans %{})", fam_layout[src_root], tr));
     } else if (has_dot[root] >= 0 && plan.dot_mfma[static_cast<std::size_t>(has_dot[root])]) {
       const auto d = static_cast<std::size_t>(has_dot[root]);
-      fam_layout[root] = add_layout(layout::mfma_accumulator({e[0], e[1]}, plan.dot_mfma[d], {plan.dot_split[d][0], plan.dot_split[d][1]}),
+      fam_layout[root] = add_layout(with_warp_copies(layout::mfma_accumulator({e[0], e[1]}, plan.dot_mfma[d],
+                                                                              {plan.dot_split[d][0], plan.dot_split[d][1]}),
+                                                     num_warps / (plan.dot_split[d][0] * plan.dot_split[d][1])),
                                     fmt::format("MFMA {0}x{0} accumulator [{1},{2}] over wavefronts [{3},{4}]", plan.dot_mfma[d], e[0],
                                                 e[1], plan.dot_split[d][0], plan.dot_split[d][1]));
     } else if (has_dot[root] >= 0 && plan.dot_wgmma[static_cast<std::size_t>(has_dot[root])]) {
@@ -614,8 +677,9 @@ LayoutPlan assign(const Kernel& k, int num_warps, int warp_size, const std::stri
                                     fmt::format("wgmma m64n{}k16 accumulator [{},{}] over {} warp groups", e[1], e[0], e[1], num_warps / 4));
     } else if (has_dot[root] >= 0) {
       const auto w = dot_warps[static_cast<std::size_t>(has_dot[root])];
-      fam_layout[root] = add_layout(layout::mma_sync_accumulator({e[0], e[1]}, {w[0], w[1]}),
-                                    fmt::format("mma.sync m16n8k16 accumulator [{},{}] warps [{},{}]", e[0], e[1], w[0], w[1]));
+      fam_layout[root] = add_layout(with_warp_copies(layout::mma_sync_accumulator({e[0], e[1]}, {w[0], w[1]}), w[2]),
+                                    fmt::format("mma.sync m16n8k16 accumulator [{},{}] warps [{},{}]{}", e[0], e[1], w[0], w[1],
+                                                w[2] > 1 ? fmt::format(" x {} copies", w[2]) : ""));
     } else {
       std::string desc;
       const int minor = family_minor(root);
@@ -700,8 +764,8 @@ LayoutPlan assign(const Kernel& k, int num_warps, int warp_size, const std::stri
       tag[root] = t;
       tagged[root] = 1;
     } else if (!(tag[root] == t)) {
-      plan.diagnostics.push_back(fmt::format("node %{} ({}): a 1-D tile also used along another layout; converted through "
-                                             "shared memory", node, why));
+      plan.diagnostics.push_back(fmt::format("node %{} ({}): a 1-D tile also used along another layout; converted where "
+                                             "the layouts meet", node, why));
     }
   };
   // Reductions first: their result can only be the slice of their source.
@@ -733,6 +797,25 @@ LayoutPlan assign(const Kernel& k, int num_warps, int warp_size, const std::stri
     }
     plan.values[id] = tag[root];
     if (n.type.shape[0] == 1) plan.values[id].dim_of = {-1, -1};
+  }
+  // A reduction whose class took another layout (a row sum added to a column sum of the transpose: two slices of
+  // different parents meet) keeps its own slice, the only layout it can be computed in; its users read it converted
+  // (operand_layout: theirs) through shared memory. Loop carries take their operand's layout unconverted, so a
+  // reduction yielded into a loop keeps the class's (and codegen refuses it, naming the reduction).
+  for (std::size_t id = 0; id < N; ++id) {
+    const Node& n = k.nodes[id];
+    if (!is_reduce(n.op) || n.type.rank != 1 || n.type.shape[0] == 1) continue;
+    const TileLayout& src = plan.values[static_cast<std::size_t>(n.args[0])];
+    const TileLayout own{src.layout, {src.dim_of[static_cast<std::size_t>(1 - n.axis)], -1}, false};
+    if (plan.values[id].layout == own.layout) continue;
+    bool carried = false;
+    for (const Node& u : k.nodes)
+      if (u.op == Op::loop_yield || u.op == Op::loop_result)
+        for (int a : u.args) carried = carried || a == static_cast<int>(id);
+    if (carried) continue;
+    plan.values[id] = own;
+    plan.diagnostics.push_back(fmt::format("reduction %{}: computed in its source's slice L{} and converted to the L{} slice its users "
+                                           "share (they meet another family's values)", id, own.layout, tag[static_cast<std::size_t>(cls.find(static_cast<int>(id)))].layout));
   }
   for (std::size_t id = 0; id < N; ++id)
     if (k.nodes[id].type.rank == 1) {

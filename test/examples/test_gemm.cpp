@@ -320,7 +320,10 @@ TEST_CASE("layout_plan_mma_warps_minimise_operand_registers") {
   CHECK(warps_of(examples::MatmulV2<128, 192, 32, tj::bf16>{}, 8) == "warps [2,4]");  // 64 + 48 beats 32 + 96
   CHECK(warps_of(examples::MatmulV2<64, 96, 32, tj::bf16>{}, 4) == "warps [2,2]");
   CHECK(warps_of(examples::MatmulV2<16, 64, 16, tj::bf16>{}, 4) == "warps [1,4]");  // M = 16: one warp row
-  CHECK_THROWS_WITH_AS(tj::ir::assign_layouts(tj::trace(examples::MatmulV2<16, 16, 16, tj::bf16>{}), 8, 32),
+  // Fewer m16n8 tiles than warps: the most warps that divide the accumulator compute it, the rest copy it.
+  CHECK(warps_of(examples::MatmulV2<16, 16, 16, tj::bf16>{}, 8) == "warps [1,2] x 4 copies");
+  CHECK(warps_of(examples::MatmulV2<32, 16, 16, tj::bf16>{}, 8) == "warps [2,2] x 2 copies");
+  CHECK_THROWS_WITH_AS(tj::ir::assign_layouts(tj::trace(examples::MatmulV2<24, 16, 16, tj::bf16>{}), 4, 32),
                        doctest::Contains("does not fit mma.sync"), tj::Unsupported);
 }
 

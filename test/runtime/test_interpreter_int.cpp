@@ -100,6 +100,20 @@ struct I32Fraction {
   void operator()(tj::Ptr<std::int32_t> x, tj::Ptr<std::int32_t> o) const { tj::store(o + tj::arange<4>(), tj::load(x + tj::arange<4>()) + 3.7); }
 };
 
+/// full / scalar take their value as literals are: INT64_MAX and 2^53 + 1 exactly.
+struct FullLiterals {
+  void operator()(tj::Ptr<std::int64_t> o) const {
+    tj::store(o + tj::arange<2>(), tj::full<std::int64_t, 2>(std::numeric_limits<std::int64_t>::max()));
+    tj::store(o + 2, tj::scalar<std::int64_t>(9007199254740993LL));
+  }
+};
+struct FullI8TooWide {
+  void operator()(tj::Ptr<std::int8_t> o) const { tj::store(o + tj::arange<4>(), tj::full<std::int8_t, 4>(300)); }
+};
+struct ScalarFraction {
+  void operator()(tj::Ptr<std::int32_t> o) const { tj::store(o, tj::scalar<std::int32_t>(2.5)); }
+};
+
 /// out[0] = v, an i64 parameter.
 struct StoreI64 {
   void operator()(tj::Ptr<std::int64_t> out, tj::Int64 v) const { tj::store(out, v); }
@@ -200,6 +214,12 @@ TEST_CASE("integer_literals_are_exact_and_refused_when_they_do_not_fit") {
   CHECK(src.find("10000000000000000001ULL") != std::string::npos);
   CHECK_THROWS_WITH_AS(tj::trace(I8TooWide{}), doctest::Contains("the literal 200 does not fit the i8 tile"), tj::InvalidArgument);
   CHECK_THROWS_WITH_AS(tj::trace(I32Fraction{}), doctest::Contains("the literal 3.7 is not a value of the i32 tile"), tj::InvalidArgument);
+  // full and scalar went through a double too (and truncated 2.5 to 2).
+  std::vector<std::int64_t> f(3, 0);
+  tj::compile<FullLiterals>(tj::Device::interpreter(), {.num_warps = 1}).launch(tj::Grid{1}, f.data());
+  CHECK(f == std::vector<std::int64_t>{kMax, kMax, 9007199254740993LL});
+  CHECK_THROWS_WITH_AS(tj::trace(FullI8TooWide{}), doctest::Contains("the literal 300 does not fit the i8 tile"), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(tj::trace(ScalarFraction{}), doctest::Contains("the literal 2.5 is not a value of the i32 tile"), tj::InvalidArgument);
 }
 
 TEST_CASE("integer_arguments_out_of_their_parameter_range_are_refused_not_wrapped") {

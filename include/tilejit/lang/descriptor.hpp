@@ -29,13 +29,11 @@
 //
 // Lowering: on sm_90a a block that only feeds `dot` (directly as operand a,
 // or through `trans` as operand b; K · element size a multiple of 32 bytes)
-// inside a loop is copied by TMA into a 128B-swizzled shared-memory ring of
+// inside a loop is copied by TMA into a swizzled shared-memory ring of
 // `num_stages` buffers and handed to wgmma without passing through registers
-// (codegen, "TMA pipeline"). Its boxes are 128 bytes wide, one per 128-byte
-// slab of a row: rows of a multiple of 128 bytes (B1 = 128 / sizeof(T) per
-// slab) copy exactly the block; narrower rows (or a last, partial slab) copy
-// the columns up to the slab's end too — a [64, 64] i8 block moves 8 KiB for
-// its 4 KiB — and a diagnostic of the generated kernel says so. Every other load is rewritten into ordinary masked
+// (codegen, "TMA pipeline"). It is held in swizzled slabs as wide as its rows allow — 128 bytes, or 64 / 32
+// bytes when the rows are not whole 128-byte slabs (a [rows, 96] bf16 block is three 64-byte slabs) — and copied
+// one box per slab, so the block is copied exactly (codegen plan_slab_widths). Every other load is rewritten into ordinary masked
 // loads from the descriptor's base, shape and strides (ir/lower_descriptors.hpp),
 // which is also how the interpreter, HIP and sm_80 run them. `store(i, j, t)`
 // records a desc_store: a masked store of the same block (lower_descriptors),
@@ -89,7 +87,7 @@ constexpr int desc_outer_above_one() {
 }  // namespace lang
 
 /// A kernel parameter holding a tensor descriptor of T and rank R =
-/// sizeof...(B) (2..5) that moves blocks of shape [B...], outermost first.
+/// sizeof...(B) (1..5) that moves blocks of shape [B...], outermost first.
 /// See the file comment.
 ///
 /// Rank 2 (`Desc<T, B0, B1>`): `load(i, j)` is the [B0, B1] block at element

@@ -239,7 +239,7 @@ auto operator!(const X& x) {
 /// The index of this program (CTA) along grid axis 0, 1 or 2.
 /// Throws InvalidArgument for another axis.
 Int program_id(int axis);
-/// The number of programs along grid axis 0, 1 or 2.
+/// The number of programs along grid axis 0, 1 or 2. Throws InvalidArgument for another axis.
 Int num_programs(int axis);
 
 /// The tile [0, 1, ..., N-1] of int32. N must be 2^a·3^b·5^c·7^d: 96 is exact,
@@ -254,20 +254,30 @@ Tile<std::int32_t, N> arange() {
   return Tile<std::int32_t, N>(lang::record(n));
 }
 
-/// A tile of shape D... with every element `value`.
-template <class T, int... D>
-Tile<T, D...> full(double value) {
-  auto s = lang::scalar_constant<T>(value);
+/// A tile of shape D... with every element `value`, a C++ number taken exactly as literals are
+/// (lang::literal_constant): an integer keeps every bit; for an integer T, a value T cannot hold (300 for i8,
+/// 2.5 for i32) throws InvalidArgument while tracing.
+template <class T, int... D, class X>
+  requires std::is_arithmetic_v<X>
+Tile<T, D...> full(X value) {
+  auto s = lang::literal_constant<T>(value);
   return Tile<T, D...>(lang::broadcast_id(s.id(), lang::type_of<T, D...>()));
 }
 template <class T, int... D>
-Tile<T, D...> zeros() { return full<T, D...>(0.0); }
+Tile<T, D...> zeros() { return full<T, D...>(0); }
 
-/// A scalar constant of element type T (for explicit typing of literals).
-template <class T>
-Tile<T> scalar(double value) { return lang::scalar_constant<T>(value); }
+/// A scalar constant of element type T (for explicit typing of literals); `value` is taken exactly, as by full.
+template <class T, class X>
+  requires std::is_arithmetic_v<X>
+Tile<T> scalar(X value) { return lang::literal_constant<T>(value); }
 
 // ---- elementwise math -----------------------------------------------------
+// exp, exp2, log, sqrt, rsqrt of a floating-point tile, elementwise. f16 / bf16 / f8 are computed in f32 and
+// rounded back; f32 on CUDA: exp is __expf (the fast hardware approximation: ex2.approx of x·log2 e), exp2 is
+// ex2.approx.ftz (2 ulp, results below 2^-126 flushed to zero), log is logf, sqrt is sqrtf (correctly rounded),
+// rsqrt is rsqrtf (approximate); on HIP the matching clang builtins. f64 uses the double-precision functions
+// (on HIP only sqrt and rsqrt: f64 exp, exp2 and log throw Unsupported there, as they need the ROCm device
+// libraries). NaN propagates. The interpreter computes in double and rounds to the tile's type.
 #define TILEJIT_FLOAT_UNARY(fn, opcode)                                                   \
   template <lang::TileArg X>                                                              \
   auto fn(const X& x) {                                                                   \
@@ -281,6 +291,7 @@ TILEJIT_FLOAT_UNARY(sqrt, sqrt)
 TILEJIT_FLOAT_UNARY(rsqrt, rsqrt)
 #undef TILEJIT_FLOAT_UNARY
 
+/// |x| elementwise, for any numeric tile (for signed integers, |INT_MIN| wraps to INT_MIN as in C).
 template <lang::TileArg X>
 auto abs(const X& x) { return lang::unary<ir::Op::abs>(x); }
 
@@ -401,31 +412,32 @@ template <int Axis, lang::TileArg X> auto min(const X& x) { return lang::reduce<
 namespace lang {
 template <class E> using dot_acc_t = std::conditional_t<std::is_same_v<E, std::int8_t>, std::int32_t, float>;
 }
-/// acc + a·b for a [M,K] and b [K,N] of the same element type, Triton's tl.dot:
-///  - f16 / bf16: f32 accumulation; mma.sync m16n8k16 (sm_80+), wgmma on
-///    sm_90a (operands staged from registers: K a multiple of 64; TMA blocks:
-///    K a multiple of 16), MFMA on gfx90a/gfx94x;
-///  - f8e4m3 / f8e5m2 (f32 accumulation), f32 (multiplied as tf32, f32
-///    accumulation), i8 (i32 accumulation): wgmma on sm_90a from TMA blocks
-///    (descriptor loads feeding the dot: K · element size a multiple of 32
-///    bytes, i.e. K a multiple of 32 for f8 and i8, of 8 for f32); other
-///    targets throw Unsupported naming the rule.
-///  TMA copies a block in boxes 128 bytes wide (the 128B swizzle wgmma reads),
-///  so K rows of a multiple of 128 bytes (K = 128 for f8 / i8, 64 for f16 /
-///  bf16, 32 for f32) copy exactly the block; a narrower K step (e.g. i8 K = 64)
-///  still copies 128-byte rows — 2x the data for 64-byte rows — and the
-///  kernel's diagnostics say so (codegen::Generated::diagnostics).
-/// The interpreter computes exact products (the GPU's tf32 keeps 10 mantissa
-/// bits of each f32 input; its f8 accumulation keeps ~14 bits per step).
+/// acc + a·b for a [M,K] and b [K,N] of the same element type, Triton's tl.dot. Element types and accumulators:
+/// f16 / bf16 / f8e4m3 / f8e5m2 → f32, f32 → f32 (multiplied as tf32 on NVIDIA), i8 → i32. Lowering per target:
+///  - sm_90a: wgmma when the accumulator is [16·num_warps, N] with M a multiple of 64 and N a wgmma N (a multiple
+///    of 8 up to 256), from TMA blocks (descriptor loads feeding the dot: K · element size a multiple of 32 bytes)
+///    or, for f16 / bf16, from registers (staged: K a multiple of 64); otherwise mma.sync, with a diagnostic
+///    naming the rule the shape breaks (TMA-block operands that are not a wgmma shape throw Unsupported);
+///  - sm_80+ (and sm_90 without the a): mma.sync m16n8k16 (f16 / bf16), m16n8k8 (tf32), m16n8k32 (i8, and f8
+///    from sm_89); K must be a multiple of the instruction's K (16, 8, 32). f8 below sm_89 throws Unsupported;
+///  - gfx90a / gfx94x: MFMA 32x32 or 16x16 (operands staged through shared memory).
+///  An accumulator with fewer instruction tiles than the program has warps (16x16 over 4 warps) is computed by the
+///  warps that divide it; the others hold copies (a diagnostic says so; stores and reductions count one copy).
+///  Shapes no instruction fits (M not a multiple of 16, N of 8; on MFMA of 16) throw Unsupported naming the rule.
+///  TMA blocks are held in swizzled slabs as wide as their rows allow (128, 64 or 32 bytes), so a block is copied
+///  exactly (codegen plan_slab_widths); a mismatched K or accumulator shape fails to compile
+///  (dot_inner_dims_must_match, dot_accumulator_shape_must_be).
+/// The interpreter computes exact products (the GPU's tf32 keeps 10 mantissa bits of each f32 input; MFMA's f32
+/// products are full precision; the f8 accumulation keeps ~14 bits per step).
 template <lang::TileArg A, lang::TileArg B, lang::TileArg C>
 auto dot(const A& a, const B& b, const C& acc) {
   using SA = lang::shape_t<A>;
   using SB = lang::shape_t<B>;
   using SC = lang::shape_t<C>;
   static_assert(SA::rank == 2 && SB::rank == 2 && SC::rank == 2, "dot(a, b, acc): all three must be 2-D tiles");
-  static_assert(lang::shapes_must_match<SA, SB, SA::dims[1] == SB::dims[0]>::value);  // a's K == b's K
-  static_assert(lang::shapes_must_match<SC, Shape<SA::dims[0], SB::dims[1]>,
-                                        SC::dims[0] == SA::dims[0] && SC::dims[1] == SB::dims[1]>::value);
+  static_assert(lang::dot_inner_dims_must_match<SA, SB, SA::dims[1] == SB::dims[0]>::value);
+  static_assert(lang::dot_accumulator_shape_must_be<SC, Shape<SA::dims[0], SB::dims[1]>,
+                                                    SC::dims[0] == SA::dims[0] && SC::dims[1] == SB::dims[1]>::value);
   using EA = lang::elem_t<A>;
   using EB = lang::elem_t<B>;
   static_assert(lang::dtypes_must_match<EA, EB, std::is_same_v<EA, EB>>::value);
@@ -539,7 +551,7 @@ void store(const P& p, const V& value0, const M& mask) {
   lang::record(n);
 }
 
-/// Ceiling division for grids: cdiv(n, 96).
+/// Ceiling division for grids (host side): cdiv(n, 96). b must be > 0; a >= 0.
 constexpr long long cdiv(long long a, long long b) { return (a + b - 1) / b; }
 
 }  // namespace tilejit

@@ -4,7 +4,8 @@
 // C++ type carries the element type T and the static shape D... (rank 0..2),
 // and operating on it records a node in the kernel's IR (tracing, DESIGN §1).
 // Shapes and dtypes are checked at compile time: a mismatch instantiates
-// `shapes_must_match<Shape<...>, Shape<...>>` or `dtypes_must_match<A, B>`,
+// `shapes_must_match<Shape<...>, Shape<...>>` or `dtypes_must_match<A, B>`
+// (for dot: `dot_inner_dims_must_match`, `dot_accumulator_shape_must_be`),
 // whose names in the compiler's message show both sides.
 //
 //   Tile<float, 16, 96>   a 16x96 tile of f32
@@ -75,6 +76,20 @@ int record(ir::Node n);
 template <class A, class B, bool Ok>
 struct shapes_must_match {
   static_assert(Ok, "tile shapes do not match (see the two Shape<...> arguments of shapes_must_match)");
+  static constexpr bool value = Ok;
+};
+/// dot(a, b, acc): A = Shape<M, K> of a, B = Shape<K', N> of b; K must equal K'.
+template <class A, class B, bool Ok>
+struct dot_inner_dims_must_match {
+  static_assert(Ok, "dot(a, b): a's dim 1 (K) must equal b's dim 0 (see the Shape<M, K> and Shape<K, N> arguments of "
+                    "dot_inner_dims_must_match)");
+  static constexpr bool value = Ok;
+};
+/// dot(a, b, acc): Acc = the accumulator's shape, Want = Shape<M, N> of a·b.
+template <class Acc, class Want, bool Ok>
+struct dot_accumulator_shape_must_be {
+  static_assert(Ok, "dot(a, b, acc): acc must be [M, N] for a [M, K] and b [K, N] (see the two Shape<...> arguments of "
+                    "dot_accumulator_shape_must_be: acc's, then a·b's)");
   static constexpr bool value = Ok;
 };
 template <class A, class B, bool Ok>

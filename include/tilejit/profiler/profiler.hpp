@@ -176,7 +176,8 @@ void async_end(std::uint64_t id) noexcept;
 // ---- phases ------------------------------------------------------------
 
 /// Close the open phase and open the next; returns the new phase number (the
-/// first call returns 1). Flushes the backend first. Periodic flushing: queues
+/// first call returns 1). Flushes the backend first (not with periodic
+/// flushing: the writer thread flushes before it writes). Periodic flushing: queues
 /// the closed phase for writing (and any earlier phase whose write failed),
 /// waiting while max_pending_phases are queued. Throws InvalidArgument for an
 /// unknown or finalized session.

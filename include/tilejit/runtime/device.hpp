@@ -42,7 +42,9 @@ class Device {
   static Device best();
   /// Throws DeviceUnavailable (no libcuda, no GPU, bad ordinal) with the reason.
   static Device cuda(int ordinal = 0);
+  /// Throws DeviceUnavailable (no libamdhip64, no AMD GPU, bad ordinal) with the reason.
   static Device hip(int ordinal = 0);
+  /// The CPU interpreter: runs the IR directly (no JIT, no GPU); always available.
   static Device interpreter();
   /// Why no CUDA GPU is usable ("" when one is).
   static std::string cuda_unavailable_reason();
@@ -54,7 +56,7 @@ class Device {
   int compute_capability() const;  // 90 for sm_90; 0 otherwise
   int warp_size() const;           // 32 (NVIDIA), 64 (CDNA), 32 for the interpreter
   int num_sms() const;             // multiprocessors / compute units (CPU threads for the interpreter)
-  std::size_t max_shared_bytes_per_block() const;
+  std::size_t max_shared_bytes_per_block() const;  // bytes a program may use with opt-in (227 KiB on the H200)
   std::string driver_version() const;  // part of cache keys
 
   // Memory, sizes in bytes. Throws DriverError on failure, InvalidArgument on
@@ -67,12 +69,15 @@ class Device {
   void free(void* p) const;
   void copy_to_device(void* dst, const void* src, std::size_t bytes) const;
   void copy_to_host(void* dst, const void* src, std::size_t bytes) const;
+  /// Asynchronous on stream `s` (the interpreter copies at once).
   void copy_device_to_device(void* dst, const void* src, std::size_t bytes, Stream s = {}) const;
   void memset(void* p, int byte, std::size_t bytes) const;
   void synchronize() const;
 
   // Streams and timing events. The interpreter runs synchronously: its stream
   // is the null default stream and its events read the host clock.
+  /// A new stream (CU_STREAM_DEFAULT: ordered with the legacy default stream); throws DriverError on failure.
+  /// destroy_stream(s) after its work is done.
   Stream create_stream() const;
   void destroy_stream(Stream s) const;
   /// Runs `n` back-to-back copies of `bytes` on `s` and returns the time in ms measured with events.
@@ -94,6 +99,8 @@ class Device {
   /// Records start on `s`, runs fn(), records stop, synchronizes; returns ms.
   template <class F>
   float time_ms(Stream s, F&& fn) const;
+  /// Timing events (opaque handles): create, record on a stream, read the milliseconds between two recorded
+  /// events (waits for `stop`), destroy. DriverError on failure.
   void* event_create() const;
   void event_destroy(void* e) const;
   void event_record(void* e, Stream s) const;

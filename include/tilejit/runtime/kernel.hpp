@@ -45,14 +45,16 @@ struct Grid {
 };
 
 struct CompileOptions {
-  int num_warps = 4;  ///< warps per program: power of two, 1..32 (1..16 on wave64)
+  int num_warps = 4;  ///< warps per program: a power of two in 1..32, or 12, 20, 24, 28 (whole warp groups; 1..16 on wave64)
   /// Shared-memory buffers of the TMA pipeline of a loop (sm_90a) or its
   /// cp.async pipeline (sm_80 .. sm_90, `cp_async`): descriptor loads of
   /// iteration i + num_stages - 1 are in flight while iteration i computes.
   /// 1..8; 1 = no prefetch. Ignored by other targets.
   int num_stages = 3;
-  std::string arch;   ///< JIT target override ("sm_80"); empty = the device's own. Checked on every backend, the
-                      ///< interpreter too, as codegen::target_for does (InvalidArgument naming it)
+  std::string arch;   ///< JIT target override; empty = the device's own. Checked on every backend, the interpreter
+                      ///< too, as codegen::target_for does (InvalidArgument naming it); on a GPU it must be the
+                      ///< device's major architecture and not newer ("sm_90" on an H200: the mma.sync path without
+                      ///< wgmma / TMA; "sm_80" there is refused: a cubin runs only on its own major architecture)
   /// sm_90a: one more warp group, a producer (24 registers through
   /// setmaxnreg) whose first lane issues every TMA copy of the pipelined
   /// loops, while the num_warps consumer warps (up to 240 registers) release
@@ -263,8 +265,9 @@ ArgSlot to_slot(const A& a) {
       s.v.p = nullptr;
     }
   } else if constexpr (std::is_integral_v<E> && !std::is_same_v<E, bool>) {
-    static_assert(std::is_integral_v<A>, "an integer kernel parameter takes an integer argument");
-    using Wide = std::conditional_t<std::is_signed_v<A>, long long, unsigned long long>;  // bool, char: in_range's types
+    static_assert(std::is_integral_v<A> && !std::is_same_v<A, bool>,
+                  "an integer kernel parameter takes an integer argument (not bool: pass 0 or 1)");
+    using Wide = std::conditional_t<std::is_signed_v<A>, long long, unsigned long long>;  // char: in_range's types
     if (!std::in_range<E>(static_cast<Wide>(a))) {  // e.g. 2^40 for an i32, 2^64 - 1 for an i64: never wrapped into range
       if (std::in_range<std::int64_t>(static_cast<Wide>(a))) {
         s.kind = ArgSlot::Kind::out_of_range;
@@ -283,12 +286,12 @@ ArgSlot to_slot(const A& a) {
       s.v.i32 = static_cast<std::int32_t>(a);  // a u32 parameter keeps its bit pattern
     }
   } else if constexpr (std::is_same_v<E, double>) {
-    static_assert(std::is_arithmetic_v<A>, "a floating-point kernel parameter takes a number");
+    static_assert(std::is_arithmetic_v<A> && !std::is_same_v<A, bool>, "a floating-point kernel parameter takes a number (not bool)");
     s.kind = ArgSlot::Kind::f64;
     s.v.f64 = static_cast<double>(a);
   } else {
     static_assert(std::is_same_v<E, float>, "scalar kernel parameters are i32, i64, f32 or f64");
-    static_assert(std::is_arithmetic_v<A>, "a floating-point kernel parameter takes a number");
+    static_assert(std::is_arithmetic_v<A> && !std::is_same_v<A, bool>, "a floating-point kernel parameter takes a number (not bool)");
     s.kind = ArgSlot::Kind::f32;
     s.v.f32 = static_cast<float>(a);
   }
@@ -311,8 +314,13 @@ class Kernel {
   /// one whose every access is masked off: pass any valid pointer for an unused
   /// operand, so an unmasked access can never fault the context), a pointer not
   /// aligned to its element, a negative Size, an integer its parameter's type
-  /// cannot hold (never wrapped), a descriptor of another rank, dtype or device
-  /// or of more than 2^31 - 1 elements of extent; and for a bad grid.
+  /// cannot hold (never wrapped), a pointer to const for a parameter the kernel
+  /// stores through, a descriptor of another rank, dtype or device or of more
+  /// than 2^31 - 1 elements of extent; and for a bad grid (a dimension < 1,
+  /// x > 2^31 - 1, y or z > 65535, x not a multiple of the cluster size). The
+  /// first launch with a new specialisation JIT-compiles it and may throw
+  /// CompileError, Unsupported or DriverError. Asynchronous on GPUs (the
+  /// interpreter runs it before returning).
   template <class... A>
   void launch(const Grid& g, const A&... args) { launch(Stream{}, g, args...); }
 
@@ -378,7 +386,9 @@ class Kernel {
   std::shared_ptr<runtime::KernelCore> core_;
 };
 
-/// Trace K and prepare it for `dev`. Machine code is built at first launch.
+/// Trace K and prepare it for `dev`. Machine code is built at first launch. Throws InvalidArgument for an invalid
+/// num_warps, num_stages, num_ctas or device_event_capacity, or an arch of another dialect or major architecture
+/// than the device's; DeviceUnavailable below compute capability 7.0; and whatever tracing K throws.
 template <class K>
 Kernel<K> compile(Device dev, CompileOptions opt = {}, const K& k = K{}) {
   return Kernel<K>(std::move(dev), k, std::move(opt));

@@ -1,0 +1,12 @@
+// Must NOT compile: a [16, 32] x [32, 16] product into a [16, 32] accumulator.
+#include <tilejit/tilejit.hpp>
+namespace tj = tilejit;
+struct K {
+  void operator()(tj::Ptr<tj::f16> a, tj::Ptr<float> c) const {
+    auto x = tj::load(a + tj::expand_dims<1>(tj::arange<16>()) * 32 + tj::expand_dims<0>(tj::arange<32>()));
+    auto y = tj::load(a + tj::expand_dims<1>(tj::arange<32>()) * 16 + tj::expand_dims<0>(tj::arange<16>()));
+    tj::store(c + tj::expand_dims<1>(tj::arange<16>()) * 32 + tj::expand_dims<0>(tj::arange<32>()),
+              tj::dot(x, y, tj::zeros<float, 16, 32>()));
+  }
+};
+int main() { tj::trace(K{}); }
