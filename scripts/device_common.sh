@@ -16,7 +16,7 @@ bench_rows() {
 # gpu_tests FILTER: tilejit_tests' cases matching FILTER (doctest -tc) into $OUT/tests.txt, with the summary printed.
 gpu_tests() {
   echo "== GPU tests"
-  timeout -k 5 480 "$B/tilejit_tests" -tc="$1" > "$OUT/tests.txt" 2>&1; echo "rc $?"
+  timeout -k 5 480 "$B/tilejit_tests" -tc="$1" -d > "$OUT/tests.txt" 2>&1; echo "rc $?"
   grep -E "ERROR|test cases|assertions|CRASH|skipping" "$OUT/tests.txt" | head -30
 }
 # sanitize TOOL FILTER [LIMIT]: compute-sanitizer TOOL (racecheck, memcheck, ...) on tilejit_tests' cases matching

@@ -2895,7 +2895,10 @@ class Emitter {
       if (!reduces(g)) continue;
       for (std::size_t c = 0; c < canon.size(); ++c) {
         std::string a = fmt::format("r{}_{}", id, c);
-        line(fmt::format("{} = {};", a, combine(a, fmt::format("tj_shfl_xor({}, {})", a, g.stride))));
+        // The shuffle of an 8- or 16-bit integer comes back as an int: cast it back, so tj_max / tj_min take the
+        // register's own type (a mixed (short, int) call resolved to the f32 overload).
+        const bool narrow = is_int(n.type.dtype) && size_bytes(n.type.dtype) < 4;
+        line(fmt::format("{} = {};", a, combine(a, fmt::format("{}tj_shfl_xor({}, {})", narrow ? "(" + ty + ")" : "", a, g.stride))));
       }
     }
     // 3. warps: through shared memory, every thread folding the same warps in the same order.

@@ -50,14 +50,6 @@ static __device__ __forceinline__ unsigned tj_pack_bf16x2(float lo, float hi) { 
 // exp2: the SFU approximation (2 ulp) with subnormal results flushed to zero — one MUFU.EX2, not the
 // four-instruction sequence exp2f needs to keep results below 2^-126 (softmax probabilities never need them).
 static __device__ __forceinline__ float tj_exp2(float x) { float y; asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x)); return y; }
-// f64 tiles: the double-precision functions (the float wrappers would round the argument to f32).
-static __device__ __forceinline__ double tj_exp(double x) { return exp(x); }
-static __device__ __forceinline__ double tj_exp2(double x) { return exp2(x); }
-static __device__ __forceinline__ double tj_log(double x) { return log(x); }
-static __device__ __forceinline__ double tj_sqrt(double x) { return sqrt(x); }
-static __device__ __forceinline__ double tj_rsqrt(double x) { return rsqrt(x); }
-static __device__ __forceinline__ double tj_abs(double x) { return fabs(x); }
-static __device__ __forceinline__ double tj_fmod(double a, double b) { return fmod(a, b); }
 // wgmma (sm_90a): the 32-bit shared-memory address of a pointer, and a matrix
 // descriptor for a K-major operand with the 128-byte swizzle: start address,
 // leading byte offset 16 (unused when swizzled), stride 1024 bytes between
@@ -167,6 +159,13 @@ static __device__ __forceinline__ float rsqrtf(float x) { return __builtin_amdgc
 static __device__ __forceinline__ float fabsf(float x) { return __builtin_fabsf(x); }
 static __device__ __forceinline__ float fmaxf(float a, float b) { return __builtin_fmaxf(a, b); }
 static __device__ __forceinline__ float fminf(float a, float b) { return __builtin_fminf(a, b); }
+static __device__ __forceinline__ double exp(double x) { return __builtin_exp(x); }
+static __device__ __forceinline__ double exp2(double x) { return __builtin_exp2(x); }
+static __device__ __forceinline__ double log(double x) { return __builtin_log(x); }
+static __device__ __forceinline__ double sqrt(double x) { return __builtin_sqrt(x); }
+static __device__ __forceinline__ double rsqrt(double x) { return 1.0 / __builtin_sqrt(x); }
+static __device__ __forceinline__ double fabs(double x) { return __builtin_fabs(x); }
+static __device__ __forceinline__ double fmod(double a, double b) { return __builtin_fmod(a, b); }
 #endif
 static __device__ __forceinline__ float tj_as_f32(unsigned u) { return __builtin_bit_cast(float, u); }
 static __device__ __forceinline__ unsigned tj_as_u32(float f) { return __builtin_bit_cast(unsigned, f); }
@@ -206,14 +205,6 @@ static __device__ __forceinline__ float tj_fmod(float a, float b) { return __bui
 static __device__ __forceinline__ float tj_max(float a, float b) { return (a != a || b != b) ? __builtin_nanf("") : fmaxf(a, b); }
 static __device__ __forceinline__ float tj_min(float a, float b) { return (a != a || b != b) ? __builtin_nanf("") : fminf(a, b); }
 static __device__ __forceinline__ float tj_exp2(float x) { return exp2f(x); }
-// f64 tiles: the double-precision functions (the float wrappers would round the argument to f32).
-static __device__ __forceinline__ double tj_exp(double x) { return __builtin_exp(x); }
-static __device__ __forceinline__ double tj_exp2(double x) { return __builtin_exp2(x); }
-static __device__ __forceinline__ double tj_log(double x) { return __builtin_log(x); }
-static __device__ __forceinline__ double tj_sqrt(double x) { return __builtin_sqrt(x); }
-static __device__ __forceinline__ double tj_rsqrt(double x) { return 1.0 / __builtin_sqrt(x); }
-static __device__ __forceinline__ double tj_abs(double x) { return __builtin_fabs(x); }
-static __device__ __forceinline__ double tj_fmod(double a, double b) { return __builtin_fmod(a, b); }
 // A for_range whose step is not positive at run time would never end (s += step never reaches hi): the loop's
 // guard stops the kernel here instead; the launch then fails.
 static __device__ __forceinline__ void tj_bad_step() { __builtin_trap(); }
@@ -266,6 +257,15 @@ static __device__ __forceinline__ float tj_log(float x) { return logf(x); }
 static __device__ __forceinline__ float tj_sqrt(float x) { return sqrtf(x); }
 static __device__ __forceinline__ float tj_rsqrt(float x) { return rsqrtf(x); }
 static __device__ __forceinline__ float tj_abs(float x) { return fabsf(x); }
+// f64 tiles: the double-precision functions (the float wrappers would round the argument to f32). Codegen
+// refuses f64 exp / exp2 / log on HIP: clang without the ROCm device libraries has no code for them.
+static __device__ __forceinline__ double tj_exp(double x) { return exp(x); }
+static __device__ __forceinline__ double tj_exp2(double x) { return exp2(x); }
+static __device__ __forceinline__ double tj_log(double x) { return log(x); }
+static __device__ __forceinline__ double tj_sqrt(double x) { return sqrt(x); }
+static __device__ __forceinline__ double tj_rsqrt(double x) { return rsqrt(x); }
+static __device__ __forceinline__ double tj_abs(double x) { return fabs(x); }
+static __device__ __forceinline__ double tj_fmod(double a, double b) { return fmod(a, b); }
 template <class T> static __device__ __forceinline__ T tj_max(T a, T b) { return a > b ? a : b; }
 template <class T> static __device__ __forceinline__ T tj_min(T a, T b) { return a < b ? a : b; }
 template <class T> static __device__ __forceinline__ T tj_abs(T a) { return a < 0 ? -a : a; }

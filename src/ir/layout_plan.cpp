@@ -192,7 +192,8 @@ layout::LinearLayout blocked_parent(int rank, std::array<int, kMaxRank> shape, i
 /// Triton's replication; the layouts give the copies image 0, so stores and
 /// reductions see one value).
 std::array<int, 3> mma_warps(int m, int n, int num_warps, int node) {
-  for (int used = num_warps; used >= 1; used /= 2) {
+  for (int used = num_warps; used >= 1; --used) {  // the divisors of num_warps, largest first (12: 12, 6, 4, 3, 2, 1)
+    if (num_warps % used != 0) continue;
     std::array<int, 3> best{0, 0, num_warps / used};
     long best_cost = 0;
     for (int wm = used; wm >= 1; --wm) {
@@ -203,7 +204,6 @@ std::array<int, 3> mma_warps(int m, int n, int num_warps, int node) {
       if (best[0] == 0 || cost < best_cost) best[0] = wm, best[1] = wn, best_cost = cost;
     }
     if (best[0] != 0) return best;
-    if (used % 2 != 0) break;
   }
   throw Unsupported(fmt::format("dot %{}: an accumulator of [{},{}] does not fit mma.sync m16n8 tiles ({})", node, m, n,
                                 m % 16 != 0 ? fmt::format("M = {} is not a multiple of 16", m)
@@ -240,7 +240,8 @@ bool cdna3(const std::string& arch) { return arch.rfind("gfx94", 0) == 0; }
 /// (kw · 4); among splits, the one minimising m/wM + n/wN (operand elements staged per wavefront). An accumulator
 /// too small for all the wavefronts takes the most that divide it; the others compute copies (as mma_warps).
 std::pair<int, std::array<int, 2>> mfma_plan(int m, int n, int kdim, int kw, int num_warps, int node) {
-  for (int used = num_warps; used >= 1; used /= 2) {
+  for (int used = num_warps; used >= 1; --used) {  // the divisors of num_warps, largest first
+    if (num_warps % used != 0) continue;
     for (int r : {32, 16}) {
       if (kw > 0 && kdim % (kw * 64 / r) != 0) continue;
       std::array<int, 2> best{0, 0};
@@ -254,7 +255,6 @@ std::pair<int, std::array<int, 2>> mfma_plan(int m, int n, int kdim, int kw, int
       }
       if (best[0] != 0) return {r, best};
     }
-    if (used % 2 != 0) break;
   }
   std::string why;  // per instruction, the rules [m, n] x K breaks
   for (int r : {32, 16}) {

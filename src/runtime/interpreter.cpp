@@ -566,11 +566,17 @@ class Program {
           }
         } else {
           out.i.resize(rows);
+          const bool u64 = n.type.dtype == DType::u64;  // held as its bit pattern: compared unsigned
+          auto less = [u64](std::int64_t x, std::int64_t y) {
+            return u64 ? static_cast<std::uint64_t>(x) < static_cast<std::uint64_t>(y) : x < y;
+          };
           for (int o = 0; o < rows; ++o) {
             std::int64_t acc = a(0).i[src(o, 0)];
             for (int j = 1; j < len; ++j) {
               std::int64_t y = a(0).i[src(o, j)];
-              acc = n.op == Op::reduce_sum ? wrap_int(n.type.dtype, wrapping_add(acc, y)) : (n.op == Op::reduce_max ? std::max(acc, y) : std::min(acc, y));
+              if (n.op == Op::reduce_sum) acc = wrap_int(n.type.dtype, wrapping_add(acc, y));
+              else if (n.op == Op::reduce_max) acc = less(acc, y) ? y : acc;
+              else acc = less(y, acc) ? y : acc;
             }
             out.i[o] = acc;
           }
@@ -600,7 +606,8 @@ class Program {
           switch (n.op) {
             case Op::neg: return wrapping_neg(x);
             case Op::logical_not: return std::int64_t{!x};
-            case Op::abs: return x < 0 ? wrapping_neg(x) : x;  // abs(INT64_MIN) = INT64_MIN, as on the GPU
+            // abs(INT64_MIN) = INT64_MIN, as on the GPU; an unsigned value is its own (u64 is held as its bit pattern)
+            case Op::abs: return x < 0 && is_signed_int(n.type.dtype) ? wrapping_neg(x) : x;
             default: fail(id, "not an integer operation");
           }
         });

@@ -37,7 +37,9 @@ std::vector<T> inputs(unsigned salt) {
   std::vector<T> x;
   for (float f : testing::random_floats(8 * 64, -1000, 1000, salt)) {
     if constexpr (std::is_floating_point_v<T>) x.push_back(static_cast<T>(f) / 7);
-    else if constexpr (std::is_unsigned_v<T>) x.push_back(static_cast<T>(static_cast<std::int64_t>(f) + 1000) * (sizeof(T) == 8 ? T{1} << 40 : T{1 << 20}));
+    else if constexpr (std::is_unsigned_v<T>)
+      x.push_back(static_cast<T>(static_cast<T>(static_cast<std::int64_t>(f) + 1000) *
+                                 (sizeof(T) == 8 ? T{1} << 40 : sizeof(T) == 4 ? static_cast<T>(1u << 20) : T{1})));
     else x.push_back(static_cast<T>(static_cast<std::int64_t>(f) * (sizeof(T) == 8 ? std::int64_t{1} << 40 : 1)));
   }
   return x;
@@ -99,21 +101,15 @@ void compiles_everywhere() {
   const auto k = tj::trace(Reduce<T>{});
   for (int nw : {1, 4}) {
     CAPTURE(nw);
-    // At 4 warps the column minima combine 2 registers x 128 threads through shared memory: 8 bytes each for a
-    // 64-bit type (u64's scratch was sized at 4 bytes a slot, and the GPU faulted past it).
-    if (nw == 4)
+    // At 4 warps the column minima of a 32- or 64-bit type combine 2 registers x 128 threads through shared memory:
+    // 8 bytes each for a 64-bit type (u64's scratch was sized at 4 bytes a slot, and the GPU faulted past it). (8-
+    // and 16-bit rows fit one warp's 16-byte accesses: no cross-warp step.)
+    if (nw == 4 && sizeof(T) >= 4)
       CHECK(tj::codegen::generate(k, {}, tj::codegen::target_for("sm_90a"), {.num_warps = nw}).shared_bytes >=
             2 * 128 * static_cast<int>(sizeof(T) == 8 ? 8 : 4));
     for (const char* arch : {"sm_90a", "sm_80"})
       testing::compiles_for(tj::codegen::generate(k, {}, tj::codegen::target_for(arch), {.num_warps = nw}).source, arch, k.name);
-    std::string why;
-    if (!tj::runtime::compiler_available(tj::runtime::Compiler::hiprtc, &why)) continue;
-    tj::runtime::JitRequest req;
-    req.source = tj::codegen::generate(k, {}, tj::codegen::target_for("gfx942"), {.num_warps = nw}).source;
-    req.name = k.name;
-    req.arch = "gfx942";
-    req.compiler = tj::runtime::Compiler::hiprtc;
-    CHECK(!tj::runtime::compile(req).binary.bytes.empty());
+    testing::compiles_for_gfx942(tj::codegen::generate(k, {}, tj::codegen::target_for("gfx942"), {.num_warps = nw}).source, k.name);
   }
 }
 
@@ -124,7 +120,13 @@ TEST_CASE("reduce_dtypes_compile_for_sm90a_sm80_and_gfx942") {
   compiles_everywhere<std::uint64_t>();
   compiles_everywhere<std::int64_t>();
   compiles_everywhere<double>();
+  // 8- and 16-bit integers: the shuffle's int result is cast back, so tj_max / tj_min take the register's type.
   compiles_everywhere<std::int16_t>();
+  compiles_everywhere<std::uint16_t>();
+  compiles_everywhere<std::int8_t>();
+  compiles_everywhere<std::uint8_t>();
+  const auto src = tj::codegen::generate(tj::trace(Reduce<std::int16_t>{}), {}, tj::codegen::target_for("sm_90a"), {.num_warps = 4}).source;
+  CHECK(src.find("(short)tj_shfl_xor(") != std::string::npos);
 }
 
 TEST_CASE("reduce_dtypes_interpreter_matches_cpu") {
@@ -133,6 +135,8 @@ TEST_CASE("reduce_dtypes_interpreter_matches_cpu") {
   check_on<std::uint64_t>(dev, 52);
   check_on<std::int64_t>(dev, 53);
   check_on<double>(dev, 54);
+  check_on<std::int16_t>(dev, 55);
+  check_on<std::uint8_t>(dev, 56);
 }
 
 TEST_CASE("reduce_dtypes_gpu_matches_cpu") {
@@ -145,4 +149,6 @@ TEST_CASE("reduce_dtypes_gpu_matches_cpu") {
   check_on<std::uint64_t>(dev, 62);
   check_on<std::int64_t>(dev, 63);
   check_on<double>(dev, 64);
+  check_on<std::int16_t>(dev, 65);
+  check_on<std::uint8_t>(dev, 66);
 }

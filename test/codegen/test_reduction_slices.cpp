@@ -94,14 +94,7 @@ TEST_CASE("reduction_slices_of_different_families_meet_compile_everywhere") {
       CHECK(converted >= 2);
       testing::compiles_for(g.source, arch, k.name);
     }
-    std::string why;
-    if (!tj::runtime::compiler_available(tj::runtime::Compiler::hiprtc, &why)) continue;
-    tj::runtime::JitRequest req;
-    req.source = tj::codegen::generate(k, {}, tj::codegen::target_for("gfx942"), {.num_warps = nw}).source;
-    req.name = k.name;
-    req.arch = "gfx942";
-    req.compiler = tj::runtime::Compiler::hiprtc;
-    CHECK(!tj::runtime::compile(req).binary.bytes.empty());
+    testing::compiles_for_gfx942(tj::codegen::generate(k, {}, tj::codegen::target_for("gfx942"), {.num_warps = nw}).source, k.name);
   }
 }
 

@@ -53,7 +53,7 @@ struct DescSmallDot {
   }
 };
 
-/// DescSmallDot<16, 16, 64> over Kt = 192 at 1, 4 and 8 warps on `dev` (JIT target `arch`, "" = the device's own).
+/// DescSmallDot<16, 16, 64> over Kt = 192 at 1, 4, 8 and 12 warps on `dev` (JIT target `arch`, "" = the device's own).
 void check_desc_on(const tj::Device& dev, const std::string& arch, unsigned salt) {
   constexpr int M = 16, N = 16, K = 64, Kt = 192;
   CAPTURE(arch);
@@ -79,7 +79,7 @@ void check_desc_on(const tj::Device& dev, const std::string& arch, unsigned salt
   }
   const tj::TensorDescriptor ad(dev, da, tj::DType::bf16, {M, Kt}, {Kt, 1}, {M, K});
   const tj::TensorDescriptor bd(dev, db, tj::DType::bf16, {N, Kt}, {Kt, 1}, {N, K});
-  for (int nw : {1, 4, 8}) {
+  for (int nw : {1, 4, 8, 12}) {
     CAPTURE(nw);
     std::fill(c.begin(), c.end(), NAN);
     if (gpu) dev.copy_to_device(dc, c.data(), c.size() * 4);
@@ -165,7 +165,7 @@ void check_on(const tj::Device& dev, unsigned salt) {
     dev.copy_to_device(da, a.data(), a.size() * sizeof(T));
     dev.copy_to_device(db, b.data(), b.size() * sizeof(T));
   }
-  for (int nw : {1, 4, 8}) {
+  for (int nw : {1, 4, 8, 12}) {
     CAPTURE(nw);
     // Poison: every element must be written (an integer output gets a value no product of these inputs reaches).
     std::fill(c.begin(), c.end(), std::is_same_v<Acc<T>, int> ? Acc<T>(0x7fff0000) : Acc<T>(NAN));
@@ -193,7 +193,7 @@ void compiles_everywhere(bool mfma) {
   CAPTURE(N);
   CAPTURE(K);
   const auto k = tj::trace(SmallDot<M, N, K, T>{});
-  for (int nw : {4, 8}) {
+  for (int nw : {4, 8, 12}) {  // 12: copies over a radix-3 warp digit (4 warps compute, 3 copies each)
     CAPTURE(nw);
     for (const char* arch : {"sm_90a", "sm_80"}) {
       const auto g = tj::codegen::generate(k, {}, tj::codegen::target_for(arch), {.num_warps = nw});
@@ -207,14 +207,7 @@ void compiles_everywhere(bool mfma) {
                            doctest::Contains("N = 8 is not"), tj::Unsupported);
       continue;
     }
-    std::string why;
-    if (!tj::runtime::compiler_available(tj::runtime::Compiler::hiprtc, &why)) continue;
-    tj::runtime::JitRequest req;
-    req.source = tj::codegen::generate(k, {}, tj::codegen::target_for("gfx942"), {.num_warps = nw}).source;
-    req.name = k.name;
-    req.arch = "gfx942";
-    req.compiler = tj::runtime::Compiler::hiprtc;
-    CHECK(!tj::runtime::compile(req).binary.bytes.empty());
+    testing::compiles_for_gfx942(tj::codegen::generate(k, {}, tj::codegen::target_for("gfx942"), {.num_warps = nw}).source, k.name);
   }
 }
 
@@ -265,7 +258,7 @@ TEST_CASE("small_dots_interpreter_matches_cpu") {
 TEST_CASE("small_dots_from_descriptor_blocks_compile_with_warp_copies") {
   const auto k = tj::trace(DescSmallDot<16, 16, 64>{});
   for (const char* arch : {"sm_90a", "sm_80"})
-    for (int nw : {4, 8}) {
+    for (int nw : {4, 8, 12}) {
       CAPTURE(arch);
       CAPTURE(nw);
       testing::compiles_for(tj::codegen::generate(k, {}, tj::codegen::target_for(arch), {.num_warps = nw}).source, arch, k.name);

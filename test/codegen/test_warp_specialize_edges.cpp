@@ -856,16 +856,8 @@ TEST_CASE("warp_specialize_edges_other_targets_generate_the_same_source") {
     same(arch, TwoLoops<64, 64>{}, 4);
     same(arch, CausalBounds<64, 64>{}, 4);
   }
-  std::string why;
-  if (tj::runtime::compiler_available(tj::runtime::Compiler::hiprtc, &why)) {
-    const auto g = gen<TwoLoops<64, 64>>("gfx942", {.num_warps = 4, .num_stages = 3, .warp_specialize = true});
-    tj::runtime::JitRequest req;
-    req.compiler = tj::runtime::Compiler::hiprtc;
-    req.source = g.source;
-    req.name = "two_loops_ws.hip";
-    req.arch = "gfx942";
-    CHECK_NOTHROW(tj::runtime::compile(req));
-  }
+  testing::compiles_for_gfx942(gen<TwoLoops<64, 64>>("gfx942", {.num_warps = 4, .num_stages = 3, .warp_specialize = true}).source,
+                               "two_loops_ws.hip");
 }
 
 // ---- bugs the first version of these tests found, fixed since (the descriptions say how) ----------------

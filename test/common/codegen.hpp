@@ -44,6 +44,19 @@ inline std::optional<tilejit::runtime::JitResult> compile_sm90a(const std::strin
   return compile_for(src, "sm_90a", name, std::move(options));
 }
 
+/// hiprtc (or clang, as the runtime picks) compiles `src` for gfx942 to a non-empty code object; skipped where no
+/// HIP compiler is installed.
+inline void compiles_for_gfx942(const std::string& src, const std::string& name) {
+  std::string why;
+  if (!tilejit::runtime::compiler_available(tilejit::runtime::Compiler::hiprtc, &why)) return;
+  tilejit::runtime::JitRequest req;
+  req.source = src;
+  req.name = name;
+  req.arch = "gfx942";
+  req.compiler = tilejit::runtime::Compiler::hiprtc;
+  CHECK(!tilejit::runtime::compile(req).binary.bytes.empty());
+}
+
 /// NVRTC compiles `src` (named `name` in its log) for `arch` to a non-empty binary; skipped when NVRTC is absent.
 inline void compiles_for(const std::string& src, const std::string& arch, const std::string& name) {
   if (const auto res = compile_for(src, arch, name)) CHECK(!res->binary.bytes.empty());

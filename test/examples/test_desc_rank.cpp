@@ -116,18 +116,6 @@ struct VecI32 {
   }
 };
 
-/// hiprtc compiles `src` for gfx942 to a non-empty code object; skipped where hiprtc is absent.
-void compiles_for_gfx942(const std::string& src, const std::string& name) {
-  std::string why;
-  if (!tj::runtime::compiler_available(tj::runtime::Compiler::hiprtc, &why)) return;
-  tj::runtime::JitRequest req;
-  req.source = src;
-  req.name = name;
-  req.arch = "gfx942";
-  req.compiler = tj::runtime::Compiler::hiprtc;
-  CHECK(!tj::runtime::compile(req).binary.bytes.empty());
-}
-
 int count_op(const tj::ir::Kernel& k, tj::ir::Op op) {
   int n = 0;
   for (const auto& node : k.nodes) n += node.op == op;
@@ -431,7 +419,7 @@ TEST_CASE("desc_rank1_compiles_for_sm90a_sm80_and_gfx942") {
     testing::compiles_for_sm90a(g.source, k.name + "_rank1.cu");
     const auto s80 = tj::codegen::generate(k, {}, tj::codegen::target_for("sm_80"), {.num_warps = 4});
     testing::compiles_for(s80.source, "sm_80", k.name);
-    compiles_for_gfx942(tj::codegen::generate(k, {}, tj::codegen::target_for("gfx942"), {.num_warps = 4}).source, k.name);
+    testing::compiles_for_gfx942(tj::codegen::generate(k, {}, tj::codegen::target_for("gfx942"), {.num_warps = 4}).source, k.name);
   }
 }
 
@@ -499,7 +487,7 @@ TEST_CASE("desc_rank_n_codegen_tma_boxes_cp_async_slices_and_masked_loads") {
     CAPTURE(k.name);
     const auto h = tj::codegen::generate(k, {}, tj::codegen::target_for("gfx942"), {.num_warps = 4});
     CHECK(h.source.find("tj_view_of") == std::string::npos);
-    compiles_for_gfx942(h.source, k.name);
+    testing::compiles_for_gfx942(h.source, k.name);
     const auto s80 = tj::codegen::generate(k, {}, tj::codegen::target_for("sm_80"), {.num_warps = 4});
     testing::compiles_for(s80.source, "sm_80", k.name);
   }

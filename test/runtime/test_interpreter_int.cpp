@@ -114,6 +114,22 @@ struct ScalarFraction {
   void operator()(tj::Ptr<std::int32_t> o) const { tj::store(o, tj::scalar<std::int32_t>(2.5)); }
 };
 
+/// u64 values at and above 2^63 (held as their bit pattern): abs is the identity, max / min compare unsigned.
+struct U64AbsMax {
+  void operator()(tj::Ptr<std::uint64_t> x, tj::Ptr<std::uint64_t> o) const {
+    auto a = tj::load(x + tj::arange<8>());
+    tj::store(o + tj::arange<8>(), tj::abs(a));
+    tj::store(o + 8, tj::max<0>(a));
+    tj::store(o + 9, tj::min<0>(a));
+  }
+};
+struct BoolFull {
+  void operator()(tj::Ptr<bool> o) const { tj::store(o + tj::arange<4>(), tj::full<bool, 4>(2)); }
+};
+struct PtrBigOffset {
+  void operator()(tj::Ptr<float> p) const { tj::store(p + 3000000000LL + tj::arange<4>(), tj::zeros<float, 4>()); }
+};
+
 /// out[0] = v, an i64 parameter.
 struct StoreI64 {
   void operator()(tj::Ptr<std::int64_t> out, tj::Int64 v) const { tj::store(out, v); }
@@ -220,6 +236,19 @@ TEST_CASE("integer_literals_are_exact_and_refused_when_they_do_not_fit") {
   CHECK(f == std::vector<std::int64_t>{kMax, kMax, 9007199254740993LL});
   CHECK_THROWS_WITH_AS(tj::trace(FullI8TooWide{}), doctest::Contains("the literal 300 does not fit the i8 tile"), tj::InvalidArgument);
   CHECK_THROWS_WITH_AS(tj::trace(ScalarFraction{}), doctest::Contains("the literal 2.5 is not a value of the i32 tile"), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(tj::trace(BoolFull{}), doctest::Contains("the literal 2 is not a value of the i1 (bool) tile"), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(tj::trace(PtrBigOffset{}), doctest::Contains("does not fit an i32 offset: pass tj::scalar<std::int64_t>(3000000000)"),
+                       tj::InvalidArgument);
+}
+
+TEST_CASE("interpreter_u64_abs_is_the_identity_and_reductions_compare_unsigned") {
+  // A review found abs(2^64 - 1) = 1 and max<0> / min<0> of u64 comparing as signed on the interpreter (the GPU's
+  // tj_abs / tj_max<unsigned long long> were right).
+  std::vector<std::uint64_t> x{1, 2, 3, std::uint64_t{1} << 63, 5, ~std::uint64_t{0}, 7, 8}, o(10, 0);
+  tj::compile<U64AbsMax>(tj::Device::interpreter(), {.num_warps = 1}).launch(tj::Grid{1}, x.data(), o.data());
+  CHECK(std::vector<std::uint64_t>(o.begin(), o.begin() + 8) == x);
+  CHECK(o[8] == ~std::uint64_t{0});
+  CHECK(o[9] == 1);
 }
 
 TEST_CASE("integer_arguments_out_of_their_parameter_range_are_refused_not_wrapped") {

@@ -91,7 +91,8 @@ template <class X> concept Literal = std::is_arithmetic_v<std::remove_cvref_t<X>
 /// A C++ literal `x` as a scalar of the tile element type T it meets, exactly: an integer literal keeps every
 /// bit (it does not pass through a double: INT64_MAX stays INT64_MAX). For an integer T, throws InvalidArgument
 /// (while tracing) for a literal T cannot hold — `i8_tile < 200`, `i32_tile + 3.7` — naming it and T's type,
-/// rather than wrapping or truncating it silently.
+/// rather than wrapping or truncating it silently; for bool, anything but 0 / 1. Floating T takes the value
+/// rounded to T (past T's range: ±inf, as the conversion does).
 template <class T, class X>
 Tile<T> literal_constant(const X& x) {
   using L = std::remove_cvref_t<X>;
@@ -99,8 +100,14 @@ Tile<T> literal_constant(const X& x) {
   n.op = ir::Op::constant;
   n.type = type_of<T>();
   if constexpr (!std::is_integral_v<T> || std::is_same_v<T, bool>) {  // floating types (f16, bf16, f8 too), bool
-    if (is_float(n.type.dtype)) n.f = static_cast<double>(x);
-    else n.i = x != L{} ? 1 : 0;
+    if (is_float(n.type.dtype)) {
+      n.f = static_cast<double>(x);
+    } else {  // bool: 0 / 1 (false / true) only; 300 or 0.5 is a mistake, not true
+      if (!(x == L{} || x == L{1}))
+        throw InvalidArgument(fmt::format("the literal {} is not a value of the i1 (bool) tile it meets: use 0 / 1 or a "
+                                          "comparison", static_cast<double>(x)));
+      n.i = x != L{} ? 1 : 0;
+    }
   } else if constexpr (std::is_integral_v<L>) {
     using W = std::conditional_t<std::is_signed_v<L>, long long, unsigned long long>;  // bool, char: in_range's types
     if (!std::in_range<T>(static_cast<W>(x)))
@@ -134,8 +141,16 @@ auto as_tile(const X& x) {
     return tile_of(x);
   } else {
     using OE = elem_t<Other>;
-    if constexpr (is_ptr_v<OE>)
+    if constexpr (is_ptr_v<OE>) {
+      using L = std::remove_cvref_t<X>;
+      if constexpr (std::is_integral_v<L>) {
+        using W = std::conditional_t<std::is_signed_v<L>, long long, unsigned long long>;
+        if (!std::in_range<std::int32_t>(static_cast<W>(x)))
+          throw InvalidArgument(fmt::format("the literal {} added to a pointer tile does not fit an i32 offset: pass "
+                                            "tj::scalar<std::int64_t>({}) for a 64-bit one", static_cast<W>(x), static_cast<W>(x)));
+      }
       return literal_constant<std::int32_t>(x);
+    }
     else
       return literal_constant<OE>(x);
   }
