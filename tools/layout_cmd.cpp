@@ -11,6 +11,7 @@
 #include <string>
 #include <utility>
 
+#include "tilejit/codegen/codegen.hpp"
 #include "tilejit/layout/blocked.hpp"
 #include "tilejit/layout/encodings/encodings.hpp"
 
@@ -176,6 +177,18 @@ L::DimValues dims(const std::vector<int>& v) {
   return d;
 }
 
+/// `warps` (the values of `key`, possibly defaulted) if their product is a warp count a program can have
+/// (codegen::valid_num_warps: a power of two in 1..32, or 12, 20, 24, 28); else a SpecError against `key`.
+std::vector<int> program_warps(const Params& ps, const std::string& key, std::vector<int> warps) {
+  long long total = 1;
+  for (int w : warps) total *= w;
+  if (total > 32 || !tilejit::codegen::valid_num_warps(static_cast<int>(total)))
+    throw SpecError(ps.has(key) ? ps.get(key).token : ps.kind_token(),
+                    fmt::format("{} make {} warps: a program has a power of two in 1..32, or 12, 20, 24 or 28 warps "
+                                "(num_warps)", key, total));
+  return warps;
+}
+
 /// Runs a factory; a LayoutError becomes a SpecError against the kind word.
 template <class F>
 L::LinearLayout build(const Params& ps, F&& f) {
@@ -208,7 +221,7 @@ ParsedLayout parse_at(const std::vector<std::string>& tokens, std::size_t& pos) 
       };
       const std::vector<int> spt = same_rank("spt", ones);
       const std::vector<int> tpw = same_rank("tpw", ones);
-      const std::vector<int> wpc = same_rank("wpc", ones);
+      const std::vector<int> wpc = program_warps(ps, "wpc", same_rank("wpc", ones));
       if (ps.has("order")) {
         order = ps.ints("order", rank, rank, 0);
         std::vector<int> sorted = order;
@@ -231,7 +244,7 @@ ParsedLayout parse_at(const std::vector<std::string>& tokens, std::size_t& pos) 
     case LayoutKind::mma_a:
     case LayoutKind::mma_b: {
       const std::vector<int> shape = ps.ints("shape", 2, 2, 1);
-      const std::vector<int> warps = ps.ints("warps", 2, 2, 1, {1, 1});
+      const std::vector<int> warps = program_warps(ps, "warps", ps.ints("warps", 2, 2, 1, {1, 1}));
       r.layout = build(ps, [&] {
         if (it->kind == LayoutKind::mma) return L::mma_sync_accumulator(dims(shape), dims(warps));
         if (it->kind == LayoutKind::mma_a) return L::mma_sync_operand_a(dims(shape), dims(warps));
@@ -244,7 +257,7 @@ ParsedLayout parse_at(const std::vector<std::string>& tokens, std::size_t& pos) 
       if (!L::wgmma_legal_n(n)) {
         throw SpecError(ps.get("n").token, "n is a multiple of 8 in 8..256 (wgmma m64nNk16)");
       }
-      std::vector<int> warps = ps.ints("warps", 1, 2, 1, {4});
+      std::vector<int> warps = program_warps(ps, "warps", ps.ints("warps", 1, 2, 1, {4}));
       if (warps.size() == 1) warps.push_back(1);
       const std::vector<int> shape =
           ps.ints("shape", 2, 2, 1, {16 * warps[0], n * warps[1]});
@@ -259,7 +272,7 @@ ParsedLayout parse_at(const std::vector<std::string>& tokens, std::size_t& pos) 
       const int m = ps.one("m", 1);
       if (m != 16 && m != 32) throw SpecError(ps.get("m").token, "m is 16 or 32 (MFMA 16x16 or 32x32)");
       const std::vector<int> shape = ps.ints("shape", 2, 2, 1);
-      const std::vector<int> warps = ps.ints("warps", 2, 2, 1, {1, 1});
+      const std::vector<int> warps = program_warps(ps, "warps", ps.ints("warps", 2, 2, 1, {1, 1}));
       r.layout = build(ps, [&] { return L::mfma_accumulator(dims(shape), m, dims(warps)); });
       break;
     }

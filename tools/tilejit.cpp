@@ -62,7 +62,12 @@ int main(int argc, char** argv) {
   ph->add_option("file", phtml.file, "hatchet profile, JSON or MessagePack")->required();
   ph->add_option("-o,--output", phtml.out, "the HTML file to write")->required();
   ph->add_option("--device-peaks", phtml.options.peaks, "peaks for util: h200 (default) or a JSON file");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    // CLI11 prints the message (or the help, exit 0); a usage error exits 2, as a bad spec or profile does.
+    return app.exit(e) == 0 ? 0 : 2;
+  }
   try {
     if (d->parsed()) return tilejit::tools::run_demo(demo);
     if (ls->parsed()) return tilejit::tools::run_layout_show(show);
