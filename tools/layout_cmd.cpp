@@ -137,8 +137,10 @@ class Params {
     for (;;) {
       std::size_t j = i;
       while (j < v.size() && v[j] >= '0' && v[j] <= '9') ++j;
-      if (j == i || j - i > 8) throw SpecError(p.token, kValueRule);
-      const int x = std::stoi(v.substr(i, j - i));
+      std::size_t first = i;  // leading zeros do not count towards the 8-digit cap (000000096 is 96)
+      while (first + 1 < j && v[first] == '0') ++first;
+      if (j == i || j - first > 8) throw SpecError(p.token, kValueRule);
+      const int x = std::stoi(v.substr(first, j - first));
       if (x > kMaxInt) throw SpecError(p.token, kValueRule);
       out.push_back(x);
       if (j == v.size()) break;

@@ -243,6 +243,8 @@ TEST_CASE("layout_cmd: bad specs name the token and the rule") {
       CHECK(contains(e.what(), e.rule()));
     }
   }
+  // Leading zeros are not digits of the value: 000000096 is 96 (the 8-digit cap counted them).
+  CHECK(parse_layout_spec("blocked shape=000000096 tpw=32").layout == parse_layout_spec("blocked shape=96 tpw=32").layout);
   // A SpecError is a tilejit::InvalidArgument, so `catch (tilejit::Error&)` sees it.
   CHECK_THROWS_AS((void)parse_layout_spec("blocky"), tilejit::InvalidArgument);
   // The subcommand turns it into exit code 2.
