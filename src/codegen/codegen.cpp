@@ -121,6 +121,7 @@ class Emitter {
   Emitter(const ir::Kernel& k, const ir::Specialization& spec, const Target& t, const Options& o)
       : k_(k), spec_(spec), t_(t), o_(o), plan_(ir::assign_layouts(k, o.num_warps, t.warp_size, t.arch)),
         threads_(o.num_warps * t.warp_size), axes_(ir::analyze_axes(k, spec)) {
+    check_registers_per_thread();
     plan_pipes();
     plan_packed();
     if (o_.device_events) {
@@ -1353,6 +1354,48 @@ class Emitter {
   const ir::TileLayout& TL(int id) const { return plan_.values[static_cast<std::size_t>(id)]; }
   const ir::Distributed& D(const ir::TileLayout& t) const { return plan_.layouts[static_cast<std::size_t>(t.layout)]; }
   int regs(const ir::TileLayout& t) const { return t.scalar ? 1 : D(t).registers; }
+  /// Values of more than kMaxRegistersPerThread elements per thread are refused: code generation unrolls every
+  /// register, so the source grows with them and NVRTC's time superlinearly (measured on the dev box: an
+  /// elementwise [256, 256] f32 tile at 1 warp, 2048 per thread, 1.8 MB of source, 126 s; [210, 210] at 4 warps,
+  /// 11,025 per thread because only its factors of 2 spread over threads, 5.3 MB, over 300 s).
+  static constexpr int kMaxRegistersPerThread = 4096;
+  void check_registers_per_thread() const {
+    auto elements_of = [&](int id) {
+      long e = 1;
+      const ir::Type& t = k_.nodes[static_cast<std::size_t>(id)].type;
+      for (int d = 0; d < t.rank; ++d) e *= t.shape[static_cast<std::size_t>(d)];
+      return e;
+    };
+    int worst = -1;  // the value with the most registers; among equals the largest tile (not a broadcast operand)
+    for (std::size_t id = 0; id < k_.nodes.size(); ++id) {
+      const ir::Type& t = k_.nodes[id].type;
+      if (t.rank == 0 || plan_.in_smem[id]) continue;
+      const int r = R(static_cast<int>(id));
+      if (r <= kMaxRegistersPerThread) continue;
+      if (worst < 0 || r > R(worst) || (r == R(worst) && elements_of(static_cast<int>(id)) > elements_of(worst)))
+        worst = static_cast<int>(id);
+    }
+    if (worst >= 0) {
+      const auto id = static_cast<std::size_t>(worst);
+      const ir::Type& t = k_.nodes[id].type;
+      const int r = R(worst);
+      long elements = 1;
+      for (int d = 0; d < t.rank; ++d) elements *= t.shape[static_cast<std::size_t>(d)];
+      throw Unsupported(fmt::format(
+          "node %{} ({}) would hold {} elements in every thread ({} distinct of {} threads hold its {} elements), more than the "
+          "{} code generation unrolls per value: its source would be megabytes and NVRTC would run for minutes. Use tile dims with more "
+          "factors of 2 (224 = 32 x 7 spreads over every thread; 210 = 2 x 105 over two), more warps, or a smaller tile "
+          "(layout: {})", id, ir::to_string(t), r, std::max(1L, elements / r), threads_, elements, kMaxRegistersPerThread,
+          plan_.diagnostics.empty() ? "" : layout_description(TL(static_cast<int>(id)).layout)));
+    }
+  }
+  /// The plan's description of layout L<n> ("blocked [210,210] ..."), for messages.
+  std::string layout_description(int n) const {
+    const std::string tag = fmt::format("layout L{}: ", n);
+    for (const auto& d : plan_.diagnostics)
+      if (d.rfind(tag, 0) == 0) return d.substr(tag.size());
+    return fmt::format("L{}", n);
+  }
   int R(int id) const { return regs(TL(id)); }
 
   /// Input digits a value in layout `t` does not see (image zero on all its dims): copies.
