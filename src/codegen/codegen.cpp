@@ -1893,6 +1893,12 @@ class Emitter {
       case Op::reduce_min:
         emit_reduce(id);
         return;
+      case Op::scan_sum:
+      case Op::scan_prod:
+      case Op::scan_max:
+      case Op::scan_min:
+        emit_scan(id);
+        return;
       case Op::dot:
         if (plan_.dot_mfma[static_cast<std::size_t>(id)])
           emit_mfma(id);
@@ -2128,9 +2134,7 @@ class Emitter {
     const ir::Type& ta = k_[n.args[0]].type;
     const DType et = ta.dtype;
     const bool f8 = et == DType::f8e4nv || et == DType::f8e5;
-    if (et != DType::f16 && et != DType::bf16 && et != DType::f32 && et != DType::i8 && !f8)
-      throw Unsupported(fmt::format("dot %{}: mma.sync takes f16, bf16, f32 (as tf32), i8, f8e4nv or f8e5 operands, not {}", id,
-                                    name(et)));
+    // The operand dtype and K were checked by the layout plan (check_mma_sync_k), before any layout was built.
     if (sm_number(t_.arch) < 80)
       throw Unsupported(fmt::format("dot %{}: mma.sync needs sm_80 or newer, target is {}", id, t_.arch));
     if (f8 && sm_number(t_.arch) < 89)
@@ -2944,16 +2948,11 @@ class Emitter {
         line(fmt::format("{} = {};", a, combine(a, fmt::format("{}tj_shfl_xor({}, {})", narrow ? "(" + ty + ")" : "", a, g.stride))));
       }
     }
-    // 3. warps: through shared memory, every thread folding the same warps in the same order.
-    std::vector<int> warp_red;
+    // 3. warps: through shared memory, every thread folding the same warps in the same order. A warp digit of any
+    // radix (12 warps: 2·2·3) reduces by reading all its p siblings: the base warp has the reduced digits zero.
+    std::vector<ir::InputDigit> warp_red;
     for (const auto& g : d_.warp)
-      if (reduces(g)) {
-        if (g.radix != 2 || !std::has_single_bit(static_cast<unsigned>(g.stride)))
-          throw Unsupported(fmt::format("reduce %{}: a reduction across warps whose index is mixed-radix (a radix-{} warp digit of "
-                                        "stride {}, num_warps = {}) is not lowered yet; reduce along a dim the warps do not split, "
-                                        "or use a power-of-two num_warps", id, g.radix, g.stride, o_.num_warps));
-        warp_red.push_back(g.stride);
-      }
+      if (reduces(g)) warp_red.push_back(g);
     if (!warp_red.empty()) {
       const int slots = static_cast<int>(canon.size()) * threads_;
       // A register of the result's type: 8 bytes for i64, u64 and f64 (u64's was counted as 4: a review's u64
@@ -2966,15 +2965,21 @@ class Emitter {
       for (std::size_t c = 0; c < canon.size(); ++c)
         line(fmt::format("tj_red{}[{} + tj_tid] = r{}_{};", id, c * static_cast<std::size_t>(threads_), id, c));
       line(sync());
-      int redmask = 0;
-      for (int s : warp_red) redmask |= s;
-      line(fmt::format("const int tj_w{} = tj_warp & ~{};", id, redmask));
-      const int combos = 1 << warp_red.size();
+      std::string base = "tj_warp";
+      for (const auto& g : warp_red)
+        base += g.radix == 2 && std::has_single_bit(static_cast<unsigned>(g.stride))
+                    ? fmt::format(" - (tj_warp & {})", g.stride)
+                    : fmt::format(" - ((tj_warp / {}) % {}) * {}", g.stride, g.radix, g.stride);
+      line(fmt::format("const int tj_w{} = {};  // the first warp of this warp's reduced group", id, base));
+      int combos = 1;
+      for (const auto& g : warp_red) combos *= g.radix;
       for (std::size_t c = 0; c < canon.size(); ++c) {
         for (int m = 0; m < combos; ++m) {
-          int w = 0;
-          for (std::size_t b = 0; b < warp_red.size(); ++b)
-            if (m >> b & 1) w |= warp_red[b];
+          int w = 0, rest = m;
+          for (const auto& g : warp_red) {
+            w += (rest % g.radix) * g.stride;
+            rest /= g.radix;
+          }
           std::string elem = fmt::format("tj_red{}[{} + (tj_w{} + {}) * {} + tj_lane]", id, c * static_cast<std::size_t>(threads_), id, w, t_.warp_size);
           line(m == 0 ? fmt::format("r{}_{} = {};", id, c, elem)
                       : fmt::format("r{}_{} = {};", id, c, combine(fmt::format("r{}_{}", id, c), elem)));
@@ -2992,6 +2997,163 @@ class Emitter {
       throw Unsupported("codegen: reduction register mapping failed");
     };
     each_register(id, [&](int r) { return rounded(n.type, fmt::format("r{}_{}", id, canon_index(r))); });
+  }
+
+  /// An inclusive scan along one tile dim, computed in the value's own layout whatever its digits are. The digits
+  /// along the scanned parent dim, least significant first, each join blocks of the scan into bigger ones: per
+  /// register r the code keeps pre (the scan of r's element within its block) and tot (the block's total), and a
+  /// digit of radix p joins p sibling blocks, pre taking the totals of the siblings before it (after it, reversed)
+  /// and tot all p. Register digits join in the thread, lane digits (radix 2) by shfl.xor, warp digits (any radix)
+  /// through shared memory: the mixed-radix form of a Kogge-Stone / Brent-Kung scan, one step per digit. tot is
+  /// kept only in each block's first register (its other digits along the dim zero). Needs an additive layout whose
+  /// digits along the dim map to that dim alone with weights 1, r0, r0·r1, ... (its positional system), which every
+  /// distributed layout the plan makes is; anything else is refused with the layout named.
+  void emit_scan(int id) {
+    const Node& n = k_[id];
+    const ir::TileLayout& tl = TL(id);
+    const int q = tl.dim_of[static_cast<std::size_t>(n.axis)];
+    if (q < 0) {  // a dim of size 1: the scan is the value itself
+      each_register(id, [&](int r) { return opnd(id, 0, r); });
+      return;
+    }
+    const ir::Distributed& d_ = D(tl);
+    const std::string ty = reg_type(n.type);
+    const bool rev = n.i == 1;
+    auto combine = [&](const std::string& a, const std::string& b) {
+      switch (n.op) {
+        case Op::scan_sum: return a + " + " + b;
+        case Op::scan_prod: return "(" + a + ") * (" + b + ")";
+        case Op::scan_max: return "tj_max(" + a + ", " + b + ")";
+        default: return "tj_min(" + a + ", " + b + ")";
+      }
+    };
+    struct Level {
+      char where;  // 'r'egister, 'l'ane, 'w'arp
+      ir::InputDigit g;
+    };
+    std::vector<Level> levels;
+    auto refuse = [&](const std::string& why) {
+      throw Unsupported(fmt::format("scan %{} along axis {}: {} (layout: {})", id, n.axis, why, layout_description(tl.layout)));
+    };
+    if (!d_.additive) refuse("its layout combines digits by XOR, so the elements along the axis have no digit order");
+    auto collect = [&](char where, const std::vector<ir::InputDigit>& gs) {
+      for (const auto& g : gs) {
+        if (g.image[static_cast<std::size_t>(q)] == 0) continue;
+        for (int x = 0; x < d_.rank; ++x)
+          if (x != q && g.image[static_cast<std::size_t>(x)] != 0)
+            refuse(fmt::format("a {} digit maps onto both parent dims", where == 'r' ? "register" : where == 'l' ? "lane" : "warp"));
+        levels.push_back({where, g});
+      }
+    };
+    collect('r', d_.reg);
+    collect('l', d_.lane);
+    collect('w', d_.warp);
+    std::stable_sort(levels.begin(), levels.end(), [&](const Level& a, const Level& b) {
+      return a.g.image[static_cast<std::size_t>(q)] < b.g.image[static_cast<std::size_t>(q)];
+    });
+    int weight = 1;
+    for (const auto& l : levels) {
+      if (l.g.image[static_cast<std::size_t>(q)] != weight)
+        refuse(fmt::format("its digits along the axis are not positional (a digit of weight {} where {} was due)",
+                           l.g.image[static_cast<std::size_t>(q)], weight));
+      weight *= l.g.radix;
+    }
+    if (weight != d_.shape[static_cast<std::size_t>(q)])
+      refuse(fmt::format("its digits along the axis span {} of its {} elements", weight, d_.shape[static_cast<std::size_t>(q)]));
+    const int R_ = d_.registers;
+    std::vector<int> regs_;  // the canonical registers (the others copy them)
+    for (int r = 0; r < R_; ++r)
+      if (canonical(r, tl) == r) regs_.push_back(r);
+    std::vector<ir::InputDigit> joined;  // register digits along the axis joined so far
+    auto rep = [&](int r) {  // the register holding r's block total
+      for (const auto& g : joined) r -= ((r / g.stride) % g.radix) * g.stride;
+      return r;
+    };
+    const std::string pre = fmt::format("tj_sp{}", id), tot = fmt::format("tj_st{}", id);
+    auto P = [&](int r) { return fmt::format("{}[{}]", pre, r); };
+    auto T = [&](int r) { return fmt::format("{}[{}]", tot, r); };
+    line(fmt::format("// scan %{} along axis {}{}: {} digits (radix, place: {})", n.args[0], n.axis, rev ? ", reversed" : "",
+                     levels.size(), [&] {
+                       std::string out;
+                       for (const auto& l : levels)
+                         out += fmt::format("{}{}{}", out.empty() ? "" : " ", l.g.radix, l.where == 'r' ? "r" : l.where == 'l' ? "l" : "w");
+                       return out;
+                     }()));
+    line(fmt::format("{} {}[{}], {}[{}];", ty, pre, R_, tot, R_));
+    for (int r : regs_) line(fmt::format("{} = {} = {};", P(r), T(r), opnd(id, 0, r)));
+    const bool narrow = is_int(n.type.dtype) && size_bytes(n.type.dtype) < 4;
+    for (const auto& l : levels) {
+      const ir::InputDigit& g = l.g;
+      if (l.where == 'r') {
+        const int p = g.radix, st = g.stride;
+        auto fold = [&](int base, int from, int to) {  // tot of siblings from .. to-1, in order
+          std::string e = T(base + from * st);
+          for (int j = from + 1; j < to; ++j) e = combine(e, T(base + j * st));
+          return e;
+        };
+        for (int x : regs_) {
+          const int j = (x / st) % p, base = rep(x) - j * st;
+          if (!rev && j > 0) line(fmt::format("{} = {};", P(x), combine(fold(base, 0, j), P(x))));
+          if (rev && j < p - 1) line(fmt::format("{} = {};", P(x), combine(P(x), fold(base, j + 1, p))));
+        }
+        for (int x : regs_)
+          if (rep(x) == x && (x / st) % p == 0) line(fmt::format("{} = {};", T(x), fold(x, 0, p)));
+        joined.push_back(g);
+      } else if (l.where == 'l') {
+        if (g.radix != 2) refuse(fmt::format("a lane digit of radix {}", g.radix));
+        for (int r : regs_) {
+          if (rep(r) != r) continue;
+          line("{");
+          line(fmt::format("  const {} tj_o = {}tj_shfl_xor({}, {});", ty, narrow ? "(" + ty + ")" : "", T(r), g.stride));
+          line(fmt::format("  const bool tj_hi = (tj_lane & {}) != 0;", g.stride));
+          for (int x : regs_)
+            if (rep(x) == r)
+              line(rev ? fmt::format("  if (!tj_hi) {} = {};", P(x), combine(P(x), "tj_o"))
+                       : fmt::format("  if (tj_hi) {} = {};", P(x), combine("tj_o", P(x))));
+          line(fmt::format("  {} = tj_hi ? {} : {};", T(r), combine("tj_o", T(r)), combine(T(r), "tj_o")));
+          line("}");
+        }
+      } else {
+        const int p = g.radix, st = g.stride;
+        std::vector<int> reps;
+        for (int r : regs_)
+          if (rep(r) == r) reps.push_back(r);
+        const int slots = static_cast<int>(reps.size()) * threads_;
+        const DType rt = n.type.dtype;
+        const int reg_bytes = rt == DType::i64 || rt == DType::u64 || rt == DType::f64 ? 8 : 4;
+        smem_bytes_ = std::max(smem_bytes_, slots * reg_bytes);
+        line("{");
+        line(fmt::format("  {0}* const tj_sc = ({0}*)tj_smem;", ty));
+        for (std::size_t c = 0; c < reps.size(); ++c) line(fmt::format("  tj_sc[{} + tj_tid] = {};", c * static_cast<std::size_t>(threads_), T(reps[c])));
+        line("  " + sync());
+        line(fmt::format("  const int tj_d = (tj_warp / {}) % {};  // this warp's digit; sibling j is warp tj_warp + (j - tj_d) * {}", st, p, st));
+        for (std::size_t c = 0; c < reps.size(); ++c) {
+          auto sib = [&](int j) {
+            return fmt::format("tj_sc[{} + (tj_warp + ({} - tj_d) * {}) * {} + tj_lane]", c * static_cast<std::size_t>(threads_), j, st, t_.warp_size);
+          };
+          line("  {");
+          for (int j = 0; j < p; ++j) line(fmt::format("    const {} tj_e{} = {};", ty, j, sib(j)));
+          std::string t_all = "tj_e0";
+          for (int j = 1; j < p; ++j) t_all = combine(t_all, fmt::format("tj_e{}", j));
+          line(fmt::format("    const {} tj_t = {};", ty, t_all));
+          // The siblings before this warp's (after it, reversed), folded in index order.
+          line(fmt::format("    {} tj_b = tj_e{};", ty, rev ? p - 1 : 0));
+          if (!rev)
+            for (int j = 1; j < p - 1; ++j) line(fmt::format("    if ({} < tj_d) tj_b = {};", j, combine("tj_b", fmt::format("tj_e{}", j))));
+          else
+            for (int j = p - 2; j >= 1; --j) line(fmt::format("    if ({} > tj_d) tj_b = {};", j, combine(fmt::format("tj_e{}", j), "tj_b")));
+          for (int x : regs_)
+            if (rep(x) == reps[c])
+              line(rev ? fmt::format("    if (tj_d < {}) {} = {};", p - 1, P(x), combine(P(x), "tj_b"))
+                       : fmt::format("    if (tj_d > 0) {} = {};", P(x), combine("tj_b", P(x))));
+          line(fmt::format("    {} = tj_t;", T(reps[c])));
+          line("  }");
+        }
+        line("  " + sync() + "  // the scratch may be written again");
+        line("}");
+      }
+    }
+    each_register(id, [&](int r) { return rounded(n.type, P(r)); });
   }
 
   const ir::Kernel& k_;

@@ -59,6 +59,10 @@ const char* name(Op op) {
     case Op::desc_store: return "desc_store";
     case Op::desc_view: return "desc_view";
     case Op::event: return "event";
+    case Op::scan_sum: return "scan_sum";
+    case Op::scan_prod: return "scan_prod";
+    case Op::scan_max: return "scan_max";
+    case Op::scan_min: return "scan_min";
   }
   return "?";
 }
@@ -67,6 +71,7 @@ bool is_binary(Op op) { return op >= Op::add && op <= Op::ne; }
 bool is_compare(Op op) { return op >= Op::lt && op <= Op::ne; }
 bool is_unary(Op op) { return op >= Op::neg && op <= Op::abs; }
 bool is_reduce(Op op) { return op == Op::reduce_sum || op == Op::reduce_max || op == Op::reduce_min; }
+bool is_scan(Op op) { return op >= Op::scan_sum && op <= Op::scan_min; }
 
 std::vector<int> loop_ends(const Kernel& k) {
   std::vector<int> ends(k.nodes.size(), -1), stack;
@@ -203,6 +208,7 @@ std::string print(const Kernel& k) {
                          n.i >= 0 && static_cast<std::size_t>(n.i) < k.event_sites.size() ? k.event_sites[static_cast<std::size_t>(n.i)] : "?");
     if (n.op == Op::program_id || n.op == Op::num_programs || n.op == Op::expand_dims || is_reduce(n.op))
       out += fmt::format(" axis={}", n.axis);
+    if (is_scan(n.op)) out += fmt::format(" axis={}{}", n.axis, n.i == 1 ? " reverse" : "");
     out += "\n";
   }
   return out;

@@ -371,6 +371,16 @@ class Program {
             from(v, o, reduce_source(ft, n.axis, o, j));
         return;
       }
+      case Op::scan_sum: case Op::scan_prod: case Op::scan_max: case Op::scan_min: {
+        const Value* v = arg(0);
+        if (!v) return;
+        const int len = n.type.shape[n.axis], lines = N / len;
+        for (int o = 0; o < lines; ++o)  // element j depends on the elements before it (after it, reversed)
+          for (int j = 0; j < len; ++j)
+            for (int s = 0; s < len; ++s)
+              if (n.i == 1 ? s >= j : s <= j) from(v, reduce_source(n.type, n.axis, o, j), reduce_source(n.type, n.axis, o, s));
+        return;
+      }
       case Op::dot: {
         const Value *va = arg(0), *vb = arg(1), *vc = arg(2);
         if (!va && !vb && !vc) return;
@@ -579,6 +589,49 @@ class Program {
               else acc = less(y, acc) ? y : acc;
             }
             out.i[o] = acc;
+          }
+        }
+        return;
+      }
+      case Op::scan_sum: case Op::scan_prod: case Op::scan_max: case Op::scan_min: {
+        const int len = n.type.shape[n.axis], lines = N / len;
+        const bool rev = n.i == 1;
+        auto at_line = [&](int o, int j) { return static_cast<std::size_t>(reduce_source(n.type, n.axis, o, rev ? len - 1 - j : j)); };
+        if (fl) {
+          // Accumulated in f32 (f64 for f64), each result rounded to the element type once, as the generated code does.
+          const DType acc_t = n.type.dtype == DType::f64 ? DType::f64 : DType::f32;
+          auto combine = [&](double x, double y) {
+            if (n.op == Op::scan_sum) return x + y;
+            if (n.op == Op::scan_prod) return x * y;
+            if (std::isnan(x) || std::isnan(y)) return std::numeric_limits<double>::quiet_NaN();
+            return n.op == Op::scan_max ? std::max(x, y) : std::min(x, y);
+          };
+          out.f.resize(static_cast<std::size_t>(N));
+          for (int o = 0; o < lines; ++o) {
+            double acc = 0;
+            for (int j = 0; j < len; ++j) {
+              const double x = a(0).f[at_line(o, j)];
+              acc = j == 0 ? round_to(acc_t, x) : round_to(acc_t, combine(acc, x));
+              out.f[at_line(o, j)] = round_to(n.type.dtype, acc);
+            }
+          }
+        } else {
+          const bool u64 = n.type.dtype == DType::u64;  // held as its bit pattern: compared unsigned
+          auto less = [u64](std::int64_t x, std::int64_t y) {
+            return u64 ? static_cast<std::uint64_t>(x) < static_cast<std::uint64_t>(y) : x < y;
+          };
+          out.i.resize(static_cast<std::size_t>(N));
+          for (int o = 0; o < lines; ++o) {
+            std::int64_t acc = 0;
+            for (int j = 0; j < len; ++j) {
+              const std::int64_t y = a(0).i[at_line(o, j)];
+              if (j == 0) acc = y;
+              else if (n.op == Op::scan_sum) acc = wrap_int(n.type.dtype, wrapping_add(acc, y));
+              else if (n.op == Op::scan_prod) acc = wrap_int(n.type.dtype, wrapping_mul(acc, y));
+              else if (n.op == Op::scan_max) acc = less(acc, y) ? y : acc;
+              else acc = less(y, acc) ? y : acc;
+              out.i[at_line(o, j)] = acc;
+            }
           }
         }
         return;

@@ -1,8 +1,9 @@
 // num_warps beyond powers of two (codegen::valid_num_warps: 12, 20, 24, 28 — whole warp groups): the warp index is
 // then written in mixed radix (12 = 2·2·3) like any other layout digit. Checked here: the rule and its error; the
 // generated coordinates of a radix-3 warp digit and the copies' owner predicate; a reduction across such a digit
-// refused with a typed error (not lowered yet); the 192-row attention forward over three consumer warp groups
-// (sm_90a text, NVRTC); and on a GPU, blocked 1-D / 2-D kernels with 12 and 24 warps against a CPU reference.
+// (each warp reads its 3 siblings' partials from shared memory: NVRTC compiles it, and the generated code run on
+// the CPU by the host emulator matches a CPU reference); the 192-row attention forward over three consumer warp
+// groups (sm_90a text, NVRTC); and on a GPU, blocked 1-D / 2-D kernels with 12 and 24 warps against a CPU reference.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -13,6 +14,7 @@
 #include "examples/attention/flash_fwd_persistent.hpp"
 #include "examples/vector_add.hpp"
 #include "test/common/codegen.hpp"
+#include "test/common/host_emulator.hpp"
 #include "test/common/mirror.hpp"
 #include "test/common/random.hpp"
 #include "test/common/text.hpp"
@@ -78,11 +80,32 @@ TEST_CASE("npot_warps_coordinates_and_owners") {
   testing::compiles_for(w.source, "sm_80", "vecadd96_w12.cu");
 }
 
-TEST_CASE("npot_warps_reduction_across_a_radix_3_digit_is_refused") {
-  CHECK_THROWS_WITH_AS(tj::codegen::generate(tj::trace(ColSums<96, 64>{}), {}, tj::codegen::target_for("sm_80"), {.num_warps = 12}),
-                       doctest::Contains("radix-3 warp digit"), tj::Unsupported);
-  // The same with 16 warps is lowered (radix-2 warp digits).
-  CHECK_NOTHROW(tj::codegen::generate(tj::trace(ColSums<96, 64>{}), {}, tj::codegen::target_for("sm_80"), {.num_warps = 16}));
+namespace {
+std::vector<double> column_sums(const std::vector<float>& x, int rows, int cols) {
+  std::vector<double> s(static_cast<std::size_t>(cols), 0.0);
+  for (int r = 0; r < rows; ++r)
+    for (int c = 0; c < cols; ++c) s[static_cast<std::size_t>(c)] += x[static_cast<std::size_t>(r * cols + c)];
+  return s;
+}
+}  // namespace
+
+TEST_CASE("npot_warps_reduction_across_a_radix_3_digit") {
+  const auto k = tj::trace(ColSums<96, 64>{});
+  const auto g = tj::codegen::generate(k, {}, tj::codegen::target_for("sm_80"), {.num_warps = 12});
+  CHECK(g.source.find("((tj_warp / 4) % 3) * 4") != std::string::npos);  // the base warp of a radix-3 digit of stride 4
+  CHECK(g.source.find("(tj_w") != std::string::npos);
+  testing::compiles_for(g.source, "sm_80", "colsums_w12.cu");
+  CAPTURE(testing::fresh_seed());
+  const auto x = testing::random_floats(96 * 64, -2, 2, 7);
+  const auto want = column_sums(x, 96, 64);
+  for (int warps : {12, 24}) {
+    CAPTURE(warps);
+    const auto hk = testing::HostKernel::compile(tj::codegen::generate(k, {}, tj::codegen::target_for("gfx1100"), {.num_warps = warps}));
+    if (!hk) break;
+    std::vector<float> sums(64, std::nanf(""));
+    hk->launch({1, 1, 1}, const_cast<float*>(x.data()), sums.data());
+    for (int c = 0; c < 64; ++c) CHECK(std::fabs(sums[static_cast<std::size_t>(c)] - want[static_cast<std::size_t>(c)]) < 1e-4 * (1 + std::fabs(want[static_cast<std::size_t>(c)])));
+  }
 }
 
 TEST_CASE("npot_warps_attention_192_rows_sm90a") {
@@ -143,5 +166,15 @@ TEST_CASE("npot_warps_gpu_blocked_kernels_match_the_cpu") {
       for (int c = 0; c < 64; ++c) s += x[static_cast<std::size_t>(r) * 64 + c];
       CHECK(std::fabs(sums[static_cast<std::size_t>(r)] - s) < 1e-4 * (1 + std::fabs(s)));
     }
+    // Column sums of [96, 64]: a reduction across the mixed-radix warp digits.
+    std::vector<float> cols(64, std::nanf(""));
+    {
+      testing::Mirror m{dev, {}};
+      float *dx = m.up(x), *dc = m.up(cols);
+      tj::compile<ColSums<96, 64>>(dev, {.num_warps = warps}).launch(tj::Grid{1}, dx, dc);
+      m.down();
+    }
+    const auto want = column_sums(x, 96, 64);
+    for (int c = 0; c < 64; ++c) CHECK(std::fabs(cols[static_cast<std::size_t>(c)] - want[static_cast<std::size_t>(c)]) < 1e-4 * (1 + std::fabs(want[static_cast<std::size_t>(c)])));
   }
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "test/common/codegen.hpp"
+#include "test/common/host_emulator.hpp"
 #include "test/common/random.hpp"
 #include <tilejit/tilejit.hpp>
 
@@ -96,6 +97,28 @@ void check_on(const tj::Device& dev, unsigned salt) {
   }
 }
 
+/// The code generated for `arch`, run on the CPU by the host emulator (lane shuffles and the cross-warp step included).
+template <class T>
+void check_on_host(const char* arch, unsigned salt) {
+  CAPTURE(arch);
+  const auto x = inputs<T>(salt);
+  const auto want = reference(x);
+  for (int nw : {1, 4}) {
+    CAPTURE(nw);
+    const auto hk = testing::HostKernel::compile(
+        tj::codegen::generate(tj::trace(Reduce<T>{}), {}, tj::codegen::target_for(arch), {.num_warps = nw}));
+    if (!hk) return;
+    std::vector<T> o(81, T{7});
+    hk->launch({1, 1, 1}, const_cast<T*>(x.data()), o.data());
+    int wrong = 0;
+    for (std::size_t i = 0; i < o.size(); ++i) {
+      if constexpr (std::is_floating_point_v<T>) wrong += i < 8 ? std::abs(o[i] - want[i]) > 1e-9 * (1 + std::abs(want[i])) : o[i] != want[i];
+      else wrong += o[i] != want[i];
+    }
+    CHECK(wrong == 0);
+  }
+}
+
 template <class T>
 void compiles_everywhere() {
   const auto k = tj::trace(Reduce<T>{});
@@ -151,4 +174,14 @@ TEST_CASE("reduce_dtypes_gpu_matches_cpu") {
   check_on<double>(dev, 64);
   check_on<std::int16_t>(dev, 65);
   check_on<std::uint8_t>(dev, 66);
+}
+
+TEST_CASE("reduce_dtypes_generated_code_runs_on_the_host_emulator") {
+  for (const char* arch : {"gfx1100", "gfx942"}) {
+    check_on_host<std::uint32_t>(arch, 61);
+    check_on_host<std::int64_t>(arch, 62);
+    check_on_host<double>(arch, 63);
+    check_on_host<std::int16_t>(arch, 64);
+    check_on_host<std::uint8_t>(arch, 65);
+  }
 }

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "test/common/codegen.hpp"
+#include "test/common/host_emulator.hpp"
 #include "test/common/random.hpp"
 #include <tilejit/tilejit.hpp>
 
@@ -107,4 +108,24 @@ TEST_CASE("reduction_slices_gpu_matches_cpu") {
     return;
   }
   check_on(dev, 92);
+}
+
+// The generated conversions themselves (registers and shared memory), run on the CPU for wave32 and wave64.
+TEST_CASE("reduction_slices_generated_code_runs_on_the_host_emulator") {
+  CAPTURE(testing::fresh_seed());
+  const auto x = testing::random_floats(4096, -4, 4, 93);
+  const auto want = reference(x);
+  for (const char* arch : {"gfx1100", "gfx942"})
+    for (int nw : {1, 4, 8}) {
+      CAPTURE(arch);
+      CAPTURE(nw);
+      const auto hk = testing::HostKernel::compile(
+          tj::codegen::generate(tj::trace(Slices{}), {}, tj::codegen::target_for(arch), {.num_warps = nw}));
+      if (!hk) return;
+      std::vector<float> y(128, NAN);
+      hk->launch({1, 1, 1}, const_cast<float*>(x.data()), y.data());
+      int wrong = 0;
+      for (std::size_t i = 0; i < y.size(); ++i) wrong += !(std::abs(y[i] - want[i]) <= 1e-4 * (64 + std::abs(want[i])));
+      CHECK(wrong == 0);
+    }
 }

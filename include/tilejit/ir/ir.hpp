@@ -79,6 +79,9 @@ enum class Op : std::uint8_t {
                  // other than the row dim (axis) and the last dim, in dim order: the 2-D descriptor [shape[axis],
                  // shape[R-1]] at those coordinates (every element out of bounds when one of them is); type is_desc;
                  // i = R. Used only as desc_load's / desc_store's descriptor (Desc<T, B...> of rank > 2)
+  // inclusive scans along `axis` (args[0]; the type is the operand's): element j is x[0] op ... op x[j], or with
+  // i = 1 (reverse) x[j] op ... op x[n-1]
+  scan_sum, scan_prod, scan_max, scan_min,
 };
 
 /// desc_field's i for shape[d] and strides[d] of a descriptor of any rank (d < 5).
@@ -96,6 +99,7 @@ bool is_binary(Op op);
 bool is_compare(Op op);
 bool is_unary(Op op);
 bool is_reduce(Op op);
+bool is_scan(Op op);
 
 struct Node {
   Op op = Op::constant;

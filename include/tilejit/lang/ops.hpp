@@ -423,6 +423,47 @@ template <int Axis, lang::TileArg X> auto max(const X& x) { return lang::reduce<
 /// Minimum along `Axis`.
 template <int Axis, lang::TileArg X> auto min(const X& x) { return lang::reduce<ir::Op::reduce_min, Axis>(x); }
 
+// ---- scans ----------------------------------------------------------------
+namespace lang {
+template <ir::Op OP, int Axis, bool Reverse, class X>
+auto scan(const X& x0) {
+  auto x = tile_of(x0);
+  using S = shape_t<decltype(x)>;
+  static_assert(S::rank >= 1 && Axis >= 0 && Axis < S::rank, "scan axis out of range for this tile's rank");
+  using E = elem_t<decltype(x)>;
+  static_assert(!is_ptr_v<E> && !std::is_same_v<E, bool>, "scans need numeric tiles");
+  ir::Node n;
+  n.op = OP;
+  n.type = ir_type<E, S>();
+  n.args[0] = x.id();
+  n.axis = Axis;
+  n.i = Reverse ? 1 : 0;
+  return make_tile_t<E, S>(record(n));
+}
+}  // namespace lang
+
+/// Inclusive prefix sum along `Axis`, Triton's tl.cumsum: same shape and element type, element j is
+/// x[0] + ... + x[j] (Reverse: x[j] + ... + x[n-1]). Integers wrap; f16 / bf16 accumulate in f32 and each result
+/// is rounded once. Lowered per layout, whatever digits the axis has (registers, lanes, warps of radix 2, 3, 5, 7):
+/// each digit, least significant first, adds the totals of the blocks before it — in registers, by a lane
+/// butterfly (shfl.xor), or through shared memory across warps (the mixed-radix form of a Kogge-Stone scan).
+/// The order of f32 additions therefore differs from a sequential sum (as Triton's does).
+template <int Axis, bool Reverse = false, lang::TileArg X> auto cumsum(const X& x) {
+  return lang::scan<ir::Op::scan_sum, Axis, Reverse>(x);
+}
+/// Inclusive prefix product along `Axis` (tl.cumprod); as `cumsum`.
+template <int Axis, bool Reverse = false, lang::TileArg X> auto cumprod(const X& x) {
+  return lang::scan<ir::Op::scan_prod, Axis, Reverse>(x);
+}
+/// Running maximum along `Axis`: element j is max(x[0..j]) (Reverse: max(x[j..n-1])). NaN propagates as in `max`.
+template <int Axis, bool Reverse = false, lang::TileArg X> auto cummax(const X& x) {
+  return lang::scan<ir::Op::scan_max, Axis, Reverse>(x);
+}
+/// Running minimum along `Axis`; as `cummax`.
+template <int Axis, bool Reverse = false, lang::TileArg X> auto cummin(const X& x) {
+  return lang::scan<ir::Op::scan_min, Axis, Reverse>(x);
+}
+
 // ---- matrix product -------------------------------------------------------
 namespace lang {
 template <class E> using dot_acc_t = std::conditional_t<std::is_same_v<E, std::int8_t>, std::int32_t, float>;
