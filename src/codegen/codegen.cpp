@@ -64,7 +64,7 @@ bool producer_scalar(const ir::Kernel& k, int id) {
   const int p = pointer_param(k, n.args[0]);
   if (p < 0) return false;
   for (const ir::Node& m : k.nodes)
-    if (m.op == Op::store) {
+    if (m.op == Op::store || ir::is_atomic(m.op)) {
       const int q = pointer_param(k, m.args[0]);
       if (q < 0 || q == p) return false;
     }
@@ -1359,6 +1359,8 @@ class Emitter {
   /// elementwise [256, 256] f32 tile at 1 warp, 2048 per thread, 1.8 MB of source, 126 s; [210, 210] at 4 warps,
   /// 11,025 per thread because only its factors of 2 spread over threads, 5.3 MB, over 300 s).
   static constexpr int kMaxRegistersPerThread = 4096;
+  /// Shared memory a scan's cross-warp step uses at a time (its block totals go in chunks of this size).
+  static constexpr int kScanScratchBytes = 16384;
   void check_registers_per_thread() const {
     auto elements_of = [&](int id) {
       long e = 1;
@@ -1899,6 +1901,13 @@ class Emitter {
       case Op::scan_min:
         emit_scan(id);
         return;
+      case Op::atomic_add:
+      case Op::atomic_max:
+      case Op::atomic_min:
+      case Op::atomic_xchg:
+      case Op::atomic_cas:
+        emit_atomic(id);
+        return;
       case Op::dot:
         if (plan_.dot_mfma[static_cast<std::size_t>(id)])
           emit_mfma(id);
@@ -2003,17 +2012,19 @@ class Emitter {
         break;
     }
     if (ir::is_unary(n.op)) {
-      static const char* fn[] = {"-", "!", "tj_exp", "tj_exp2", "tj_log", "tj_sqrt", "tj_rsqrt", "tj_abs"};
-      const char* f = fn[static_cast<int>(n.op) - static_cast<int>(Op::neg)];
-      // HIP without the ROCm device libraries (hiprtc / clang as tilejit runs them): f64 exp, exp2 and log have no
-      // instruction and no library to call (clang: "no libcall available for fexp").
-      if (t_.dialect == Dialect::hip && n.type.dtype == DType::f64 && (n.op == Op::exp || n.op == Op::exp2 || n.op == Op::log))
+      const char* f = unary_function(n.op);
+      // HIP without the ROCm device libraries (hiprtc / clang as tilejit runs them): f64 exp, exp2, log and the
+      // transcendental functions built on them have no instruction and no library to call (clang: "no libcall
+      // available for fexp"); floor, ceil, sqrt, rsqrt and abs are instructions.
+      const bool needs_libm = n.op == Op::exp || n.op == Op::exp2 || n.op == Op::log || n.op == Op::log2 || n.op == Op::sin ||
+                              n.op == Op::cos || n.op == Op::tanh || n.op == Op::erf || n.op == Op::sigmoid;
+      if (t_.dialect == Dialect::hip && n.type.dtype == DType::f64 && needs_libm)
         throw Unsupported(fmt::format("node %{}: {} of an f64 tile on HIP needs the ROCm device libraries, which tilejit's HIP "
                                       "compile does not link; compute it in f32 (tj::cast<float>) or on a CUDA target", id,
                                       ir::name(n.op)));
       each_register(id, [&](int r) {
         std::string x = op(0, r);
-        std::string e = (n.op == Op::neg || n.op == Op::logical_not) ? std::string(f) + "(" + x + ")" : std::string(f) + "(" + x + ")";
+        std::string e = std::string(f) + "(" + x + ")";
         return rounded(t, e);
       });
       return;
@@ -3118,42 +3129,118 @@ class Emitter {
         std::vector<int> reps;
         for (int r : regs_)
           if (rep(r) == r) reps.push_back(r);
-        const int slots = static_cast<int>(reps.size()) * threads_;
         const DType rt = n.type.dtype;
         const int reg_bytes = rt == DType::i64 || rt == DType::u64 || rt == DType::f64 ? 8 : 4;
-        smem_bytes_ = std::max(smem_bytes_, slots * reg_bytes);
-        line("{");
-        line(fmt::format("  {0}* const tj_sc = ({0}*)tj_smem;", ty));
-        for (std::size_t c = 0; c < reps.size(); ++c) line(fmt::format("  tj_sc[{} + tj_tid] = {};", c * static_cast<std::size_t>(threads_), T(reps[c])));
-        line("  " + sync());
-        line(fmt::format("  const int tj_d = (tj_warp / {}) % {};  // this warp's digit; sibling j is warp tj_warp + (j - tj_d) * {}", st, p, st));
-        for (std::size_t c = 0; c < reps.size(); ++c) {
-          auto sib = [&](int j) {
-            return fmt::format("tj_sc[{} + (tj_warp + ({} - tj_d) * {}) * {} + tj_lane]", c * static_cast<std::size_t>(threads_), j, st, t_.warp_size);
-          };
-          line("  {");
-          for (int j = 0; j < p; ++j) line(fmt::format("    const {} tj_e{} = {};", ty, j, sib(j)));
-          std::string t_all = "tj_e0";
-          for (int j = 1; j < p; ++j) t_all = combine(t_all, fmt::format("tj_e{}", j));
-          line(fmt::format("    const {} tj_t = {};", ty, t_all));
-          // The siblings before this warp's (after it, reversed), folded in index order.
-          line(fmt::format("    {} tj_b = tj_e{};", ty, rev ? p - 1 : 0));
-          if (!rev)
-            for (int j = 1; j < p - 1; ++j) line(fmt::format("    if ({} < tj_d) tj_b = {};", j, combine("tj_b", fmt::format("tj_e{}", j))));
-          else
-            for (int j = p - 2; j >= 1; --j) line(fmt::format("    if ({} > tj_d) tj_b = {};", j, combine(fmt::format("tj_e{}", j), "tj_b")));
-          for (int x : regs_)
-            if (rep(x) == reps[c])
-              line(rev ? fmt::format("    if (tj_d < {}) {} = {};", p - 1, P(x), combine(P(x), "tj_b"))
-                       : fmt::format("    if (tj_d > 0) {} = {};", P(x), combine("tj_b", P(x))));
-          line(fmt::format("    {} = tj_t;", T(reps[c])));
-          line("  }");
+        // The block totals pass through shared memory in chunks of at most kScanScratchBytes: a scan along the dim
+        // the warps split first (warp digits below register digits) has a total per register.
+        const std::size_t chunk = static_cast<std::size_t>(std::max(1, kScanScratchBytes / (threads_ * reg_bytes)));
+        for (std::size_t c0 = 0; c0 < reps.size(); c0 += chunk) {
+          const std::size_t c1 = std::min(reps.size(), c0 + chunk);
+          smem_bytes_ = std::max(smem_bytes_, static_cast<int>(c1 - c0) * threads_ * reg_bytes);
+          line("{");
+          line(fmt::format("  {0}* const tj_sc = ({0}*)tj_smem;", ty));
+          for (std::size_t c = c0; c < c1; ++c)
+            line(fmt::format("  tj_sc[{} + tj_tid] = {};", (c - c0) * static_cast<std::size_t>(threads_), T(reps[c])));
+          line("  " + sync());
+          line(fmt::format("  const int tj_d = (tj_warp / {}) % {};  // this warp's digit; sibling j is warp tj_warp + (j - tj_d) * {}", st, p, st));
+          for (std::size_t c = c0; c < c1; ++c) {
+            auto sib = [&](int j) {
+              return fmt::format("tj_sc[{} + (tj_warp + ({} - tj_d) * {}) * {} + tj_lane]", (c - c0) * static_cast<std::size_t>(threads_), j, st,
+                                 t_.warp_size);
+            };
+            line("  {");
+            for (int j = 0; j < p; ++j) line(fmt::format("    const {} tj_e{} = {};", ty, j, sib(j)));
+            std::string t_all = "tj_e0";
+            for (int j = 1; j < p; ++j) t_all = combine(t_all, fmt::format("tj_e{}", j));
+            line(fmt::format("    const {} tj_t = {};", ty, t_all));
+            // The siblings before this warp's (after it, reversed), folded in index order.
+            line(fmt::format("    {} tj_b = tj_e{};", ty, rev ? p - 1 : 0));
+            if (!rev)
+              for (int j = 1; j < p - 1; ++j) line(fmt::format("    if ({} < tj_d) tj_b = {};", j, combine("tj_b", fmt::format("tj_e{}", j))));
+            else
+              for (int j = p - 2; j >= 1; --j) line(fmt::format("    if ({} > tj_d) tj_b = {};", j, combine(fmt::format("tj_e{}", j), "tj_b")));
+            for (int x : regs_)
+              if (rep(x) == reps[c])
+                line(rev ? fmt::format("    if (tj_d < {}) {} = {};", p - 1, P(x), combine(P(x), "tj_b"))
+                         : fmt::format("    if (tj_d > 0) {} = {};", P(x), combine("tj_b", P(x))));
+            line(fmt::format("    {} = tj_t;", T(reps[c])));
+            line("  }");
+          }
+          line("  " + sync() + "  // the scratch may be written again");
+          line("}");
         }
-        line("  " + sync() + "  // the scratch may be written again");
-        line("}");
       }
     }
     each_register(id, [&](int r) { return rounded(n.type, P(r)); });
+  }
+
+  /// An atomic read-modify-write per element (the prelude's tj_atomic_*), done by one thread per element: the
+  /// owner (copies of an element in other threads, and every thread but 0 for a scalar, skip it, as stores do).
+  /// When the old values are used and the value has copies, the owners pass them on through shared memory.
+  void emit_atomic(int id) {
+    const Node& n = k_[id];
+    const ir::Type& t = n.type;
+    const bool cas = n.op == Op::atomic_cas;
+    const bool masked = !cas && n.args[2] >= 0;
+    const char* fn = n.op == Op::atomic_add ? "tj_atomic_add" : n.op == Op::atomic_max ? "tj_atomic_max"
+                   : n.op == Op::atomic_min ? "tj_atomic_min" : n.op == Op::atomic_xchg ? "tj_atomic_xchg" : "tj_atomic_cas";
+    const std::string ty = reg_type(t), own = owner_predicate(TL(id));
+    bool used = false;
+    for (const Node& u : k_.nodes)
+      for (int a : u.args) used = used || a == id;
+    const int R_ = tile(id) ? R(id) : 1;
+    const std::string tmp = fmt::format("tj_at{}", id);
+    line(fmt::format("{} {}[{}];  // {}: the old values", ty, tmp, R_, ir::name(n.op)));
+    for (int r = 0; r < R_; ++r) {
+      if (tile(id) && canonical(r, id) != r) continue;
+      std::string cond = own;
+      if (masked) cond = cond.empty() ? opnd(id, 2, r) : cond + " && " + opnd(id, 2, r);
+      const std::string call = cas ? fmt::format("{}({}, {}, {})", fn, opnd(id, 0, r), opnd(id, 1, r), opnd(id, 2, r))
+                                   : fmt::format("{}({}, {})", fn, opnd(id, 0, r), opnd(id, 1, r));
+      line(cond.empty() ? fmt::format("{}[{}] = {};", tmp, r, call)
+                        : fmt::format("{}[{}] = ({}) ? {} : ({})0;", tmp, r, cond, call, ty));
+    }
+    if (!used || own.empty()) {
+      each_register(id, [&](int r) { return fmt::format("{}[{}]", tmp, r); });
+      return;
+    }
+    // The owners' old values to every copy: each element at its row-major place in shared memory.
+    const int numel = t.numel();
+    smem_bytes_ = std::max(smem_bytes_, numel * static_cast<int>(size_bytes(t.dtype)));
+    auto index = [&](int r) {
+      if (!tile(id)) return std::string("0");
+      return t.rank == 2 ? fmt::format("{} * {} + {}", coord(id, r, 0), t.shape[1], coord(id, r, 1)) : coord(id, r, 0);
+    };
+    const std::string buf = fmt::format("(({}*)tj_smem)", ty);
+    line(fmt::format("// the old values of %{} from their owners to the threads holding copies", id));
+    for (int r = 0; r < R_; ++r)
+      if (!tile(id) || canonical(r, id) == r) line(fmt::format("if ({}) {}[{}] = {}[{}];", own, buf, index(r), tmp, r));
+    line(sync());
+    each_register(id, [&](int r) { return fmt::format("{}[{}]", buf, index(r)); });
+    line(sync() + "  // the scratch may be written again");
+  }
+
+  /// The prelude function (or C operator) of a unary op.
+  static const char* unary_function(Op op) {
+    switch (op) {
+      case Op::neg: return "-";
+      case Op::logical_not: return "!";
+      case Op::exp: return "tj_exp";
+      case Op::exp2: return "tj_exp2";
+      case Op::log: return "tj_log";
+      case Op::sqrt: return "tj_sqrt";
+      case Op::rsqrt: return "tj_rsqrt";
+      case Op::abs: return "tj_abs";
+      case Op::log2: return "tj_log2";
+      case Op::sin: return "tj_sin";
+      case Op::cos: return "tj_cos";
+      case Op::tanh: return "tj_tanh";
+      case Op::erf: return "tj_erf";
+      case Op::floor: return "tj_floor";
+      case Op::ceil: return "tj_ceil";
+      case Op::sigmoid: return "tj_sigmoid";
+      default: throw Unsupported(fmt::format("codegen: {} is not a unary op", ir::name(op)));
+    }
   }
 
   const ir::Kernel& k_;

@@ -34,6 +34,39 @@ static __device__ __forceinline__ unsigned tj_shfl_xor(unsigned v, int m) { retu
 static __device__ __forceinline__ unsigned long long tj_shfl_xor(unsigned long long v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
 static __device__ __forceinline__ double tj_shfl_xor(double v, int m) { return __shfl_xor_sync(0xffffffffu, v, m); }
 static __device__ __forceinline__ float tj_fmod(float a, float b) { return fmodf(a, b); }
+static __device__ __forceinline__ float tj_tanh(float x) { return tanhf(x); }
+static __device__ __forceinline__ float tj_erf(float x) { return erff(x); }
+// Atomics (codegen's atomic_*; relaxed, device scope): CUDA's atomic functions. Signed 64-bit add, exchange and
+// cas go through the unsigned forms (two's complement); f32 max / min work on the bits: the signed order where the
+// operand's sign bit is clear (max) / set (min), else the unsigned order reversed — right for every non-NaN pair.
+static __device__ __forceinline__ int tj_atomic_add(int* p, int v) { return atomicAdd(p, v); }
+static __device__ __forceinline__ unsigned tj_atomic_add(unsigned* p, unsigned v) { return atomicAdd(p, v); }
+static __device__ __forceinline__ unsigned long long tj_atomic_add(unsigned long long* p, unsigned long long v) { return atomicAdd(p, v); }
+static __device__ __forceinline__ long long tj_atomic_add(long long* p, long long v) { return (long long)atomicAdd((unsigned long long*)p, (unsigned long long)v); }
+static __device__ __forceinline__ float tj_atomic_add(float* p, float v) { return atomicAdd(p, v); }
+static __device__ __forceinline__ double tj_atomic_add(double* p, double v) { return atomicAdd(p, v); }
+template <class T> static __device__ __forceinline__ T tj_atomic_max(T* p, T v) { return atomicMax(p, v); }
+template <class T> static __device__ __forceinline__ T tj_atomic_min(T* p, T v) { return atomicMin(p, v); }
+template <> __device__ __forceinline__ float tj_atomic_max<float>(float* p, float v) {
+  return __float_as_int(v) >= 0 ? __int_as_float(atomicMax((int*)p, __float_as_int(v))) : __uint_as_float(atomicMin((unsigned*)p, __float_as_uint(v)));
+}
+template <> __device__ __forceinline__ float tj_atomic_min<float>(float* p, float v) {
+  return __float_as_int(v) >= 0 ? __int_as_float(atomicMin((int*)p, __float_as_int(v))) : __uint_as_float(atomicMax((unsigned*)p, __float_as_uint(v)));
+}
+static __device__ __forceinline__ int tj_atomic_xchg(int* p, int v) { return atomicExch(p, v); }
+static __device__ __forceinline__ unsigned tj_atomic_xchg(unsigned* p, unsigned v) { return atomicExch(p, v); }
+static __device__ __forceinline__ unsigned long long tj_atomic_xchg(unsigned long long* p, unsigned long long v) { return atomicExch(p, v); }
+static __device__ __forceinline__ long long tj_atomic_xchg(long long* p, long long v) { return (long long)atomicExch((unsigned long long*)p, (unsigned long long)v); }
+static __device__ __forceinline__ float tj_atomic_xchg(float* p, float v) { return atomicExch(p, v); }
+static __device__ __forceinline__ double tj_atomic_xchg(double* p, double v) {
+  return __longlong_as_double((long long)atomicExch((unsigned long long*)p, (unsigned long long)__double_as_longlong(v)));
+}
+static __device__ __forceinline__ int tj_atomic_cas(int* p, int c, int v) { return atomicCAS(p, c, v); }
+static __device__ __forceinline__ unsigned tj_atomic_cas(unsigned* p, unsigned c, unsigned v) { return atomicCAS(p, c, v); }
+static __device__ __forceinline__ unsigned long long tj_atomic_cas(unsigned long long* p, unsigned long long c, unsigned long long v) { return atomicCAS(p, c, v); }
+static __device__ __forceinline__ long long tj_atomic_cas(long long* p, long long c, long long v) {
+  return (long long)atomicCAS((unsigned long long*)p, (unsigned long long)c, (unsigned long long)v);
+}
 // max / min that propagate NaN (a NaN input gives the canonical NaN, as torch and Triton's maximum do): one
 // FMNMX.NAN from sm_80 on (PTX "max.NaN", "min.NaN"), not the compare, compare and select of the portable form
 // (attention's row max runs one per score).
@@ -166,6 +199,18 @@ static __device__ __forceinline__ double sqrt(double x) { return __builtin_sqrt(
 static __device__ __forceinline__ double rsqrt(double x) { return 1.0 / __builtin_sqrt(x); }
 static __device__ __forceinline__ double fabs(double x) { return __builtin_fabs(x); }
 static __device__ __forceinline__ double fmod(double a, double b) { return __builtin_fmod(a, b); }
+static __device__ __forceinline__ float log2f(float x) { return __builtin_log2f(x); }
+static __device__ __forceinline__ float sinf(float x) { return __builtin_sinf(x); }
+static __device__ __forceinline__ float cosf(float x) { return __builtin_cosf(x); }
+static __device__ __forceinline__ float floorf(float x) { return __builtin_floorf(x); }
+static __device__ __forceinline__ float ceilf(float x) { return __builtin_ceilf(x); }
+static __device__ __forceinline__ double log2(double x) { return __builtin_log2(x); }
+static __device__ __forceinline__ double sin(double x) { return __builtin_sin(x); }
+static __device__ __forceinline__ double cos(double x) { return __builtin_cos(x); }
+static __device__ __forceinline__ double tanh(double x) { return __builtin_tanh(x); }
+static __device__ __forceinline__ double erf(double x) { return __builtin_erf(x); }
+static __device__ __forceinline__ double floor(double x) { return __builtin_floor(x); }
+static __device__ __forceinline__ double ceil(double x) { return __builtin_ceil(x); }
 #endif
 static __device__ __forceinline__ float tj_as_f32(unsigned u) { return __builtin_bit_cast(float, u); }
 static __device__ __forceinline__ unsigned tj_as_u32(float f) { return __builtin_bit_cast(unsigned, f); }
@@ -202,6 +247,57 @@ static __device__ __forceinline__ double tj_shfl_xor(double v, int m) {
   return __builtin_bit_cast(double, tj_shfl_xor(__builtin_bit_cast(unsigned long long, v), m));
 }
 static __device__ __forceinline__ float tj_fmod(float a, float b) { return __builtin_fmodf(a, b); }
+// tanh and erf in f32 without a device library (clang's HIP path has none): odd Taylor series near 0, where the
+// closed forms cancel; elsewhere tanh = 1 - 2 / (e^{2|x|} + 1) and Abramowitz & Stegun's 7.1.26 for erf (absolute
+// error 1.5e-7). Both within about 1e-6 of the true value (test/codegen/test_math_more.cpp measures them).
+static __device__ __forceinline__ float tj_tanh(float x) {
+  const float a = __builtin_fabsf(x);
+  if (a < 0.125f) {
+    const float x2 = x * x;
+    return x * (1.0f + x2 * (-1.0f / 3 + x2 * (2.0f / 15 + x2 * (-17.0f / 315))));
+  }
+  const float r = 1.0f - 2.0f / (expf(2.0f * a) + 1.0f);
+  return x < 0 ? -r : r;
+}
+static __device__ __forceinline__ float tj_erf(float x) {
+  const float a = __builtin_fabsf(x);
+  if (a < 0.5f) {
+    const float x2 = x * x;
+    return 1.1283791670955126f * x *
+           (1.0f + x2 * (-1.0f / 3 + x2 * (1.0f / 10 + x2 * (-1.0f / 42 + x2 * (1.0f / 216 + x2 * (-1.0f / 1320 + x2 * (1.0f / 9360)))))));
+  }
+  const float t = 1.0f / (1.0f + 0.3275911f * a);
+  const float poly = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));
+  const float r = 1.0f - poly * expf(-a * a);
+  return x < 0 ? -r : r;
+}
+// Atomics (codegen's atomic_*): relaxed, agent (device) scope, through clang's HIP atomic builtins (global
+// memory atomics of the GPU, f32 add included on gfx90a / gfx94x). f32 max / min on the bits as in the CUDA
+// prelude; exchanges of floats through their bits.
+template <class T> static __device__ __forceinline__ T tj_atomic_add(T* p, T v) { return __hip_atomic_fetch_add(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT); }
+template <class T> static __device__ __forceinline__ T tj_atomic_max(T* p, T v) { return __hip_atomic_fetch_max(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT); }
+template <class T> static __device__ __forceinline__ T tj_atomic_min(T* p, T v) { return __hip_atomic_fetch_min(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT); }
+template <> __device__ __forceinline__ float tj_atomic_max<float>(float* p, float v) {
+  const int b = __builtin_bit_cast(int, v);
+  return b >= 0 ? __builtin_bit_cast(float, __hip_atomic_fetch_max((int*)p, b, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT))
+                : __builtin_bit_cast(float, __hip_atomic_fetch_min((unsigned*)p, (unsigned)b, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT));
+}
+template <> __device__ __forceinline__ float tj_atomic_min<float>(float* p, float v) {
+  const int b = __builtin_bit_cast(int, v);
+  return b >= 0 ? __builtin_bit_cast(float, __hip_atomic_fetch_min((int*)p, b, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT))
+                : __builtin_bit_cast(float, __hip_atomic_fetch_max((unsigned*)p, (unsigned)b, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT));
+}
+template <class T> static __device__ __forceinline__ T tj_atomic_xchg(T* p, T v) { return __hip_atomic_exchange(p, v, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT); }
+template <> __device__ __forceinline__ float tj_atomic_xchg<float>(float* p, float v) {
+  return __builtin_bit_cast(float, __hip_atomic_exchange((unsigned*)p, __builtin_bit_cast(unsigned, v), __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT));
+}
+template <> __device__ __forceinline__ double tj_atomic_xchg<double>(double* p, double v) {
+  return __builtin_bit_cast(double, __hip_atomic_exchange((unsigned long long*)p, __builtin_bit_cast(unsigned long long, v), __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT));
+}
+template <class T> static __device__ __forceinline__ T tj_atomic_cas(T* p, T c, T v) {
+  __hip_atomic_compare_exchange_strong(p, &c, v, __ATOMIC_RELAXED, __ATOMIC_RELAXED, __HIP_MEMORY_SCOPE_AGENT);
+  return c;
+}
 static __device__ __forceinline__ float tj_max(float a, float b) { return (a != a || b != b) ? __builtin_nanf("") : fmaxf(a, b); }
 static __device__ __forceinline__ float tj_min(float a, float b) { return (a != a || b != b) ? __builtin_nanf("") : fminf(a, b); }
 static __device__ __forceinline__ float tj_exp2(float x) { return exp2f(x); }
@@ -257,6 +353,12 @@ static __device__ __forceinline__ float tj_log(float x) { return logf(x); }
 static __device__ __forceinline__ float tj_sqrt(float x) { return sqrtf(x); }
 static __device__ __forceinline__ float tj_rsqrt(float x) { return rsqrtf(x); }
 static __device__ __forceinline__ float tj_abs(float x) { return fabsf(x); }
+static __device__ __forceinline__ float tj_log2(float x) { return log2f(x); }
+static __device__ __forceinline__ float tj_sin(float x) { return sinf(x); }
+static __device__ __forceinline__ float tj_cos(float x) { return cosf(x); }
+static __device__ __forceinline__ float tj_floor(float x) { return floorf(x); }
+static __device__ __forceinline__ float tj_ceil(float x) { return ceilf(x); }
+static __device__ __forceinline__ float tj_sigmoid(float x) { return 1.0f / (1.0f + tj_exp(-x)); }
 // f64 tiles: the double-precision functions (the float wrappers would round the argument to f32). Codegen
 // refuses f64 exp / exp2 / log on HIP: clang without the ROCm device libraries has no code for them.
 static __device__ __forceinline__ double tj_exp(double x) { return exp(x); }
@@ -266,6 +368,14 @@ static __device__ __forceinline__ double tj_sqrt(double x) { return sqrt(x); }
 static __device__ __forceinline__ double tj_rsqrt(double x) { return rsqrt(x); }
 static __device__ __forceinline__ double tj_abs(double x) { return fabs(x); }
 static __device__ __forceinline__ double tj_fmod(double a, double b) { return fmod(a, b); }
+static __device__ __forceinline__ double tj_log2(double x) { return log2(x); }
+static __device__ __forceinline__ double tj_sin(double x) { return sin(x); }
+static __device__ __forceinline__ double tj_cos(double x) { return cos(x); }
+static __device__ __forceinline__ double tj_tanh(double x) { return tanh(x); }
+static __device__ __forceinline__ double tj_erf(double x) { return erf(x); }
+static __device__ __forceinline__ double tj_floor(double x) { return floor(x); }
+static __device__ __forceinline__ double tj_ceil(double x) { return ceil(x); }
+static __device__ __forceinline__ double tj_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 template <class T> static __device__ __forceinline__ T tj_max(T a, T b) { return a > b ? a : b; }
 template <class T> static __device__ __forceinline__ T tj_min(T a, T b) { return a < b ? a : b; }
 template <class T> static __device__ __forceinline__ T tj_abs(T a) { return a < 0 ? -a : a; }

@@ -111,6 +111,9 @@ CostPlan plan_cost(const Kernel& k) {
       }
       case Op::load: case Op::desc_load: p.bytes[level] += tile_bytes(n.type); break;
       case Op::store: p.bytes[level] += tile_bytes(k[n.args[1]].type); break;
+      case Op::atomic_add: case Op::atomic_max: case Op::atomic_min: case Op::atomic_xchg: case Op::atomic_cas:
+        p.bytes[level] += 2 * tile_bytes(n.type);  // read and written
+        break;
       case Op::desc_store: p.bytes[level] += tile_bytes(k[n.args[3]].type); break;
       default: break;
     }

@@ -63,15 +63,29 @@ const char* name(Op op) {
     case Op::scan_prod: return "scan_prod";
     case Op::scan_max: return "scan_max";
     case Op::scan_min: return "scan_min";
+    case Op::atomic_add: return "atomic_add";
+    case Op::atomic_max: return "atomic_max";
+    case Op::atomic_min: return "atomic_min";
+    case Op::atomic_xchg: return "atomic_xchg";
+    case Op::atomic_cas: return "atomic_cas";
+    case Op::log2: return "log2";
+    case Op::sin: return "sin";
+    case Op::cos: return "cos";
+    case Op::tanh: return "tanh";
+    case Op::erf: return "erf";
+    case Op::floor: return "floor";
+    case Op::ceil: return "ceil";
+    case Op::sigmoid: return "sigmoid";
   }
   return "?";
 }
 
 bool is_binary(Op op) { return op >= Op::add && op <= Op::ne; }
 bool is_compare(Op op) { return op >= Op::lt && op <= Op::ne; }
-bool is_unary(Op op) { return op >= Op::neg && op <= Op::abs; }
+bool is_unary(Op op) { return (op >= Op::neg && op <= Op::abs) || (op >= Op::log2 && op <= Op::sigmoid); }
 bool is_reduce(Op op) { return op == Op::reduce_sum || op == Op::reduce_max || op == Op::reduce_min; }
 bool is_scan(Op op) { return op >= Op::scan_sum && op <= Op::scan_min; }
+bool is_atomic(Op op) { return op >= Op::atomic_add && op <= Op::atomic_cas; }
 
 std::vector<int> loop_ends(const Kernel& k) {
   std::vector<int> ends(k.nodes.size(), -1), stack;
@@ -102,7 +116,7 @@ std::vector<char> stored_pointer_params(const Kernel& k) {
   std::vector<std::vector<int>> yielded(k.nodes.size());  // per loop_carry: the values its loop_yields give it
   std::vector<int> todo;
   for (const Node& n : k.nodes) {
-    if (n.op == Op::store) todo.push_back(n.args[0]);
+    if (n.op == Op::store || is_atomic(n.op)) todo.push_back(n.args[0]);
     if (n.op == Op::loop_yield) yielded[static_cast<std::size_t>(n.args[0])].push_back(n.args[1]);
   }
   while (!todo.empty()) {

@@ -783,15 +783,22 @@ LayoutPlan assign(const Kernel& k, int num_warps, int warp_size, const std::stri
       set_tag(n.args[0], TileLayout{mine.layout, {mine.dim_of[static_cast<std::size_t>(1 - n.axis)], -1}, false}, "expand_dims");
     }
   }
-  std::vector<int> own_1d;  // per size: a 1-D blocked layout for classes no 2-D family claims
+  // A class's extent: its largest value (a [1] value broadcast to [96] meets the [96] ones: a loop-carried [1]
+  // total added to each block took the class's layout from its own size, and the [96] values then fit none).
+  std::vector<int> class_extent(N, 1);
+  for (std::size_t id = 0; id < N; ++id)
+    if (k.nodes[id].type.rank == 1) {
+      int& e = class_extent[static_cast<std::size_t>(cls.find(static_cast<int>(id)))];
+      e = std::max(e, k.nodes[id].type.shape[0]);
+    }
   for (std::size_t id = 0; id < N; ++id) {
     const Node& n = k.nodes[id];
     if (n.type.rank != 1) continue;
     const auto root = static_cast<std::size_t>(cls.find(static_cast<int>(id)));
     if (!tagged[root]) {
-      // Unclaimed: a 1-D blocked layout of its own size.
+      // Unclaimed: a 1-D blocked layout of the class's extent.
       std::string desc;
-      auto l = blocked_parent(1, {n.type.shape[0], 1}, num_warps, warp_size, desc, access_vec(static_cast<int>(root), false));
+      auto l = blocked_parent(1, {class_extent[root], 1}, num_warps, warp_size, desc, access_vec(static_cast<int>(root), false));
       tag[root] = TileLayout{add_layout(l, desc), {0, -1}, false};
       tagged[root] = 1;
     }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <chrono>
 #include <cmath>
 #include <cstring>
@@ -159,6 +160,12 @@ int broadcast_source(const ir::Type& from, const ir::Type& to, int e) {
   if (from.shape[0] == 1) r = 0;
   if (from.shape[1] == 1) c = 0;
   return r * from.shape[1] + c;
+}
+
+/// The lock the interpreter's atomics take (its programs run on several threads).
+std::mutex& atomic_mutex() {
+  static std::mutex m;
+  return m;
 }
 
 /// Row-major index in the [rows, cols] source of element `e` of its transpose `to` ([cols, rows]).
@@ -531,6 +538,63 @@ class Program {
         }
         return;
       }
+      case Op::atomic_add: case Op::atomic_max: case Op::atomic_min: case Op::atomic_xchg: case Op::atomic_cas: {
+        // A read-modify-write per element, in row-major order; programs run on several threads (interpret), so one
+        // mutex makes every atomic of every program indivisible.
+        std::lock_guard atomic_lock(atomic_mutex());
+        const bool cas = n.op == Op::atomic_cas;
+        const bool has_mask = !cas && n.args[2] >= 0;
+        const DType t = n.type.dtype;
+        const bool u64 = t == DType::u64;
+        auto less = [&](std::int64_t x, std::int64_t y) {  // integers as held (u64 as its bit pattern)
+          return u64 ? static_cast<std::uint64_t>(x) < static_cast<std::uint64_t>(y) : x < y;
+        };
+        // f32 max / min as the generated code does them, on the bits: max is a signed max where the operand's sign
+        // bit is clear and an unsigned min where it is set; min a signed min / unsigned max (right for every non-NaN
+        // pair; +0 > -0).
+        auto f32_minmax = [&](double old, double v) {
+          const auto ob = std::bit_cast<std::uint32_t>(static_cast<float>(old)), vb = std::bit_cast<std::uint32_t>(static_cast<float>(v));
+          const bool neg = (vb >> 31) != 0;
+          const auto si = [](std::uint32_t x) { return static_cast<std::int32_t>(x); };
+          std::uint32_t r;
+          if (n.op == Op::atomic_max) r = neg ? std::min(ob, vb) : (si(ob) < si(vb) ? vb : ob);
+          else r = neg ? std::max(ob, vb) : (si(vb) < si(ob) ? vb : ob);
+          return static_cast<double>(std::bit_cast<float>(r));
+        };
+        for (int e = 0; e < N; ++e) {
+          if (has_mask) check_defined(id, n.args[2], static_cast<std::size_t>(e), "the atomic's mask");
+          if (has_mask && !a(2).i[e]) {
+            if (fl) out.f.push_back(0.0);
+            else out.i.push_back(0);
+            continue;
+          }
+          check_defined(id, n.args[0], static_cast<std::size_t>(e), "the atomic's addresses");
+          check_defined(id, n.args[1], static_cast<std::size_t>(e), "the atomic's operand");
+          if (cas) check_defined(id, n.args[2], static_cast<std::size_t>(e), "the atomic's value");
+          const std::uintptr_t addr = static_cast<std::uintptr_t>(a(0).i[e]);
+          if (addr == 0) fail(id, fmt::format("atomic through a null pointer (element {})", e));
+          check_bounds(id, n.args[0], static_cast<std::size_t>(e), size_bytes(t), "atomic's addresses");
+          if (fl) {
+            const double old = read_elem(t, addr), v = a(1).f[e];
+            const double nv = n.op == Op::atomic_add ? round_to(t, old + v) : n.op == Op::atomic_xchg ? v : f32_minmax(old, v);
+            write_elem(t, addr, nv, 0);
+            out.f.push_back(old);
+          } else {
+            const std::int64_t old = read_int(t, addr), v = a(1).i[e];
+            std::int64_t nv = old;
+            switch (n.op) {
+              case Op::atomic_add: nv = wrap_int(t, wrapping_add(old, v)); break;
+              case Op::atomic_max: nv = less(old, v) ? v : old; break;
+              case Op::atomic_min: nv = less(v, old) ? v : old; break;
+              case Op::atomic_xchg: nv = v; break;
+              default: nv = old == v ? a(2).i[e] : old; break;  // cas: compare v, value args[2]
+            }
+            write_elem(t, addr, 0.0, nv);
+            out.i.push_back(old);
+          }
+        }
+        return;
+      }
       case Op::dot: {
         const ir::Type& ta = type_of_arg(0);
         const int M = ta.shape[0], K = ta.shape[1], Nn = n.type.shape[1];
@@ -650,6 +714,14 @@ class Program {
             case Op::sqrt: return std::sqrt(x);
             case Op::rsqrt: return 1.0 / std::sqrt(x);
             case Op::abs: return std::fabs(x);
+            case Op::log2: return std::log2(x);
+            case Op::sin: return std::sin(x);
+            case Op::cos: return std::cos(x);
+            case Op::tanh: return std::tanh(x);
+            case Op::erf: return std::erf(x);
+            case Op::floor: return std::floor(x);
+            case Op::ceil: return std::ceil(x);
+            case Op::sigmoid: return 1.0 / (1.0 + std::exp(-x));
             default: fail(id, "not a float operation");
           }
         });

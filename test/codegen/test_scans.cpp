@@ -193,6 +193,9 @@ void check_all(const Runner& dev, unsigned salt) {
   check_scan<float, 16, 96, 1, S::sum, false>(dev, {1, 4, 8}, salt + 8);
   check_scan<float, 64, 32, 0, S::sum, true>(dev, {1, 4, 8}, salt + 9);
   check_scan<float, 96, 16, 0, S::min, false>(dev, {4, 12}, salt + 10);
+  // Along the dim the warps split first (digits 2w 2w 2r ...): the block totals cross warps in 16 KiB chunks
+  // (one slot per register and thread would be 64 KiB).
+  check_scan<float, 128, 128, 0, S::sum, false>(dev, {4}, salt + 17, 4e-6);
   // Integers (exact, wrapping) and 16-bit floats (accumulated in f32).
   check_scan<std::int32_t, 8, 128, 1, S::sum, false>(dev, {1, 4}, salt + 11);
   check_scan<std::int32_t, 1, 64, 0, S::prod, true>(dev, {2}, salt + 12);
@@ -244,6 +247,18 @@ TEST_CASE("scans_lower_each_digit_where_it_lives") {
                                        {.num_warps = 1});
   CHECK(r.source.find("tj_sc[") == std::string::npos);
   CHECK(r.source.find("3r") != std::string::npos);
+}
+
+TEST_CASE("scans_across_warps_use_bounded_shared_memory") {
+  // A review found [128, 128] along axis 0 refused for 64 KiB of shared memory (a slot per register and thread).
+  for (const char* arch : {"sm_80", "sm_90a", "gfx942"})
+    for (int nw : {4, 8}) {
+      CAPTURE(arch);
+      CAPTURE(nw);
+      const auto g = tj::codegen::generate(tj::trace(Scan<float, 128, 128, 0, S::sum, false>{}), {}, tj::codegen::target_for(arch),
+                                           {.num_warps = nw});
+      CHECK(g.shared_bytes <= 16384);
+    }
 }
 
 TEST_CASE("scans_ir_prints_axis_and_direction") {

@@ -60,6 +60,15 @@ static inline void __syncthreads() { tj_host_barrier(); }
 static inline int __shfl_xor(int v, int m) { return (int)tj_host_exchange((unsigned)v, threadIdx.x, threadIdx.x ^ (unsigned)m); }
 static inline float __shfl_xor(float v, int m) { return __builtin_bit_cast(float, __shfl_xor(__builtin_bit_cast(int, v), m)); }
 static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+static inline float tj_host_expf(float x) { return expf(x); }
+#define __expf tj_host_expf  // (glibc declares __expf but exports no such symbol)
+// HIP's scoped atomics as the host's (every scope is the process).
+#define __HIP_MEMORY_SCOPE_AGENT 4
+#define __hip_atomic_fetch_add(p, v, order, scope) __atomic_fetch_add(p, v, order)
+#define __hip_atomic_fetch_max(p, v, order, scope) __atomic_fetch_max(p, v, order)
+#define __hip_atomic_fetch_min(p, v, order, scope) __atomic_fetch_min(p, v, order)
+#define __hip_atomic_exchange(p, v, order, scope) __atomic_exchange_n(p, v, order)
+#define __hip_atomic_compare_exchange_strong(p, e, v, o1, o2, scope) __atomic_compare_exchange_n(p, e, v, false, o1, o2)
 static inline double rsqrt(double x) { return 1.0 / sqrt(x); }
 )";
 

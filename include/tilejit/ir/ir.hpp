@@ -82,6 +82,12 @@ enum class Op : std::uint8_t {
   // inclusive scans along `axis` (args[0]; the type is the operand's): element j is x[0] op ... op x[j], or with
   // i = 1 (reverse) x[j] op ... op x[n-1]
   scan_sum, scan_prod, scan_max, scan_min,
+  // atomic read-modify-writes, relaxed, device scope: args: pointers, value, mask (-1 = none); the node's value is
+  // what each address held before (0 where masked off)
+  atomic_add, atomic_max, atomic_min, atomic_xchg,
+  atomic_cas,    // args: pointers, compare, value: stores value where memory equals compare; the value held before
+  // more unary math (args[0], floating point)
+  log2, sin, cos, tanh, erf, floor, ceil, sigmoid,
 };
 
 /// desc_field's i for shape[d] and strides[d] of a descriptor of any rank (d < 5).
@@ -100,6 +106,7 @@ bool is_compare(Op op);
 bool is_unary(Op op);
 bool is_reduce(Op op);
 bool is_scan(Op op);
+bool is_atomic(Op op);
 
 struct Node {
   Op op = Op::constant;

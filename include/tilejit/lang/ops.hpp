@@ -304,6 +304,20 @@ TILEJIT_FLOAT_UNARY(exp2, exp2)
 TILEJIT_FLOAT_UNARY(log, log)
 TILEJIT_FLOAT_UNARY(sqrt, sqrt)
 TILEJIT_FLOAT_UNARY(rsqrt, rsqrt)
+// log2, sin, cos, tanh, erf, floor, ceil and sigmoid (1 / (1 + e^-x), through `exp`) of a floating-point tile,
+// elementwise, f16 / bf16 / f8 computed in f32. CUDA: the CUDA math library's log2f, sinf, cosf (full range
+// reduction), tanhf, erff (a few ulp). HIP: clang's builtins (AMD's native sin / cos / log2 instructions) and
+// tilejit's own f32 tanh and erf (series near 0, closed forms elsewhere; measured on the CPU over [-8, 8]: within
+// 7.5e-8 and 2.1e-7 of the true values); of f64 only floor and ceil (the others need the ROCm device libraries:
+// Unsupported). The interpreter computes in double.
+TILEJIT_FLOAT_UNARY(log2, log2)
+TILEJIT_FLOAT_UNARY(sin, sin)
+TILEJIT_FLOAT_UNARY(cos, cos)
+TILEJIT_FLOAT_UNARY(tanh, tanh)
+TILEJIT_FLOAT_UNARY(erf, erf)
+TILEJIT_FLOAT_UNARY(floor, floor)
+TILEJIT_FLOAT_UNARY(ceil, ceil)
+TILEJIT_FLOAT_UNARY(sigmoid, sigmoid)
 #undef TILEJIT_FLOAT_UNARY
 
 /// |x| elementwise, for any numeric tile (for signed integers, |INT_MIN| wraps to INT_MIN as in C).
@@ -605,6 +619,104 @@ void store(const P& p, const V& value0, const M& mask) {
   n.args[1] = lang::broadcast_id(value.id(), n.type);
   n.args[2] = lang::broadcast_id(mask.id(), lang::ir_type<bool, S>());
   lang::record(n);
+}
+
+// ---- atomics ---------------------------------------------------------------
+namespace lang {
+template <class T>
+inline constexpr bool atomic_int_v = std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::uint32_t> ||
+                                     std::is_same_v<T, std::int64_t> || std::is_same_v<T, std::uint64_t>;
+template <ir::Op OP, class T>
+inline constexpr bool atomic_type_v =
+    OP == ir::Op::atomic_cas ? atomic_int_v<T>
+    : OP == ir::Op::atomic_max || OP == ir::Op::atomic_min ? atomic_int_v<T> || std::is_same_v<T, float>
+                                                             : atomic_int_v<T> || std::is_same_v<T, float> || std::is_same_v<T, double>;
+template <ir::Op OP, class T, bool ok = atomic_type_v<OP, T>>
+struct atomic_element_type_must_be_supported {
+  static_assert(ok, "atomics take 32- and 64-bit integers, f32 and f64 (add, xchg), f32 (max, min) and integers (cas); "
+                    "not 16-bit floats, 8/16-bit integers or bool");
+  static constexpr bool value = ok;
+};
+
+/// An atomic node: pointers p, operand a (the compare of a cas) and b (a cas's value), an optional mask.
+template <ir::Op OP, class P, class A, class B, class M>
+auto atomic(const P& p, const A& a0, const B* b0, const M* mask) {
+  using PE = elem_t<P>;
+  static_assert(is_ptr_v<PE>, "atomics need a pointer tile (ptr + offsets)");
+  using T = typename PE::pointee;
+  static_assert(atomic_element_type_must_be_supported<OP, T>::value);
+  auto operand = [](const auto& x) {
+    if constexpr (Literal<std::decay_t<decltype(x)>>) return literal_constant<T>(x);
+    else return tile_of(x);
+  };
+  auto a = operand(a0);
+  static_assert(dtypes_must_match<T, elem_t<decltype(a)>, std::is_same_v<T, elem_t<decltype(a)>>>::value);
+  using MS = shape_t<std::conditional_t<std::is_same_v<M, void>, P, M>>;  // the mask's shape (the pointers' without one)
+  using B0 = broadcast_shape<shape_t<P>, MS>;
+  static_assert(shapes_must_match<shape_t<P>, MS, B0::ok>::value);
+  if constexpr (!std::is_same_v<M, void>) static_assert(std::is_same_v<elem_t<M>, bool>, "atomic mask must be a bool tile");
+  using S = typename B0::type;
+  using BA = broadcast_shape<S, shape_t<decltype(a)>>;
+  static_assert(shapes_must_match<S, shape_t<decltype(a)>, BA::ok && std::is_same_v<typename BA::type, S>>::value);
+  ir::Node n;
+  n.op = OP;
+  n.type = ir_type<T, S>();
+  n.args[0] = broadcast_id(p.id(), ir_type<PE, S>());
+  n.args[1] = broadcast_id(a.id(), n.type);
+  if constexpr (!std::is_same_v<B, void>) {
+    auto b = operand(*b0);
+    static_assert(dtypes_must_match<T, elem_t<decltype(b)>, std::is_same_v<T, elem_t<decltype(b)>>>::value);
+    using BB = broadcast_shape<S, shape_t<decltype(b)>>;
+    static_assert(shapes_must_match<S, shape_t<decltype(b)>, BB::ok && std::is_same_v<typename BB::type, S>>::value);
+    n.args[2] = broadcast_id(b.id(), n.type);
+  }
+  if constexpr (!std::is_same_v<M, void>) n.args[2] = broadcast_id(mask->id(), ir_type<bool, S>());
+  return make_tile_t<T, S>(record(n));
+}
+}  // namespace lang
+
+/// Atomic read-modify-writes at the addresses of a pointer tile (Triton's tl.atomic_add / max / min / xchg):
+/// each address where `mask` is true (all, without one) takes `old + value` (max, min, value), and the result is
+/// the tile of old values (0 where masked off). Value and mask broadcast to the pointers' shape. A literal value is
+/// converted to the pointee type while tracing; one it cannot hold exactly (1.5 for an i32 pointer) throws
+/// InvalidArgument, and a negative literal for an unsigned pointee wraps as in C. Memory order relaxed, device
+/// scope (CUDA's atomicAdd and kin; HIP's agent-scope atomics); each element is done once however many threads
+/// hold a copy of it. Elements: 32- and 64-bit integers, f32 and f64 (add, xchg), f32 (max, min: through the
+/// integer order of its bits, +0 above -0, NaN not supported); others fail to compile
+/// (atomic_element_type_must_be_supported). Two elements with the same address both apply, in an unspecified
+/// order (the interpreter: row-major order, one program at a time per atomic).
+template <lang::TileArg P, class V> auto atomic_add(const P& p, const V& value) {
+  return lang::atomic<ir::Op::atomic_add, P, V, void, void>(p, value, nullptr, nullptr);
+}
+template <lang::TileArg P, class V, lang::TileArg M> auto atomic_add(const P& p, const V& value, const M& mask) {
+  return lang::atomic<ir::Op::atomic_add, P, V, void, M>(p, value, nullptr, &mask);
+}
+/// Atomic maximum; as `atomic_add`.
+template <lang::TileArg P, class V> auto atomic_max(const P& p, const V& value) {
+  return lang::atomic<ir::Op::atomic_max, P, V, void, void>(p, value, nullptr, nullptr);
+}
+template <lang::TileArg P, class V, lang::TileArg M> auto atomic_max(const P& p, const V& value, const M& mask) {
+  return lang::atomic<ir::Op::atomic_max, P, V, void, M>(p, value, nullptr, &mask);
+}
+/// Atomic minimum; as `atomic_add`.
+template <lang::TileArg P, class V> auto atomic_min(const P& p, const V& value) {
+  return lang::atomic<ir::Op::atomic_min, P, V, void, void>(p, value, nullptr, nullptr);
+}
+template <lang::TileArg P, class V, lang::TileArg M> auto atomic_min(const P& p, const V& value, const M& mask) {
+  return lang::atomic<ir::Op::atomic_min, P, V, void, M>(p, value, nullptr, &mask);
+}
+/// Atomic exchange: stores `value`, returns the old values; as `atomic_add`.
+template <lang::TileArg P, class V> auto atomic_xchg(const P& p, const V& value) {
+  return lang::atomic<ir::Op::atomic_xchg, P, V, void, void>(p, value, nullptr, nullptr);
+}
+template <lang::TileArg P, class V, lang::TileArg M> auto atomic_xchg(const P& p, const V& value, const M& mask) {
+  return lang::atomic<ir::Op::atomic_xchg, P, V, void, M>(p, value, nullptr, &mask);
+}
+/// Atomic compare-and-swap (tl.atomic_cas): where memory equals `compare` it takes `value`; returns the old values
+/// (so an element succeeded where the result equals `compare`). 32- and 64-bit integers; relaxed, device scope.
+/// No mask (as Triton's): point masked-off elements at a scratch address, or compare against a value they never hold.
+template <lang::TileArg P, class C, class V> auto atomic_cas(const P& p, const C& compare, const V& value) {
+  return lang::atomic<ir::Op::atomic_cas, P, C, V, void>(p, compare, &value, nullptr);
 }
 
 /// Ceiling division for grids (host side): cdiv(n, 96). b must be > 0; a >= 0.
