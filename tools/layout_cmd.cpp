@@ -197,7 +197,14 @@ L::LinearLayout build(const Params& ps, F&& f) {
   try {
     return f();
   } catch (const LayoutError& e) {
-    throw SpecError(ps.kind_token(), e.what());
+    // The digit cap is the shape's doing (or its registers per thread): blame that key.
+    const std::string what = e.what();
+    if (what.find("a digit system holds at most") != std::string::npos && ps.has("shape"))
+      throw SpecError(ps.get("shape").token,
+                      fmt::format("{}: every named dim (register, lane, warp, dim0, dim1) holds at most {} prime digits "
+                                  "(2^{} elements of a power-of-two size), and this shape needs more in one of them",
+                                  what, L::DigitSystem::kMaxDigits, L::DigitSystem::kMaxDigits));
+    throw SpecError(ps.kind_token(), what);
   }
 }
 
@@ -473,8 +480,12 @@ std::string cell_text(const ParsedLayout& p, const OwnerTable& t, int row, int c
   const std::vector<L::Image>& o = t.at(row, col);
   if (o.empty()) return "-";
   if (all_owners) {
+    // At most kMaxOwnersListed per cell: a value broadcast over every thread of a program has one owner per
+    // thread, which made cells of thousands of characters.
+    constexpr std::size_t kMaxOwnersListed = 8;
     std::string s;
-    for (const L::Image& in : o) s += (s.empty() ? "" : "|") + owner_label(p, in);
+    for (std::size_t i = 0; i < o.size() && i < kMaxOwnersListed; ++i) s += (s.empty() ? "" : "|") + owner_label(p, o[i]);
+    if (o.size() > kMaxOwnersListed) s += fmt::format("|+{}", o.size() - kMaxOwnersListed);
     return s;
   }
   std::string s = owner_label(p, o[0]);
@@ -628,7 +639,7 @@ std::string render_grid(const ParsedLayout& p, const OwnerTable& t, const ShowOp
       parts += prefix_of(l.in_name(i).view()) + "<" + std::string(l.in_name(i).view()) + ">";
     }
     cell_rule = fmt::format("cell = {}{}", parts,
-                            o.all_owners ? ", every owner joined by |"
+                            o.all_owners ? ", every owner joined by | (the first 8, then |+k more)"
                                          : ", +k = k more owners hold copies");
   }
   std::string s;

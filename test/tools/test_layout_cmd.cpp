@@ -205,6 +205,7 @@ TEST_CASE("layout_cmd: bad specs name the token and the rule") {
       {"blocked shape=99999999 tpw=32", "shape=99999999", "0..1048576"},
       {"blocked shape=0 tpw=32", "shape=0", "at least 1"},
       {"blocked shape=2x2x2 tpw=32", "shape=2x2x2", "layout show draws rank 1 or 2"},
+      {"blocked shape=65536x65536 tpw=32x1", "shape=65536x65536", "holds at most 24 prime digits"},
       {"blocked shape=16x96 tpw=32", "tpw=32", "tpw takes 2 entries, one per dim of shape (got 1)"},
       {"blocked shape=16x96 tpw=4x8 order=0,0", "order=0,0", "permutation"},
       {"blocked shape=96 tpw=16 wpc=1", "blocked", "a warp has 32 or 64 threads"},
@@ -389,6 +390,9 @@ TEST_CASE("layout show: replication when the tile is smaller than the program") 
 
   // 1-D: 16 elements over 32 lanes; lanes 16..31 hold copies of 0..15.
   CHECK(owners_at("blocked shape=16 tpw=32", 0, 3, true) == "w0:t3:r0|w0:t19:r0");
+  // 4 elements over 32 lanes x 4 warps: 32 owners each; --all-owners lists the first 8, then how many more.
+  CHECK(owners_at("blocked shape=4 tpw=32 wpc=4", 0, 1, true) ==
+        "w0:t1:r0|w0:t5:r0|w0:t9:r0|w0:t13:r0|w0:t17:r0|w0:t21:r0|w0:t25:r0|w0:t29:r0|+24");
   // A reduction's result: every row sum is held by a quad of lanes x 2 registers.
   const std::string row_sums = layout_show("slice dim=1 mma shape=16x8", ShowOptions{});
   CHECK(contains(row_sums, "replication: every element has 8 owners"));
