@@ -3096,19 +3096,36 @@ class Emitter {
     for (const auto& l : levels) {
       const ir::InputDigit& g = l.g;
       if (l.where == 'r') {
+        // Per group of p sibling blocks (base: the first), a running fold of their totals: sibling j's elements
+        // take the fold of siblings 0..j-1 (j+1..p-1, reversed), one combine each, and the group's total is the
+        // whole fold (a register line per element and digit, not one per element and sibling before it).
         const int p = g.radix, st = g.stride;
-        auto fold = [&](int base, int from, int to) {  // tot of siblings from .. to-1, in order
-          std::string e = T(base + from * st);
-          for (int j = from + 1; j < to; ++j) e = combine(e, T(base + j * st));
-          return e;
-        };
-        for (int x : regs_) {
-          const int j = (x / st) % p, base = rep(x) - j * st;
-          if (!rev && j > 0) line(fmt::format("{} = {};", P(x), combine(fold(base, 0, j), P(x))));
-          if (rev && j < p - 1) line(fmt::format("{} = {};", P(x), combine(P(x), fold(base, j + 1, p))));
+        for (int base : regs_) {
+          if (rep(base) != base || (base / st) % p != 0) continue;
+          auto of_sibling = [&](int j) {
+            std::vector<int> xs;
+            for (int x : regs_)
+              if (rep(x) == base + j * st) xs.push_back(x);
+            return xs;
+          };
+          line("{");
+          if (!rev) {
+            line(fmt::format("  {} tj_a = {};", ty, T(base)));
+            for (int j = 1; j < p; ++j) {
+              for (int x : of_sibling(j)) line(fmt::format("  {} = {};", P(x), combine("tj_a", P(x))));
+              if (j < p - 1) line(fmt::format("  tj_a = {};", combine("tj_a", T(base + j * st))));
+            }
+            line(fmt::format("  {} = {};", T(base), combine("tj_a", T(base + (p - 1) * st))));
+          } else {
+            line(fmt::format("  {} tj_a = {};", ty, T(base + (p - 1) * st)));
+            for (int j = p - 2; j >= 0; --j) {
+              for (int x : of_sibling(j)) line(fmt::format("  {} = {};", P(x), combine(P(x), "tj_a")));
+              line(fmt::format("  tj_a = {};", combine(T(base + j * st), "tj_a")));
+            }
+            line(fmt::format("  {} = tj_a;", T(base)));
+          }
+          line("}");
         }
-        for (int x : regs_)
-          if (rep(x) == x && (x / st) % p == 0) line(fmt::format("{} = {};", T(x), fold(x, 0, p)));
         joined.push_back(g);
       } else if (l.where == 'l') {
         if (g.radix != 2) refuse(fmt::format("a lane digit of radix {}", g.radix));
@@ -3560,6 +3577,12 @@ Generated generate_once(const ir::Kernel& k, const ir::Specialization& spec, con
     throw InvalidArgument(fmt::format("num_ctas = {}: a cluster is 1, 2 or 4 programs", o.num_ctas));
   if (o.device_events_wgmma && !o.device_events)
     throw InvalidArgument("device_events_wgmma = true needs device_events = true (the wgmma pairs are device events)");
+  // bf16 values convert with cvt.rn.bf16.f32, which PTX has from sm_80 (ptxas failed inside the NVRTC compile).
+  if (t.dialect == Dialect::cuda && sm_number(t.arch) < 80)
+    for (std::size_t id = 0; id < k.nodes.size(); ++id)
+      if (k.nodes[id].type.dtype == DType::bf16 && !k.nodes[id].type.is_desc && !k.nodes[id].type.is_ptr)
+        throw Unsupported(fmt::format("node %{} ({}) holds bf16 values, which need sm_80 or newer (cvt.rn.bf16.f32); the target is "
+                                      "{}: use f16 or f32 there", id, ir::to_string(k.nodes[id].type), t.arch));
   // Descriptor loads: TMA (sm_90a) or cp.async (sm_80+) where a pipeline takes them, masked loads elsewhere.
   std::vector<char> keep = async_loads(k, t, o);
   std::vector<std::string> store_diagnostics;

@@ -49,6 +49,14 @@ struct FloorCeil64 {
   }
 };
 
+/// y = tanh(x) in bf16.
+struct TanhBf16 {
+  void operator()(tj::Ptr<tj::bf16> x, tj::Ptr<tj::bf16> y) const {
+    auto o = tj::arange<128>();
+    tj::store(y + o, tj::tanh(tj::load(x + o)));
+  }
+};
+
 double reference(int f, float x) {
   switch (f) {
     case 0: return std::log2(static_cast<double>(std::fabs(x) + 0.01f));  // (the + 0.01 is an f32 add in the kernel)
@@ -106,6 +114,14 @@ TEST_CASE("math_more_compile_everywhere") {
                                "floor_ceil_f64");
   CHECK_THROWS_WITH_AS(tj::codegen::generate(tj::trace(Math<double>{}), {}, tj::codegen::target_for("gfx942"), {.num_warps = 4}),
                        doctest::Contains("of an f64 tile on HIP needs the ROCm device libraries"), tj::Unsupported);
+}
+
+TEST_CASE("math_more_bf16_needs_sm80") {
+  // A review found bf16 kernels for sm_75 failing inside ptxas (cvt.bf16.f32 requires sm_80): refused up front now.
+  const auto k = tj::trace(TanhBf16{});
+  CHECK_THROWS_WITH_AS(tj::codegen::generate(k, {}, tj::codegen::target_for("sm_75"), {.num_warps = 4}),
+                       doctest::Contains("need sm_80 or newer (cvt.rn.bf16.f32); the target is sm_75"), tj::Unsupported);
+  testing::compiles_for(tj::codegen::generate(k, {}, tj::codegen::target_for("sm_80"), {.num_warps = 4}).source, "sm_80", k.name);
 }
 
 TEST_CASE("math_more_interpreter_matches_std") {

@@ -287,8 +287,9 @@ template <class T, class X>
 Tile<T> scalar(X value) { return lang::literal_constant<T>(value); }
 
 // ---- elementwise math -----------------------------------------------------
-// exp, exp2, log, sqrt, rsqrt of a floating-point tile, elementwise. f16 / bf16 / f8 are computed in f32 and
-// rounded back; f32 on CUDA: exp is __expf (the fast hardware approximation: ex2.approx of x·log2 e), exp2 is
+// exp, exp2, log, sqrt, rsqrt of an f16, bf16, f32 or f64 tile (f8 tiles: cast to f32 first), elementwise. f16 /
+// bf16 are computed in f32 and rounded back; f32 on CUDA: exp is __expf (the fast hardware approximation: ex2.approx
+// of x·log2 e), exp2 is
 // ex2.approx.ftz (2 ulp, results below 2^-126 flushed to zero), log is logf, sqrt is sqrtf (correctly rounded),
 // rsqrt is rsqrtf (approximate); on HIP the matching clang builtins. f64 uses the double-precision functions
 // (on HIP only sqrt and rsqrt: f64 exp, exp2 and log throw Unsupported there, as they need the ROCm device
@@ -296,7 +297,7 @@ Tile<T> scalar(X value) { return lang::literal_constant<T>(value); }
 #define TILEJIT_FLOAT_UNARY(fn, opcode)                                                   \
   template <lang::TileArg X>                                                              \
   auto fn(const X& x) {                                                                   \
-    static_assert(lang::is_float_elem_v<lang::elem_t<X>>, #fn " needs a floating-point tile"); \
+    static_assert(lang::is_float_elem_v<lang::elem_t<X>>, #fn " needs an f16, bf16, f32 or f64 tile (cast f8 to f32)"); \
     return lang::unary<ir::Op::opcode>(x);                                                \
   }
 TILEJIT_FLOAT_UNARY(exp, exp)
@@ -305,7 +306,7 @@ TILEJIT_FLOAT_UNARY(log, log)
 TILEJIT_FLOAT_UNARY(sqrt, sqrt)
 TILEJIT_FLOAT_UNARY(rsqrt, rsqrt)
 // log2, sin, cos, tanh, erf, floor, ceil and sigmoid (1 / (1 + e^-x), through `exp`) of a floating-point tile,
-// elementwise, f16 / bf16 / f8 computed in f32. CUDA: the CUDA math library's log2f, sinf, cosf (full range
+// elementwise, of the same element types, f16 / bf16 computed in f32. CUDA: the CUDA math library's log2f, sinf, cosf (full range
 // reduction), tanhf, erff (a few ulp). HIP: clang's builtins (AMD's native sin / cos / log2 instructions) and
 // tilejit's own f32 tanh and erf (series near 0, closed forms elsewhere; measured on the CPU over [-8, 8]: within
 // 7.5e-8 and 2.1e-7 of the true values); of f64 only floor and ceil (the others need the ROCm device libraries:
@@ -432,10 +433,52 @@ auto lang::reduce(const X& x0) {
 
 /// Sum along `Axis` (the axis disappears: [M,N] -> [M] for Axis = 1).
 template <int Axis, lang::TileArg X> auto sum(const X& x) { return lang::reduce<ir::Op::reduce_sum, Axis>(x); }
-/// Maximum along `Axis`.
+/// Maximum along `Axis`. NaN propagates; whether the maximum of -0 and +0 is -0 or +0 is unspecified (as fmax),
+/// and can differ between the interpreter and a GPU (also for `minimum`, `min`, `cummax`, `cummin`).
 template <int Axis, lang::TileArg X> auto max(const X& x) { return lang::reduce<ir::Op::reduce_max, Axis>(x); }
 /// Minimum along `Axis`.
 template <int Axis, lang::TileArg X> auto min(const X& x) { return lang::reduce<ir::Op::reduce_min, Axis>(x); }
+
+namespace lang {
+/// The first index along Axis where `hit` is true (the extent where none is): a minimum of indices.
+template <int Axis, class H>
+auto first_index(const H& hit) {
+  using S = shape_t<H>;
+  constexpr int L = S::dims[Axis];
+  auto idx = [] {
+    if constexpr (S::rank == 1) return tilejit::arange<L>();
+    else if constexpr (Axis == 0) return tilejit::expand_dims<1>(tilejit::arange<L>());
+    else return tilejit::expand_dims<0>(tilejit::arange<L>());
+  }();
+  return tilejit::min<Axis>(tilejit::where(hit, idx, L));
+}
+/// x's extremum along Axis (max or min), broadcast back over Axis.
+template <bool Max, int Axis, class X>
+auto extremum_kept(const X& x) {
+  auto m = [&] {
+    if constexpr (Max) return tilejit::max<Axis>(x);
+    else return tilejit::min<Axis>(x);
+  }();
+  if constexpr (shape_t<X>::rank == 1) return m;
+  else return tilejit::expand_dims<Axis>(m);
+}
+template <bool Max, int Axis, class X>
+auto arg_extremum(const X& x0) {
+  auto x = tile_of(x0);
+  using S = shape_t<decltype(x)>;
+  static_assert(S::rank >= 1 && Axis >= 0 && Axis < S::rank, "argmax / argmin: axis out of range for this tile's rank");
+  auto hit = x == extremum_kept<Max, Axis>(x);
+  if constexpr (is_float_elem_v<elem_t<decltype(x)>>) return first_index<Axis>(hit | (x != x));  // NaN: the extremum
+  else return first_index<Axis>(hit);
+}
+}  // namespace lang
+
+/// Index (i32) of the maximum along `Axis`, the axis removed ([M,N] -> [M] for Axis = 1), Triton's tl.argmax: the
+/// first index among equal maxima; a NaN counts as the maximum (its first index), as torch.argmax. Composed from
+/// max, a compare and a min of indices (two reductions).
+template <int Axis, lang::TileArg X> auto argmax(const X& x) { return lang::arg_extremum<true, Axis>(x); }
+/// Index (i32) of the minimum along `Axis`; as `argmax` (a NaN counts as the minimum).
+template <int Axis, lang::TileArg X> auto argmin(const X& x) { return lang::arg_extremum<false, Axis>(x); }
 
 // ---- scans ----------------------------------------------------------------
 namespace lang {
