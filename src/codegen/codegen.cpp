@@ -1399,6 +1399,10 @@ class Emitter {
     return fmt::format("L{}", n);
   }
   int R(int id) const { return regs(TL(id)); }
+  /// Bytes of one register of element type t in a shared-memory scratch: 8 for i64, u64 and f64 (u64's was counted
+  /// as 4: a review's u64 reduction across warps wrote past the scratch and faulted on the H200), 4 for the rest
+  /// (f16 and bf16 are f32 registers, narrow integers int).
+  static int register_bytes(DType t) { return t == DType::i64 || t == DType::u64 || t == DType::f64 ? 8 : 4; }
 
   /// Input digits a value in layout `t` does not see (image zero on all its dims): copies.
   static bool digit_hidden(const ir::InputDigit& g, const ir::TileLayout& t) {
@@ -2966,12 +2970,7 @@ class Emitter {
       if (reduces(g)) warp_red.push_back(g);
     if (!warp_red.empty()) {
       const int slots = static_cast<int>(canon.size()) * threads_;
-      // A register of the result's type: 8 bytes for i64, u64 and f64 (u64's was counted as 4: a review's u64
-      // reduction across warps wrote past the scratch and faulted on the H200), 4 for the rest (f16 and bf16 are f32
-      // registers, narrow integers int).
-      const DType rt = k_[id].type.dtype;
-      const int reg_bytes = rt == DType::i64 || rt == DType::u64 || rt == DType::f64 ? 8 : 4;
-      smem_bytes_ = std::max(smem_bytes_, slots * reg_bytes);
+      smem_bytes_ = std::max(smem_bytes_, slots * register_bytes(k_[id].type.dtype));
       line(fmt::format("{}* const tj_red{} = ({}*)tj_smem;", ty, id, ty));
       for (std::size_t c = 0; c < canon.size(); ++c)
         line(fmt::format("tj_red{}[{} + tj_tid] = r{}_{};", id, c * static_cast<std::size_t>(threads_), id, c));
@@ -3146,8 +3145,7 @@ class Emitter {
         std::vector<int> reps;
         for (int r : regs_)
           if (rep(r) == r) reps.push_back(r);
-        const DType rt = n.type.dtype;
-        const int reg_bytes = rt == DType::i64 || rt == DType::u64 || rt == DType::f64 ? 8 : 4;
+        const int reg_bytes = register_bytes(n.type.dtype);
         // The block totals pass through shared memory in chunks of at most kScanScratchBytes: a scan along the dim
         // the warps split first (warp digits below register digits) has a total per register.
         const std::size_t chunk = static_cast<std::size_t>(std::max(1, kScanScratchBytes / (threads_ * reg_bytes)));

@@ -116,6 +116,11 @@ std::int64_t wrapping_sub(std::int64_t x, std::int64_t y) {
 std::int64_t wrapping_mul(std::int64_t x, std::int64_t y) {
   return static_cast<std::int64_t>(static_cast<std::uint64_t>(x) * static_cast<std::uint64_t>(y));
 }
+
+/// x < y for integers as the interpreter holds them: u64 as its bit pattern (compared unsigned), the rest signed.
+bool held_less(DType t, std::int64_t x, std::int64_t y) {
+  return t == DType::u64 ? static_cast<std::uint64_t>(x) < static_cast<std::uint64_t>(y) : x < y;
+}
 std::int64_t wrapping_neg(std::int64_t x) { return static_cast<std::int64_t>(0 - static_cast<std::uint64_t>(x)); }
 /// x / y and x % y for y != 0, of signed operands, or of u64 operands (held as their bit pattern).
 std::int64_t int_div(std::int64_t x, std::int64_t y, bool u64) {
@@ -545,10 +550,7 @@ class Program {
         const bool cas = n.op == Op::atomic_cas;
         const bool has_mask = !cas && n.args[2] >= 0;
         const DType t = n.type.dtype;
-        const bool u64 = t == DType::u64;
-        auto less = [&](std::int64_t x, std::int64_t y) {  // integers as held (u64 as its bit pattern)
-          return u64 ? static_cast<std::uint64_t>(x) < static_cast<std::uint64_t>(y) : x < y;
-        };
+        auto less = [t](std::int64_t x, std::int64_t y) { return held_less(t, x, y); };
         // f32 max / min as the generated code does them, on the bits: max is a signed max where the operand's sign
         // bit is clear and an unsigned min where it is set; min a signed min / unsigned max (right for every non-NaN
         // pair; +0 > -0).
@@ -640,10 +642,7 @@ class Program {
           }
         } else {
           out.i.resize(rows);
-          const bool u64 = n.type.dtype == DType::u64;  // held as its bit pattern: compared unsigned
-          auto less = [u64](std::int64_t x, std::int64_t y) {
-            return u64 ? static_cast<std::uint64_t>(x) < static_cast<std::uint64_t>(y) : x < y;
-          };
+          auto less = [&](std::int64_t x, std::int64_t y) { return held_less(n.type.dtype, x, y); };
           for (int o = 0; o < rows; ++o) {
             std::int64_t acc = a(0).i[src(o, 0)];
             for (int j = 1; j < len; ++j) {
@@ -680,10 +679,7 @@ class Program {
             }
           }
         } else {
-          const bool u64 = n.type.dtype == DType::u64;  // held as its bit pattern: compared unsigned
-          auto less = [u64](std::int64_t x, std::int64_t y) {
-            return u64 ? static_cast<std::uint64_t>(x) < static_cast<std::uint64_t>(y) : x < y;
-          };
+          auto less = [&](std::int64_t x, std::int64_t y) { return held_less(n.type.dtype, x, y); };
           out.i.resize(static_cast<std::size_t>(N));
           for (int o = 0; o < lines; ++o) {
             std::int64_t acc = 0;
