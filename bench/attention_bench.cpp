@@ -507,6 +507,17 @@ BENCHMARK(BM_FlashFwdSm80<128, false, true>)->Name("BM_FlashFwdSm80/D128/full/cp
 BENCHMARK(BM_FlashFwdSm80<128, false, true, 128, 64, 2, 8>)->Name("BM_FlashFwdSm80/D128/full/cp.async/128x64")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashFwdSm80<128, true, false>)->Name("BM_FlashFwdSm80/D128/causal/pointer")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashFwdSm80<128, true, true>)->Name("BM_FlashFwdSm80/D128/causal/cp.async")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<64, false, true, 128, 64, 2, 4>)->Name("BM_FlashFwdSm80/D64/full/cp.async/128x64/4w")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<64, false, true, 128, 128, 2, 4>)->Name("BM_FlashFwdSm80/D64/full/cp.async/128x128/4w")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<128, false, true, 128, 64, 2, 4>)->Name("BM_FlashFwdSm80/D128/full/cp.async/128x64/4w")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<128, true, true, 128, 64, 2, 8>)->Name("BM_FlashFwdSm80/D128/causal/cp.async/128x64/8w")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<128, true, true, 128, 64, 2, 4>)->Name("BM_FlashFwdSm80/D128/causal/cp.async/128x64/4w")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<96, false, true, 64, 64, 2, 4>)->Name("BM_FlashFwdSm80/D96/full/cp.async/64x64/4w")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<96, false, true, 128, 64, 2, 8>)->Name("BM_FlashFwdSm80/D96/full/cp.async/128x64/8w")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<96, false, true, 128, 64, 2, 4>)->Name("BM_FlashFwdSm80/D96/full/cp.async/128x64/4w")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<96, true, true, 64, 64, 2, 4>)->Name("BM_FlashFwdSm80/D96/causal/cp.async/64x64/4w")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<96, true, true, 128, 64, 2, 8>)->Name("BM_FlashFwdSm80/D96/causal/cp.async/128x64/8w")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<96, false, true, 64, 128, 2, 4>)->Name("BM_FlashFwdSm80/D96/full/cp.async/64x128/4w")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashBwd<64, false>)->Name("BM_FlashBwd/D64/full")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashBwd<64, true>)->Name("BM_FlashBwd/D64/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashBwd<128, false>)->Name("BM_FlashBwd/D128/full")->UseManualTime()->Unit(benchmark::kMillisecond);

@@ -722,6 +722,8 @@ BENCHMARK(BM_TilejitMmaSync<128, 256, 3, true, 8>)->Name("BM_TilejitMmaSync/128x
 BENCHMARK(BM_TilejitMmaSync<128, 256, 4, true, 8>)->Name("BM_TilejitMmaSync/128x256/4")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitMmaSync<256, 128, 3, true, 8>)->Name("BM_TilejitMmaSync/256x128/3")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitMmaSync<64, 128, 4, true, 4>)->Name("BM_TilejitMmaSync/64x128/4")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitMmaSync<128, 128, 3, true, 4>)->Name("BM_TilejitMmaSync/128x128/3/4w")->Apply(shapes_tn);  // 2 programs per SM
+BENCHMARK(BM_TilejitMmaSync<128, 128, 4, true, 4>)->Name("BM_TilejitMmaSync/128x128/4/4w")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitMmaSync<128, 128, 3, false>)->Name("BM_TilejitMmaSyncMasked/128x128")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitV5<128, 128, 4>)->Name("BM_TilejitV5/128x128/4")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitV5<128, 192, 4>)->Name("BM_TilejitV5/128x192/4")->Apply(shapes_tn);

@@ -230,10 +230,11 @@ class Attention {
           // blocks through a cp.async ring of 2 stages, read by mma.sync with ldmatrix (.trans for V), every warp on
           // whole rows. Full attention masks only the last key block of a ragged S (FlashAttnFwdTmaEdge: +8-12% on
           // the H200, docs/perf.md v0.16); causal masks every block (FlashAttnFwdTma: the edge-masked kernel measured
-          // 16% slower at D = 64 causal and 1% at D = 96 / 128). On the H200 compiled for sm_90: 2.2–2.6x
-          // flash_fwd.hpp (docs/perf.md v0.14); 64 x 64 with 4 warps at D = 64, 128 x 64 with 8 above.
+          // 16% slower at D = 64 causal and 1% at D = 96 / 128). Tiles: 64 x 64 with 4 warps, except full attention
+          // above D = 64, 128 x 64 with 8 (on the H200 compiled for sm_90, D = 128: full 263 TFLOP/s either way,
+          // causal 250 at 64 x 64 against 222 at 128 x 64; docs/perf.md v0.21).
           using Desc = tj::TensorDescriptor;
-          constexpr int BM = D > 64 ? 128 : 64, BN = 64;
+          constexpr int BM = D > 64 && !C ? 128 : 64, BN = 64;
           const long long rq = s.batch * s.heads_q * s.seqlen, hkv = s.batch * s.heads_kv;
           const Desc dq(dev_, const_cast<T*>(q), tj::dtype_v<T>, {rq, D}, {D, 1}, {BM, D});
           const Desc dk(dev_, const_cast<T*>(k), tj::dtype_v<T>, {hkv, s.seqlen, D}, {s.seqlen * D, D, 1}, {1, BN, D});

@@ -507,12 +507,14 @@ static __device__ __forceinline__ tj_view tj_view_of(const tj_desc& d, int R, in
 // cp.async; any other is written element by element, with the descriptor's fill past the tensor (zero, or the
 // ES-byte NaN pattern NANBITS when its OobFill asks for NaN, as a TMA copy fills).
 template <int ES, int ROWS, int COLS, int THREADS, unsigned NANBITS>
-static __device__ __forceinline__ void tj_cp_block(unsigned dst, const tj_view& d, int row0, int col0, int tid) {
+static __device__ __forceinline__ void tj_cp_block_edge(unsigned dst, const tj_view& d, int row0, int col0, int tid) {
   constexpr int EPC = 16 / ES, CPR = COLS / EPC, CHUNKS = ROWS * CPR;
   const unsigned char* const base = (const unsigned char*)d.base;
   const long long sh0 = d.rows, sh1 = d.cols, st0 = d.rstride;
   const bool aligned = (((long long)col0 * ES) & 15) == 0 && ((st0 * ES) & 15) == 0 && (((unsigned long long)base) & 15) == 0;
-#pragma unroll
+  // Rolled loops and byte stores: this path runs for edge blocks only, and unrolled it would take registers from
+  // the main loop it is inlined into.
+#pragma unroll 1
   for (int j = 0; j < (CHUNKS + THREADS - 1) / THREADS; ++j) {
     const int q = tid + j * THREADS;
     if (CHUNKS % THREADS != 0 && q >= CHUNKS) break;
@@ -522,14 +524,52 @@ static __device__ __forceinline__ void tj_cp_block(unsigned dst, const tj_view& 
     if (aligned && gr >= 0 && gr < sh0 && gc >= 0 && gc + EPC <= sh1) {
       tj_cp_async16(s, base + (gr * st0 + gc) * ES);
     } else {
-      unsigned w[4] = {0u, 0u, 0u, 0u};
-      unsigned char* const b = (unsigned char*)w;
+#pragma unroll 1
       for (int e = 0; e < EPC; ++e) {
         const bool in = gr >= 0 && gr < sh0 && gc + e >= 0 && gc + e < sh1;
-        for (int i = 0; i < ES; ++i)
-          b[e * ES + i] = in ? base[(gr * st0 + gc + e) * ES + i] : d.nan ? (unsigned char)(NANBITS >> (8 * i)) : (unsigned char)0;
+#pragma unroll 1
+        for (int i = 0; i < ES; ++i) {
+          const unsigned v = in ? base[(gr * st0 + gc + e) * ES + i] : d.nan ? (NANBITS >> (8 * i)) & 255u : 0u;
+          asm volatile("st.shared.u8 [%0], %1;" :: "r"(s + e * ES + i), "r"(v) : "memory");
+        }
       }
-      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" :: "r"(s), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3]) : "memory");
+    }
+  }
+}
+// The block as above. A block wholly inside the tensor with 16-byte aligned rows (the interior of a large GEMM:
+// every block but the last row and column of programs) is copied by one cp.async per chunk with no test per chunk:
+// the thread's first row and column computed once, then a fixed step of THREADS / CPR rows per chunk (CUTLASS's
+// multistage iterators do the same: predicates and offsets fixed before the main loop). Blocks at an edge take
+// tj_cp_block_edge, out of line so its registers do not count against the main loop's.
+template <int ES, int ROWS, int COLS, int THREADS, unsigned NANBITS>
+static __device__ __forceinline__ void tj_cp_block(unsigned dst, const tj_view& d, int row0, int col0, int tid) {
+  constexpr int EPC = 16 / ES, CPR = COLS / EPC, CHUNKS = ROWS * CPR;
+  const unsigned char* const base = (const unsigned char*)d.base;
+  const long long st0 = d.rstride;
+  const bool interior = row0 >= 0 && (long long)row0 + ROWS <= d.rows && col0 >= 0 && (long long)col0 + COLS <= d.cols &&
+                        ((((long long)col0 * ES) | (st0 * ES) | (long long)(unsigned long long)base) & 15) == 0;
+  if (!interior) {
+    tj_cp_block_edge<ES, ROWS, COLS, THREADS, NANBITS>(dst, d, row0, col0, tid);
+    return;
+  }
+  if constexpr (THREADS % CPR == 0) {
+    constexpr int STEP = THREADS / CPR;  // rows between a thread's chunks
+    const int r0 = tid / CPR, c = (tid % CPR) * EPC;
+    const unsigned char* g = base + (((long long)row0 + r0) * st0 + col0 + c) * ES;
+    const long long gstep = (long long)STEP * st0 * ES;
+#pragma unroll
+    for (int j = 0; j < (CHUNKS + THREADS - 1) / THREADS; ++j) {
+      if (CHUNKS % THREADS != 0 && tid + j * THREADS >= CHUNKS) break;
+      tj_cp_async16(dst + tj_swz128(r0 + j * STEP, c * ES, ROWS), g);
+      g += gstep;
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < (CHUNKS + THREADS - 1) / THREADS; ++j) {
+      const int q = tid + j * THREADS;
+      if (CHUNKS % THREADS != 0 && q >= CHUNKS) break;
+      const int r = q / CPR, c = (q % CPR) * EPC;
+      tj_cp_async16(dst + tj_swz128(r, c * ES, ROWS), base + (((long long)row0 + r) * st0 + col0 + c) * ES);
     }
   }
 }
