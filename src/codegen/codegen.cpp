@@ -197,6 +197,7 @@ class Emitter {
     if (dynamic) src += cp_ ? cp_async_prelude() : tma_prelude();
     if (!stores_.empty()) src += tma_store_prelude();
     if (o_.device_events) src += events_prelude(t_.dialect == Dialect::cuda);
+    src += combine_functions();
     // Warp-specialised: `.maxnreg` (__maxnreg__) fixes the launch allocation at launch_regs() per thread, the pool
     // setmaxnreg redistributes; with __launch_bounds__ alone ptxas may allocate fewer (58 for a 128x64 GEMM) and the
     // consumers' setmaxnreg.inc would wait forever for registers the program never had.
@@ -1732,6 +1733,63 @@ class Emitter {
     }
   }
 
+  /// `x` (a register of type `from`) converted to `to`'s register type.
+  static std::string cast_expr(const ir::Type& from, const ir::Type& to, const std::string& x) {
+    if (to.dtype == DType::i1) return "(" + x + " != 0)";
+    if (is_float(to.dtype)) return rounded(to, "(float)(" + x + ")");
+    if (is_float(from.dtype) || from.dtype != to.dtype) return "(" + reg_type(to) + ")(" + x + ")";
+    return x;
+  }
+
+  /// Throws Unsupported for unary op `n` (node `what`, in words) where the target has no code for it: on HIP without
+  /// the ROCm device libraries (hiprtc / clang as tilejit runs them), f64 exp, exp2, log and the transcendental
+  /// functions built on them have no instruction and no library to call (clang: "no libcall available for fexp");
+  /// floor, ceil, sqrt, rsqrt and abs are instructions.
+  void check_unary_target(const Node& n, const std::string& what) const {
+    const bool needs_libm = n.op == Op::exp || n.op == Op::exp2 || n.op == Op::log || n.op == Op::log2 || n.op == Op::sin ||
+                            n.op == Op::cos || n.op == Op::tanh || n.op == Op::erf || n.op == Op::sigmoid;
+    if (t_.dialect == Dialect::hip && n.type.dtype == DType::f64 && needs_libm)
+      throw Unsupported(fmt::format("{}: {} of an f64 tile on HIP needs the ROCm device libraries, which tilejit's HIP "
+                                    "compile does not link; compute it in f32 (tj::cast<float>) or on a CUDA target", what,
+                                    ir::name(n.op)));
+  }
+
+  /// The kernel's scan and reduction operators (Kernel::combines) as device functions `tj_comb<c>(earlier, later)` of the scan
+  /// element's register type: a line per node, each rounded to its type as the kernel's own elementwise code is.
+  std::string combine_functions() const {
+    std::string out;
+    for (std::size_t c = 0; c < k_.combines.size(); ++c) {
+      const ir::Combine& cb = k_.combines[c];
+      const std::string rt = reg_type(cb.nodes[0].type);
+      out += fmt::format("// combine {}: the operator of an associative_scan or reduce\nstatic __device__ __forceinline__ {} tj_comb{}({} c0, {} c1) {{\n",
+                         c, rt, c, rt, rt);
+      for (std::size_t j = 2; j < cb.nodes.size(); ++j) {
+        const Node& n = cb.nodes[j];
+        auto x = [&](int a) { return fmt::format("c{}", n.args[static_cast<std::size_t>(a)]); };
+        auto type_of = [&](int a) -> const ir::Type& { return cb.nodes[static_cast<std::size_t>(n.args[static_cast<std::size_t>(a)])].type; };
+        std::string e;
+        if (n.op == Op::constant) {
+          e = literal(n.type, n.f, n.i, t_.dialect);
+        } else if (ir::is_binary(n.op)) {
+          e = binary_expr(n.op, type_of(0), x(0), x(1));
+          if (!ir::is_compare(n.op)) e = rounded(n.type, e);
+        } else if (ir::is_unary(n.op)) {
+          check_unary_target(n, fmt::format("combine {} node %{}", c, j));
+          e = rounded(n.type, std::string(unary_function(n.op)) + "(" + x(0) + ")");
+        } else if (n.op == Op::where) {
+          e = x(0) + " ? " + x(1) + " : " + x(2);
+        } else if (n.op == Op::cast) {
+          e = cast_expr(type_of(0), n.type, x(0));
+        } else {
+          throw Unsupported(fmt::format("codegen: combine {} node %{} ({}) is not a scalar elementwise op", c, j, ir::name(n.op)));
+        }
+        out += fmt::format("  const {} c{} = {};\n", reg_type(n.type), j, e);
+      }
+      out += fmt::format("  return c{};\n}}\n", cb.result);
+    }
+    return out;
+  }
+
   std::string binary_expr(Op op, const ir::Type& operand, const std::string& a, const std::string& b) const {
     const bool fl = !operand.is_ptr && is_float(operand.dtype);
     switch (op) {
@@ -1850,13 +1908,7 @@ class Emitter {
         return;
       case Op::cast: {
         const ir::Type& from = k_[arg(0)].type;
-        each_register(id, [&](int r) {
-          std::string x = op(0, r);
-          if (t.dtype == DType::i1) return "(" + x + " != 0)";
-          if (is_float(t.dtype)) return rounded(t, "(float)(" + x + ")");
-          if (is_float(from.dtype) || from.dtype != t.dtype) return "(" + reg_type(t) + ")(" + x + ")";
-          return x;
-        });
+        each_register(id, [&](int r) { return cast_expr(from, t, op(0, r)); });
         return;
       }
       case Op::addptr:
@@ -1897,12 +1949,14 @@ class Emitter {
       case Op::reduce_sum:
       case Op::reduce_max:
       case Op::reduce_min:
+      case Op::reduce_custom:
         emit_reduce(id);
         return;
       case Op::scan_sum:
       case Op::scan_prod:
       case Op::scan_max:
       case Op::scan_min:
+      case Op::scan_custom:
         emit_scan(id);
         return;
       case Op::atomic_add:
@@ -2017,15 +2071,7 @@ class Emitter {
     }
     if (ir::is_unary(n.op)) {
       const char* f = unary_function(n.op);
-      // HIP without the ROCm device libraries (hiprtc / clang as tilejit runs them): f64 exp, exp2, log and the
-      // transcendental functions built on them have no instruction and no library to call (clang: "no libcall
-      // available for fexp"); floor, ceil, sqrt, rsqrt and abs are instructions.
-      const bool needs_libm = n.op == Op::exp || n.op == Op::exp2 || n.op == Op::log || n.op == Op::log2 || n.op == Op::sin ||
-                              n.op == Op::cos || n.op == Op::tanh || n.op == Op::erf || n.op == Op::sigmoid;
-      if (t_.dialect == Dialect::hip && n.type.dtype == DType::f64 && needs_libm)
-        throw Unsupported(fmt::format("node %{}: {} of an f64 tile on HIP needs the ROCm device libraries, which tilejit's HIP "
-                                      "compile does not link; compute it in f32 (tj::cast<float>) or on a CUDA target", id,
-                                      ir::name(n.op)));
+      check_unary_target(n, fmt::format("node %{}", id));
       each_register(id, [&](int r) {
         std::string x = op(0, r);
         std::string e = std::string(f) + "(" + x + ")";
@@ -2924,6 +2970,7 @@ class Emitter {
     const std::string ty = reg_type(n.type);
     auto combine = [&](const std::string& a, const std::string& b) {
       if (n.op == Op::reduce_sum) return a + " + " + b;
+      if (n.op == Op::reduce_custom) return fmt::format("tj_comb{}({}, {})", n.fn, a, b);
       return std::string(n.op == Op::reduce_max ? "tj_max(" : "tj_min(") + a + ", " + b + ")";
     };
     auto reduces = [&](const ir::InputDigit& g) { return q >= 0 && g.image[q] != 0; };
@@ -3034,6 +3081,7 @@ class Emitter {
         case Op::scan_sum: return a + " + " + b;
         case Op::scan_prod: return "(" + a + ") * (" + b + ")";
         case Op::scan_max: return "tj_max(" + a + ", " + b + ")";
+        case Op::scan_custom: return fmt::format("tj_comb{}({}, {})", n.fn, a, b);
         default: return "tj_min(" + a + ", " + b + ")";
       }
     };

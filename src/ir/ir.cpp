@@ -76,6 +76,9 @@ const char* name(Op op) {
     case Op::floor: return "floor";
     case Op::ceil: return "ceil";
     case Op::sigmoid: return "sigmoid";
+    case Op::scan_custom: return "scan_custom";
+    case Op::combine_arg: return "combine_arg";
+    case Op::reduce_custom: return "reduce_custom";
   }
   return "?";
 }
@@ -83,8 +86,8 @@ const char* name(Op op) {
 bool is_binary(Op op) { return op >= Op::add && op <= Op::ne; }
 bool is_compare(Op op) { return op >= Op::lt && op <= Op::ne; }
 bool is_unary(Op op) { return (op >= Op::neg && op <= Op::abs) || (op >= Op::log2 && op <= Op::sigmoid); }
-bool is_reduce(Op op) { return op == Op::reduce_sum || op == Op::reduce_max || op == Op::reduce_min; }
-bool is_scan(Op op) { return op >= Op::scan_sum && op <= Op::scan_min; }
+bool is_reduce(Op op) { return op == Op::reduce_sum || op == Op::reduce_max || op == Op::reduce_min || op == Op::reduce_custom; }
+bool is_scan(Op op) { return (op >= Op::scan_sum && op <= Op::scan_min) || op == Op::scan_custom; }
 bool is_atomic(Op op) { return op >= Op::atomic_add && op <= Op::atomic_cas; }
 
 std::vector<int> loop_ends(const Kernel& k) {
@@ -146,6 +149,43 @@ std::vector<char> stored_pointer_params(const Kernel& k) {
   return out;
 }
 
+Kernel without_nodes(const Kernel& k) {
+  Kernel out;
+  out.name = k.name;
+  out.params = k.params;
+  out.event_sites = k.event_sites;
+  out.combines = k.combines;
+  return out;
+}
+
+bool is_combine_op(Op op) {
+  return op == Op::combine_arg || op == Op::constant || is_binary(op) || is_unary(op) || op == Op::where || op == Op::cast;
+}
+
+namespace {
+/// A Combine's own rules: rank-0 elementwise nodes, operands defined before use, combine_arg 0 and 1 as nodes 0 and
+/// 1, and a result of the scan's element type.
+void verify_combine(const Kernel& k, int id) {
+  const Node& scan = k.nodes[static_cast<std::size_t>(id)];
+  if (scan.fn < 0 || static_cast<std::size_t>(scan.fn) >= k.combines.size())
+    throw Unsupported(fmt::format("IR: {} %{} names combine {} (the kernel has {})", name(scan.op), id, scan.fn, k.combines.size()));
+  const Combine& c = k.combines[static_cast<std::size_t>(scan.fn)];
+  const int size = static_cast<int>(c.nodes.size());
+  if (size < 2 || c.nodes[0].op != Op::combine_arg || c.nodes[0].i != 0 || c.nodes[1].op != Op::combine_arg || c.nodes[1].i != 1)
+    throw Unsupported(fmt::format("IR: combine {} does not start with its two operands", scan.fn));
+  for (int j = 0; j < size; ++j) {
+    const Node& n = c.nodes[static_cast<std::size_t>(j)];
+    if (!is_combine_op(n.op) || n.type.rank != 0 || (n.op == Op::combine_arg && j > 1))
+      throw Unsupported(fmt::format("IR: combine {} node %{} ({} {}) is not a scalar elementwise op", scan.fn, j, name(n.op),
+                                    to_string(n.type)));
+    for (int a : n.args)
+      if (a >= j) throw Unsupported(fmt::format("IR: combine {} node %{} uses %{} before it is defined", scan.fn, j, a));
+  }
+  if (c.result < 0 || c.result >= size || c.nodes[static_cast<std::size_t>(c.result)].type.dtype != scan.type.dtype)
+    throw Unsupported(fmt::format("IR: combine {}'s result %{} is not a {} value", scan.fn, c.result, tilejit::name(scan.type.dtype)));
+}
+}  // namespace
+
 void verify(const Kernel& k) {
   const auto ends = loop_ends(k);
   // depth-first: the loop (begin id) that directly contains each node, -1 at top level
@@ -161,6 +201,8 @@ void verify(const Kernel& k) {
   };
   for (std::size_t id = 0; id < k.nodes.size(); ++id) {
     const Node& n = k.nodes[id];
+    if (n.op == Op::scan_custom || n.op == Op::reduce_custom) verify_combine(k, static_cast<int>(id));
+    if (n.op == Op::combine_arg) throw Unsupported(fmt::format("IR: node %{} is a combine's operand outside a combine", id));
     if (n.op == Op::event && (n.i < 0 || static_cast<std::size_t>(n.i) >= k.event_sites.size() || n.axis < 0 || n.axis > 1))
       throw Unsupported(fmt::format("IR: event %{} names site {} (the kernel has {}) with kind {} (0 begin, 1 end)", id, n.i,
                                     k.event_sites.size(), n.axis));
@@ -223,7 +265,20 @@ std::string print(const Kernel& k) {
     if (n.op == Op::program_id || n.op == Op::num_programs || n.op == Op::expand_dims || is_reduce(n.op))
       out += fmt::format(" axis={}", n.axis);
     if (is_scan(n.op)) out += fmt::format(" axis={}{}", n.axis, n.i == 1 ? " reverse" : "");
+    if (n.op == Op::scan_custom || n.op == Op::reduce_custom) out += fmt::format(" combine={}", n.fn);
     out += "\n";
+  }
+  for (std::size_t c = 0; c < k.combines.size(); ++c) {
+    out += fmt::format("combine {} -> %{}\n", c, k.combines[c].result);
+    for (std::size_t j = 0; j < k.combines[c].nodes.size(); ++j) {
+      const Node& n = k.combines[c].nodes[j];
+      out += fmt::format("  %{} = {} {}", j, name(n.op), to_string(n.type));
+      for (int a : n.args)
+        if (a >= 0) out += fmt::format(" %{}", a);
+      if (n.op == Op::constant) out += is_float(n.type.dtype) ? fmt::format(" {}", n.f) : fmt::format(" {}", n.i);
+      if (n.op == Op::combine_arg) out += fmt::format(" #{}", n.i);
+      out += "\n";
+    }
   }
   return out;
 }

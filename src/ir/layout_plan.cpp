@@ -292,7 +292,7 @@ TileLayout LayoutPlan::operand_layout(const Kernel& k, int node, int which) cons
       if (which < 2 && (dot_wgmma[static_cast<std::size_t>(node)] || dot_mfma[static_cast<std::size_t>(node)]))
         return values[static_cast<std::size_t>(a)];
       return which < 2 ? dot_operands[static_cast<std::size_t>(node)][static_cast<std::size_t>(which)] : mine;
-    case Op::reduce_sum: case Op::reduce_max: case Op::reduce_min:
+    case Op::reduce_sum: case Op::reduce_max: case Op::reduce_min: case Op::reduce_custom:
       return values[static_cast<std::size_t>(a)];
     case Op::expand_dims: {
       TileLayout t = mine;
@@ -426,7 +426,7 @@ LayoutPlan assign(const Kernel& k, int num_warps, int warp_size, const std::stri
   // Families (roots) some of whose values are reduced along dim 1 (a row reduction: a softmax's max and sum).
   std::vector<char> row_reduce(N, 0);
   for (const Node& n : k.nodes)
-    if ((n.op == Op::reduce_sum || n.op == Op::reduce_max || n.op == Op::reduce_min) && n.axis == 1 && rank(n.args[0]) == 2 &&
+    if (is_reduce(n.op) && n.axis == 1 && rank(n.args[0]) == 2 &&
         !plan.in_smem[static_cast<std::size_t>(n.args[0])])
       row_reduce[static_cast<std::size_t>(fam.find(n.args[0]))] = 1;
   auto row_reduced = [&](int root) { return row_reduce[static_cast<std::size_t>(root)] != 0; };
@@ -841,7 +841,7 @@ LayoutPlan assign(const Kernel& k, int num_warps, int warp_size, const std::stri
   if (std::find(whole_rows.begin(), whole_rows.end(), 1) != whole_rows.end())
     for (std::size_t id = 0; id < N; ++id) {
       const Node& n = k.nodes[id];
-      if ((n.op == Op::reduce_sum || n.op == Op::reduce_max || n.op == Op::reduce_min) && n.type.rank > 0 &&
+      if (is_reduce(n.op) && n.type.rank > 0 &&
           plan.values[id].layout != plan.values[static_cast<std::size_t>(n.args[0])].layout)
         throw Unsupported(fmt::format("reduction %{} would meet values of a family with the other warp split", id));
     }

@@ -156,10 +156,7 @@ Kernel lower_descriptors(const Kernel& k, const std::function<bool(int)>& keep) 
     for (int a : n.args)
       if (a >= 0 && lowered[static_cast<std::size_t>(a)] && n.op != Op::trans) direct_use[static_cast<std::size_t>(a)] = 1;
 
-  Kernel out;
-  out.name = k.name;
-  out.params = k.params;
-  out.event_sites = k.event_sites;
+  Kernel out = without_nodes(k);
   Builder b{out};
   std::vector<int> map(N, -1);
   auto m = [&](int a) { return a < 0 ? -1 : map[static_cast<std::size_t>(a)]; };

@@ -125,10 +125,7 @@ bool remat_round(Rematerialized& r, int num_warps, int warp_size, const std::str
   }
   std::vector<std::vector<int>> clone(groups.size(), std::vector<int>(N, -1));
   std::vector<int> map(N, -1);
-  Kernel out;
-  out.name = k.name;
-  out.params = k.params;
-  out.event_sites = k.event_sites;
+  Kernel out = without_nodes(k);
   int cloned = 0;
   for (std::size_t id = 0; id < N; ++id) {
     if (!alive[id]) continue;
@@ -199,10 +196,7 @@ Kernel split_shared_expand_dims(const Kernel& k, std::vector<std::string>& diag)
     if (n.op == Op::expand_dims && n.type.rank == 2 && users[id].size() > 1) split[id] = 1, any = true;
   }
   if (!any) return k;
-  Kernel out;
-  out.name = k.name;
-  out.params = k.params;
-  out.event_sites = k.event_sites;
+  Kernel out = without_nodes(k);
   std::vector<int> remap(N, -1);
   std::vector<std::vector<std::pair<int, int>>> copy_for(N);  // original -> (user, copy id)
   for (std::size_t id = 0; id < N; ++id) {

@@ -15,6 +15,36 @@ int record(ir::Node n) {
   return k->add(n);
 }
 
+int adopt_combine(ir::Kernel& sub, int base, int result, const char* what) {
+  ir::Kernel* k = current_kernel();
+  if (!k) throw Error("tile operations can only run while a kernel is traced (inside tilejit::trace / compile)");
+  auto outside = [&](int id) {
+    return InvalidArgument(fmt::format("{}: its combine uses %{}, a value of the kernel traced outside the combine "
+                                       "(a kernel argument, or a tile computed before it); a combine may read only its "
+                                       "two operands and literals: fold other values into the tile it combines",
+                                       what, id));
+  };
+  if (result < base) throw outside(result);
+  ir::Combine c;
+  for (std::size_t id = static_cast<std::size_t>(base); id < sub.nodes.size(); ++id) {
+    ir::Node n = sub.nodes[id];
+    const int own = static_cast<int>(id) - base;
+    if (!ir::is_combine_op(n.op) || n.type.rank != 0)
+      throw Unsupported(fmt::format("{}: its combine may only compute on scalars with elementwise operations "
+                                    "(arithmetic, compares, tj::where, math, tj::cast, literals); its node %{} is {} {}",
+                                    what, own, ir::name(n.op), ir::to_string(n.type)));
+    for (int& a : n.args) {
+      if (a < 0) continue;
+      if (a < base) throw outside(a);
+      a -= base;
+    }
+    c.nodes.push_back(n);
+  }
+  c.result = result - base;
+  k->combines.push_back(std::move(c));
+  return static_cast<int>(k->combines.size()) - 1;
+}
+
 int broadcast_id(int id, const ir::Type& target) {
   ir::Kernel* k = current_kernel();
   if (!k) throw Error("tile operations can only run while a kernel is traced (inside tilejit::trace / compile)");

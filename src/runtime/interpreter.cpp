@@ -207,6 +207,15 @@ class Program {
     event(static_cast<std::uint16_t>(k_.event_sites.size()), 1, 0, pid);
   }
 
+  /// For a Program over a Combine's nodes (ir::Combine::nodes as a kernel): node `result`'s value with x as
+  /// combine_arg 0 (the earlier operand) and y as combine_arg 1.
+  Value apply(Value x, Value y, int result) {
+    vals_[0] = std::move(x);
+    vals_[1] = std::move(y);
+    for (int pc = 2; pc < static_cast<int>(k_.nodes.size()); ++pc) eval(pc, {0, 0, 0});
+    return vals_[static_cast<std::size_t>(result)];
+  }
+
  private:
   void event(std::uint16_t site, std::uint8_t kind, std::uint32_t id, std::array<unsigned, 3> pid) {
     if (ev_ == nullptr) return;
@@ -264,6 +273,14 @@ class Program {
   }
 
   const Value& at(int id) const { return vals_[static_cast<std::size_t>(id)]; }
+
+  /// Element e of v as a one-element Value (a combine's operand).
+  static Value element_of(const Value& v, bool fl, std::size_t e) {
+    Value x;
+    if (fl) x.f = {v.f[e]};
+    else x.i = {v.i[e]};
+    return x;
+  }
 
   [[noreturn]] void fail(int id, const std::string& what) const {
     throw InvalidArgument(fmt::format("interpreter: node %{} ({}): {}", id, ir::name(k_[id].op), what));
@@ -373,7 +390,7 @@ class Program {
         if (const Value* v = arg(0))
           for (int e = 0; e < N; ++e) from(v, e, broadcast_source(k_[n.args[0]].type, n.type, e));
         return;
-      case Op::reduce_sum: case Op::reduce_max: case Op::reduce_min: {
+      case Op::reduce_sum: case Op::reduce_max: case Op::reduce_min: case Op::reduce_custom: {
         const Value* v = arg(0);
         if (!v) return;
         const ir::Type& ft = k_[n.args[0]].type;
@@ -383,7 +400,7 @@ class Program {
             from(v, o, reduce_source(ft, n.axis, o, j));
         return;
       }
-      case Op::scan_sum: case Op::scan_prod: case Op::scan_max: case Op::scan_min: {
+      case Op::scan_sum: case Op::scan_prod: case Op::scan_max: case Op::scan_min: case Op::scan_custom: {
         const Value* v = arg(0);
         if (!v) return;
         const int len = n.type.shape[n.axis], lines = N / len;
@@ -652,6 +669,48 @@ class Program {
               else acc = less(y, acc) ? y : acc;
             }
             out.i[o] = acc;
+          }
+        }
+        return;
+      }
+      case Op::reduce_custom: {
+        // The combine's nodes run as a program of their own (as scan_custom's below), folding each row in index order.
+        const ir::Type& ft = type_of_arg(0);
+        const int len = ft.shape[n.axis];
+        const ir::Combine& cb = k_.combines[static_cast<std::size_t>(n.fn)];
+        ir::Kernel ck;
+        ck.nodes = cb.nodes;
+        Program comb(ck, {}, grid_, {});
+        if (fl) out.f.resize(static_cast<std::size_t>(N));
+        else out.i.resize(static_cast<std::size_t>(N));
+        for (int o = 0; o < N; ++o) {
+          Value acc = element_of(a(0), fl, static_cast<std::size_t>(reduce_source(ft, n.axis, o, 0)));
+          for (int j = 1; j < len; ++j) acc = comb.apply(acc, element_of(a(0), fl, static_cast<std::size_t>(reduce_source(ft, n.axis, o, j))), cb.result);
+          if (fl) out.f[static_cast<std::size_t>(o)] = acc.f[0];
+          else out.i[static_cast<std::size_t>(o)] = acc.i[0];
+        }
+        return;
+      }
+      case Op::scan_custom: {
+        // The combine's nodes run as a program of their own, on one element at a time, in index order (each
+        // result rounded to its node's type by the same rules as here).
+        ir::Kernel ck;
+        ck.nodes = k_.combines[static_cast<std::size_t>(n.fn)].nodes;
+        Program comb(ck, {}, grid_, {});
+        const int result = k_.combines[static_cast<std::size_t>(n.fn)].result;
+        const int len = n.type.shape[n.axis], lines = N / len;
+        const bool rev = n.i == 1;
+        auto at_line = [&](int o, int j) { return static_cast<std::size_t>(reduce_source(n.type, n.axis, o, rev ? len - 1 - j : j)); };
+        auto element = [&](std::size_t e) { return element_of(a(0), fl, e); };
+        if (fl) out.f.resize(static_cast<std::size_t>(N));
+        else out.i.resize(static_cast<std::size_t>(N));
+        for (int o = 0; o < lines; ++o) {
+          Value acc;
+          for (int j = 0; j < len; ++j) {
+            const std::size_t e = at_line(o, j);
+            acc = j == 0 ? element(e) : rev ? comb.apply(element(e), acc, result) : comb.apply(acc, element(e), result);
+            if (fl) out.f[e] = acc.f[0];
+            else out.i[e] = acc.i[0];
           }
         }
         return;

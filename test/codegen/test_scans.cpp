@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "test/common/codegen.hpp"
-#include "test/common/host_emulator.hpp"
 #include "test/common/mirror.hpp"
 #include "test/common/random.hpp"
+#include "test/common/runners.hpp"
 #include <tilejit/tilejit.hpp>
 
 namespace tj = tilejit;
@@ -106,40 +106,8 @@ std::vector<double> reference(const std::vector<T>& x, int M, int N, int axis, S
   return y;
 }
 
-/// Runs kernel K on a device (the interpreter or a GPU): y = K(x), y poisoned before the launch.
-struct OnDevice {
-  const tj::Device& dev;
-  template <class K, class T>
-  std::vector<T> run(const std::vector<T>& x0, int nw) const {
-    std::vector<T> x = x0, y = poisoned(x.size(), T{});
-    testing::Mirror m{dev, {}};
-    T* dx = m.up(x);
-    T* dy = m.up(y);
-    tj::compile<K>(dev, {.num_warps = nw}).launch(tj::Grid{1}, dx, dy);
-    m.down();
-    return y;
-  }
-  template <class T>
-  static std::vector<T> poisoned(std::size_t n, T) {
-    if constexpr (std::is_arithmetic_v<T> && std::numeric_limits<T>::has_quiet_NaN) return std::vector<T>(n, std::numeric_limits<T>::quiet_NaN());
-    else if constexpr (std::is_arithmetic_v<T>) return std::vector<T>(n, std::numeric_limits<T>::min());
-    else return std::vector<T>(n, T(NAN));
-  }
-};
-
-/// Runs the HIP text generated for `arch` on the CPU (test/common/host_emulator.hpp); empty when no host clang.
-struct OnHost {
-  const char* arch;
-  template <class K, class T>
-  std::vector<T> run(const std::vector<T>& x0, int nw) const {
-    std::vector<T> x = x0, y = OnDevice::poisoned(x.size(), T{});
-    const auto g = tj::codegen::generate(tj::trace(K{}), {}, tj::codegen::target_for(arch), {.num_warps = nw});
-    const auto hk = testing::HostKernel::compile(g);
-    if (!hk) return {};
-    hk->launch({1, 1, 1}, x.data(), y.data());
-    return y;
-  }
-};
+using testing::OnDevice;
+using testing::OnHost;
 
 /// Every element within `tol(j)` of the reference, j the element's position along the scan (counted from its start).
 template <class T>

@@ -88,6 +88,13 @@ enum class Op : std::uint8_t {
   atomic_cas,    // args: pointers, compare, value: stores value where memory equals compare; the value held before
   // more unary math (args[0], floating point)
   log2, sin, cos, tanh, erf, floor, ceil, sigmoid,
+  scan_custom,   // an inclusive scan as scan_sum (args[0], axis, i = 1: reverse) whose operator is a user's combine:
+                 // fn = index into Kernel::combines; element j is ((x[0] op x[1]) op ...) op x[j], in any grouping
+                 // (the operator must be associative; it need not be commutative: operands keep their order)
+  combine_arg,   // inside a Combine only: i = 0, the earlier operand (the prefix), i = 1, the later one (a rank-0
+                 // value of the scan's element type)
+  reduce_custom, // a reduction as reduce_sum (args[0], axis) whose operator is a user's combine (fn, as scan_custom's;
+                 // associative and commutative: lanes and warps combine in an order the layout decides)
 };
 
 /// desc_field's i for shape[d] and strides[d] of a descriptor of any rank (d < 5).
@@ -107,6 +114,8 @@ bool is_unary(Op op);
 bool is_reduce(Op op);
 bool is_scan(Op op);
 bool is_atomic(Op op);
+/// The ops a Combine may hold: combine_arg, constant, binary (compares too), unary, where, cast.
+bool is_combine_op(Op op);
 
 struct Node {
   Op op = Op::constant;
@@ -115,6 +124,16 @@ struct Node {
   int axis = 0;
   double f = 0;        // float constant
   std::int64_t i = 0;  // integer constant / parameter index
+  int fn = -1;         // scan_custom, reduce_custom: its Combine in Kernel::combines
+};
+
+/// The operator of a scan_custom or reduce_custom: a function of two rank-0 values of the element type, traced
+/// from the user's combine (tj::associative_scan, tj::reduce). nodes are its own (ids index them; combine_arg 0
+/// and 1 are nodes 0 and 1), each a rank-0 elementwise op (constant, binary, compare, unary, where, cast), result
+/// the id of its value.
+struct Combine {
+  std::vector<Node> nodes;
+  int result = -1;
 };
 
 /// Kernel parameter: a scalar (rank-0 Type) or a pointer (Type.is_ptr).
@@ -149,6 +168,8 @@ struct Kernel {
   std::vector<Node> nodes;
   /// Names of the device events' sites (Op::event's i), in order of first use.
   std::vector<std::string> event_sites;
+  /// The operators of the kernel's scan_custom and reduce_custom nodes (Node::fn).
+  std::vector<Combine> combines;
 
   int add(Node n) {
     nodes.push_back(n);
@@ -156,6 +177,10 @@ struct Kernel {
   }
   const Node& operator[](int id) const { return nodes.at(static_cast<std::size_t>(id)); }
 };
+
+/// A kernel with k's name, parameters, event sites and combines, and no nodes: what a pass that rebuilds the node
+/// list starts from.
+Kernel without_nodes(const Kernel& k);
 
 /// What desc_load / desc_store `x` reads through: the descriptor parameter node, its rank, the row dim of the
 /// block's tile, and the coordinate nodes of its other dims but the last (a desc_view's, dim order; none at rank 2).

@@ -209,7 +209,7 @@ auto unary(const X& x0) {
 }
 
 template <ir::Op OP, int Axis, class X>
-auto reduce(const X& x0);
+auto reduce(const X& x0, int fn = -1);
 
 }  // namespace lang
 
@@ -416,7 +416,7 @@ auto broadcast_to(const X& x0) {
 
 // ---- reductions -----------------------------------------------------------
 template <ir::Op OP, int Axis, class X>
-auto lang::reduce(const X& x0) {
+auto lang::reduce(const X& x0, int fn) {
   auto x = tile_of(x0);
   using S = shape_t<decltype(x)>;
   static_assert(S::rank >= 1 && Axis >= 0 && Axis < S::rank, "reduction axis out of range for this tile's rank");
@@ -428,6 +428,7 @@ auto lang::reduce(const X& x0) {
   n.type = ir_type<E, RS>();
   n.args[0] = x.id();
   n.axis = Axis;
+  n.fn = fn;
   return make_tile_t<E, RS>(record(n));
 }
 
@@ -483,7 +484,7 @@ template <int Axis, lang::TileArg X> auto argmin(const X& x) { return lang::arg_
 // ---- scans ----------------------------------------------------------------
 namespace lang {
 template <ir::Op OP, int Axis, bool Reverse, class X>
-auto scan(const X& x0) {
+auto scan(const X& x0, int fn = -1) {
   auto x = tile_of(x0);
   using S = shape_t<decltype(x)>;
   static_assert(S::rank >= 1 && Axis >= 0 && Axis < S::rank, "scan axis out of range for this tile's rank");
@@ -495,6 +496,7 @@ auto scan(const X& x0) {
   n.args[0] = x.id();
   n.axis = Axis;
   n.i = Reverse ? 1 : 0;
+  n.fn = fn;
   return make_tile_t<E, S>(record(n));
 }
 }  // namespace lang
@@ -519,6 +521,74 @@ template <int Axis, bool Reverse = false, lang::TileArg X> auto cummax(const X& 
 /// Running minimum along `Axis`; as `cummax`.
 template <int Axis, bool Reverse = false, lang::TileArg X> auto cummin(const X& x) {
   return lang::scan<ir::Op::scan_min, Axis, Reverse>(x);
+}
+
+namespace lang {
+/// Moves the combine traced into `sub` — nodes `base` .. end, the first two combine_arg 0 and 1 — into the kernel
+/// being traced as an ir::Combine, with `result` its value; returns the Combine's index. Throws InvalidArgument
+/// when a node of it (or its result) is a value traced outside it, Unsupported when one is not a rank-0
+/// elementwise op; `what` names the caller in the message (trace.cpp).
+int adopt_combine(ir::Kernel& sub, int base, int result, const char* what);
+
+/// Traces `combine(a, b)` on two Scalar<E> into the kernel being traced as an ir::Combine (adopt_combine's rules)
+/// and returns its index: the operator of a scan_custom or reduce_custom node.
+template <class E, class F>
+int trace_combine(F& combine, const char* what) {
+  static_assert(!is_ptr_v<E> && !std::is_same_v<E, bool>, "a combine needs a numeric tile");
+  static_assert(std::is_invocable_v<F&, Scalar<E>, Scalar<E>>, "combine(a, b) must accept two tj::Scalar<T> of the tile's element type");
+  using R = std::remove_cvref_t<std::invoke_result_t<F&, Scalar<E>, Scalar<E>>>;
+  static_assert(std::is_same_v<R, Scalar<E>>, "combine(a, b) must return a tj::Scalar<T> of the tile's element type (tj::cast<T> it)");
+  ir::Kernel* outer = current_kernel();
+  if (!outer) throw Error("tile operations can only run while a kernel is traced (inside tilejit::trace / compile)");
+  // The combine is traced into a kernel of its own whose first `base` nodes stand for the outer kernel's: an
+  // operand id below `base` is a value it captured from outside, which adopt_combine refuses.
+  ir::Kernel sub;
+  const int base = static_cast<int>(outer->nodes.size());
+  sub.nodes.resize(static_cast<std::size_t>(base));
+  int result = -1;
+  {
+    TraceScope scope(sub);
+    ir::Node arg;
+    arg.op = ir::Op::combine_arg;
+    arg.type = type_of<E>();
+    arg.i = 0;
+    const Scalar<E> a(record(arg));
+    arg.i = 1;
+    const Scalar<E> b(record(arg));
+    result = combine(a, b).id();
+  }
+  return adopt_combine(sub, base, result, what);
+}
+}  // namespace lang
+
+/// Inclusive scan along `Axis` with a user's operator, Triton's tl.associative_scan for one tile: element j is
+/// combine(... combine(combine(x[0], x[1]), x[2]) ..., x[j]) (Reverse: x[j] ⊕ ... ⊕ x[n-1], operands in index
+/// order). `combine(a, b)` receives two tj::Scalar<T> of the tile's element type — a the earlier operand, b the
+/// later — and returns a tj::Scalar<T>, computed with elementwise DSL operations (+, *, compares, tj::where,
+/// tj::maximum, math, tj::cast, literals). It is traced once, not called per element.
+/// The operator must be associative: the generated code groups the elements by the layout's digits (registers,
+/// then lanes, then warps; docs/layouts.md), so a non-associative one gives results that depend on the layout. It
+/// need not be commutative: every application keeps the earlier operand first.
+/// Floating-point values are computed in registers of the element type (f16 / bf16 in f32, rounded after each
+/// operation, as elsewhere), so sums may differ from a sequential order by rounding.
+/// Throws InvalidArgument if the combine reads a value traced outside it (a kernel argument or another tile: fold
+/// it into the scanned tile instead), Unsupported if it loads, stores, reduces or makes a tile.
+template <int Axis, bool Reverse = false, lang::TileArg X, class F>
+auto associative_scan(const X& x0, F&& combine) {
+  using E = lang::elem_t<decltype(lang::tile_of(x0))>;
+  const int fn = lang::trace_combine<E>(combine, "associative_scan");
+  return lang::scan<ir::Op::scan_custom, Axis, Reverse>(x0, fn);
+}
+
+/// Reduction along `Axis` with a user's operator, Triton's tl.reduce for one tile: [M, N] -> [M] for Axis = 1,
+/// combine(a, b) as for associative_scan. The operator must be associative and commutative: lanes and warps
+/// combine their partial results in an order the layout decides (a butterfly gives each lane its partner's value
+/// second). The interpreter folds in index order. Throws as associative_scan.
+template <int Axis, lang::TileArg X, class F>
+auto reduce(const X& x0, F&& combine) {
+  using E = lang::elem_t<decltype(lang::tile_of(x0))>;
+  const int fn = lang::trace_combine<E>(combine, "reduce");
+  return lang::reduce<ir::Op::reduce_custom, Axis>(x0, fn);
 }
 
 // ---- matrix product -------------------------------------------------------

@@ -70,6 +70,19 @@ ir::Kernel*& current_kernel();
 /// Record `n` in the kernel being traced; throws tilejit::Error if none is.
 int record(ir::Node n);
 
+/// RAII: makes `k` the kernel being traced on this thread (the previous one again when it ends, also by an
+/// exception).
+class TraceScope {
+ public:
+  explicit TraceScope(ir::Kernel& k) : prev_(current_kernel()) { current_kernel() = &k; }
+  ~TraceScope() { current_kernel() = prev_; }
+  TraceScope(const TraceScope&) = delete;
+  TraceScope& operator=(const TraceScope&) = delete;
+
+ private:
+  ir::Kernel* prev_;
+};
+
 // ---- compile-time diagnostics ------------------------------------------
 // Instantiating these with a false condition fails with both sides in the
 // template arguments, which the compiler prints.

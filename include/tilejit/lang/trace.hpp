@@ -36,18 +36,6 @@ using kernel_signature = call_signature<decltype(&K::operator())>;
 /// A C identifier derived from K's type name ("VecAdd<96>" -> "VecAdd_96").
 std::string kernel_name_from(const std::string& demangled);
 
-/// RAII: makes `k` the kernel being traced on this thread.
-class TraceScope {
- public:
-  explicit TraceScope(ir::Kernel& k) : prev_(current_kernel()) { current_kernel() = &k; }
-  ~TraceScope() { current_kernel() = prev_; }
-  TraceScope(const TraceScope&) = delete;
-  TraceScope& operator=(const TraceScope&) = delete;
-
- private:
-  ir::Kernel* prev_;
-};
-
 template <class A>
 A make_param(ir::Kernel& k, int index) {
   ir::Param p;
