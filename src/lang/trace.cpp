@@ -18,29 +18,44 @@ int record(ir::Node n) {
 int adopt_combine(ir::Kernel& sub, int base, int result, const char* what) {
   ir::Kernel* k = current_kernel();
   if (!k) throw Error("tile operations can only run while a kernel is traced (inside tilejit::trace / compile)");
-  auto outside = [&](int id) {
-    return InvalidArgument(fmt::format("{}: its combine uses %{}, a value of the kernel traced outside the combine "
-                                       "(a kernel argument, or a tile computed before it); a combine may read only its "
-                                       "two operands and literals: fold other values into the tile it combines",
-                                       what, id));
+  // What a value traced outside the combine is, in the user's terms.
+  auto outside = [&](int id, const std::string& in) {
+    const ir::Node& o = (*k)[id];
+    const std::string is = o.op == ir::Op::param
+                               ? fmt::format("kernel argument {} (the kernel's parameter {}, from 0)",
+                                             k->params.at(static_cast<std::size_t>(o.i)).name, o.i)
+                               : fmt::format("a {} {} computed before the combine (kernel node %{})", ir::to_string(o.type),
+                                             ir::name(o.op), id);
+    return InvalidArgument(fmt::format("{}: its combine{} reads {}; a combine may read only its two operands and "
+                                       "literals: fold other values into the tile it combines",
+                                       what, in, is));
   };
-  if (result < base) throw outside(result);
   ir::Combine c;
+  std::vector<int> own(sub.nodes.size(), -1);  // a node of `sub` -> its index in c.nodes
+  // A rank-0 literal made before the combine (`auto two = tj::scalar<float>(2)`) is copied in: it is a value of
+  // no program, the same everywhere.
+  auto adopt_outer = [&](int id, const std::string& in) {
+    const ir::Node& o = (*k)[id];
+    if (o.op != ir::Op::constant || o.type.rank != 0) throw outside(id, in);
+    if (own[static_cast<std::size_t>(id)] < 0) {
+      own[static_cast<std::size_t>(id)] = static_cast<int>(c.nodes.size());
+      c.nodes.push_back(o);
+    }
+    return own[static_cast<std::size_t>(id)];
+  };
   for (std::size_t id = static_cast<std::size_t>(base); id < sub.nodes.size(); ++id) {
     ir::Node n = sub.nodes[id];
-    const int own = static_cast<int>(id) - base;
+    const auto as_seen = [&] { return fmt::format(" (its {} {})", ir::name(n.op), ir::to_string(n.type)); };
+    for (int& a : n.args)
+      if (a >= 0) a = a < base ? adopt_outer(a, as_seen()) : own[static_cast<std::size_t>(a)];
     if (!ir::is_combine_op(n.op) || n.type.rank != 0)
       throw Unsupported(fmt::format("{}: its combine may only compute on scalars with elementwise operations "
-                                    "(arithmetic, compares, tj::where, math, tj::cast, literals); its node %{} is {} {}",
-                                    what, own, ir::name(n.op), ir::to_string(n.type)));
-    for (int& a : n.args) {
-      if (a < 0) continue;
-      if (a < base) throw outside(a);
-      a -= base;
-    }
+                                    "(arithmetic, compares, tj::where, math, tj::cast, literals); it makes a {} {}",
+                                    what, ir::name(n.op), ir::to_string(n.type)));
+    own[id] = static_cast<int>(c.nodes.size());
     c.nodes.push_back(n);
   }
-  c.result = result - base;
+  c.result = result < base ? adopt_outer(result, " (its result)") : own[static_cast<std::size_t>(result)];
   k->combines.push_back(std::move(c));
   return static_cast<int>(k->combines.size()) - 1;
 }

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <exception>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -674,30 +675,23 @@ class Program {
         return;
       }
       case Op::reduce_custom: {
-        // The combine's nodes run as a program of their own (as scan_custom's below), folding each row in index order.
+        // The combine folds each row in index order.
         const ir::Type& ft = type_of_arg(0);
         const int len = ft.shape[n.axis];
-        const ir::Combine& cb = k_.combines[static_cast<std::size_t>(n.fn)];
-        ir::Kernel ck;
-        ck.nodes = cb.nodes;
-        Program comb(ck, {}, grid_, {});
+        Combiner& comb = combiner(n.fn);
         if (fl) out.f.resize(static_cast<std::size_t>(N));
         else out.i.resize(static_cast<std::size_t>(N));
         for (int o = 0; o < N; ++o) {
           Value acc = element_of(a(0), fl, static_cast<std::size_t>(reduce_source(ft, n.axis, o, 0)));
-          for (int j = 1; j < len; ++j) acc = comb.apply(acc, element_of(a(0), fl, static_cast<std::size_t>(reduce_source(ft, n.axis, o, j))), cb.result);
+          for (int j = 1; j < len; ++j) acc = comb(acc, element_of(a(0), fl, static_cast<std::size_t>(reduce_source(ft, n.axis, o, j))));
           if (fl) out.f[static_cast<std::size_t>(o)] = acc.f[0];
           else out.i[static_cast<std::size_t>(o)] = acc.i[0];
         }
         return;
       }
       case Op::scan_custom: {
-        // The combine's nodes run as a program of their own, on one element at a time, in index order (each
-        // result rounded to its node's type by the same rules as here).
-        ir::Kernel ck;
-        ck.nodes = k_.combines[static_cast<std::size_t>(n.fn)].nodes;
-        Program comb(ck, {}, grid_, {});
-        const int result = k_.combines[static_cast<std::size_t>(n.fn)].result;
+        // The combine runs on one element at a time, in index order.
+        Combiner& comb = combiner(n.fn);
         const int len = n.type.shape[n.axis], lines = N / len;
         const bool rev = n.i == 1;
         auto at_line = [&](int o, int j) { return static_cast<std::size_t>(reduce_source(n.type, n.axis, o, rev ? len - 1 - j : j)); };
@@ -708,7 +702,7 @@ class Program {
           Value acc;
           for (int j = 0; j < len; ++j) {
             const std::size_t e = at_line(o, j);
-            acc = j == 0 ? element(e) : rev ? comb.apply(element(e), acc, result) : comb.apply(acc, element(e), result);
+            acc = j == 0 ? element(e) : rev ? comb(element(e), acc) : comb(acc, element(e));
             if (fl) out.f[e] = acc.f[0];
             else out.i[e] = acc.i[0];
           }
@@ -850,6 +844,27 @@ class Program {
     fail(id, "unknown operation");
   }
 
+  /// Combine `fn` of the kernel (the operator of a scan_custom / reduce_custom) as a small Program of its own
+  /// nodes, made on first use and kept: each result is rounded to its node's type by the same rules as here.
+  struct Combiner {
+    ir::Kernel nodes;
+    std::unique_ptr<Program> program;
+    int result = -1;
+    Value operator()(Value x, Value y) { return program->apply(std::move(x), std::move(y), result); }
+  };
+  Combiner& combiner(int fn) {
+    if (combiners_.empty()) combiners_.resize(k_.combines.size());
+    auto& c = combiners_.at(static_cast<std::size_t>(fn));
+    if (!c) {
+      c = std::make_unique<Combiner>();
+      c->nodes.nodes = k_.combines[static_cast<std::size_t>(fn)].nodes;
+      c->program = std::make_unique<Program>(c->nodes, std::span<const ArgValue>{}, grid_,
+                                             std::span<const std::optional<std::pair<std::uintptr_t, std::size_t>>>{});
+      c->result = k_.combines[static_cast<std::size_t>(fn)].result;
+    }
+    return *c;
+  }
+
   const ir::Kernel& k_;
   std::span<const ArgValue> args_;
   std::array<unsigned, 3> grid_;
@@ -860,6 +875,7 @@ class Program {
   std::vector<std::int64_t> hi_, step_;
   std::vector<profiler::DeviceEvent>* ev_ = nullptr;  // record_events
   unsigned worker_ = 0;
+  std::vector<std::unique_ptr<Combiner>> combiners_;  // per Kernel::combines entry, made by combiner()
 };
 
 }  // namespace

@@ -23,7 +23,7 @@ namespace tj = tilejit;
 
 namespace {
 
-enum class C { first, fill, magnitude, plus_one, f16_max };
+enum class C { first, fill, magnitude, plus_one, f16_max, at_least };
 
 /// The operator: a the earlier operand, b the later.
 template <C Op>
@@ -38,16 +38,28 @@ struct Combine {
   }
 };
 
+/// The operator a kernel passes, made while it is traced: C::at_least, max(a, b, 0.25), reads a literal made
+/// outside the combine (copied into it).
+template <C Op, class T>
+auto combine_for() {
+  if constexpr (Op == C::at_least) {
+    auto floor = tj::scalar<T>(0.25);
+    return [floor](auto a, auto b) { return tj::maximum(tj::maximum(a, b), floor); };
+  } else {
+    return Combine<Op>{};
+  }
+}
+
 /// y[M, N] = associative_scan of x[M, N] along Axis with Combine<Op> (M = 1: a 1-D tile of N).
 template <class T, int M, int N, int Axis, C Op, bool Rev>
 struct AScan {
   void operator()(tj::Ptr<T> x, tj::Ptr<T> y) const {
     if constexpr (M == 1) {
       auto o = tj::arange<N>();
-      tj::store(y + o, tj::associative_scan<0, Rev>(tj::load(x + o), Combine<Op>{}));
+      tj::store(y + o, tj::associative_scan<0, Rev>(tj::load(x + o), combine_for<Op, T>()));
     } else {
       auto o = tj::expand_dims<1>(tj::arange<M>()) * N + tj::expand_dims<0>(tj::arange<N>());
-      tj::store(y + o, tj::associative_scan<Axis, Rev>(tj::load(x + o), Combine<Op>{}));
+      tj::store(y + o, tj::associative_scan<Axis, Rev>(tj::load(x + o), combine_for<Op, T>()));
     }
   }
 };
@@ -63,6 +75,7 @@ double host_combine(double a, double b) {
   else if constexpr (Op == C::fill) return b != 0 ? b : a;
   else if constexpr (Op == C::magnitude) return std::abs(b) > std::abs(a) ? b : a;
   else if constexpr (Op == C::plus_one) return a + b + 1;
+  else if constexpr (Op == C::at_least) return std::max({a, b, 0.25});
   else return std::max(a, b);
 }
 
@@ -115,6 +128,7 @@ void check_all(const Runner& on, unsigned salt) {
   check<std::int32_t, 64, 32, 0, C::fill, true>(on, {4, 8}, salt + 7);   // along the dim the warps split
   check<float, 96, 16, 0, C::magnitude, true>(on, {4, 12}, salt + 8);
   check<tj::f16, 1, 256, 0, C::f16_max, false>(on, {4}, salt + 9);
+  check<float, 32, 96, 1, C::at_least, true>(on, {4}, salt + 10);       // a literal made outside the combine
 }
 
 /// y[lines] = tj::reduce of x[M, N] along Axis with Combine<Op> (M = 1: y[1] from a 1-D tile).
@@ -122,10 +136,10 @@ template <class T, int M, int N, int Axis, C Op>
 struct AReduce {
   void operator()(tj::Ptr<T> x, tj::Ptr<T> y) const {
     if constexpr (M == 1) {
-      tj::store(y, tj::reduce<0>(tj::load(x + tj::arange<N>()), Combine<Op>{}));
+      tj::store(y, tj::reduce<0>(tj::load(x + tj::arange<N>()), combine_for<Op, T>()));
     } else {
       auto v = tj::load(x + tj::expand_dims<1>(tj::arange<M>()) * N + tj::expand_dims<0>(tj::arange<N>()));
-      tj::store(y + tj::arange<Axis == 1 ? M : N>(), tj::reduce<Axis>(v, Combine<Op>{}));
+      tj::store(y + tj::arange<Axis == 1 ? M : N>(), tj::reduce<Axis>(v, combine_for<Op, T>()));
     }
   }
 };
@@ -168,6 +182,7 @@ void check_reduce_all(const Runner& on, unsigned salt) {
   check_reduce<std::int32_t, 96, 16, 0, C::plus_one>(on, {4, 12}, salt + 3);  // across a radix-3 warp digit
   check_reduce<tj::f16, 64, 32, 0, C::f16_max>(on, {4, 8}, salt + 4);
   check_reduce<tj::f16, 1, 384, 0, C::f16_max>(on, {12}, salt + 5);
+  check_reduce<float, 64, 32, 0, C::at_least>(on, {4}, salt + 6);
 }
 
 /// A combine that reads a tile traced outside it.
@@ -177,6 +192,23 @@ struct Captures {
     auto v = tj::load(x + o);
     auto outside = tj::sum<0>(v);  // a scalar of the kernel, not of the combine
     tj::store(y + o, tj::associative_scan<0>(v, [&](auto a, auto b) { return a + b + outside; }));
+  }
+};
+
+/// A combine that reads a scalar kernel argument.
+struct CapturesAnArgument {
+  void operator()(tj::Ptr<float> x, tj::Ptr<float> y, tj::Scalar<float> s) const {
+    auto o = tj::arange<32>();
+    tj::store(y + o, tj::associative_scan<0>(tj::load(x + o), [&](auto a, auto b) { return a + b * s; }));
+  }
+};
+
+/// A combine that reduces a tile traced outside it.
+struct ReducesAnOutsideTile {
+  void operator()(tj::Ptr<float> x, tj::Ptr<float> y) const {
+    auto o = tj::arange<32>();
+    auto v = tj::load(x + o);
+    tj::store(y + o, tj::associative_scan<0>(v, [&](auto a, auto b) { return a + b + tj::sum<0>(v); }));
   }
 };
 
@@ -227,7 +259,19 @@ TEST_CASE("associative_scan_ir_holds_the_combine") {
 }
 
 TEST_CASE("associative_scan_refuses_combines_that_reach_outside_or_make_tiles") {
-  CHECK_THROWS_WITH_AS(tj::trace(Captures{}), doctest::Contains("a value of the kernel traced outside the combine"), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(tj::trace(Captures{}), doctest::Contains("its combine (its add f32) reads a f32 reduce_sum computed before the combine"),
+                       tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(tj::trace(CapturesAnArgument{}), doctest::Contains("its combine (its mul f32) reads kernel argument arg2 (the kernel's parameter 2, from 0)"),
+                       tj::InvalidArgument);
+  // An outside tile reduced inside the combine is named as the outside value it is.
+  CHECK_THROWS_WITH_AS(tj::trace(ReducesAnOutsideTile{}), doctest::Contains("(its reduce_sum f32) reads a f32[32] load computed before"),
+                       tj::InvalidArgument);
+  // A literal made outside is copied in: the combine holds it as a constant of its own.
+  const auto lit = tj::trace(AScan<float, 1, 32, 0, C::at_least, false>{});
+  REQUIRE(lit.combines.size() == 1);
+  int constants = 0;
+  for (const auto& n : lit.combines[0].nodes) constants += n.op == tj::ir::Op::constant && n.f == 0.25;
+  CHECK(constants == 1);
   CHECK_THROWS_WITH_AS(tj::trace(MakesATile{}), doctest::Contains("may only compute on scalars"), tj::Unsupported);
   // A failed trace leaves this thread's tracing state as it was: the next trace works.
   CHECK(tj::trace(AScan<float, 1, 32, 0, C::first, false>{}).combines.size() == 1);
@@ -239,7 +283,7 @@ TEST_CASE("associative_scan_refuses_combines_that_reach_outside_or_make_tiles") 
       tj::store(y, tj::reduce<0>(v, [&](auto a, auto b) { return a + b + outside; }));
     }
   };
-  CHECK_THROWS_WITH_AS(tj::trace(ReduceCaptures{}), doctest::Contains("reduce: its combine uses %"), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(tj::trace(ReduceCaptures{}), doctest::Contains("reduce: its combine (its add f32) reads"), tj::InvalidArgument);
   CHECK(tj::ir::print(tj::trace(AReduce<std::int32_t, 16, 96, 1, C::plus_one>{})).find("reduce_custom i32[16]") != std::string::npos);
 }
 

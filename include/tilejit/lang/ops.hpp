@@ -525,9 +525,9 @@ template <int Axis, bool Reverse = false, lang::TileArg X> auto cummin(const X& 
 
 namespace lang {
 /// Moves the combine traced into `sub` — nodes `base` .. end, the first two combine_arg 0 and 1 — into the kernel
-/// being traced as an ir::Combine, with `result` its value; returns the Combine's index. Throws InvalidArgument
-/// when a node of it (or its result) is a value traced outside it, Unsupported when one is not a rank-0
-/// elementwise op; `what` names the caller in the message (trace.cpp).
+/// being traced as an ir::Combine, with `result` its value; returns the Combine's index. A rank-0 literal traced
+/// outside it is copied in; any other value traced outside it throws InvalidArgument (naming the kernel argument or
+/// the node), a node that is not a rank-0 elementwise op Unsupported; `what` names the caller (trace.cpp).
 int adopt_combine(ir::Kernel& sub, int base, int result, const char* what);
 
 /// Traces `combine(a, b)` on two Scalar<E> into the kernel being traced as an ir::Combine (adopt_combine's rules)
@@ -535,29 +535,35 @@ int adopt_combine(ir::Kernel& sub, int base, int result, const char* what);
 template <class E, class F>
 int trace_combine(F& combine, const char* what) {
   static_assert(!is_ptr_v<E> && !std::is_same_v<E, bool>, "a combine needs a numeric tile");
-  static_assert(std::is_invocable_v<F&, Scalar<E>, Scalar<E>>, "combine(a, b) must accept two tj::Scalar<T> of the tile's element type");
-  using R = std::remove_cvref_t<std::invoke_result_t<F&, Scalar<E>, Scalar<E>>>;
-  static_assert(std::is_same_v<R, Scalar<E>>, "combine(a, b) must return a tj::Scalar<T> of the tile's element type (tj::cast<T> it)");
-  ir::Kernel* outer = current_kernel();
-  if (!outer) throw Error("tile operations can only run while a kernel is traced (inside tilejit::trace / compile)");
-  // The combine is traced into a kernel of its own whose first `base` nodes stand for the outer kernel's: an
-  // operand id below `base` is a value it captured from outside, which adopt_combine refuses.
-  ir::Kernel sub;
-  const int base = static_cast<int>(outer->nodes.size());
-  sub.nodes.resize(static_cast<std::size_t>(base));
-  int result = -1;
-  {
-    TraceScope scope(sub);
-    ir::Node arg;
-    arg.op = ir::Op::combine_arg;
-    arg.type = type_of<E>();
-    arg.i = 0;
-    const Scalar<E> a(record(arg));
-    arg.i = 1;
-    const Scalar<E> b(record(arg));
-    result = combine(a, b).id();
+  if constexpr (!std::is_invocable_v<F&, Scalar<E>, Scalar<E>>) {
+    static_assert(std::is_invocable_v<F&, Scalar<E>, Scalar<E>>, "combine(a, b) must accept two tj::Scalar<T> of the tile's element type");
+    return -1;  // (not reached: only the static_assert is reported, not errors that follow from it)
+  } else if constexpr (!std::is_same_v<std::remove_cvref_t<std::invoke_result_t<F&, Scalar<E>, Scalar<E>>>, Scalar<E>>) {
+    static_assert(std::is_same_v<std::remove_cvref_t<std::invoke_result_t<F&, Scalar<E>, Scalar<E>>>, Scalar<E>>,
+                  "combine(a, b) must return a tj::Scalar<T> of the tile's element type (tj::cast<T> it)");
+    return -1;
+  } else {
+    ir::Kernel* outer = current_kernel();
+    if (!outer) throw Error("tile operations can only run while a kernel is traced (inside tilejit::trace / compile)");
+    // The combine is traced into a kernel of its own whose first `base` nodes stand for the outer kernel's: an
+    // operand id below `base` is a value it captured from outside, which adopt_combine refuses (a literal it copies).
+    ir::Kernel sub;
+    const int base = static_cast<int>(outer->nodes.size());
+    sub.nodes.resize(static_cast<std::size_t>(base));
+    int result = -1;
+    {
+      TraceScope scope(sub);
+      ir::Node arg;
+      arg.op = ir::Op::combine_arg;
+      arg.type = type_of<E>();
+      arg.i = 0;
+      const Scalar<E> a(record(arg));
+      arg.i = 1;
+      const Scalar<E> b(record(arg));
+      result = combine(a, b).id();
+    }
+    return adopt_combine(sub, base, result, what);
   }
-  return adopt_combine(sub, base, result, what);
 }
 }  // namespace lang
 
@@ -572,7 +578,8 @@ int trace_combine(F& combine, const char* what) {
 /// Floating-point values are computed in registers of the element type (f16 / bf16 in f32, rounded after each
 /// operation, as elsewhere), so sums may differ from a sequential order by rounding.
 /// Throws InvalidArgument if the combine reads a value traced outside it (a kernel argument or another tile: fold
-/// it into the scanned tile instead), Unsupported if it loads, stores, reduces or makes a tile.
+/// it into the scanned tile instead; a literal made outside, `tj::scalar<float>(2)`, is copied in), Unsupported if
+/// it loads, stores, reduces or makes a tile.
 template <int Axis, bool Reverse = false, lang::TileArg X, class F>
 auto associative_scan(const X& x0, F&& combine) {
   using E = lang::elem_t<decltype(lang::tile_of(x0))>;
