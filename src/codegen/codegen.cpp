@@ -1756,14 +1756,35 @@ class Emitter {
 
   /// The kernel's scan and reduction operators (Kernel::combines) as device functions `tj_comb<c>(earlier, later)` of the scan
   /// element's register type: a line per node, each rounded to its type as the kernel's own elementwise code is.
+  /// The register type of combine c's element: the operand's register type, or for several operands the struct
+  /// tj_tup<c> of theirs.
+  std::string combine_type(int c) const {
+    const ir::Combine& cb = k_.combines[static_cast<std::size_t>(c)];
+    return cb.arity() == 1 ? reg_type(cb.nodes[0].type) : fmt::format("tj_tup{}", c);
+  }
+
   std::string combine_functions() const {
     std::string out;
     for (std::size_t c = 0; c < k_.combines.size(); ++c) {
       const ir::Combine& cb = k_.combines[c];
-      const std::string rt = reg_type(cb.nodes[0].type);
-      out += fmt::format("// combine {}: the operator of an associative_scan or reduce\nstatic __device__ __forceinline__ {} tj_comb{}({} c0, {} c1) {{\n",
-                         c, rt, c, rt, rt);
-      for (std::size_t j = 2; j < cb.nodes.size(); ++j) {
+      const int arity = cb.arity();
+      const std::string rt = combine_type(static_cast<int>(c));
+      if (arity > 1) {
+        // The element of a scan of several operands: a struct of their registers, with the lane shuffle the scan's
+        // lane steps use, field by field.
+        out += fmt::format("// combine {}'s element: one register per operand\nstruct {} {{", c, rt);
+        for (int j = 0; j < arity; ++j) out += fmt::format(" {} v{};", reg_type(cb.nodes[static_cast<std::size_t>(j)].type), j);
+        out += fmt::format(" }};\nstatic __device__ __forceinline__ {0} tj_shfl_xor({0} x, int m) {{\n", rt);
+        for (int j = 0; j < arity; ++j)
+          out += fmt::format("  x.v{0} = ({1})tj_shfl_xor(x.v{0}, m);\n", j, reg_type(cb.nodes[static_cast<std::size_t>(j)].type));
+        out += "  return x;\n}\n";
+      }
+      out += fmt::format("// combine {}: the operator of an associative_scan or reduce\nstatic __device__ __forceinline__ {} tj_comb{}({} {}, {} {}) {{\n",
+                         c, rt, c, rt, arity > 1 ? "tj_x" : "c0", rt, arity > 1 ? "tj_y" : "c1");
+      for (int j = 0; arity > 1 && j < 2 * arity; ++j)
+        out += fmt::format("  const {} c{} = {}.v{};\n", reg_type(cb.nodes[static_cast<std::size_t>(j)].type), j, j < arity ? "tj_x" : "tj_y",
+                           j % arity);
+      for (std::size_t j = static_cast<std::size_t>(2 * arity); j < cb.nodes.size(); ++j) {
         const Node& n = cb.nodes[j];
         auto x = [&](int a) { return fmt::format("c{}", n.args[static_cast<std::size_t>(a)]); };
         auto type_of = [&](int a) -> const ir::Type& { return cb.nodes[static_cast<std::size_t>(n.args[static_cast<std::size_t>(a)])].type; };
@@ -1785,7 +1806,13 @@ class Emitter {
         }
         out += fmt::format("  const {} c{} = {};\n", reg_type(n.type), j, e);
       }
-      out += fmt::format("  return c{};\n}}\n", cb.result);
+      if (arity == 1) {
+        out += fmt::format("  return c{};\n}}\n", cb.results[0]);
+      } else {
+        std::string fields;
+        for (int r : cb.results) fields += fmt::format("{}c{}", fields.empty() ? "" : ", ", r);
+        out += fmt::format("  return {} {{{}}};\n}}\n", rt, fields);
+      }
     }
     return out;
   }
@@ -1958,6 +1985,9 @@ class Emitter {
       case Op::scan_min:
       case Op::scan_custom:
         emit_scan(id);
+        return;
+      case Op::tuple_get:
+        emit_tuple_get(id);
         return;
       case Op::atomic_add:
       case Op::atomic_max:
@@ -2967,7 +2997,15 @@ class Emitter {
     const ir::Distributed& d_ = D(sl);
     const int R_ = d_.registers;
     const int q = sl.dim_of[static_cast<std::size_t>(n.axis)];  // parent dim being reduced
-    const std::string ty = reg_type(n.type);
+    // A reduction of several operands together runs on their tuple (combine_type's struct), one per register.
+    const int arity = arity_of(id);
+    const std::string ty = arity > 1 ? combine_type(n.fn) : reg_type(n.type);
+    auto element = [&](int r) {  // (operands after the first are brought to its layout: LayoutPlan::operand_layout)
+      if (arity == 1) return v(src, r);
+      std::string fields;
+      for (int j = 0; j < arity; ++j) fields += fmt::format("{}{}", j ? ", " : "", opnd(id, j, r));
+      return fmt::format("{}{{{}}}", ty, fields);
+    };
     auto combine = [&](const std::string& a, const std::string& b) {
       if (n.op == Op::reduce_sum) return a + " + " + b;
       if (n.op == Op::reduce_custom) return fmt::format("tj_comb{}({}, {})", n.fn, a, b);
@@ -2994,10 +3032,10 @@ class Emitter {
                      red_offsets.size(), std::count_if(d_.lane.begin(), d_.lane.end(), reduces),
                      std::count_if(d_.warp.begin(), d_.warp.end(), reduces)));
     for (std::size_t c = 0; c < canon.size(); ++c) {
-      std::string acc = v(src, canon[c] + red_offsets[0]);
+      std::string acc = element(canon[c] + red_offsets[0]);
       line(fmt::format("{} r{}_{} = {};", ty, id, c, acc));
       for (std::size_t j = 1; j < red_offsets.size(); ++j)
-        line(fmt::format("r{}_{} = {};", id, c, combine(fmt::format("r{}_{}", id, c), v(src, canon[c] + red_offsets[j]))));
+        line(fmt::format("r{}_{} = {};", id, c, combine(fmt::format("r{}_{}", id, c), element(canon[c] + red_offsets[j]))));
     }
     // 2. lanes: butterfly over the lane digits that reduce.
     for (const auto& g : d_.lane) {
@@ -3006,7 +3044,7 @@ class Emitter {
         std::string a = fmt::format("r{}_{}", id, c);
         // The shuffle of an 8- or 16-bit integer comes back as an int: cast it back, so tj_max / tj_min take the
         // register's own type (a mixed (short, int) call resolved to the f32 overload).
-        const bool narrow = is_int(n.type.dtype) && size_bytes(n.type.dtype) < 4;
+        const bool narrow = arity == 1 && is_int(n.type.dtype) && size_bytes(n.type.dtype) < 4;  // (a tuple's shuffle casts)
         line(fmt::format("{} = {};", a, combine(a, fmt::format("{}tj_shfl_xor({}, {})", narrow ? "(" + ty + ")" : "", a, g.stride))));
       }
     }
@@ -3016,33 +3054,40 @@ class Emitter {
     for (const auto& g : d_.warp)
       if (reduces(g)) warp_red.push_back(g);
     if (!warp_red.empty()) {
-      const int slots = static_cast<int>(canon.size()) * threads_;
-      smem_bytes_ = std::max(smem_bytes_, slots * register_bytes(k_[id].type.dtype));
-      line(fmt::format("{}* const tj_red{} = ({}*)tj_smem;", ty, id, ty));
-      for (std::size_t c = 0; c < canon.size(); ++c)
-        line(fmt::format("tj_red{}[{} + tj_tid] = r{}_{};", id, c * static_cast<std::size_t>(threads_), id, c));
-      line(sync());
+      // The partials pass through shared memory in chunks of at most kScanScratchBytes of registers (a tuple's
+      // element is several), every chunk between two barriers.
+      const int bytes = element_bytes(id);
+      const std::size_t chunk = static_cast<std::size_t>(std::max(1, kScanScratchBytes / (threads_ * bytes)));
       std::string base = "tj_warp";
       for (const auto& g : warp_red)
         base += g.radix == 2 && std::has_single_bit(static_cast<unsigned>(g.stride))
                     ? fmt::format(" - (tj_warp & {})", g.stride)
                     : fmt::format(" - ((tj_warp / {}) % {}) * {}", g.stride, g.radix, g.stride);
+      line(fmt::format("{}* const tj_red{} = ({}*)tj_smem;", ty, id, ty));
       line(fmt::format("const int tj_w{} = {};  // the first warp of this warp's reduced group", id, base));
       int combos = 1;
       for (const auto& g : warp_red) combos *= g.radix;
-      for (std::size_t c = 0; c < canon.size(); ++c) {
-        for (int m = 0; m < combos; ++m) {
-          int w = 0, rest = m;
-          for (const auto& g : warp_red) {
-            w += (rest % g.radix) * g.stride;
-            rest /= g.radix;
+      for (std::size_t c0 = 0; c0 < canon.size(); c0 += chunk) {
+        const std::size_t c1 = std::min(canon.size(), c0 + chunk);
+        smem_bytes_ = std::max(smem_bytes_, static_cast<int>(c1 - c0) * threads_ * bytes);
+        for (std::size_t c = c0; c < c1; ++c)
+          line(fmt::format("tj_red{}[{} + tj_tid] = r{}_{};", id, (c - c0) * static_cast<std::size_t>(threads_), id, c));
+        line(sync());
+        for (std::size_t c = c0; c < c1; ++c) {
+          for (int m = 0; m < combos; ++m) {
+            int w = 0, rest = m;
+            for (const auto& g : warp_red) {
+              w += (rest % g.radix) * g.stride;
+              rest /= g.radix;
+            }
+            std::string elem = fmt::format("tj_red{}[{} + (tj_w{} + {}) * {} + tj_lane]", id, (c - c0) * static_cast<std::size_t>(threads_), id,
+                                           w, t_.warp_size);
+            line(m == 0 ? fmt::format("r{}_{} = {};", id, c, elem)
+                        : fmt::format("r{}_{} = {};", id, c, combine(fmt::format("r{}_{}", id, c), elem)));
           }
-          std::string elem = fmt::format("tj_red{}[{} + (tj_w{} + {}) * {} + tj_lane]", id, c * static_cast<std::size_t>(threads_), id, w, t_.warp_size);
-          line(m == 0 ? fmt::format("r{}_{} = {};", id, c, elem)
-                      : fmt::format("r{}_{} = {};", id, c, combine(fmt::format("r{}_{}", id, c), elem)));
         }
+        line(sync() + "  // the scratch may be written again (a conversion, a later iteration)");
       }
-      line(sync() + "  // the scratch may be written again (a conversion, a later iteration)");
     }
     // 4. the result: every register of the output takes its canonical partial.
     auto canon_index = [&](int r) {
@@ -3053,7 +3098,15 @@ class Emitter {
         if (canon[i] == c) return static_cast<int>(i);
       throw Unsupported("codegen: reduction register mapping failed");
     };
-    each_register(id, [&](int r) { return rounded(n.type, fmt::format("r{}_{}", id, canon_index(r))); });
+    if (arity == 1) {
+      each_register(id, [&](int r) { return rounded(n.type, fmt::format("r{}_{}", id, canon_index(r))); });
+      return;
+    }
+    // A tuple: every register's element stays in tj_rt<id> for the tuple_get nodes.
+    const int R_out = tile(id) ? R(id) : 1;
+    line(fmt::format("{} tj_rt{}[{}];", ty, id, R_out));
+    for (int r = 0; r < R_out; ++r) line(fmt::format("tj_rt{}[{}] = r{}_{};", id, r, id, canon_index(r)));
+    each_register(id, [&](int r) { return rounded(n.type, fmt::format("tj_rt{}[{}].v0", id, r)); });
   }
 
   /// An inclusive scan along one tile dim, computed in the value's own layout whatever its digits are. The digits
@@ -3069,12 +3122,20 @@ class Emitter {
     const Node& n = k_[id];
     const ir::TileLayout& tl = TL(id);
     const int q = tl.dim_of[static_cast<std::size_t>(n.axis)];
-    if (q < 0) {  // a dim of size 1: the scan is the value itself
+    if (q < 0) {  // a dim of size 1: the scan is the value itself (and each tuple_get its operand)
       each_register(id, [&](int r) { return opnd(id, 0, r); });
       return;
     }
     const ir::Distributed& d_ = D(tl);
-    const std::string ty = reg_type(n.type);
+    // A scan of several operands together runs on their tuple (combine_type's struct), one per register.
+    const int arity = arity_of(id);
+    const std::string ty = arity > 1 ? combine_type(n.fn) : reg_type(n.type);
+    auto element = [&](int r) {
+      if (arity == 1) return opnd(id, 0, r);
+      std::string fields;
+      for (int j = 0; j < arity; ++j) fields += fmt::format("{}{}", j ? ", " : "", opnd(id, j, r));
+      return fmt::format("{}{{{}}}", ty, fields);
+    };
     const bool rev = n.i == 1;
     auto combine = [&](const std::string& a, const std::string& b) {
       switch (n.op) {
@@ -3138,8 +3199,8 @@ class Emitter {
                        return out;
                      }()));
     line(fmt::format("{} {}[{}], {}[{}];", ty, pre, R_, tot, R_));
-    for (int r : regs_) line(fmt::format("{} = {} = {};", P(r), T(r), opnd(id, 0, r)));
-    const bool narrow = is_int(n.type.dtype) && size_bytes(n.type.dtype) < 4;
+    for (int r : regs_) line(fmt::format("{} = {} = {};", P(r), T(r), element(r)));
+    const bool narrow = arity == 1 && is_int(n.type.dtype) && size_bytes(n.type.dtype) < 4;  // (a tuple's shuffle casts)
     for (const auto& l : levels) {
       const ir::InputDigit& g = l.g;
       if (l.where == 'r') {
@@ -3193,7 +3254,7 @@ class Emitter {
         std::vector<int> reps;
         for (int r : regs_)
           if (rep(r) == r) reps.push_back(r);
-        const int reg_bytes = register_bytes(n.type.dtype);
+        const int reg_bytes = element_bytes(id);
         // The block totals pass through shared memory in chunks of at most kScanScratchBytes: a scan along the dim
         // the warps split first (warp digits below register digits) has a total per register.
         const std::size_t chunk = static_cast<std::size_t>(std::max(1, kScanScratchBytes / (threads_ * reg_bytes)));
@@ -3234,7 +3295,42 @@ class Emitter {
         }
       }
     }
-    each_register(id, [&](int r) { return rounded(n.type, P(r)); });
+    each_register(id, [&](int r) { return rounded(n.type, arity == 1 ? P(r) : P(r) + ".v0"); });
+  }
+
+  /// Value i of a scan or reduction of several operands (args[0]): field i of the elements it left in
+  /// tj_sp<scan> / tj_rt<reduction> — in scope, as the node follows it in the same block — or, for a scan along an
+  /// axis of size 1, the operand itself.
+  void emit_tuple_get(int id) {
+    const Node& n = k_[id];
+    const int s = n.args[0];
+    const Node& of = k_[s];
+    if (tile(id) && !(TL(id) == TL(s)))
+      throw Unsupported(fmt::format("codegen: tuple_get %{} of %{} in another layout ({} against {})", id, s,
+                                    layout_description(TL(id).layout), layout_description(TL(s).layout)));
+    if (of.op == Op::reduce_custom) {
+      each_register(id, [&](int r) { return rounded(n.type, fmt::format("tj_rt{}[{}].v{}", s, r, n.i)); });
+    } else if (TL(s).dim_of[static_cast<std::size_t>(of.axis)] < 0) {
+      each_register(id, [&](int r) { return opnd(s, static_cast<int>(n.i), r); });
+    } else {
+      each_register(id, [&](int r) { return rounded(n.type, fmt::format("tj_sp{}[{}].v{}", s, r, n.i)); });
+    }
+  }
+
+  /// How many operands scan or reduction `id` combines together (its combine's arity; 1 for the built-in ones).
+  int arity_of(int id) const {
+    const Node& n = k_[id];
+    return n.op == Op::scan_custom || n.op == Op::reduce_custom ? k_.combines[static_cast<std::size_t>(n.fn)].arity() : 1;
+  }
+
+  /// Bytes of shared memory a scan's or reduction's element takes: its register, or for several operands at most
+  /// the widest register per operand (the struct's size, padding included, is no more).
+  int element_bytes(int id) const {
+    const Node& n = k_[id];
+    if (arity_of(id) == 1) return register_bytes(n.type.dtype);
+    int bytes = 0;
+    for (int j = 0; j < arity_of(id); ++j) bytes = std::max(bytes, register_bytes(k_[n.args[static_cast<std::size_t>(j)]].type.dtype));
+    return bytes * arity_of(id);
   }
 
   /// An atomic read-modify-write per element (the prelude's tj_atomic_*), done by one thread per element: the

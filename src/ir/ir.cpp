@@ -79,6 +79,7 @@ const char* name(Op op) {
     case Op::scan_custom: return "scan_custom";
     case Op::combine_arg: return "combine_arg";
     case Op::reduce_custom: return "reduce_custom";
+    case Op::tuple_get: return "tuple_get";
   }
   return "?";
 }
@@ -163,26 +164,62 @@ bool is_combine_op(Op op) {
 }
 
 namespace {
-/// A Combine's own rules: rank-0 elementwise nodes, operands defined before use, combine_arg 0 and 1 as nodes 0 and
-/// 1, and a result of the scan's element type.
+/// A Combine's own rules: combine_arg 0 .. 2·arity-1 first (operand k of the earlier element, then of the later,
+/// each of operand k's element type), then rank-0 elementwise nodes with operands defined before use, and results
+/// of the operands' element types.
 void verify_combine(const Kernel& k, int id) {
   const Node& scan = k.nodes[static_cast<std::size_t>(id)];
   if (scan.fn < 0 || static_cast<std::size_t>(scan.fn) >= k.combines.size())
     throw Unsupported(fmt::format("IR: {} %{} names combine {} (the kernel has {})", name(scan.op), id, scan.fn, k.combines.size()));
   const Combine& c = k.combines[static_cast<std::size_t>(scan.fn)];
-  const int size = static_cast<int>(c.nodes.size());
-  if (size < 2 || c.nodes[0].op != Op::combine_arg || c.nodes[0].i != 0 || c.nodes[1].op != Op::combine_arg || c.nodes[1].i != 1)
-    throw Unsupported(fmt::format("IR: combine {} does not start with its two operands", scan.fn));
+  const int size = static_cast<int>(c.nodes.size()), n = c.arity();
+  if (n < 1 || n > kMaxCombineArity)
+    throw Unsupported(fmt::format("IR: combine {} of {} %{} has arity {}", scan.fn, name(scan.op), id, n));
+  auto operand_type = [&](int j) -> const Type& { return k.nodes[static_cast<std::size_t>(scan.args[static_cast<std::size_t>(j)])].type; };
+  for (int j = 0; j < n; ++j) {
+    if (scan.args[static_cast<std::size_t>(j)] < 0)
+      throw Unsupported(fmt::format("IR: {} %{} of arity {} has no operand {}", name(scan.op), id, n, j));
+    if (operand_type(j).shape != operand_type(0).shape || operand_type(j).rank != operand_type(0).rank)
+      throw Unsupported(fmt::format("IR: {} %{}: operand {} is {} but operand 0 is {}", name(scan.op), id, j,
+                                    to_string(operand_type(j)), to_string(operand_type(0))));
+  }
+  if (size < 2 * n)
+    throw Unsupported(fmt::format("IR: combine {} does not start with its {} operands", scan.fn, 2 * n));
   for (int j = 0; j < size; ++j) {
-    const Node& n = c.nodes[static_cast<std::size_t>(j)];
-    if (!is_combine_op(n.op) || n.type.rank != 0 || (n.op == Op::combine_arg && j > 1))
-      throw Unsupported(fmt::format("IR: combine {} node %{} ({} {}) is not a scalar elementwise op", scan.fn, j, name(n.op),
-                                    to_string(n.type)));
-    for (int a : n.args)
+    const Node& x = c.nodes[static_cast<std::size_t>(j)];
+    const bool arg = j < 2 * n;
+    if (!is_combine_op(x.op) || x.type.rank != 0 || (x.op == Op::combine_arg) != arg || (arg && x.i != j) ||
+        (arg && x.type.dtype != operand_type(j % n).dtype))
+      throw Unsupported(fmt::format("IR: combine {} node %{} ({} {}) is not {}", scan.fn, j, name(x.op), to_string(x.type),
+                                    arg ? fmt::format("combine_arg #{} of {}", j, tilejit::name(operand_type(j % n).dtype))
+                                        : std::string("a scalar elementwise op")));
+    for (int a : x.args)
       if (a >= j) throw Unsupported(fmt::format("IR: combine {} node %{} uses %{} before it is defined", scan.fn, j, a));
   }
-  if (c.result < 0 || c.result >= size || c.nodes[static_cast<std::size_t>(c.result)].type.dtype != scan.type.dtype)
-    throw Unsupported(fmt::format("IR: combine {}'s result %{} is not a {} value", scan.fn, c.result, tilejit::name(scan.type.dtype)));
+  for (int j = 0; j < n; ++j) {
+    const int r = c.results[static_cast<std::size_t>(j)];
+    if (r < 0 || r >= size || c.nodes[static_cast<std::size_t>(r)].type.dtype != operand_type(j).dtype)
+      throw Unsupported(fmt::format("IR: combine {}'s result {} (%{}) is not a {} value", scan.fn, j, r,
+                                    tilejit::name(operand_type(j).dtype)));
+  }
+}
+
+/// tuple_get i of a scan_custom or reduce_custom of arity > i: of its operand i's element type, in its shape.
+void verify_tuple_get(const Kernel& k, int id) {
+  const Node& n = k.nodes[static_cast<std::size_t>(id)];
+  const int s = n.args[0];
+  const Node* of = s >= 0 && s < id ? &k.nodes[static_cast<std::size_t>(s)] : nullptr;
+  const int arity = of && (of->op == Op::scan_custom || of->op == Op::reduce_custom) && of->fn >= 0 &&
+                            static_cast<std::size_t>(of->fn) < k.combines.size()
+                        ? k.combines[static_cast<std::size_t>(of->fn)].arity() : 0;
+  Type want;
+  if (arity > 0 && n.i >= 1 && n.i < arity) {
+    want = of->type;
+    want.dtype = k.nodes[static_cast<std::size_t>(of->args[static_cast<std::size_t>(n.i)])].type.dtype;
+  }
+  if (arity == 0 || n.i < 1 || n.i >= arity || !(n.type == want))
+    throw Unsupported(fmt::format("IR: tuple_get %{} takes value {} of %{}, not a custom scan or reduction of that many "
+                                  "operands of type {}", id, n.i, s, to_string(n.type)));
 }
 }  // namespace
 
@@ -202,6 +239,7 @@ void verify(const Kernel& k) {
   for (std::size_t id = 0; id < k.nodes.size(); ++id) {
     const Node& n = k.nodes[id];
     if (n.op == Op::scan_custom || n.op == Op::reduce_custom) verify_combine(k, static_cast<int>(id));
+    if (n.op == Op::tuple_get) verify_tuple_get(k, static_cast<int>(id));
     if (n.op == Op::combine_arg) throw Unsupported(fmt::format("IR: node %{} is a combine's operand outside a combine", id));
     if (n.op == Op::event && (n.i < 0 || static_cast<std::size_t>(n.i) >= k.event_sites.size() || n.axis < 0 || n.axis > 1))
       throw Unsupported(fmt::format("IR: event %{} names site {} (the kernel has {}) with kind {} (0 begin, 1 end)", id, n.i,
@@ -265,11 +303,23 @@ std::string print(const Kernel& k) {
     if (n.op == Op::program_id || n.op == Op::num_programs || n.op == Op::expand_dims || is_reduce(n.op))
       out += fmt::format(" axis={}", n.axis);
     if (is_scan(n.op)) out += fmt::format(" axis={}{}", n.axis, n.i == 1 ? " reverse" : "");
-    if (n.op == Op::scan_custom || n.op == Op::reduce_custom) out += fmt::format(" combine={}", n.fn);
+    if (n.op == Op::scan_custom || n.op == Op::reduce_custom) {
+      out += fmt::format(" combine={}", n.fn);
+      // several operands: the node is value 0 of a tuple; its tuple_get nodes name the others
+      const int arity = n.fn >= 0 && static_cast<std::size_t>(n.fn) < k.combines.size() ? k.combines[static_cast<std::size_t>(n.fn)].arity() : 1;
+      for (int j = 1; j < arity; ++j)
+        if (n.args[static_cast<std::size_t>(j)] >= 0)
+          out += fmt::format("{}{}", j == 1 ? fmt::format(" (value 0 of {}", tilejit::name(n.type.dtype)) : "",
+                             fmt::format(", {}{}", tilejit::name(k.nodes[static_cast<std::size_t>(n.args[static_cast<std::size_t>(j)])].type.dtype),
+                                         j == arity - 1 ? ")" : ""));
+    }
+    if (n.op == Op::tuple_get) out += fmt::format(" #{}", n.i);
     out += "\n";
   }
   for (std::size_t c = 0; c < k.combines.size(); ++c) {
-    out += fmt::format("combine {} -> %{}\n", c, k.combines[c].result);
+    out += fmt::format("combine {} ->", c);
+    for (int r : k.combines[c].results) out += fmt::format(" %{}", r);
+    out += "\n";
     for (std::size_t j = 0; j < k.combines[c].nodes.size(); ++j) {
       const Node& n = k.combines[c].nodes[j];
       out += fmt::format("  %{} = {} {}", j, name(n.op), to_string(n.type));

@@ -293,7 +293,9 @@ TileLayout LayoutPlan::operand_layout(const Kernel& k, int node, int which) cons
         return values[static_cast<std::size_t>(a)];
       return which < 2 ? dot_operands[static_cast<std::size_t>(node)][static_cast<std::size_t>(which)] : mine;
     case Op::reduce_sum: case Op::reduce_max: case Op::reduce_min: case Op::reduce_custom:
-      return values[static_cast<std::size_t>(a)];
+      // A reduction runs in its operand's own layout; operands of one reduced together (a tuple, all of one shape)
+      // are brought to operand 0's.
+      return values[static_cast<std::size_t>(which == 0 ? a : n.args[0])];
     case Op::expand_dims: {
       TileLayout t = mine;
       t.dim_of = {-1, -1};

@@ -15,7 +15,7 @@ int record(ir::Node n) {
   return k->add(n);
 }
 
-int adopt_combine(ir::Kernel& sub, int base, int result, const char* what) {
+int adopt_combine(ir::Kernel& sub, int base, std::span<const int> results, const char* what) {
   ir::Kernel* k = current_kernel();
   if (!k) throw Error("tile operations can only run while a kernel is traced (inside tilejit::trace / compile)");
   // What a value traced outside the combine is, in the user's terms.
@@ -26,8 +26,8 @@ int adopt_combine(ir::Kernel& sub, int base, int result, const char* what) {
                                              k->params.at(static_cast<std::size_t>(o.i)).name, o.i)
                                : fmt::format("a {} {} computed before the combine (kernel node %{})", ir::to_string(o.type),
                                              ir::name(o.op), id);
-    return InvalidArgument(fmt::format("{}: its combine{} reads {}; a combine may read only its two operands and "
-                                       "literals: fold other values into the tile it combines",
+    return InvalidArgument(fmt::format("{}: its combine{} reads {}; a combine may read only its operands (the two "
+                                       "elements it combines) and literals: fold other values into the tiles it combines",
                                        what, in, is));
   };
   ir::Combine c;
@@ -55,7 +55,7 @@ int adopt_combine(ir::Kernel& sub, int base, int result, const char* what) {
     own[id] = static_cast<int>(c.nodes.size());
     c.nodes.push_back(n);
   }
-  c.result = result < base ? adopt_outer(result, " (its result)") : own[static_cast<std::size_t>(result)];
+  for (int r : results) c.results.push_back(r < base ? adopt_outer(r, " (its result)") : own[static_cast<std::size_t>(r)]);
   k->combines.push_back(std::move(c));
   return static_cast<int>(k->combines.size()) - 1;
 }

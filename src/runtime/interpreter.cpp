@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <exception>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <mutex>
@@ -208,13 +209,14 @@ class Program {
     event(static_cast<std::uint16_t>(k_.event_sites.size()), 1, 0, pid);
   }
 
-  /// For a Program over a Combine's nodes (ir::Combine::nodes as a kernel): node `result`'s value with x as
-  /// combine_arg 0 (the earlier operand) and y as combine_arg 1.
-  Value apply(Value x, Value y, int result) {
-    vals_[0] = std::move(x);
-    vals_[1] = std::move(y);
-    for (int pc = 2; pc < static_cast<int>(k_.nodes.size()); ++pc) eval(pc, {0, 0, 0});
-    return vals_[static_cast<std::size_t>(result)];
+  /// For a Program over a Combine's nodes (ir::Combine::nodes as a kernel): with `in` as combine_arg 0 .. n-1 (the
+  /// earlier element's operands, then the later's), the values of nodes `results`.
+  std::vector<Value> apply(std::vector<Value>& in, std::span<const int> results) {
+    for (std::size_t j = 0; j < in.size(); ++j) vals_[j] = std::move(in[j]);
+    for (int pc = static_cast<int>(in.size()); pc < static_cast<int>(k_.nodes.size()); ++pc) eval(pc, {0, 0, 0});
+    std::vector<Value> out;
+    for (int r : results) out.push_back(vals_[static_cast<std::size_t>(r)]);
+    return out;
   }
 
  private:
@@ -392,23 +394,29 @@ class Program {
           for (int e = 0; e < N; ++e) from(v, e, broadcast_source(k_[n.args[0]].type, n.type, e));
         return;
       case Op::reduce_sum: case Op::reduce_max: case Op::reduce_min: case Op::reduce_custom: {
-        const Value* v = arg(0);
-        if (!v) return;
         const ir::Type& ft = k_[n.args[0]].type;
         const int len = ft.shape[n.axis];
-        for (int o = 0; o < N; ++o)
-          for (int j = 0; j < len; ++j)
-            from(v, o, reduce_source(ft, n.axis, o, j));
+        for (int k = 0; k < ir::kMaxCombineArity; ++k) {  // (several operands: each result depends on all)
+          const Value* v = n.args[static_cast<std::size_t>(k)] >= 0 ? arg(k) : nullptr;
+          if (!v) continue;
+          for (int o = 0; o < N; ++o)
+            for (int j = 0; j < len; ++j)
+              from(v, o, reduce_source(ft, n.axis, o, j));
+        }
         return;
       }
       case Op::scan_sum: case Op::scan_prod: case Op::scan_max: case Op::scan_min: case Op::scan_custom: {
-        const Value* v = arg(0);
-        if (!v) return;
+        // Element j depends on the elements before it (after it, reversed) of every operand (a scan of several
+        // operands: each of its values on all, so tuple_get copies this node's).
         const int len = n.type.shape[n.axis], lines = N / len;
-        for (int o = 0; o < lines; ++o)  // element j depends on the elements before it (after it, reversed)
-          for (int j = 0; j < len; ++j)
-            for (int s = 0; s < len; ++s)
-              if (n.i == 1 ? s >= j : s <= j) from(v, reduce_source(n.type, n.axis, o, j), reduce_source(n.type, n.axis, o, s));
+        for (int k = 0; k < ir::kMaxCombineArity; ++k) {
+          const Value* v = n.args[static_cast<std::size_t>(k)] >= 0 ? arg(k) : nullptr;
+          if (!v) continue;
+          for (int o = 0; o < lines; ++o)
+            for (int j = 0; j < len; ++j)
+              for (int s = 0; s < len; ++s)
+                if (n.i == 1 ? s >= j : s <= j) from(v, reduce_source(n.type, n.axis, o, j), reduce_source(n.type, n.axis, o, s));
+        }
         return;
       }
       case Op::dot: {
@@ -675,38 +683,76 @@ class Program {
         return;
       }
       case Op::reduce_custom: {
-        // The combine folds each row in index order.
+        // The combine folds each row in index order, an element being a Value per operand: operand 0's result is
+        // this node's value, the others' wait in parts_ for the tuple_get nodes.
         const ir::Type& ft = type_of_arg(0);
         const int len = ft.shape[n.axis];
         Combiner& comb = combiner(n.fn);
-        if (fl) out.f.resize(static_cast<std::size_t>(N));
-        else out.i.resize(static_cast<std::size_t>(N));
-        for (int o = 0; o < N; ++o) {
-          Value acc = element_of(a(0), fl, static_cast<std::size_t>(reduce_source(ft, n.axis, o, 0)));
-          for (int j = 1; j < len; ++j) acc = comb(acc, element_of(a(0), fl, static_cast<std::size_t>(reduce_source(ft, n.axis, o, j))));
-          if (fl) out.f[static_cast<std::size_t>(o)] = acc.f[0];
-          else out.i[static_cast<std::size_t>(o)] = acc.i[0];
+        const int arity = static_cast<int>(comb.results.size());
+        std::vector<bool> fls;
+        std::vector<Value> outs(static_cast<std::size_t>(arity));
+        for (int k = 0; k < arity; ++k) {
+          fls.push_back(holds_float(type_of_arg(k)));
+          if (fls.back()) outs[static_cast<std::size_t>(k)].f.resize(static_cast<std::size_t>(N));
+          else outs[static_cast<std::size_t>(k)].i.resize(static_cast<std::size_t>(N));
         }
+        auto element = [&](int o, int j) {
+          std::vector<Value> x;
+          const auto e = static_cast<std::size_t>(reduce_source(ft, n.axis, o, j));
+          for (int k = 0; k < arity; ++k) x.push_back(element_of(a(k), fls[static_cast<std::size_t>(k)], e));
+          return x;
+        };
+        for (int o = 0; o < N; ++o) {
+          std::vector<Value> acc = element(o, 0);
+          for (int j = 1; j < len; ++j) acc = comb(acc, element(o, j));
+          for (int k = 0; k < arity; ++k) {
+            Value& v = outs[static_cast<std::size_t>(k)];
+            if (fls[static_cast<std::size_t>(k)]) v.f[static_cast<std::size_t>(o)] = acc[static_cast<std::size_t>(k)].f[0];
+            else v.i[static_cast<std::size_t>(o)] = acc[static_cast<std::size_t>(k)].i[0];
+          }
+        }
+        keep_parts(id, out, outs);
         return;
       }
       case Op::scan_custom: {
-        // The combine runs on one element at a time, in index order.
+        // The combine runs on one element (a Value per operand) at a time, in index order. Operand 0's scan is
+        // this node's value, the others' wait in parts_ for the tuple_get nodes.
         Combiner& comb = combiner(n.fn);
+        const int arity = static_cast<int>(comb.results.size());
         const int len = n.type.shape[n.axis], lines = N / len;
         const bool rev = n.i == 1;
         auto at_line = [&](int o, int j) { return static_cast<std::size_t>(reduce_source(n.type, n.axis, o, rev ? len - 1 - j : j)); };
-        auto element = [&](std::size_t e) { return element_of(a(0), fl, e); };
-        if (fl) out.f.resize(static_cast<std::size_t>(N));
-        else out.i.resize(static_cast<std::size_t>(N));
+        std::vector<bool> fls;
+        std::vector<Value> outs(static_cast<std::size_t>(arity));
+        for (int k = 0; k < arity; ++k) {
+          fls.push_back(holds_float(type_of_arg(k)));
+          if (fls.back()) outs[static_cast<std::size_t>(k)].f.resize(static_cast<std::size_t>(N));
+          else outs[static_cast<std::size_t>(k)].i.resize(static_cast<std::size_t>(N));
+        }
+        auto element = [&](std::size_t e) {
+          std::vector<Value> x;
+          for (int k = 0; k < arity; ++k) x.push_back(element_of(a(k), fls[static_cast<std::size_t>(k)], e));
+          return x;
+        };
         for (int o = 0; o < lines; ++o) {
-          Value acc;
+          std::vector<Value> acc;
           for (int j = 0; j < len; ++j) {
             const std::size_t e = at_line(o, j);
             acc = j == 0 ? element(e) : rev ? comb(element(e), acc) : comb(acc, element(e));
-            if (fl) out.f[e] = acc.f[0];
-            else out.i[e] = acc.i[0];
+            for (int k = 0; k < arity; ++k) {
+              Value& v = outs[static_cast<std::size_t>(k)];
+              if (fls[static_cast<std::size_t>(k)]) v.f[e] = acc[static_cast<std::size_t>(k)].f[0];
+              else v.i[e] = acc[static_cast<std::size_t>(k)].i[0];
+            }
           }
         }
+        keep_parts(id, out, outs);
+        return;
+      }
+      case Op::tuple_get: {
+        const Value& v = parts_.at(static_cast<std::size_t>(n.args[0])).at(static_cast<std::size_t>(n.i - 1));
+        out.f = v.f;
+        out.i = v.i;
         return;
       }
       case Op::scan_sum: case Op::scan_prod: case Op::scan_max: case Op::scan_min: {
@@ -844,13 +890,36 @@ class Program {
     fail(id, "unknown operation");
   }
 
+  /// The results of a scan or reduction of node `id`, one per operand: the first is its value (`out`), the
+  /// others are kept in parts_ for its tuple_get nodes.
+  void keep_parts(int id, Value& out, std::vector<Value>& outs) {
+    out.f = std::move(outs[0].f);
+    out.i = std::move(outs[0].i);
+    if (outs.size() == 1) return;
+    if (parts_.empty()) parts_.resize(k_.nodes.size());
+    parts_[static_cast<std::size_t>(id)].assign(std::make_move_iterator(outs.begin() + 1), std::make_move_iterator(outs.end()));
+  }
+
   /// Combine `fn` of the kernel (the operator of a scan_custom / reduce_custom) as a small Program of its own
   /// nodes, made on first use and kept: each result is rounded to its node's type by the same rules as here.
   struct Combiner {
     ir::Kernel nodes;
     std::unique_ptr<Program> program;
-    int result = -1;
-    Value operator()(Value x, Value y) { return program->apply(std::move(x), std::move(y), result); }
+    std::vector<int> results;
+    std::vector<Value> in;
+    /// One operand: combine(x, y).
+    Value operator()(Value x, Value y) {
+      in.assign(2, Value{});
+      in[0] = std::move(x);
+      in[1] = std::move(y);
+      return std::move(program->apply(in, results)[0]);
+    }
+    /// Several: combine of the earlier element x (one Value per operand) and the later y.
+    std::vector<Value> operator()(const std::vector<Value>& x, const std::vector<Value>& y) {
+      in = x;
+      in.insert(in.end(), y.begin(), y.end());
+      return program->apply(in, results);
+    }
   };
   Combiner& combiner(int fn) {
     if (combiners_.empty()) combiners_.resize(k_.combines.size());
@@ -860,7 +929,7 @@ class Program {
       c->nodes.nodes = k_.combines[static_cast<std::size_t>(fn)].nodes;
       c->program = std::make_unique<Program>(c->nodes, std::span<const ArgValue>{}, grid_,
                                              std::span<const std::optional<std::pair<std::uintptr_t, std::size_t>>>{});
-      c->result = k_.combines[static_cast<std::size_t>(fn)].result;
+      c->results = k_.combines[static_cast<std::size_t>(fn)].results;
     }
     return *c;
   }
@@ -876,6 +945,7 @@ class Program {
   std::vector<profiler::DeviceEvent>* ev_ = nullptr;  // record_events
   unsigned worker_ = 0;
   std::vector<std::unique_ptr<Combiner>> combiners_;  // per Kernel::combines entry, made by combiner()
+  std::vector<std::vector<Value>> parts_;  // per scan_custom of several operands: the scans of operands 1 .. arity-1
 };
 
 }  // namespace

@@ -88,13 +88,16 @@ enum class Op : std::uint8_t {
   atomic_cas,    // args: pointers, compare, value: stores value where memory equals compare; the value held before
   // more unary math (args[0], floating point)
   log2, sin, cos, tanh, erf, floor, ceil, sigmoid,
-  scan_custom,   // an inclusive scan as scan_sum (args[0], axis, i = 1: reverse) whose operator is a user's combine:
-                 // fn = index into Kernel::combines; element j is ((x[0] op x[1]) op ...) op x[j], in any grouping
-                 // (the operator must be associative; it need not be commutative: operands keep their order)
-  combine_arg,   // inside a Combine only: i = 0, the earlier operand (the prefix), i = 1, the later one (a rank-0
-                 // value of the scan's element type)
-  reduce_custom, // a reduction as reduce_sum (args[0], axis) whose operator is a user's combine (fn, as scan_custom's;
-                 // associative and commutative: lanes and warps combine in an order the layout decides)
+  scan_custom,   // an inclusive scan as scan_sum (axis, i = 1: reverse) whose operator is a user's combine: fn = index
+                 // into Kernel::combines; element j is ((x[0] op x[1]) op ...) op x[j], in any grouping (the operator
+                 // must be associative; it need not be commutative: operands keep their order). It scans the
+                 // combine's arity (1..3) of operands together, args[0..arity-1], all of one shape: the node's value is
+                 // the scan of args[0]; tuple_get nodes name the others
+  combine_arg,   // inside a Combine only: a rank-0 operand; of arity n, i = k < n is operand k of the earlier element
+                 // (the prefix), i = n + k operand k of the later one
+  reduce_custom, // a reduction as reduce_sum (axis) whose operator is a user's combine (fn, operands and values as
+                 // scan_custom's; associative and commutative: lanes and warps combine in an order the layout decides)
+  tuple_get,     // value i (1 <= i < arity) of the scan_custom or reduce_custom args[0] of several operands
 };
 
 /// desc_field's i for shape[d] and strides[d] of a descriptor of any rank (d < 5).
@@ -116,6 +119,8 @@ bool is_scan(Op op);
 bool is_atomic(Op op);
 /// The ops a Combine may hold: combine_arg, constant, binary (compares too), unary, where, cast.
 bool is_combine_op(Op op);
+/// The most operands one scan_custom / reduce_custom combines together (a Node's args).
+inline constexpr int kMaxCombineArity = 3;
 
 struct Node {
   Op op = Op::constant;
@@ -127,13 +132,14 @@ struct Node {
   int fn = -1;         // scan_custom, reduce_custom: its Combine in Kernel::combines
 };
 
-/// The operator of a scan_custom or reduce_custom: a function of two rank-0 values of the element type, traced
-/// from the user's combine (tj::associative_scan, tj::reduce). nodes are its own (ids index them; combine_arg 0
-/// and 1 are nodes 0 and 1), each a rank-0 elementwise op (constant, binary, compare, unary, where, cast), result
-/// the id of its value.
+/// The operator of a scan_custom or reduce_custom, traced from the user's combine (tj::associative_scan,
+/// tj::reduce): a function of two elements — each a tuple of `arity()` rank-0 values, one per operand — returning
+/// one. nodes are its own (ids index them): combine_arg 0 .. 2·arity-1 first, in order, then rank-0 elementwise ops
+/// (constant, binary, compare, unary, where, cast); results[k] is the id of its value for operand k.
 struct Combine {
   std::vector<Node> nodes;
-  int result = -1;
+  std::vector<int> results;
+  int arity() const { return static_cast<int>(results.size()); }
 };
 
 /// Kernel parameter: a scalar (rank-0 Type) or a pointer (Type.is_ptr).

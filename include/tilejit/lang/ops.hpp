@@ -7,10 +7,13 @@
 // errors. C++ arithmetic literals take the element type of the tile they meet
 // (Triton's "weak" scalars).
 #pragma once
+#include <array>
 #include <cmath>
 #include <concepts>
 #include <cstdint>
 #include <limits>
+#include <span>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -524,11 +527,11 @@ template <int Axis, bool Reverse = false, lang::TileArg X> auto cummin(const X& 
 }
 
 namespace lang {
-/// Moves the combine traced into `sub` — nodes `base` .. end, the first two combine_arg 0 and 1 — into the kernel
-/// being traced as an ir::Combine, with `result` its value; returns the Combine's index. A rank-0 literal traced
+/// Moves the combine traced into `sub` — nodes `base` .. end, the first 2·arity its combine_args — into the kernel
+/// being traced as an ir::Combine, with `results` its values (one per operand); returns the Combine's index. A rank-0 literal traced
 /// outside it is copied in; any other value traced outside it throws InvalidArgument (naming the kernel argument or
 /// the node), a node that is not a rank-0 elementwise op Unsupported; `what` names the caller (trace.cpp).
-int adopt_combine(ir::Kernel& sub, int base, int result, const char* what);
+int adopt_combine(ir::Kernel& sub, int base, std::span<const int> results, const char* what);
 
 /// Traces `combine(a, b)` on two Scalar<E> into the kernel being traced as an ir::Combine (adopt_combine's rules)
 /// and returns its index: the operator of a scan_custom or reduce_custom node.
@@ -562,7 +565,52 @@ int trace_combine(F& combine, const char* what) {
       const Scalar<E> b(record(arg));
       result = combine(a, b).id();
     }
-    return adopt_combine(sub, base, result, what);
+    return adopt_combine(sub, base, std::span<const int>(&result, 1), what);
+  }
+}
+
+/// trace_combine for a scan of several operands together: combine(a, b) takes two std::tuple<Scalar<E>...> (the
+/// earlier element, the later) and returns a std::tuple<Scalar<E>...> of the same element types.
+template <class... E, class F>
+int trace_combine_tuple(F& combine, const char* what) {
+  using Elem = std::tuple<Scalar<E>...>;
+  static_assert(((!is_ptr_v<E> && !std::is_same_v<E, bool>) && ...), "a combine needs numeric tiles");
+  if constexpr (!std::is_invocable_v<F&, Elem, Elem>) {
+    static_assert(std::is_invocable_v<F&, Elem, Elem>,
+                  "combine(a, b) must accept two std::tuple<tj::Scalar<T>...> of the tiles' element types, in order");
+    return -1;
+  } else if constexpr (!std::is_same_v<std::remove_cvref_t<std::invoke_result_t<F&, Elem, Elem>>, Elem>) {
+    static_assert(std::is_same_v<std::remove_cvref_t<std::invoke_result_t<F&, Elem, Elem>>, Elem>,
+                  "combine(a, b) must return a std::tuple<tj::Scalar<T>...> of the tiles' element types, in order "
+                  "(std::tuple{x, y}; tj::cast<T> a value whose type differs)");
+    return -1;
+  } else {
+    ir::Kernel* outer = current_kernel();
+    if (!outer) throw Error("tile operations can only run while a kernel is traced (inside tilejit::trace / compile)");
+    ir::Kernel sub;  // as trace_combine's
+    const int base = static_cast<int>(outer->nodes.size());
+    sub.nodes.resize(static_cast<std::size_t>(base));
+    constexpr int n = static_cast<int>(sizeof...(E));
+    std::array<int, n> results{};
+    {
+      TraceScope scope(sub);
+      auto operands = [&](int first) {
+        int i = first;
+        auto one = [&]<class T>(std::type_identity<T>) {
+          ir::Node arg;
+          arg.op = ir::Op::combine_arg;
+          arg.type = type_of<T>();
+          arg.i = i++;
+          return Scalar<T>(record(arg));
+        };
+        return Elem{one(std::type_identity<E>{})...};  // (braced: evaluated in order)
+      };
+      const Elem a = operands(0);
+      const Elem b = operands(n);
+      const Elem r = combine(a, b);
+      [&]<std::size_t... I>(std::index_sequence<I...>) { ((results[I] = std::get<I>(r).id()), ...); }(std::index_sequence_for<E...>{});
+    }
+    return adopt_combine(sub, base, results, what);
   }
 }
 }  // namespace lang
@@ -585,6 +633,77 @@ auto associative_scan(const X& x0, F&& combine) {
   using E = lang::elem_t<decltype(lang::tile_of(x0))>;
   const int fn = lang::trace_combine<E>(combine, "associative_scan");
   return lang::scan<ir::Op::scan_custom, Axis, Reverse>(x0, fn);
+}
+
+namespace lang {
+/// A scan_custom (OP, result shape S) or reduce_custom (the shape without Axis) of several tiles together with a
+/// user's combine (trace_combine_tuple's rules): the std::tuple of its values, operand 0's the node's own, the
+/// others' tuple_get nodes.
+template <ir::Op OP, int Axis, bool Reverse, class... X, class F>
+auto combine_tuple(const std::tuple<X...>& xs0, F& combine, const char* what) {
+  using Xs = std::tuple<std::remove_cvref_t<decltype(tile_of(std::declval<const X&>()))>...>;
+  const Xs xs = std::apply([](const auto&... x) { return Xs{tile_of(x)...}; }, xs0);
+  using S = shape_t<std::tuple_element_t<0, Xs>>;
+  static_assert([]<std::size_t... I>(std::index_sequence<I...>) {
+    return (std::is_same_v<shape_t<std::tuple_element_t<I, Xs>>, S> && ...);
+  }(std::index_sequence_for<X...>{}), "a scan or reduction of several tiles: they must have one shape (tj::broadcast_to them)");
+  static_assert(S::rank >= 1 && Axis >= 0 && Axis < S::rank, "scan / reduction axis out of range for this tile's rank");
+  // (an axis out of range has failed the static_assert above: only its message is reported)
+  using RS = std::conditional_t<OP == ir::Op::scan_custom, S, typename remove_axis<(Axis < S::rank ? Axis : 0), S>::type>;
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    const int fn = trace_combine_tuple<elem_t<std::tuple_element_t<I, Xs>>...>(combine, what);
+    ir::Node n;
+    n.op = OP;
+    n.type = ir_type<elem_t<std::tuple_element_t<0, Xs>>, RS>();
+    ((n.args[I] = std::get<I>(xs).id()), ...);
+    n.axis = Axis;
+    n.i = Reverse ? 1 : 0;
+    n.fn = fn;
+    const int node = record(n);
+    auto part = [&]<std::size_t K>(std::integral_constant<std::size_t, K>) {
+      using E = elem_t<std::tuple_element_t<K, Xs>>;
+      if constexpr (K == 0) {
+        return make_tile_t<E, RS>(node);
+      } else {
+        ir::Node g;
+        g.op = ir::Op::tuple_get;
+        g.type = ir_type<E, RS>();
+        g.args[0] = node;
+        g.i = static_cast<std::int64_t>(K);
+        return make_tile_t<E, RS>(record(g));
+      }
+    };
+    return std::tuple{part(std::integral_constant<std::size_t, I>{})...};
+  }(std::index_sequence_for<X...>{});
+}
+}  // namespace lang
+
+/// Scans several tiles together, Triton's tl.associative_scan on a tuple: xs = std::tuple{x0, x1} or {x0, x1, x2},
+/// tiles of one shape (their element types may differ); element j of the scan is the tuple
+/// combine(... combine((x0[0], x1[0]), (x0[1], x1[1])) ..., (x0[j], x1[j])). combine(a, b) receives the earlier
+/// and the later element as std::tuple<tj::Scalar<T>...> (structured bindings unpack them) and returns one of the
+/// same element types; it is traced once, with associative_scan's rules (associative, need not be commutative).
+/// Returns the std::tuple of the scanned tiles. Example, the linear recurrence h[t] = a[t]·h[t-1] + b[t] of
+/// state-space models: `auto [ap, h] = tj::associative_scan<0>(std::tuple{a, b}, [](auto l, auto r) {
+///   auto [a1, b1] = l; auto [a2, b2] = r; return std::tuple{a1 * a2, a2 * b1 + b2}; });`
+/// Lowered as a one-operand scan whose registers hold the tuple (a struct in the generated code). Throws as
+/// associative_scan.
+template <int Axis, bool Reverse = false, class... X, class F>
+  requires(sizeof...(X) >= 2 && sizeof...(X) <= ir::kMaxCombineArity && (lang::TileArg<X> && ...))
+auto associative_scan(const std::tuple<X...>& xs, F&& combine) {
+  return lang::combine_tuple<ir::Op::scan_custom, Axis, Reverse>(xs, combine, "associative_scan");
+}
+
+/// Reduces several tiles together, Triton's tl.reduce on a tuple: xs = std::tuple{x0, x1} or {x0, x1, x2}, tiles of
+/// one shape (element types may differ), combine(a, b) on std::tuple<tj::Scalar<T>...> as the tuple
+/// associative_scan's; the operator must be associative and commutative (tj::reduce's rule). Returns the std::tuple
+/// of the reduced tiles ([M, N] -> [M] for Axis = 1; a 1-D tile gives scalars). Examples: an argmax that breaks
+/// ties toward the lower index, (value, index); Welford's mean and variance, (count, mean, m2) merged by Chan et
+/// al.'s formula (commutative up to rounding). Throws as associative_scan.
+template <int Axis, class... X, class F>
+  requires(sizeof...(X) >= 2 && sizeof...(X) <= ir::kMaxCombineArity && (lang::TileArg<X> && ...))
+auto reduce(const std::tuple<X...>& xs, F&& combine) {
+  return lang::combine_tuple<ir::Op::reduce_custom, Axis, false>(xs, combine, "reduce");
 }
 
 /// Reduction along `Axis` with a user's operator, Triton's tl.reduce for one tile: [M, N] -> [M] for Axis = 1,
