@@ -688,65 +688,33 @@ class Program {
         const ir::Type& ft = type_of_arg(0);
         const int len = ft.shape[n.axis];
         Combiner& comb = combiner(n.fn);
-        const int arity = static_cast<int>(comb.results.size());
-        std::vector<bool> fls;
-        std::vector<Value> outs(static_cast<std::size_t>(arity));
-        for (int k = 0; k < arity; ++k) {
-          fls.push_back(holds_float(type_of_arg(k)));
-          if (fls.back()) outs[static_cast<std::size_t>(k)].f.resize(static_cast<std::size_t>(N));
-          else outs[static_cast<std::size_t>(k)].i.resize(static_cast<std::size_t>(N));
-        }
-        auto element = [&](int o, int j) {
-          std::vector<Value> x;
-          const auto e = static_cast<std::size_t>(reduce_source(ft, n.axis, o, j));
-          for (int k = 0; k < arity; ++k) x.push_back(element_of(a(k), fls[static_cast<std::size_t>(k)], e));
-          return x;
-        };
+        Tuples t = tuples(n, static_cast<int>(comb.results.size()), N);
+        auto element = [&](int o, int j) { return t.element(static_cast<std::size_t>(reduce_source(ft, n.axis, o, j))); };
         for (int o = 0; o < N; ++o) {
           std::vector<Value> acc = element(o, 0);
           for (int j = 1; j < len; ++j) acc = comb(acc, element(o, j));
-          for (int k = 0; k < arity; ++k) {
-            Value& v = outs[static_cast<std::size_t>(k)];
-            if (fls[static_cast<std::size_t>(k)]) v.f[static_cast<std::size_t>(o)] = acc[static_cast<std::size_t>(k)].f[0];
-            else v.i[static_cast<std::size_t>(o)] = acc[static_cast<std::size_t>(k)].i[0];
-          }
+          t.put(acc, static_cast<std::size_t>(o));
         }
-        keep_parts(id, out, outs);
+        keep_parts(id, out, t.outs);
         return;
       }
       case Op::scan_custom: {
         // The combine runs on one element (a Value per operand) at a time, in index order. Operand 0's scan is
         // this node's value, the others' wait in parts_ for the tuple_get nodes.
         Combiner& comb = combiner(n.fn);
-        const int arity = static_cast<int>(comb.results.size());
         const int len = n.type.shape[n.axis], lines = N / len;
         const bool rev = n.i == 1;
         auto at_line = [&](int o, int j) { return static_cast<std::size_t>(reduce_source(n.type, n.axis, o, rev ? len - 1 - j : j)); };
-        std::vector<bool> fls;
-        std::vector<Value> outs(static_cast<std::size_t>(arity));
-        for (int k = 0; k < arity; ++k) {
-          fls.push_back(holds_float(type_of_arg(k)));
-          if (fls.back()) outs[static_cast<std::size_t>(k)].f.resize(static_cast<std::size_t>(N));
-          else outs[static_cast<std::size_t>(k)].i.resize(static_cast<std::size_t>(N));
-        }
-        auto element = [&](std::size_t e) {
-          std::vector<Value> x;
-          for (int k = 0; k < arity; ++k) x.push_back(element_of(a(k), fls[static_cast<std::size_t>(k)], e));
-          return x;
-        };
+        Tuples t = tuples(n, static_cast<int>(comb.results.size()), N);
         for (int o = 0; o < lines; ++o) {
           std::vector<Value> acc;
           for (int j = 0; j < len; ++j) {
             const std::size_t e = at_line(o, j);
-            acc = j == 0 ? element(e) : rev ? comb(element(e), acc) : comb(acc, element(e));
-            for (int k = 0; k < arity; ++k) {
-              Value& v = outs[static_cast<std::size_t>(k)];
-              if (fls[static_cast<std::size_t>(k)]) v.f[e] = acc[static_cast<std::size_t>(k)].f[0];
-              else v.i[e] = acc[static_cast<std::size_t>(k)].i[0];
-            }
+            acc = j == 0 ? t.element(e) : rev ? comb(t.element(e), acc) : comb(acc, t.element(e));
+            t.put(acc, e);
           }
         }
-        keep_parts(id, out, outs);
+        keep_parts(id, out, t.outs);
         return;
       }
       case Op::tuple_get: {
@@ -888,6 +856,37 @@ class Program {
       return;
     }
     fail(id, "unknown operation");
+  }
+
+  /// A custom scan's or reduction's operands and results while it runs: element e of each operand (a combine's
+  /// input), and one result Value of N elements per operand, float or integer as the operand is.
+  struct Tuples {
+    std::vector<const Value*> ins;
+    std::vector<bool> fl;
+    std::vector<Value> outs;
+    std::vector<Value> element(std::size_t e) const {
+      std::vector<Value> x;
+      for (std::size_t k = 0; k < ins.size(); ++k) x.push_back(element_of(*ins[k], fl[k], e));
+      return x;
+    }
+    void put(const std::vector<Value>& acc, std::size_t e) {
+      for (std::size_t k = 0; k < outs.size(); ++k) {
+        if (fl[k]) outs[k].f[e] = acc[k].f[0];
+        else outs[k].i[e] = acc[k].i[0];
+      }
+    }
+  };
+  Tuples tuples(const Node& n, int arity, int N) const {
+    Tuples t;
+    t.outs.resize(static_cast<std::size_t>(arity));
+    for (int k = 0; k < arity; ++k) {
+      const int a = n.args[static_cast<std::size_t>(k)];
+      t.ins.push_back(&at(a));
+      t.fl.push_back(holds_float(k_[a].type));
+      if (t.fl.back()) t.outs[static_cast<std::size_t>(k)].f.resize(static_cast<std::size_t>(N));
+      else t.outs[static_cast<std::size_t>(k)].i.resize(static_cast<std::size_t>(N));
+    }
+    return t;
   }
 
   /// The results of a scan or reduction of node `id`, one per operand: the first is its value (`out`), the

@@ -533,18 +533,27 @@ namespace lang {
 /// the node), a node that is not a rank-0 elementwise op Unsupported; `what` names the caller (trace.cpp).
 int adopt_combine(ir::Kernel& sub, int base, std::span<const int> results, const char* what);
 
+/// Instantiated when a combine returns the wrong type: the compiler's "in instantiation of" line names both —
+/// Returned, what combine(a, b) returns, and Due, what it must.
+template <class Returned, class Due>
+struct combine_returns_the_wrong_type {
+  static_assert(std::is_same_v<Returned, Due>,
+                "combine(a, b) must return the element type of what it combines: a tj::Scalar<T> (one tile) or a "
+                "std::tuple<tj::Scalar<T>...> in the tiles' order (several); tj::cast<T> a value whose type differs "
+                "(this struct's template arguments: Returned, then Due)");
+  static constexpr int value = -1;
+};
+
 /// Traces `combine(a, b)` on two Scalar<E> into the kernel being traced as an ir::Combine (adopt_combine's rules)
 /// and returns its index: the operator of a scan_custom or reduce_custom node.
 template <class E, class F>
 int trace_combine(F& combine, const char* what) {
-  static_assert(!is_ptr_v<E> && !std::is_same_v<E, bool>, "a combine needs a numeric tile");
+  static_assert(!is_ptr_v<E> && !std::is_same_v<E, bool>, "a combine needs a numeric tile (tj::cast a bool tile to i8 or i32)");
   if constexpr (!std::is_invocable_v<F&, Scalar<E>, Scalar<E>>) {
     static_assert(std::is_invocable_v<F&, Scalar<E>, Scalar<E>>, "combine(a, b) must accept two tj::Scalar<T> of the tile's element type");
     return -1;  // (not reached: only the static_assert is reported, not errors that follow from it)
   } else if constexpr (!std::is_same_v<std::remove_cvref_t<std::invoke_result_t<F&, Scalar<E>, Scalar<E>>>, Scalar<E>>) {
-    static_assert(std::is_same_v<std::remove_cvref_t<std::invoke_result_t<F&, Scalar<E>, Scalar<E>>>, Scalar<E>>,
-                  "combine(a, b) must return a tj::Scalar<T> of the tile's element type (tj::cast<T> it)");
-    return -1;
+    return combine_returns_the_wrong_type<std::remove_cvref_t<std::invoke_result_t<F&, Scalar<E>, Scalar<E>>>, Scalar<E>>::value;
   } else {
     ir::Kernel* outer = current_kernel();
     if (!outer) throw Error("tile operations can only run while a kernel is traced (inside tilejit::trace / compile)");
@@ -574,16 +583,13 @@ int trace_combine(F& combine, const char* what) {
 template <class... E, class F>
 int trace_combine_tuple(F& combine, const char* what) {
   using Elem = std::tuple<Scalar<E>...>;
-  static_assert(((!is_ptr_v<E> && !std::is_same_v<E, bool>) && ...), "a combine needs numeric tiles");
+  static_assert(((!is_ptr_v<E> && !std::is_same_v<E, bool>) && ...), "a combine needs numeric tiles (tj::cast a bool tile to i8 or i32)");
   if constexpr (!std::is_invocable_v<F&, Elem, Elem>) {
     static_assert(std::is_invocable_v<F&, Elem, Elem>,
                   "combine(a, b) must accept two std::tuple<tj::Scalar<T>...> of the tiles' element types, in order");
     return -1;
   } else if constexpr (!std::is_same_v<std::remove_cvref_t<std::invoke_result_t<F&, Elem, Elem>>, Elem>) {
-    static_assert(std::is_same_v<std::remove_cvref_t<std::invoke_result_t<F&, Elem, Elem>>, Elem>,
-                  "combine(a, b) must return a std::tuple<tj::Scalar<T>...> of the tiles' element types, in order "
-                  "(std::tuple{x, y}; tj::cast<T> a value whose type differs)");
-    return -1;
+    return combine_returns_the_wrong_type<std::remove_cvref_t<std::invoke_result_t<F&, Elem, Elem>>, Elem>::value;
   } else {
     ir::Kernel* outer = current_kernel();
     if (!outer) throw Error("tile operations can only run while a kernel is traced (inside tilejit::trace / compile)");
@@ -625,9 +631,10 @@ int trace_combine_tuple(F& combine, const char* what) {
 /// need not be commutative: every application keeps the earlier operand first.
 /// Floating-point values are computed in registers of the element type (f16 / bf16 in f32, rounded after each
 /// operation, as elsewhere), so sums may differ from a sequential order by rounding.
-/// Throws InvalidArgument if the combine reads a value traced outside it (a kernel argument or another tile: fold
-/// it into the scanned tile instead; a literal made outside, `tj::scalar<float>(2)`, is copied in), Unsupported if
-/// it loads, stores, reduces or makes a tile.
+/// Throws InvalidArgument if the combine reads a value traced outside it (a kernel argument — a load through a
+/// kernel's pointer too — or another tile: fold it into the scanned tile instead; a literal made outside,
+/// `tj::scalar<float>(2)`, is copied in, a value computed from literals is not), Unsupported if it makes a tile or
+/// reduces one of its own.
 template <int Axis, bool Reverse = false, lang::TileArg X, class F>
 auto associative_scan(const X& x0, F&& combine) {
   using E = lang::elem_t<decltype(lang::tile_of(x0))>;
