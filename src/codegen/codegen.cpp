@@ -3000,12 +3000,7 @@ class Emitter {
     // A reduction of several operands together runs on their tuple (combine_type's struct), one per register.
     const int arity = arity_of(id);
     const std::string ty = arity > 1 ? combine_type(n.fn) : reg_type(n.type);
-    auto element = [&](int r) {  // (operands after the first are brought to its layout: LayoutPlan::operand_layout)
-      if (arity == 1) return v(src, r);
-      std::string fields;
-      for (int j = 0; j < arity; ++j) fields += fmt::format("{}{}", j ? ", " : "", opnd(id, j, r));
-      return fmt::format("{}{{{}}}", ty, fields);
-    };
+    auto element = [&](int r) { return combined_element(id, r); };  // (later operands in operand 0's layout)
     auto combine = [&](const std::string& a, const std::string& b) {
       if (n.op == Op::reduce_sum) return a + " + " + b;
       if (n.op == Op::reduce_custom) return fmt::format("tj_comb{}({}, {})", n.fn, a, b);
@@ -3130,12 +3125,7 @@ class Emitter {
     // A scan of several operands together runs on their tuple (combine_type's struct), one per register.
     const int arity = arity_of(id);
     const std::string ty = arity > 1 ? combine_type(n.fn) : reg_type(n.type);
-    auto element = [&](int r) {
-      if (arity == 1) return opnd(id, 0, r);
-      std::string fields;
-      for (int j = 0; j < arity; ++j) fields += fmt::format("{}{}", j ? ", " : "", opnd(id, j, r));
-      return fmt::format("{}{{{}}}", ty, fields);
-    };
+    auto element = [&](int r) { return combined_element(id, r); };
     const bool rev = n.i == 1;
     auto combine = [&](const std::string& a, const std::string& b) {
       switch (n.op) {
@@ -3315,6 +3305,16 @@ class Emitter {
     } else {
       each_register(id, [&](int r) { return rounded(n.type, fmt::format("tj_sp{}[{}].v{}", s, r, n.i)); });
     }
+  }
+
+  /// Register r of scan or reduction `id`'s operand in the layout it runs in; for several operands their tuple
+  /// (combine_type's struct) built from each one's register r.
+  std::string combined_element(int id, int r) const {
+    const int arity = arity_of(id);
+    if (arity == 1) return opnd(id, 0, r);
+    std::string fields;
+    for (int j = 0; j < arity; ++j) fields += fmt::format("{}{}", j ? ", " : "", opnd(id, j, r));
+    return fmt::format("{}{{{}}}", combine_type(k_[id].fn), fields);
   }
 
   /// How many operands scan or reduction `id` combines together (its combine's arity; 1 for the built-in ones).
