@@ -37,6 +37,7 @@
 #include <cmath>
 #include <memory>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include "examples/attention/attention.hpp"
@@ -180,7 +181,9 @@ void BM_FlashFwdTma(benchmark::State& st) {
 /// CP: flash_fwd_tma.hpp, whose K and V blocks a cp.async ring of STAGES copies (ldmatrix reads K, ldmatrix .trans
 /// V), BM x BN with WARPS warps; !CP: flash_fwd.hpp (pointer loads, 64 x 64, 4 warps — what the library runs off
 /// Hopper). torch's flash backend (FlashAttention-2: mma.sync and cp.async on every GPU) is its baseline.
-template <int D, bool CAUSAL, bool CP, int BM = 64, int BN = 64, int STAGES = 2, int WARPS = 4>
+/// EDGE: FlashAttnFwdTmaEdge (only the last key block of a ragged S, or the diagonal ones, masked: the library's
+/// full-attention kernel) instead of FlashAttnFwdTma (every block masked).
+template <int D, bool CAUSAL, bool CP, int BM = 64, int BN = 64, int STAGES = 2, int WARPS = 4, bool EDGE = false>
 void BM_FlashFwdSm80(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
   const FwdData<D> x;
@@ -192,10 +195,12 @@ void BM_FlashFwdSm80(benchmark::State& st) {
     const Desc dq(gpu(), x.q, tj::DType::bf16, {rows, D}, {D, 1}, {BM, D});
     const Desc dk(gpu(), x.k, tj::DType::bf16, {rows, D}, {D, 1}, {BN, D});
     const Desc dv(gpu(), x.v, tj::DType::bf16, {rows, D}, {D, 1}, {BN, D});
-    auto kern = tj::compile<examples::FlashAttnFwdTma<BM, BN, D, CAUSAL, tj::bf16>>(
-        gpu(), {.num_warps = WARPS, .num_stages = STAGES, .arch = "sm_90"});
+    using K = std::conditional_t<EDGE, examples::FlashAttnFwdTmaEdge<BM, BN, D, CAUSAL, tj::bf16>,
+                                 examples::FlashAttnFwdTma<BM, BN, D, CAUSAL, tj::bf16>>;
+    auto kern = tj::compile<K>(gpu(), {.num_warps = WARPS, .num_stages = STAGES, .arch = "sm_90"});
     time_tflops(st, [&] { kern.launch(tj::Grid{S / BM, B * H}, dq, dk, dv, x.o, x.lse, S, 1, scale); }, x.flops(CAUSAL));
-    st.SetLabel(fmt::format("sm_90 mma.sync, cp.async ring: {}x{}, {} warps, {} stages", BM, BN, WARPS, STAGES));
+    st.SetLabel(fmt::format("sm_90 mma.sync, cp.async ring: {}x{}, {} warps, {} stages{}", BM, BN, WARPS, STAGES,
+                            EDGE ? ", edge blocks masked" : ""));
   } else {
     auto kern = tj::compile<examples::FlashAttnFwd<64, 64, D, CAUSAL, tj::bf16>>(gpu(), {.num_warps = 4, .arch = "sm_90"});
     time_tflops(st, [&] { kern.launch(tj::Grid{S / 64, B * H}, x.q, x.k, x.v, x.o, x.lse, S, 1, scale); }, x.flops(CAUSAL));
@@ -275,14 +280,16 @@ struct BwdData {
 
 /// The pointer-load backward (flash_bwd.hpp: delta, dK/dV and dQ with 64 x 64 blocks, 4 warps), what
 /// `Attention::backward` runs off Hopper or with q, k, v, d_o not 16-byte aligned. TFLOP/s as BwdData::time.
-template <int D, bool CAUSAL>
+/// SM80: compiled for "sm_90" (no "a": mma.sync, what an A100 runs).
+template <int D, bool CAUSAL, bool SM80 = false>
 void BM_FlashBwd(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
   const BwdData<D, CAUSAL> b;
   constexpr int B = BwdData<D, CAUSAL>::B, H = BwdData<D, CAUSAL>::H, S = BwdData<D, CAUSAL>::S;
-  auto pre = tj::compile<examples::FlashBwdPreprocess<64, D, tj::bf16>>(gpu(), {.num_warps = 4});
-  auto kv = tj::compile<examples::FlashBwdKV<64, 64, D, CAUSAL, tj::bf16>>(gpu(), {.num_warps = 4});
-  auto qk = tj::compile<examples::FlashBwdQ<64, 64, D, CAUSAL, tj::bf16>>(gpu(), {.num_warps = 4});
+  const std::string arch = SM80 ? "sm_90" : "";
+  auto pre = tj::compile<examples::FlashBwdPreprocess<64, D, tj::bf16>>(gpu(), {.num_warps = 4, .arch = arch});
+  auto kv = tj::compile<examples::FlashBwdKV<64, 64, D, CAUSAL, tj::bf16>>(gpu(), {.num_warps = 4, .arch = arch});
+  auto qk = tj::compile<examples::FlashBwdQ<64, 64, D, CAUSAL, tj::bf16>>(gpu(), {.num_warps = 4, .arch = arch});
   const float sc = static_cast<float>(1.0 / std::sqrt(double(D))), sc2 = static_cast<float>(1.4426950408889634 / std::sqrt(double(D)));
   b.time(st, [&] {
     pre.launch(tj::Grid{S / 64, B * H}, b.o, b.d_o, b.delta, S);
@@ -309,7 +316,8 @@ void BM_AttnBackward(benchmark::State& st) {
 /// below finds the best dK/dV and the best dQ configuration separately.
 template <int D, bool CAUSAL, int KV_BM = examples::FlashBwdTmaConfig<D>::kv_block_m, int KV_BN = examples::FlashBwdTmaConfig<D>::kv_block_n,
           int KV_ST = examples::FlashBwdTmaConfig<D>::kv_stages, int Q_BM = examples::FlashBwdTmaConfig<D>::q_block_m,
-          int Q_BN = examples::FlashBwdTmaConfig<D>::q_block_n, int Q_ST = examples::FlashBwdTmaConfig<D>::q_stages, int WS = 0>
+          int Q_BN = examples::FlashBwdTmaConfig<D>::q_block_n, int Q_ST = examples::FlashBwdTmaConfig<D>::q_stages, int WS = 0,
+          bool SM80 = false>
 void BM_FlashBwdTma(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
   const BwdData<D, CAUSAL> b;
@@ -319,9 +327,12 @@ void BM_FlashBwdTma(benchmark::State& st) {
   auto desc = [&](tj::bf16* p, int rows) { return Desc(gpu(), p, tj::DType::bf16, {heads, S, D}, {S * D, D, 1}, {1, rows, D}); };
   const Desc kv_k = desc(b.k, KV_BN), kv_v = desc(b.v, KV_BN), kv_q = desc(b.q, KV_BM), kv_do = desc(b.d_o, KV_BM);
   const Desc q_q = desc(b.q, Q_BM), q_do = desc(b.d_o, Q_BM), q_k = desc(b.k, Q_BN), q_v = desc(b.v, Q_BN);
-  auto pre = tj::compile<examples::FlashBwdPreprocess<64, D, tj::bf16>>(gpu(), {.num_warps = 4});
-  auto kv = tj::compile<examples::FlashBwdKVTma<KV_BM, KV_BN, D, CAUSAL, tj::bf16>>(gpu(), {.num_warps = KV_BN / 16, .num_stages = KV_ST, .warp_specialize = (WS & 1) != 0});
-  auto qk = tj::compile<examples::FlashBwdQTma<Q_BM, Q_BN, D, CAUSAL, tj::bf16>>(gpu(), {.num_warps = Q_BM / 16, .num_stages = Q_ST, .warp_specialize = (WS & 2) != 0});
+  const std::string arch = SM80 ? "sm_90" : "";  // sm_90: the blocks through cp.async rings, mma.sync
+  auto pre = tj::compile<examples::FlashBwdPreprocess<64, D, tj::bf16>>(gpu(), {.num_warps = 4, .arch = arch});
+  auto kv = tj::compile<examples::FlashBwdKVTma<KV_BM, KV_BN, D, CAUSAL, tj::bf16>>(
+      gpu(), {.num_warps = KV_BN / 16, .num_stages = KV_ST, .arch = arch, .warp_specialize = (WS & 1) != 0});
+  auto qk = tj::compile<examples::FlashBwdQTma<Q_BM, Q_BN, D, CAUSAL, tj::bf16>>(
+      gpu(), {.num_warps = Q_BM / 16, .num_stages = Q_ST, .arch = arch, .warp_specialize = (WS & 2) != 0});
   const float sc = static_cast<float>(1.0 / std::sqrt(double(D))), sc2 = static_cast<float>(1.4426950408889634 / std::sqrt(double(D)));
   auto run_kv = [&] { kv.launch(tj::Grid{S / KV_BN, B * H}, kv_k, kv_v, kv_q, kv_do, b.lse, b.delta, b.dk, b.dv, S, 1, sc, sc2); };
   auto run_q = [&] { qk.launch(tj::Grid{S / Q_BM, B * H}, q_q, q_do, q_k, q_v, b.lse, b.delta, b.dq, S, 1, sc, sc2); };
@@ -334,8 +345,8 @@ void BM_FlashBwdTma(benchmark::State& st) {
   for (int i = 0; i < 5; ++i) kv_ms += gpu().time_ms({}, run_kv) / 5, q_ms += gpu().time_ms({}, run_q) / 5;
   st.counters["kv ms"] = kv_ms;
   st.counters["q ms"] = q_ms;
-  st.SetLabel(fmt::format("kv {}x{} s{}{}, q {}x{} s{}{}", KV_BM, KV_BN, KV_ST, (WS & 1) ? " ws" : "", Q_BM, Q_BN, Q_ST,
-                          (WS & 2) ? " ws" : ""));
+  st.SetLabel(fmt::format("kv {}x{} s{}{}, q {}x{} s{}{}{}", KV_BM, KV_BN, KV_ST, (WS & 1) ? " ws" : "", Q_BM, Q_BN, Q_ST,
+                          (WS & 2) ? " ws" : "", SM80 ? ", sm_90 mma.sync + cp.async" : ""));
 }
 
 /// Decode inputs: B sequences of `len` cached tokens (caches [B, Hkv, len, D], bf16, the same random values in
@@ -518,6 +529,40 @@ BENCHMARK(BM_FlashFwdSm80<96, false, true, 128, 64, 2, 4>)->Name("BM_FlashFwdSm8
 BENCHMARK(BM_FlashFwdSm80<96, true, true, 64, 64, 2, 4>)->Name("BM_FlashFwdSm80/D96/causal/cp.async/64x64/4w")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashFwdSm80<96, true, true, 128, 64, 2, 8>)->Name("BM_FlashFwdSm80/D96/causal/cp.async/128x64/8w")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashFwdSm80<96, false, true, 64, 128, 2, 4>)->Name("BM_FlashFwdSm80/D96/full/cp.async/64x128/4w")->UseManualTime()->Unit(benchmark::kMillisecond);
+// Deeper cp.async rings (v0.23): with 2 stages the refill of iteration i + 1 is issued at the end of iteration i
+// and waited for at the start of i + 1, so only other programs on the SM hide its latency.
+BENCHMARK(BM_FlashFwdSm80<64, false, true, 64, 64, 3, 4>)->Name("BM_FlashFwdSm80/D64/full/cp.async/64x64/4w/3st")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<64, true, true, 64, 64, 3, 4>)->Name("BM_FlashFwdSm80/D64/causal/cp.async/64x64/4w/3st")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<96, false, true, 128, 64, 3, 8>)->Name("BM_FlashFwdSm80/D96/full/cp.async/128x64/8w/3st")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<96, false, true, 128, 64, 4, 8>)->Name("BM_FlashFwdSm80/D96/full/cp.async/128x64/8w/4st")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<96, true, true, 64, 64, 3, 4>)->Name("BM_FlashFwdSm80/D96/causal/cp.async/64x64/4w/3st")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<96, true, true, 64, 64, 4, 4>)->Name("BM_FlashFwdSm80/D96/causal/cp.async/64x64/4w/4st")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<128, false, true, 128, 64, 3, 8>)->Name("BM_FlashFwdSm80/D128/full/cp.async/128x64/8w/3st")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<128, true, true, 64, 64, 3, 4>)->Name("BM_FlashFwdSm80/D128/causal/cp.async/64x64/4w/3st")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<64, false, true, 64, 64, 3, 4, true>)->Name("BM_FlashFwdSm80/D64/full/cp.async/64x64/4w/3st/edge")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<64, false, true, 128, 64, 3, 4, true>)->Name("BM_FlashFwdSm80/D64/full/cp.async/128x64/4w/3st/edge")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<96, false, true, 128, 64, 3, 8, true>)->Name("BM_FlashFwdSm80/D96/full/cp.async/128x64/8w/3st/edge")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<96, false, true, 128, 64, 3, 4, true>)->Name("BM_FlashFwdSm80/D96/full/cp.async/128x64/4w/3st/edge")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<96, false, true, 64, 64, 3, 4, true>)->Name("BM_FlashFwdSm80/D96/full/cp.async/64x64/4w/3st/edge")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<128, false, true, 128, 64, 3, 8, true>)->Name("BM_FlashFwdSm80/D128/full/cp.async/128x64/8w/3st/edge")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<128, false, true, 64, 64, 3, 4, true>)->Name("BM_FlashFwdSm80/D128/full/cp.async/64x64/4w/3st/edge")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<128, false, true, 128, 64, 3, 4, true>)->Name("BM_FlashFwdSm80/D128/full/cp.async/128x64/4w/3st/edge")->UseManualTime()->Unit(benchmark::kMillisecond);
+// Two stages refilled at the top of the iteration (codegen top_refill, v0.23): the tiles again.
+BENCHMARK(BM_FlashFwdSm80<64, false, true, 64, 64, 2, 4, true>)->Name("BM_FlashFwdSm80/D64/full/cp.async/64x64/4w/2st/edge")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<64, false, true, 128, 64, 2, 4, true>)->Name("BM_FlashFwdSm80/D64/full/cp.async/128x64/4w/2st/edge")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<96, false, true, 128, 64, 2, 8, true>)->Name("BM_FlashFwdSm80/D96/full/cp.async/128x64/8w/2st/edge")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<96, false, true, 128, 64, 2, 4, true>)->Name("BM_FlashFwdSm80/D96/full/cp.async/128x64/4w/2st/edge")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<96, false, true, 64, 64, 2, 4, true>)->Name("BM_FlashFwdSm80/D96/full/cp.async/64x64/4w/2st/edge")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<128, false, true, 64, 64, 2, 4, true>)->Name("BM_FlashFwdSm80/D128/full/cp.async/64x64/4w/2st/edge")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<128, false, true, 128, 64, 2, 8, true>)->Name("BM_FlashFwdSm80/D128/full/cp.async/128x64/8w/2st/edge")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<64, true, true, 64, 64, 2, 4>)->Name("BM_FlashFwdSm80/D64/causal/cp.async/64x64/4w/2st")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<64, true, true, 128, 64, 2, 4>)->Name("BM_FlashFwdSm80/D64/causal/cp.async/128x64/4w/2st")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<96, true, true, 64, 64, 2, 4>)->Name("BM_FlashFwdSm80/D96/causal/cp.async/64x64/4w/2st")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<96, true, true, 128, 64, 2, 4>)->Name("BM_FlashFwdSm80/D96/causal/cp.async/128x64/4w/2st")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<128, true, true, 64, 64, 2, 4>)->Name("BM_FlashFwdSm80/D128/causal/cp.async/64x64/4w/2st")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<64, true, true, 64, 64, 2, 4, true>)->Name("BM_FlashFwdSm80/D64/causal/cp.async/64x64/4w/2st/edge")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<96, true, true, 64, 64, 2, 4, true>)->Name("BM_FlashFwdSm80/D96/causal/cp.async/64x64/4w/2st/edge")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdSm80<128, true, true, 64, 64, 2, 4, true>)->Name("BM_FlashFwdSm80/D128/causal/cp.async/64x64/4w/2st/edge")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashBwd<64, false>)->Name("BM_FlashBwd/D64/full")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashBwd<64, true>)->Name("BM_FlashBwd/D64/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashBwd<128, false>)->Name("BM_FlashBwd/D128/full")->UseManualTime()->Unit(benchmark::kMillisecond);
@@ -526,6 +571,18 @@ BENCHMARK(BM_FlashBwdTma<64, false>)->Name("BM_FlashBwdTma/D64/full")->UseManual
 BENCHMARK(BM_FlashBwdTma<64, true>)->Name("BM_FlashBwdTma/D64/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashBwdTma<128, false>)->Name("BM_FlashBwdTma/D128/full")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashBwdTma<128, true>)->Name("BM_FlashBwdTma/D128/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
+// Off Hopper (compiled for sm_90, no "a"): the pointer kernels the library runs there, and flash_bwd_tma.hpp's
+// kernels with their blocks through cp.async rings (v0.23).
+BENCHMARK(BM_FlashBwd<64, false, true>)->Name("BM_FlashBwdSm80/D64/full/pointer")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwd<128, false, true>)->Name("BM_FlashBwdSm80/D128/full/pointer")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwdTma<64, false, 64, 64, 2, 64, 64, 2, 0, true>)->Name("BM_FlashBwdSm80/D64/full/ring/kv64x64/q64x64")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwdTma<64, false, 64, 64, 2, 128, 64, 2, 0, true>)->Name("BM_FlashBwdSm80/D64/full/ring/kv64x64/q128x64")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwdTma<128, false, 64, 64, 2, 64, 64, 2, 0, true>)->Name("BM_FlashBwdSm80/D128/full/ring/kv64x64/q64x64")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwd<64, true, true>)->Name("BM_FlashBwdSm80/D64/causal/pointer")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwd<128, true, true>)->Name("BM_FlashBwdSm80/D128/causal/pointer")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwdTma<64, true, 64, 64, 2, 64, 64, 2, 0, true>)->Name("BM_FlashBwdSm80/D64/causal/ring/kv64x64/q64x64")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwdTma<64, true, 64, 64, 2, 128, 64, 2, 0, true>)->Name("BM_FlashBwdSm80/D64/causal/ring/kv64x64/q128x64")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwdTma<128, true, 64, 64, 2, 64, 64, 2, 0, true>)->Name("BM_FlashBwdSm80/D128/causal/ring/kv64x64/q64x64")->UseManualTime()->Unit(benchmark::kMillisecond);
 #define TJ_VARLEN(D, C, NAME)                                                                                        \
   BENCHMARK(BM_AttnForwardVarlen<D, C>)->Name("BM_AttnForwardVarlen/D" #D "/" NAME)->UseManualTime()->Unit(benchmark::kMillisecond); \
   BENCHMARK(BM_AttnForwardVarlen<D, C, true>)->Name("BM_AttnForwardVarlenPointer/D" #D "/" NAME)->UseManualTime()->Unit(benchmark::kMillisecond)

@@ -716,8 +716,11 @@ BENCHMARK(BM_TilejitFused<>)->Name("BM_TilejitV5Fused")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitFused<64, 96, 6>)->Name("BM_TilejitV5Fused/64x96/6")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TilejitFused<64, 192, 6>)->Name("BM_TilejitV5Fused/64x192/6")->Args({8192, 192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TilejitV5<128, 256, 4>)->Name("BM_TilejitV5/128x256/4")->Apply(shapes_tn);
+// Two stages: the refill issued at the top of the iteration (v0.23), beside three refilled at its end.
+BENCHMARK(BM_TilejitMmaSync<128, 128, 2>)->Name("BM_TilejitMmaSync/128x128/2")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitMmaSync<128, 128, 3>)->Name("BM_TilejitMmaSync/128x128/3")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitMmaSync<128, 128, 4>)->Name("BM_TilejitMmaSync/128x128/4")->Apply(shapes_tn);
+BENCHMARK(BM_TilejitMmaSync<128, 256, 2, true, 8>)->Name("BM_TilejitMmaSync/128x256/2")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitMmaSync<128, 256, 3, true, 8>)->Name("BM_TilejitMmaSync/128x256/3")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitMmaSync<128, 256, 4, true, 8>)->Name("BM_TilejitMmaSync/128x256/4")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitMmaSync<256, 128, 3, true, 8>)->Name("BM_TilejitMmaSync/256x128/3")->Apply(shapes_tn);

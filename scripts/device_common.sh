@@ -8,9 +8,10 @@ mkdir -p "$OUT"
 export TILEJIT_CACHE_DIR=/tmp/tj-cache LD_LIBRARY_PATH=$PWD/$B
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader
 # bench_rows NAME BIN FILTER: BIN's benchmark rows matching FILTER (0.1 s each) into $OUT/bench_NAME.txt, printed.
+# (ROW_LIMIT: seconds allowed, default 120.)
 bench_rows() {
   echo "== $1"
-  timeout -k 5 120 "$2" --benchmark_filter="$3" --benchmark_min_time=0.1 > "$OUT/bench_$1.txt" 2>&1; echo "rc $?"
+  timeout -k 5 "${ROW_LIMIT:-120}" "$2" --benchmark_filter="$3" --benchmark_min_time=0.1 > "$OUT/bench_$1.txt" 2>&1; echo "rc $?"
   grep -E "BM_|rror" "$OUT/bench_$1.txt" | sed 's/ \+/ /g' | cut -c1-130
 }
 # gpu_tests FILTER: tilejit_tests' cases matching FILTER (doctest -tc) into $OUT/tests.txt, with the summary printed.

@@ -227,26 +227,19 @@ class Attention {
         auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };  // descriptors' rule
         if (dev_.compute_capability() >= 80 && aligned(q) && aligned(k) && aligned(v)) {
           // sm_80 .. sm_89 (and Hopper with set_mma_sync_path): flash_fwd_tma.hpp compiled without wgmma — K and V
-          // blocks through a cp.async ring of 2 stages, read by mma.sync with ldmatrix (.trans for V), every warp on
-          // whole rows. Full attention masks only the last key block of a ragged S (FlashAttnFwdTmaEdge: +8-12% on
-          // the H200, docs/perf.md v0.16); causal masks every block (FlashAttnFwdTma: the edge-masked kernel measured
-          // 16% slower at D = 64 causal and 1% at D = 96 / 128). Tiles: 64 x 64 with 4 warps, except full attention
-          // above D = 64, 128 x 64 with 8 (on the H200 compiled for sm_90, D = 128: full 263 TFLOP/s either way,
-          // causal 250 at 64 x 64 against 222 at 128 x 64; docs/perf.md v0.21).
+          // blocks through a cp.async ring of 2 stages (the next block's copies issued at the top of an iteration,
+          // in flight during its math), read by mma.sync with ldmatrix (.trans for V), every warp on whole rows,
+          // 4 warps. FlashAttnFwdTmaEdge: only the last key block of a ragged S, or the diagonal blocks, masked.
+          // Tiles 128 x 64 for full attention at D = 64 (32 rows a warp), 64 x 64 otherwise — the fastest of 5–7
+          // swept per shape on the H200 compiled for sm_90 (docs/perf.md v0.23).
           using Desc = tj::TensorDescriptor;
-          constexpr int BM = D > 64 && !C ? 128 : 64, BN = 64;
+          constexpr int BM = D == 64 && !C ? 128 : 64, BN = 64;
           const long long rq = s.batch * s.heads_q * s.seqlen, hkv = s.batch * s.heads_kv;
           const Desc dq(dev_, const_cast<T*>(q), tj::dtype_v<T>, {rq, D}, {D, 1}, {BM, D});
           const Desc dk(dev_, const_cast<T*>(k), tj::dtype_v<T>, {hkv, s.seqlen, D}, {s.seqlen * D, D, 1}, {1, BN, D});
           const Desc dv(dev_, const_cast<T*>(v), tj::dtype_v<T>, {hkv, s.seqlen, D}, {s.seqlen * D, D, 1}, {1, BN, D});
-          auto run = [&]<class K>(tj::Kernel<K>& kern) {
-            kern.launch(tj::Grid{tj::cdiv(s.seqlen, BM), s.batch * s.heads_q}, dq, dk, dv, o, lse, s.seqlen, s.heads_q / s.heads_kv,
-                        scale_log2e);
-          };
-          if constexpr (C)  // every block masked: at D = 64 the edge-masked kernel measured 16% slower causal
-            run(kernel<FlashAttnFwdTma<BM, BN, D, C, T, 3>>(BM / 16, 2));
-          else
-            run(kernel<FlashAttnFwdTmaEdge<BM, BN, D, C, T, 3>>(BM / 16, 2));
+          kernel<FlashAttnFwdTmaEdge<BM, BN, D, C, T, 3>>(4, 2).launch(tj::Grid{tj::cdiv(s.seqlen, BM), s.batch * s.heads_q}, dq, dk, dv,
+                                                                      o, lse, s.seqlen, s.heads_q / s.heads_kv, scale_log2e);
           return;
         }
       }

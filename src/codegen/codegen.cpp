@@ -914,6 +914,13 @@ class Emitter {
     if (o_.device_events) line("  " + event_call(ev_pipe_site_.at(L), 0, "it") + "  // the stage's copies are issued");
     line("};");
   }
+  /// Whether cp.async ring p refills at the top of an iteration, right after its barrier, rather than at the end.
+  /// With 2 stages (one prefetched) a refill at the end is waited for at the next iteration's top, so nothing but
+  /// other programs hides its latency; at the top it is in flight during the whole iteration's math: +2–15% for
+  /// the attention forward on the H200, more than a third stage refilled at the end gave (docs/perf.md v0.23).
+  /// With 3 or more stages the end is better: a refill at the top delays the iteration's first ldmatrix (GEMM
+  /// −3–4%, v0.14).
+  static bool top_refill(const Pipe& p) { return p.prefetch == 1; }
   /// First lines of an iteration: issue (no prefetch) and wait for this stage's copies.
   void emit_pipe_wait(const Pipe& p) {
     const int L = p.loop;
@@ -922,6 +929,11 @@ class Emitter {
       // Without a prefetch the copy refills the stage the previous iteration read: every thread must be done with it.
       if (p.prefetch == 0) line(fmt::format("__syncthreads(); tj_issue{0}(s{0}, tj_it{0}); tj_cp_commit();", L));
       line(fmt::format("tj_cp_wait<{}>(); __syncthreads();  // this stage's copies (every thread's) have landed", p.prefetch > 0 ? p.prefetch - 1 : 0));
+      if (top_refill(p)) {  // the other stage, read by iteration i - 1: every thread passed the barrier above after reading it
+        const Node& lb = k_[L];
+        line(fmt::format("if (s{0} + {1} < {2}) tj_issue{0}(s{0} + {1}, tj_it{0} + 1u); tj_cp_commit();  // in flight during this "
+                         "iteration's math", L, v(lb.args[2], 0), v(lb.args[1], 0)));
+      }
       return;
     }
     if (p.prefetch == 0 && !ws_) line(fmt::format("if (tj_tid == 0) tj_issue{}(s{}, tj_it{});", L, L, L));
@@ -949,7 +961,7 @@ class Emitter {
     if (cp_) {
       // The stage refilled is the one iteration i - 1 read: every thread passed this iteration's barrier after
       // reading it, so no barrier is needed here. One group per iteration, empty past the end.
-      if (p.prefetch > 0)
+      if (p.prefetch > 0 && !top_refill(p))
         line(fmt::format("if (s{0} + {1} * {2} < {3}) tj_issue{0}(s{0} + {1} * {2}, tj_it{0} + {1}u); tj_cp_commit();", L, p.prefetch,
                          step, hi));
       line(fmt::format("++tj_it{};", L));

@@ -373,6 +373,17 @@ TEST_CASE("gemm_v5_off_hopper_copies_blocks_with_a_cp_async_ring") {
   CHECK(g.tma_params.empty());
   CHECK(g.dynamic_shared_bytes == 3 * 32768 + 1024);
   CHECK(testing::has_diagnostic(g, "cp.async pipeline of 3 stage(s) x 32768 bytes (2 block(s))"));
+  // Two stages: the refill of iteration i + 1 is issued at the top of iteration i, right after its barrier, so it
+  // is in flight during the iteration's math; three: at the end of the iteration (two groups are in flight then).
+  const auto two = gen("sm_80", {.num_warps = 8, .num_stages = 2}).source;
+  const auto wait2 = two.find("tj_cp_wait<0>(); __syncthreads();");
+  REQUIRE(wait2 != std::string::npos);
+  const auto refill2 = two.find("tj_issue", wait2);
+  CHECK(refill2 < two.find("tj_ldsm_x4(", wait2));
+  CHECK(two.find("tj_issue", refill2 + 1) == std::string::npos);  // and not again at the end
+  const auto refill3 = g.source.find("tj_issue", g.source.find("tj_cp_wait<1>(); __syncthreads();"));
+  CHECK(refill3 != std::string::npos);
+  CHECK(refill3 > g.source.rfind("tj_mma_bf16("));
   // One stage: the copy of iteration i overwrites what iteration i - 1 read: a barrier before it.
   const auto one = gen("sm_80", {.num_warps = 8, .num_stages = 1}).source;
   CHECK(one.find("__syncthreads(); tj_issue") != std::string::npos);
