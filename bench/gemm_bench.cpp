@@ -9,6 +9,8 @@
 //   BM_TilejitV2/M/N/K       examples/gemm/matmul_v2.hpp (rung 2: operands loaded in the mma
 //                            layouts, index vectors rematerialised, 4x2 warp grid at 8 warps)
 //   BM_CublasTN/M/N/K        cublasGemmEx with B stored [N, K] (C = A·Bᵀ, the layout rung 5 computes)
+//   BM_MmaSyncPeak/...       mma.sync alone (operands in registers, no memory traffic in the loop): the ceiling of
+//                            the kernels compiled for sm_80 .. sm_90 without wgmma
 //   BM_TilejitV5/BMxBN/S     examples/gemm/matmul_v5.hpp (rung 5: descriptors, TMA ring of S stages, async wgmma)
 //   BM_TilejitV6Ws/BMxBN/S   examples/gemm/matmul_v6.hpp (rung 6: persistent grid of one program per SM, grouped tile
 //                            order, a producer warp group whose ring runs across tiles; BM_TilejitV6: no producer)
@@ -479,6 +481,36 @@ void BM_TilejitMmaSync(benchmark::State& st) {
               " warps, " + (CP ? "cp.async ring of " + std::to_string(STAGES) : std::string("masked loads")));
 }
 
+/// The mma.sync ceiling (what the off-Hopper kernels are measured against): each program loads an A [BM, BK] and a
+/// B [BK, BN] bf16 tile into registers once, then runs `iters` dots of them into one f32 accumulator — no memory
+/// traffic in the loop — and stores it (so nothing is dead). Compiled for sm_90 (no "a": mma.sync m16n8k16).
+template <int BM, int BN, int BK>
+struct MmaSyncPeak {
+  void operator()(tj::Ptr<tj::bf16> a, tj::Ptr<tj::bf16> b, tj::Ptr<float> c, tj::Size iters) const {
+    auto rm = tj::arange<BM>();
+    auto rn = tj::arange<BN>();
+    auto rk = tj::arange<BK>();
+    auto at = tj::load(a + tj::expand_dims<1>(rm) * BK + tj::expand_dims<0>(rk));
+    auto bt = tj::load(b + tj::expand_dims<1>(rk) * BN + tj::expand_dims<0>(rn));
+    auto acc = tj::for_range(0, iters, 1, tj::zeros<float, BM, BN>(), [&](tj::Int, auto acc) { return tj::dot(at, bt, acc); });
+    tj::store(c + tj::program_id(0) * (BM * BN) + tj::expand_dims<1>(rm) * BN + tj::expand_dims<0>(rn), acc);
+  }
+};
+/// PROGRAMS programs per SM of WARPS warps, 4096 iterations: TFLOP/s of mma.sync alone.
+template <int BM, int BN, int BK, int WARPS, int PROGRAMS>
+void BM_MmaSyncPeak(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  const long programs = static_cast<long>(gpu().num_sms()) * PROGRAMS, iters = 4096;
+  Operands o(programs * BM, BN, BK);
+  auto k = tj::compile<MmaSyncPeak<BM, BN, BK>>(gpu(), {.num_warps = WARPS, .arch = "sm_90"});
+  timed(st, 2.0 * BM * BN * BK * iters * programs, [&] {
+    k.launch(tj::Grid{programs}, static_cast<tj::bf16*>(o.a), static_cast<tj::bf16*>(o.b), static_cast<float*>(o.c),
+             static_cast<int>(iters));
+  });
+  st.SetLabel(fmt::format("sm_90 mma.sync m16n8k16 bf16, registers only: {}x{}x{}, {} warps, {} programs per SM", BM, BN, BK, WARPS,
+                          PROGRAMS));
+}
+
 /// Rung 6: the persistent grid (min(tiles, SMs) programs), with a producer warp group when WS.
 template <int BM, int BN, int STAGES, bool WS = true>
 void BM_TilejitV6(benchmark::State& st) {
@@ -716,6 +748,11 @@ BENCHMARK(BM_TilejitFused<>)->Name("BM_TilejitV5Fused")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitFused<64, 96, 6>)->Name("BM_TilejitV5Fused/64x96/6")->Args({8192, 96, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TilejitFused<64, 192, 6>)->Name("BM_TilejitV5Fused/64x192/6")->Args({8192, 192, 8192})->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_TilejitV5<128, 256, 4>)->Name("BM_TilejitV5/128x256/4")->Apply(shapes_tn);
+// The mma.sync ceiling: registers only (v0.23).
+BENCHMARK(BM_MmaSyncPeak<64, 64, 32, 4, 4>)->Name("BM_MmaSyncPeak/64x64x32/4w/4p")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MmaSyncPeak<64, 64, 32, 4, 8>)->Name("BM_MmaSyncPeak/64x64x32/4w/8p")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MmaSyncPeak<64, 128, 32, 4, 4>)->Name("BM_MmaSyncPeak/64x128x32/4w/4p")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_MmaSyncPeak<128, 64, 32, 8, 2>)->Name("BM_MmaSyncPeak/128x64x32/8w/2p")->UseManualTime()->Unit(benchmark::kMillisecond);
 // Two stages: the refill issued at the top of the iteration (v0.23), beside three refilled at its end.
 BENCHMARK(BM_TilejitMmaSync<128, 128, 2>)->Name("BM_TilejitMmaSync/128x128/2")->Apply(shapes_tn);
 BENCHMARK(BM_TilejitMmaSync<128, 128, 3>)->Name("BM_TilejitMmaSync/128x128/3")->Apply(shapes_tn);

@@ -408,8 +408,10 @@ class Attention {
   /// with the tiles of FlashBwdTmaConfig<D>: rank-3 descriptors over q, d_o as [B·Hq, S, D] and k, v as
   /// [B·Hkv, S, D], so a block that runs past a head's S rows reads TMA's zero fill, never the next head's rows (a
   /// NaN there cannot reach this head's gradients); those rows are masked out of every product and never stored
-  /// (dq, dk, dv are written row by row for rows < S only). Elsewhere flash_bwd.hpp's pointer kernels (64 x 64, 4
-  /// warps).
+  /// (dq, dk, dv are written row by row for rows < S only). On compute capability 8.x (or with set_mma_sync_path)
+  /// with the same alignment, the same two kernels compiled without wgmma: their loops' blocks through 2-stage
+  /// cp.async rings read by mma.sync, 64 x 64 tiles on 4 warps. Elsewhere flash_bwd.hpp's pointer kernels (64 x 64,
+  /// 4 warps).
   void backward(const T* q, const T* k, const T* v, const T* o, const T* d_o, const float* lse, float* delta, T* dq, T* dk, T* dv,
                 const AttnShape& s) {
     check(s);
@@ -423,26 +425,37 @@ class Attention {
     with_dim(s, [&]<int D, bool C>() {
       kernel<FlashBwdPreprocess<64, D, T>>(4).launch(tj::Grid{tj::cdiv(s.seqlen, 64), s.batch * s.heads_q}, o, d_o, delta, s.seqlen);
       if constexpr (D <= 128) {
-        auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };  // TMA's rule
-        if (hopper() && aligned(q) && aligned(k) && aligned(v) && aligned(d_o)) {
-          using Cfg = FlashBwdTmaConfig<D>;
-          using Desc = tj::TensorDescriptor;
-          const long long rq = s.batch * s.heads_q, rkv = s.batch * s.heads_kv;  // heads: [heads, S, D] each
-          auto desc = [&](const T* p, long long heads, int block) {
-            return Desc(dev_, const_cast<T*>(p), tj::dtype_v<T>, {heads, s.seqlen, D}, {s.seqlen * D, D, 1}, {1, block, D});
-          };
+        auto aligned = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };  // descriptors' rule
+        using Desc = tj::TensorDescriptor;
+        const long long rq = s.batch * s.heads_q, rkv = s.batch * s.heads_kv;  // heads: [heads, S, D] each
+        auto desc = [&](const T* p, long long heads, int block) {
+          return Desc(dev_, const_cast<T*>(p), tj::dtype_v<T>, {heads, s.seqlen, D}, {s.seqlen * D, D, 1}, {1, block, D});
+        };
+        // dK, dV (a program per key block, KV_N keys resident, KV_M-row Q / dO blocks), then dQ (a program per query
+        // block, Q_M queries resident, Q_N-row K / V blocks).
+        auto run = [&]<int KV_M, int KV_N, int Q_M, int Q_N>(int kv_warps, int kv_stages, bool kv_ws, int q_warps, int q_stages, bool q_ws) {
           {
-            const Desc dk_d = desc(k, rkv, Cfg::kv_block_n), dv_d = desc(v, rkv, Cfg::kv_block_n);
-            const Desc dq_d = desc(q, rq, Cfg::kv_block_m), ddo_d = desc(d_o, rq, Cfg::kv_block_m);
-            kernel<FlashBwdKVTma<Cfg::kv_block_m, Cfg::kv_block_n, D, C, T>>(Cfg::kv_warps, Cfg::kv_stages, Cfg::kv_ws)
-                .launch(tj::Grid{tj::cdiv(s.seqlen, Cfg::kv_block_n), s.batch * s.heads_kv}, dk_d, dv_d, dq_d, ddo_d, lse, delta, dk, dv,
-                        s.seqlen, group, sc, sl2);
+            const Desc dk_d = desc(k, rkv, KV_N), dv_d = desc(v, rkv, KV_N), dq_d = desc(q, rq, KV_M), ddo_d = desc(d_o, rq, KV_M);
+            kernel<FlashBwdKVTma<KV_M, KV_N, D, C, T>>(kv_warps, kv_stages, kv_ws)
+                .launch(tj::Grid{tj::cdiv(s.seqlen, KV_N), s.batch * s.heads_kv}, dk_d, dv_d, dq_d, ddo_d, lse, delta, dk, dv, s.seqlen,
+                        group, sc, sl2);
           }
-          const Desc dq_d = desc(q, rq, Cfg::q_block_m), ddo_d = desc(d_o, rq, Cfg::q_block_m);
-          const Desc dk_d = desc(k, rkv, Cfg::q_block_n), dv_d = desc(v, rkv, Cfg::q_block_n);
-          kernel<FlashBwdQTma<Cfg::q_block_m, Cfg::q_block_n, D, C, T>>(Cfg::q_warps, Cfg::q_stages, Cfg::q_ws)
-              .launch(tj::Grid{tj::cdiv(s.seqlen, Cfg::q_block_m), s.batch * s.heads_q}, dq_d, ddo_d, dk_d, dv_d, lse, delta, dq, s.seqlen,
-                      group, sc, sl2);
+          const Desc dq_d = desc(q, rq, Q_M), ddo_d = desc(d_o, rq, Q_M), dk_d = desc(k, rkv, Q_N), dv_d = desc(v, rkv, Q_N);
+          kernel<FlashBwdQTma<Q_M, Q_N, D, C, T>>(q_warps, q_stages, q_ws)
+              .launch(tj::Grid{tj::cdiv(s.seqlen, Q_M), s.batch * s.heads_q}, dq_d, ddo_d, dk_d, dv_d, lse, delta, dq, s.seqlen, group,
+                      sc, sl2);
+        };
+        if (dev_.compute_capability() >= 80 && aligned(q) && aligned(k) && aligned(v) && aligned(d_o)) {
+          if (hopper()) {  // TMA, wgmma
+            using Cfg = FlashBwdTmaConfig<D>;
+            run.template operator()<Cfg::kv_block_m, Cfg::kv_block_n, Cfg::q_block_m, Cfg::q_block_n>(
+                Cfg::kv_warps, Cfg::kv_stages, Cfg::kv_ws, Cfg::q_warps, Cfg::q_stages, Cfg::q_ws);
+          } else {
+            // sm_80 .. sm_89 (and Hopper with set_mma_sync_path): the same kernels compiled without wgmma — the
+            // blocks of their loops through 2-stage cp.async rings, mma.sync — 64 x 64 tiles on 4 warps: 2.1–3.6x the
+            // pointer kernels below on the H200 compiled for sm_90 (docs/perf.md v0.23).
+            run.template operator()<64, 64, 64, 64>(4, 2, false, 4, 2, false);
+          }
           return;
         }
       }

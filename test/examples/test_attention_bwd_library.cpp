@@ -12,8 +12,10 @@
 // the library launches compiled by NVRTC for sm_90a.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "examples/attention/attention.hpp"
@@ -82,7 +84,8 @@ double max_rel(const std::vector<double>& got, const std::vector<double>& ref) {
 /// (their last head's blocks past S must not read the NaN batch's rows).
 template <class T>
 void library_backward_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int D, bool causal, bool misalign_do = false,
-                           bool nan_last_batch = false) {
+                           bool nan_last_batch = false, bool mma_sync = false) {
+  CAPTURE(mma_sync);
   CAPTURE(nan_last_batch);
   CAPTURE(D);
   CAPTURE(S);
@@ -107,6 +110,7 @@ void library_backward_case(const tj::Device& dev, int B, int Hq, int Hkv, int S,
   bdq.put(nullptr, 0xff), bdk.put(nullptr, 0xff), bdv.put(nullptr, 0xff);  // NaN in bf16 and f16
   {
     examples::Attention<T> attn(dev);
+    if (mma_sync) attn.set_mma_sync_path(true);
     attn.forward(bq.ptr<T>(), bk.ptr<T>(), bv.ptr<T>(), bo.ptr<T>(), blse.ptr<float>(), s);
     attn.backward(bq.ptr<T>(), bk.ptr<T>(), bv.ptr<T>(), bo.ptr<T>(), bdo.ptr<T>(), blse.ptr<float>(), bdelta.ptr<float>(), bdq.ptr<T>(),
                   bdk.ptr<T>(), bdv.ptr<T>(), s);
@@ -190,4 +194,45 @@ TEST_CASE("attention_backward_library_gpu_matches_f64") {
   library_backward_case<tj::bf16>(dev, 2, 4, 2, 200, 128, true, false, true);
   library_backward_case<tj::bf16>(dev, 2, 2, 1, 300, 64, false, false, true);
   library_backward_case<tj::bf16>(dev, 2, 2, 2, 130, 96, true, false, true);
+}
+
+TEST_CASE("attention_backward_library_off_hopper_gpu_matches_f64") {
+  // The path of GPUs without wgmma (sm_80 .. sm_89), on Hopper through set_mma_sync_path: flash_bwd_tma.hpp's
+  // kernels compiled without wgmma, their blocks through cp.async rings; the pointer kernels when d_o is unaligned.
+  auto dev = tj::Device::best();
+  if (dev.backend() != tj::Backend::cuda || dev.compute_capability() < 80) {
+    MESSAGE("no NVIDIA GPU of sm_80 or newer: skipping");
+    return;
+  }
+  library_backward_case<tj::bf16>(dev, 1, 4, 1, 300, 64, false, false, false, true);  // GQA group 4
+  library_backward_case<tj::bf16>(dev, 2, 2, 2, 200, 64, true, false, false, true);
+  library_backward_case<tj::bf16>(dev, 1, 4, 2, 257, 96, false, false, false, true);
+  library_backward_case<tj::bf16>(dev, 1, 2, 1, 130, 96, true, false, false, true);
+  library_backward_case<tj::bf16>(dev, 1, 2, 1, 100, 128, false, false, false, true);
+  library_backward_case<tj::f16>(dev, 2, 4, 2, 333, 128, true, false, false, true);
+  library_backward_case<tj::bf16>(dev, 1, 2, 1, 64, 128, true, false, false, true);   // one key block
+  library_backward_case<tj::bf16>(dev, 1, 2, 1, 150, 64, true, true, false, true);    // d_o unaligned: pointer kernels
+  library_backward_case<tj::bf16>(dev, 2, 4, 2, 200, 128, true, false, true, true);   // NaN in the next batch
+}
+
+TEST_CASE("attention_backward_library_off_hopper_kernels_compile_for_sm80") {
+  // What Attention::backward runs on sm_80 .. sm_89 with aligned operands: FlashBwdKVTma and FlashBwdQTma, 64 x 64,
+  // 4 warps, each loop's blocks through a 2-stage cp.async ring read by mma.sync (no tensor maps, no wgmma).
+  std::string why;
+  if (!tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) {
+    MESSAGE("skipping: ", why);
+    return;
+  }
+  auto check = [&]<class K>() {
+    const auto r = tj::compile_for_arch<K>("sm_80", {.num_warps = 4, .num_stages = 2});
+    CHECK(!r.binary.bytes.empty());
+    CHECK(std::any_of(r.diagnostics.begin(), r.diagnostics.end(),
+                      [](const std::string& d) { return d.find("cp.async pipeline of 2 stage(s)") != std::string::npos; }));
+  };
+  check.template operator()<examples::FlashBwdKVTma<64, 64, 64, false, tj::bf16>>();
+  check.template operator()<examples::FlashBwdQTma<64, 64, 64, true, tj::bf16>>();
+  check.template operator()<examples::FlashBwdKVTma<64, 64, 96, true, tj::f16>>();
+  check.template operator()<examples::FlashBwdQTma<64, 64, 96, false, tj::bf16>>();
+  check.template operator()<examples::FlashBwdKVTma<64, 64, 128, true, tj::bf16>>();
+  check.template operator()<examples::FlashBwdQTma<64, 64, 128, false, tj::f16>>();
 }
