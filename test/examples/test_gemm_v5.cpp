@@ -456,6 +456,10 @@ TEST_CASE("gemm_cp_async_gpu_matches_f64") {
   run_v5<128, 128, tj::bf16>(dev, 300, 700, 200, 3, 1e-5, false, arch);  // ragged M, N, K: chunks past K written by threads
   run_v5<128, 128, tj::bf16>(dev, 256, 256, 64 * 7, 1, 1e-5, false, arch);  // one stage
   run_v5<128, 128, tj::bf16>(dev, 256, 256, 64, 4, 1e-5, false, arch);       // fewer K steps than stages
+  // Two stages: each iteration's refill issued at its top (codegen top_refill); one K step, two, and ragged K.
+  run_v5<128, 128, tj::bf16>(dev, 256, 256, 64, 2, 1e-5, false, arch);
+  run_v5<128, 128, tj::bf16>(dev, 256, 384, 128, 2, 1e-5, false, arch);
+  run_v5<128, 128, tj::bf16>(dev, 300, 700, 1000, 2, 1e-5, false, arch);
   run_v5<64, 96, tj::f16>(dev, 1000, 192, 1000, 4, 1e-5, false, arch);
   run_v5<128, 128, tj::bf16>(dev, 300, 700, 200, 3, 1e-5, false, arch, false);  // cp_async off: masked loads
   run_block_dot_kn(dev, 300, 200, 328, false, arch);  // B [K, N] read MN-major from the ring

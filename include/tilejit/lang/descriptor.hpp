@@ -33,9 +33,13 @@
 // `num_stages` buffers and handed to wgmma without passing through registers
 // (codegen, "TMA pipeline"). It is held in swizzled slabs as wide as its rows allow — 128 bytes, or 64 / 32
 // bytes when the rows are not whole 128-byte slabs (a [rows, 96] bf16 block is three 64-byte slabs) — and copied
-// one box per slab, so the block is copied exactly (codegen plan_slab_widths). Every other load is rewritten into ordinary masked
-// loads from the descriptor's base, shape and strides (ir/lower_descriptors.hpp),
-// which is also how the interpreter, HIP and sm_80 run them. `store(i, j, t)`
+// one box per slab, so the block is copied exactly (codegen plan_slab_widths). From sm_80 without wgmma the same
+// blocks (read by mma.sync, directly or through `trans`) are copied by every thread with cp.async into a ring of
+// `num_stages` 128-byte-swizzled stages (codegen, "cp.async ring"). Every other load is rewritten into ordinary
+// masked loads from the descriptor's base, shape and strides (ir/lower_descriptors.hpp), which is also how the
+// interpreter and HIP run them. A ring copies a block ahead of the iterations before it (up to num_stages - 1
+// of them, and TMA reads through the async proxy): a loop must not store to memory that a later iteration of it
+// block-loads, as with Triton's pipelined loads. `store(i, j, t)`
 // records a desc_store: a masked store of the same block (lower_descriptors),
 // or on sm_90a with CompileOptions::tma_store a TMA bulk store through a
 // 128B-swizzled shared-memory staging buffer (codegen, "TMA store").
