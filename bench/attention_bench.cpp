@@ -317,7 +317,7 @@ void BM_AttnBackward(benchmark::State& st) {
 template <int D, bool CAUSAL, int KV_BM = examples::FlashBwdTmaConfig<D>::kv_block_m, int KV_BN = examples::FlashBwdTmaConfig<D>::kv_block_n,
           int KV_ST = examples::FlashBwdTmaConfig<D>::kv_stages, int Q_BM = examples::FlashBwdTmaConfig<D>::q_block_m,
           int Q_BN = examples::FlashBwdTmaConfig<D>::q_block_n, int Q_ST = examples::FlashBwdTmaConfig<D>::q_stages, int WS = 0,
-          bool SM80 = false>
+          bool SM80 = false, bool RES = false>
 void BM_FlashBwdTma(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
   const BwdData<D, CAUSAL> b;
@@ -330,9 +330,9 @@ void BM_FlashBwdTma(benchmark::State& st) {
   const std::string arch = SM80 ? "sm_90" : "";  // sm_90: the blocks through cp.async rings, mma.sync
   auto pre = tj::compile<examples::FlashBwdPreprocess<64, D, tj::bf16>>(gpu(), {.num_warps = 4, .arch = arch});
   auto kv = tj::compile<examples::FlashBwdKVTma<KV_BM, KV_BN, D, CAUSAL, tj::bf16>>(
-      gpu(), {.num_warps = KV_BN / 16, .num_stages = KV_ST, .arch = arch, .warp_specialize = (WS & 1) != 0});
+      gpu(), {.num_warps = KV_BN / 16, .num_stages = KV_ST, .arch = arch, .warp_specialize = (WS & 1) != 0, .cp_async_resident = RES});
   auto qk = tj::compile<examples::FlashBwdQTma<Q_BM, Q_BN, D, CAUSAL, tj::bf16>>(
-      gpu(), {.num_warps = Q_BM / 16, .num_stages = Q_ST, .arch = arch, .warp_specialize = (WS & 2) != 0});
+      gpu(), {.num_warps = Q_BM / 16, .num_stages = Q_ST, .arch = arch, .warp_specialize = (WS & 2) != 0, .cp_async_resident = RES});
   const float sc = static_cast<float>(1.0 / std::sqrt(double(D))), sc2 = static_cast<float>(1.4426950408889634 / std::sqrt(double(D)));
   auto run_kv = [&] { kv.launch(tj::Grid{S / KV_BN, B * H}, kv_k, kv_v, kv_q, kv_do, b.lse, b.delta, b.dk, b.dv, S, 1, sc, sc2); };
   auto run_q = [&] { qk.launch(tj::Grid{S / Q_BM, B * H}, q_q, q_do, q_k, q_v, b.lse, b.delta, b.dq, S, 1, sc, sc2); };
@@ -345,8 +345,8 @@ void BM_FlashBwdTma(benchmark::State& st) {
   for (int i = 0; i < 5; ++i) kv_ms += gpu().time_ms({}, run_kv) / 5, q_ms += gpu().time_ms({}, run_q) / 5;
   st.counters["kv ms"] = kv_ms;
   st.counters["q ms"] = q_ms;
-  st.SetLabel(fmt::format("kv {}x{} s{}{}, q {}x{} s{}{}{}", KV_BM, KV_BN, KV_ST, (WS & 1) ? " ws" : "", Q_BM, Q_BN, Q_ST,
-                          (WS & 2) ? " ws" : "", SM80 ? ", sm_90 mma.sync + cp.async" : ""));
+  st.SetLabel(fmt::format("kv {}x{} s{}{}, q {}x{} s{}{}{}{}", KV_BM, KV_BN, KV_ST, (WS & 1) ? " ws" : "", Q_BM, Q_BN, Q_ST,
+                          (WS & 2) ? " ws" : "", SM80 ? ", sm_90 mma.sync + cp.async" : "", RES ? ", resident blocks in shared memory" : ""));
 }
 
 /// Decode inputs: B sequences of `len` cached tokens (caches [B, Hkv, len, D], bf16, the same random values in
@@ -583,6 +583,14 @@ BENCHMARK(BM_FlashBwd<128, true, true>)->Name("BM_FlashBwdSm80/D128/causal/point
 BENCHMARK(BM_FlashBwdTma<64, true, 64, 64, 2, 64, 64, 2, 0, true>)->Name("BM_FlashBwdSm80/D64/causal/ring/kv64x64/q64x64")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashBwdTma<64, true, 64, 64, 2, 128, 64, 2, 0, true>)->Name("BM_FlashBwdSm80/D64/causal/ring/kv64x64/q128x64")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashBwdTma<128, true, 64, 64, 2, 64, 64, 2, 0, true>)->Name("BM_FlashBwdSm80/D128/causal/ring/kv64x64/q64x64")->UseManualTime()->Unit(benchmark::kMillisecond);
+// The same with the blocks read once (K, V of dK/dV; Q, dO of dQ) copied to shared memory once (cp_async_resident:
+// what Attention::backward runs off Hopper) instead of held in registers.
+BENCHMARK(BM_FlashBwdTma<64, false, 64, 64, 2, 64, 64, 2, 0, true, true>)->Name("BM_FlashBwdSm80/D64/full/resident/kv64x64/q64x64")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwdTma<128, false, 64, 64, 2, 64, 64, 2, 0, true, true>)->Name("BM_FlashBwdSm80/D128/full/resident/kv64x64/q64x64")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwdTma<64, true, 64, 64, 2, 64, 64, 2, 0, true, true>)->Name("BM_FlashBwdSm80/D64/causal/resident/kv64x64/q64x64")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwdTma<128, true, 64, 64, 2, 64, 64, 2, 0, true, true>)->Name("BM_FlashBwdSm80/D128/causal/resident/kv64x64/q64x64")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwdTma<128, false, 64, 64, 2, 128, 64, 2, 0, true, true>)->Name("BM_FlashBwdSm80/D128/full/resident/kv64x64/q128x64")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwdTma<128, false, 64, 128, 2, 64, 64, 2, 0, true, true>)->Name("BM_FlashBwdSm80/D128/full/resident/kv64x128/q64x64")->UseManualTime()->Unit(benchmark::kMillisecond);
 #define TJ_VARLEN(D, C, NAME)                                                                                        \
   BENCHMARK(BM_AttnForwardVarlen<D, C>)->Name("BM_AttnForwardVarlen/D" #D "/" NAME)->UseManualTime()->Unit(benchmark::kMillisecond); \
   BENCHMARK(BM_AttnForwardVarlen<D, C, true>)->Name("BM_AttnForwardVarlenPointer/D" #D "/" NAME)->UseManualTime()->Unit(benchmark::kMillisecond)
@@ -814,6 +822,14 @@ TJ_TMA_WS(96, false, 128, 128, 2, "full", examples::FlashAttnFwdTmaEdge, 1, "Tma
 TJ_TMA_WS(96, true, 128, 128, 2, "causal", examples::FlashAttnFwdTmaEdge, 1, "TmaEdge");
 TJ_TMA_WS(128, false, 128, 128, 2, "full", examples::FlashAttnFwdTmaEdge, 1, "TmaEdge");
 TJ_TMA_WS(128, true, 128, 128, 2, "causal", examples::FlashAttnFwdTmaEdge, 1, "TmaEdge");
+// D = 256: the library's 64-key blocks beside 80-key ones (16 x 5, FlashAttention-3's tile at D = 256), which fit
+// the shared memory only in the plain order (FA3's order keeps the last V block apart: 40 KiB more).
+TJ_TMA_WS(256, false, 128, 64, 2, "full", examples::FlashAttnFwdTmaEdge, 1, "TmaEdge");
+TJ_TMA_WS(256, true, 128, 64, 2, "causal", examples::FlashAttnFwdTmaEdge, 1, "TmaEdge");
+TJ_TMA_WS(256, false, 128, 80, 2, "full", examples::FlashAttnFwdTmaEdge, 1, "TmaEdge");
+TJ_TMA_WS(256, true, 128, 80, 2, "causal", examples::FlashAttnFwdTmaEdge, 1, "TmaEdge");
+TJ_TMA_WS(256, false, 128, 64, 2, "full", examples::FlashAttnFwdTmaPingPongEvenN, 1, "PingPongEvenN");
+TJ_TMA_WS(256, true, 128, 64, 2, "causal", examples::FlashAttnFwdTmaPingPongEdge, 1, "PingPongEdge");
 // The same with P_{j-1}.V_{j-1} waited for at once (overlap_register_wgmma = false: v0.5's code), and with the
 // ping-pong turns; D = 96 on heads zero-padded to 128 (the exact tile's gain is the time ratio).
 #define TJ_TMA_NOOVERLAP(D, C, NAME)                                                                            \

@@ -433,15 +433,16 @@ class Attention {
         };
         // dK, dV (a program per key block, KV_N keys resident, KV_M-row Q / dO blocks), then dQ (a program per query
         // block, Q_M queries resident, Q_N-row K / V blocks).
-        auto run = [&]<int KV_M, int KV_N, int Q_M, int Q_N>(int kv_warps, int kv_stages, bool kv_ws, int q_warps, int q_stages, bool q_ws) {
+        auto run = [&]<int KV_M, int KV_N, int Q_M, int Q_N>(int kv_warps, int kv_stages, bool kv_ws, int q_warps, int q_stages, bool q_ws,
+                                                             bool resident = false) {
           {
             const Desc dk_d = desc(k, rkv, KV_N), dv_d = desc(v, rkv, KV_N), dq_d = desc(q, rq, KV_M), ddo_d = desc(d_o, rq, KV_M);
-            kernel<FlashBwdKVTma<KV_M, KV_N, D, C, T>>(kv_warps, kv_stages, kv_ws)
+            kernel<FlashBwdKVTma<KV_M, KV_N, D, C, T>>(kv_warps, kv_stages, kv_ws, resident)
                 .launch(tj::Grid{tj::cdiv(s.seqlen, KV_N), s.batch * s.heads_kv}, dk_d, dv_d, dq_d, ddo_d, lse, delta, dk, dv, s.seqlen,
                         group, sc, sl2);
           }
           const Desc dq_d = desc(q, rq, Q_M), ddo_d = desc(d_o, rq, Q_M), dk_d = desc(k, rkv, Q_N), dv_d = desc(v, rkv, Q_N);
-          kernel<FlashBwdQTma<Q_M, Q_N, D, C, T>>(q_warps, q_stages, q_ws)
+          kernel<FlashBwdQTma<Q_M, Q_N, D, C, T>>(q_warps, q_stages, q_ws, resident)
               .launch(tj::Grid{tj::cdiv(s.seqlen, Q_M), s.batch * s.heads_q}, dq_d, ddo_d, dk_d, dv_d, lse, delta, dq, s.seqlen, group,
                       sc, sl2);
         };
@@ -454,7 +455,7 @@ class Attention {
             // sm_80 .. sm_89 (and Hopper with set_mma_sync_path): the same kernels compiled without wgmma — the
             // blocks of their loops through 2-stage cp.async rings, mma.sync — 64 x 64 tiles on 4 warps: 2.1–3.6x the
             // pointer kernels below on the H200 compiled for sm_90 (docs/perf.md v0.23).
-            run.template operator()<64, 64, 64, 64>(4, 2, false, 4, 2, false);
+            run.template operator()<64, 64, 64, 64>(4, 2, false, 4, 2, false, true);
           }
           return;
         }
@@ -515,13 +516,13 @@ class Attention {
   }
   /// K compiled once per Attention object (the kernel cache keeps the machine code across objects).
   template <class K>
-  tj::Kernel<K>& kernel(int warps, int stages = 3, bool warp_specialize = false) {
+  tj::Kernel<K>& kernel(int warps, int stages = 3, bool warp_specialize = false, bool cp_async_resident = false) {
     auto& slot = kernels_[std::type_index(typeid(K))];
     if (!slot)
       slot = std::make_shared<tj::Kernel<K>>(
           dev_, K{},
           tj::CompileOptions{.num_warps = warps, .num_stages = stages, .arch = mma_sync_ && dev_.compute_capability() == 90 ? "sm_90" : "",
-                             .warp_specialize = warp_specialize});
+                             .warp_specialize = warp_specialize, .cp_async_resident = cp_async_resident});
     return *static_cast<tj::Kernel<K>*>(slot.get());
   }
 

@@ -235,8 +235,9 @@ class Emitter {
     src += body_;
     // A resident block's copy is issued unconditionally but waited for only by the dots that read it; if they
     // sit in a loop that ran zero times, the program must still not exit with the bulk copy in flight.
-    for (const Resident& r : resident_)
-      src += fmt::format("  if (tj_tid == 0) tj_mbar_wait(tj_rbar{}, 0u);  // block %{} has landed before the program exits\n", r.node, r.node);
+    if (!cp_)  // (a cp.async resident block is waited for where it is loaded)
+      for (const Resident& r : resident_)
+        src += fmt::format("  if (tj_tid == 0) tj_mbar_wait(tj_rbar{}, 0u);  // block %{} has landed before the program exits\n", r.node, r.node);
     if (!stores_.empty()) src += "  if (tj_tid == 0) tj_bulk_wait();  // the TMA stores have completed before the program exits\n";
     // A cluster's programs write each other's shared memory (multicast copies) and barriers (stage releases): none
     // exits while another may still do so. (The producer warp groups have exited; a cluster barrier waits only for
@@ -634,7 +635,7 @@ class Emitter {
       if (n.op != Op::desc_load) continue;
       const int L = parent[id];
       note_param(n);
-      if (cp_ && (L < 0 || encloses[static_cast<std::size_t>(L)]))
+      if (cp_ && L >= 0 && encloses[static_cast<std::size_t>(L)])
         throw Unsupported(fmt::format("codegen: cp.async block %{} is not in an innermost loop with blocks", id));
       if (L < 0) {
         resident_.push_back(Resident{static_cast<int>(id), 0, 0, block_bytes(static_cast<int>(id))});
@@ -753,6 +754,12 @@ class Emitter {
                                        "across iterations", L, p.stages, p.stage_bytes, p.loads.size(), p.async_dots.size()));
     }
     for (const Resident& r : resident_) {
+      if (cp_) {
+        pipe_preamble_ += fmt::format("  const unsigned tj_res{0} = tj_smem_addr(tj_smem_raw) + {1};  // block %{0}, copied once\n", r.node, r.off);
+        plan_diag_.push_back(fmt::format("desc_load %{}: copied once by cp.async into {} bytes of shared memory; mma.sync reads the "
+                                         "fragments there", r.node, r.bytes));
+        continue;
+      }
       pipe_preamble_ += fmt::format("  const unsigned tj_res{0} = tj_smem_addr(tj_smem_raw) + {1}, tj_rbar{0} = tj_smem_addr(tj_smem_raw) + {2};\n",
                                     r.node, r.off, r.bar_off);
       pipe_preamble_ += fmt::format("  if (tj_tid == 0) {{ tj_mbar_init(tj_rbar{}, 1); tj_mbar_fence_init(); }}\n", r.node);
@@ -921,6 +928,13 @@ class Emitter {
   /// With 3 or more stages the end is better: a refill at the top delays the iteration's first ldmatrix (GEMM
   /// −3–4%, v0.14).
   static bool top_refill(const Pipe& p) { return p.prefetch == 1; }
+  /// The cp.async refill of ring p: every thread's copies for the iteration p.prefetch ahead (none past the
+  /// loop's end), then a commit — one group per iteration, empty past the end, so the ring's wait counts hold.
+  std::string cp_refill(const Pipe& p) const {
+    const Node& lb = k_[p.loop];
+    return fmt::format("if (s{0} + {1} * {2} < {3}) tj_issue{0}(s{0} + {1} * {2}, tj_it{0} + {1}u); tj_cp_commit();", p.loop, p.prefetch,
+                       v(lb.args[2], 0), v(lb.args[1], 0));
+  }
   /// First lines of an iteration: issue (no prefetch) and wait for this stage's copies.
   void emit_pipe_wait(const Pipe& p) {
     const int L = p.loop;
@@ -929,11 +943,8 @@ class Emitter {
       // Without a prefetch the copy refills the stage the previous iteration read: every thread must be done with it.
       if (p.prefetch == 0) line(fmt::format("__syncthreads(); tj_issue{0}(s{0}, tj_it{0}); tj_cp_commit();", L));
       line(fmt::format("tj_cp_wait<{}>(); __syncthreads();  // this stage's copies (every thread's) have landed", p.prefetch > 0 ? p.prefetch - 1 : 0));
-      if (top_refill(p)) {  // the other stage, read by iteration i - 1: every thread passed the barrier above after reading it
-        const Node& lb = k_[L];
-        line(fmt::format("if (s{0} + {1} < {2}) tj_issue{0}(s{0} + {1}, tj_it{0} + 1u); tj_cp_commit();  // in flight during this "
-                         "iteration's math", L, v(lb.args[2], 0), v(lb.args[1], 0)));
-      }
+      // The other stage, read by iteration i - 1: every thread passed the barrier above after reading it.
+      if (top_refill(p)) line(cp_refill(p) + "  // in flight during this iteration's math");
       return;
     }
     if (p.prefetch == 0 && !ws_) line(fmt::format("if (tj_tid == 0) tj_issue{}(s{}, tj_it{});", L, L, L));
@@ -961,9 +972,7 @@ class Emitter {
     if (cp_) {
       // The stage refilled is the one iteration i - 1 read: every thread passed this iteration's barrier after
       // reading it, so no barrier is needed here. One group per iteration, empty past the end.
-      if (p.prefetch > 0 && !top_refill(p))
-        line(fmt::format("if (s{0} + {1} * {2} < {3}) tj_issue{0}(s{0} + {1} * {2}, tj_it{0} + {1}u); tj_cp_commit();", L, p.prefetch,
-                         step, hi));
+      if (p.prefetch > 0 && !top_refill(p)) line(cp_refill(p));
       line(fmt::format("++tj_it{};", L));
       return;
     }
@@ -1910,7 +1919,16 @@ class Emitter {
       case Op::desc_view:  // read where its blocks are copied (block_desc): the parameter and these coordinates
         return;
       case Op::desc_load:
-        if (const Resident* r = resident_of(id)) {
+        if (const Resident* r = resident_of(id); r && cp_) {
+          // Every thread copies its chunks, then waits for them (no ring's groups are pending here or, if a loop
+          // before left some, they are drained early: a wait only ever returns later than needed) and a barrier.
+          const ir::Type& bt = n.type;
+          line(fmt::format("// %{}: block of descriptor %{} copied once by cp.async", id, arg(0)));
+          line(fmt::format("tj_cp_block<{}, {}, {}, {}, {}u>(tj_res{}, {}, (int){}, (int){}, tj_tid); tj_cp_commit(); tj_cp_wait<0>(); "
+                           "__syncthreads();",
+                           size_bytes(bt.dtype), bt.shape[0], bt.shape[1], threads_, nan_bits(bt.dtype), id, cp_view(id, outer_values(id)),
+                           v(arg(1), 0), v(arg(2), 0)));
+        } else if (const Resident* r = resident_of(id)) {
           line(fmt::format("// %{}: block of descriptor %{} copied once by TMA", id, arg(0)));
           line(fmt::format("if (tj_tid == 0) {{ tj_mbar_expect_tx(tj_rbar{}, {}u); {}}}", id, r->bytes,
                            tma_copies(id, fmt::format("tj_res{}", id), v(arg(1), 0), v(arg(2), 0), fmt::format("tj_rbar{}", id), false,
@@ -2340,8 +2358,8 @@ class Emitter {
       if (!ldsm[static_cast<std::size_t>(j)]) continue;
       const ir::TileLayout& l = j == 0 ? la : lb;
       const int mn = j == 0 ? 0 : 1, kd = 1 - mn;  // the operand's M (N) dim and its K dim
-      line(fmt::format("const unsigned tj_sa{}_{} = tj_ring{} + {};  // ldmatrix{} rows of block %{}", id, j, pipe_of_block(o.block, id).loop,
-                       stage_offset(o.block, id), ldsm_t ? " .trans" : "", o.block));
+      line(fmt::format("const unsigned tj_sa{}_{} = {};  // ldmatrix{} rows of block %{}", id, j, cp_block_addr(o.block, id),
+                       ldsm_t ? " .trans" : "", o.block));
       if (ldsm_t) {
         // Row: the warp's K plus the K row this lane addresses (matrices 1, 3: 8 rows on); byte: the warp's N.
         line(fmt::format("const int tj_lr{0}_{1} = tj_c{2}_{3} - {4} * (tj_lane & 3) + (tj_lane & 15);", id, j, l.layout, l.dim_of[kd], kw));
@@ -2451,9 +2469,15 @@ class Emitter {
     const Pipe& p = pipe_of_block(x, dot);
     return fmt::format("tj_st{} * {}u + {}u", p.loop, p.stage_bytes, load_offset(p, x));
   }
-  /// A generic pointer to cp.async block `x` in the current stage of its loop's ring.
+  /// A generic pointer to cp.async block `x`: its resident region, or the current stage of its loop's ring.
   std::string block_ptr(int x, int dot) const {
+    if (const Resident* r = resident_of(x)) return fmt::format("(tj_smem_raw + {}u)", r->off);
     return fmt::format("tj_smem_raw + {}u + {}", pipe_of_block(x, dot).ring_off, stage_offset(x, dot));
+  }
+  /// The shared address (32-bit) of cp.async block `x`: its resident region, or the current stage of its ring.
+  std::string cp_block_addr(int x, int dot) const {
+    if (resident_of(x)) return fmt::format("tj_res{}", x);
+    return fmt::format("tj_ring{} + {}", pipe_of_block(x, dot).loop, stage_offset(x, dot));
   }
   /// One .b32 mma.sync operand register of dot `dot` read from its block in shared memory: the kw elements at the
   /// operand-layout registers `regs` (consecutive along K). Their coordinates are those registers' in layout `l`;
@@ -2691,6 +2715,7 @@ class Emitter {
   /// Before top-level loop `L`: wait once for every resident block (copied once per program, e.g. attention's Q)
   /// that a dot in its body reads, instead of an mbarrier try_wait per iteration; later reads skip the wait.
   void wait_resident_before(int L) {
+    if (cp_) return;  // a cp.async resident block is waited for where it is loaded
     if (parent_.empty() || parent_[static_cast<std::size_t>(L)] >= 0) return;  // a loop in a loop may run zero times: its wait would not hold after
     for (int id = L + 1; id < loop_end_[static_cast<std::size_t>(L)]; ++id) {
       if (k_[id].op != Op::dot) continue;
@@ -3545,7 +3570,8 @@ std::vector<char> async_loads(const ir::Kernel& k, const Target& t, const Option
                            (f8 && (!cp || sm_number(t.arch) >= 89))) &&
                           n.type.shape[1] * size_bytes(dt) % 16 == 0 && (cp || n.type.shape[0] % 8 == 0);
     // (args[0]: a desc_view's coordinates count as the block's)
-    const bool where_ok = cp ? L >= 0 && invariant_or_iv(n.args[0], L) && invariant_or_iv(n.args[1], L) && invariant_or_iv(n.args[2], L)
+    const bool where_ok = cp ? (L < 0 ? o.cp_async_resident
+                                      : invariant_or_iv(n.args[0], L) && invariant_or_iv(n.args[1], L) && invariant_or_iv(n.args[2], L))
                              : L < 0 || (invariant_or_iv(n.args[0], L) && invariant_or_iv(n.args[1], L) && invariant_or_iv(n.args[2], L));
     if (shape_ok && where_ok && !uses[id].empty()) keep[id] = 1;
   }
@@ -3587,7 +3613,7 @@ std::vector<char> async_loads(const ir::Kernel& k, const Target& t, const Option
     carries_ok = false;
     for (std::size_t x = 0; x < N; ++x) {
       const int L = parent[x];
-      if (cp && keep[x] && encloses[static_cast<std::size_t>(L)]) {  // a cp.async ring is innermost: no per-item buffers
+      if (cp && keep[x] && L >= 0 && encloses[static_cast<std::size_t>(L)]) {  // a cp.async ring is innermost: no per-item buffers
         keep[x] = 0;
         changed = true;
         continue;

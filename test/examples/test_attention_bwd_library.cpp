@@ -21,6 +21,8 @@
 #include "examples/attention/attention.hpp"
 #include "examples/attention/flash_bwd_tma.hpp"
 #include "test/common/attention_ref.hpp"
+#include "test/common/codegen.hpp"
+#include "test/common/text.hpp"
 #include "test/common/random.hpp"
 
 namespace tj = tilejit;
@@ -217,17 +219,21 @@ TEST_CASE("attention_backward_library_off_hopper_gpu_matches_f64") {
 
 TEST_CASE("attention_backward_library_off_hopper_kernels_compile_for_sm80") {
   // What Attention::backward runs on sm_80 .. sm_89 with aligned operands: FlashBwdKVTma and FlashBwdQTma, 64 x 64,
-  // 4 warps, each loop's blocks through a 2-stage cp.async ring read by mma.sync (no tensor maps, no wgmma).
+  // 4 warps, each loop's blocks through a 2-stage cp.async ring and the blocks loaded once in shared memory, all
+  // read by mma.sync (no tensor maps, no wgmma).
   std::string why;
   if (!tj::runtime::compiler_available(tj::runtime::Compiler::nvrtc, &why)) {
     MESSAGE("skipping: ", why);
     return;
   }
   auto check = [&]<class K>() {
-    const auto r = tj::compile_for_arch<K>("sm_80", {.num_warps = 4, .num_stages = 2});
+    const auto r = tj::compile_for_arch<K>("sm_80", {.num_warps = 4, .num_stages = 2, .cp_async_resident = true});
     CHECK(!r.binary.bytes.empty());
-    CHECK(std::any_of(r.diagnostics.begin(), r.diagnostics.end(),
-                      [](const std::string& d) { return d.find("cp.async pipeline of 2 stage(s)") != std::string::npos; }));
+    auto said = [&](const std::string& text) {
+      return std::any_of(r.diagnostics.begin(), r.diagnostics.end(), [&](const std::string& d) { return d.find(text) != std::string::npos; });
+    };
+    CHECK(said("cp.async pipeline of 2 stage(s)"));
+    CHECK(said("copied once by cp.async"));  // the blocks loaded once, outside the loops
   };
   check.template operator()<examples::FlashBwdKVTma<64, 64, 64, false, tj::bf16>>();
   check.template operator()<examples::FlashBwdQTma<64, 64, 64, true, tj::bf16>>();
@@ -235,4 +241,33 @@ TEST_CASE("attention_backward_library_off_hopper_kernels_compile_for_sm80") {
   check.template operator()<examples::FlashBwdQTma<64, 64, 96, false, tj::bf16>>();
   check.template operator()<examples::FlashBwdKVTma<64, 64, 128, true, tj::bf16>>();
   check.template operator()<examples::FlashBwdQTma<64, 64, 128, false, tj::f16>>();
+}
+
+TEST_CASE("attention_backward_off_hopper_resident_blocks_go_to_shared_memory") {
+  // CompileOptions::cp_async_resident (what the library's off-Hopper backward sets): dK/dV's K and V, loaded once
+  // outside the loops, are copied once by cp.async and read by ldmatrix at each use instead of living in registers
+  // beside the accumulators — at D = 128 (sm_80) that takes ptxas's spill stores from 2180 bytes to 500.
+  using K = examples::FlashBwdKVTma<64, 64, 128, false, tj::bf16>;
+  const auto ir = tj::trace(K{});
+  auto gen = [&](bool resident) {
+    return tj::codegen::generate(ir, {}, tj::codegen::target_for("sm_80"),
+                                 tj::codegen_options({.num_warps = 4, .num_stages = 2, .cp_async_resident = resident}));
+  };
+  const auto on = gen(true), off = gen(false);
+  CHECK(testing::occurrences(on.source, "copied once by cp.async") == 2);
+  CHECK(on.source.find("= tj_res") != std::string::npos);  // an ldmatrix base in the resident region
+  CHECK(testing::has_diagnostic(on, "copied once by cp.async into 16384 bytes"));
+  CHECK(on.dynamic_shared_bytes > off.dynamic_shared_bytes);
+  CHECK(off.source.find("copied once by cp.async") == std::string::npos);
+  auto spill = [](const std::optional<tj::runtime::JitResult>& r) {
+    std::smatch m;
+    REQUIRE(std::regex_search(r->log, m, std::regex(R"((\d+) bytes spill stores)")));
+    return std::stoi(m[1]);
+  };
+  const auto a = testing::compile_for(on.source, "sm_80", "kv128_resident.cu", {"--ptxas-options=-v"});
+  const auto b = testing::compile_for(off.source, "sm_80", "kv128_registers.cu", {"--ptxas-options=-v"});
+  if (!a || !b) return;  // no NVRTC
+  MESSAGE("dK/dV D = 128 spill stores: ", spill(b), " bytes in registers, ", spill(a), " resident");
+  CHECK(spill(a) < 1024);
+  CHECK(spill(a) * 3 < spill(b));
 }

@@ -112,6 +112,12 @@ struct Options {
   /// made: the kernel gets the masked loads and a diagnostic naming the bytes and the limit. false: masked loads
   /// into registers (converted to the operand layouts).
   bool cp_async = true;
+  /// With cp_async: a block loaded once, outside every loop, and read only by mma.sync dots is copied by
+  /// cp.async into shared memory once (every thread, then a barrier) and read there with ldmatrix at each use,
+  /// instead of living in registers for the whole kernel. For kernels whose resident operands do not fit the
+  /// registers beside the accumulators (the attention backward's K and V); off by default (a query block read
+  /// every iteration is cheaper from registers).
+  bool cp_async_resident = false;
   /// Device events (lang/events.hpp): the kernel takes one more parameter, last, `tj_evbuf* tj_events` (null:
   /// nothing is recorded), and records into it the DSL's async_begin / async_end, each program's span ("program":
   /// begin at entry, end at exit, by its first thread) and, for every TMA pipeline, a pair per stage ("TMA loop

@@ -98,6 +98,9 @@ struct CompileOptions {
   /// ring of num_stages shared-memory stages (codegen::Options::cp_async); false: masked loads. Ignored by other
   /// targets.
   bool cp_async = true;
+  /// With cp_async: blocks loaded once outside loops and read by mma.sync go to shared memory once and are read
+  /// there at each use (codegen::Options::cp_async_resident). Ignored by other targets.
+  bool cp_async_resident = false;
   /// Record device events (lang/events.hpp: async_begin / async_end, each program's span, each TMA stage's issue
   /// and arrival; codegen::Options::device_events) and hand them to the profiler. A launch records only while a
   /// profiler session with the launch hook is active, and then waits for its kernel (the device synchronises) to
@@ -125,6 +128,7 @@ inline codegen::Options codegen_options(const CompileOptions& o) {
           .num_ctas = o.num_ctas,
           .tma_store = o.tma_store,
           .cp_async = o.cp_async,
+          .cp_async_resident = o.cp_async_resident,
           .device_events = o.device_events,
           .device_events_wgmma = o.device_events_wgmma};
 }
