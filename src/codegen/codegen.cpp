@@ -1519,10 +1519,20 @@ class Emitter {
     const int a = k_[user].args[static_cast<std::size_t>(j)];
     const ir::TileLayout want = plan_.operand_layout(k_, user, j);
     const char* pk = t == DType::bf16 ? "tj_pack_bf16x2" : "tj_pack_f16x2";
-    if (want == TL(a) && packed(a)) return fmt::format("v{}[{}]", a, i);
+    if (std::string w = packed_word(user, j, i, t); !w.empty()) return w;
     if (const int src = want == TL(a) && k_[a].type.dtype == t ? f32_cast_source(a) : -1; src >= 0)
       return fmt::format("{}({}, {})", pk, v(src, 2 * i), v(src, 2 * i + 1));
     return fmt::format("{}({}, {})", pk, opnd(user, j, 2 * i), opnd(user, j, 2 * i + 1));
+  }
+  /// Word i of operand j of node `user` (16-bit type t) when it is held packed in the layout `user` needs it in —
+  /// the value itself (plan_packed) or its conversion (convert) — else "".
+  std::string packed_word(int user, int j, int i, DType t) const {
+    const int a = k_[user].args[static_cast<std::size_t>(j)];
+    if (!tile(a) || k_[a].type.dtype != t) return "";
+    const ir::TileLayout want = plan_.operand_layout(k_, user, j);
+    if (want == TL(a)) return packed(a) ? fmt::format("v{}[{}]", a, i) : "";
+    const auto it = conversions_.find(conversion_key(a, want));
+    return it != conversions_.end() && packed_conversions_.count(it->second) ? fmt::format("{}[{}]", it->second, i) : "";
   }
   /// When tile `a` is a cast of an f32 tile held in the same layout (P = cast<bf16>(p)): that f32 tile, whose
   /// registers pack straight into 16-bit pairs by one cvt.rn each; else -1.
@@ -1539,7 +1549,10 @@ class Emitter {
     if (!tile(a)) return v(a, 0);
     const ir::TileLayout want = plan_.operand_layout(k_, id, j);
     if (want == TL(a)) return v(a, r);
-    return fmt::format("{}[{}]", conversions_.at(conversion_key(a, want)), r);
+    const std::string& name = conversions_.at(conversion_key(a, want));
+    if (packed_conversions_.count(name))  // register r is one half of word r / 2
+      return fmt::format("tj_{}x2_{}({}[{}])", k_[a].type.dtype == DType::bf16 ? "bf16" : "f16", r % 2 ? "hi" : "lo", name, r / 2);
+    return fmt::format("{}[{}]", name, r);
   }
   static std::string conversion_key(int a, const ir::TileLayout& t) {
     return fmt::format("{}:{}:{}:{}", a, t.layout, t.dim_of[0], t.dim_of[1]);
@@ -1582,12 +1595,15 @@ class Emitter {
                                        TL(a).layout, want.layout, id, ir::name(k_[id].op), where));
       return;
     }
-    const bool half = t.dtype == DType::f16 || t.dtype == DType::bf16;
+    const bool half = !t.is_ptr && (t.dtype == DType::f16 || t.dtype == DType::bf16);  // (a tile of pointers moves pointers)
     const std::string st = t.is_ptr ? storage_type(t.dtype) + "*" : storage_type(t.dtype);
     const int esize = t.is_ptr ? 8 : size_bytes(t.dtype);
     const int cols = t.rank == 2 ? t.shape[1] : t.shape[0];
     const int rows = t.rank == 2 ? t.shape[0] : 1;
-    const int stride = t.rank == 2 ? cols + std::max(1, 4 / esize) : cols;  // one bank of padding per row
+    // One bank of padding per row; 16-bit rows of whole 16-byte chunks take 16 bytes (ldmatrix reads 16-byte rows,
+    // and an odd number of chunks per row spreads a warp's 8 row addresses over every bank; word pairs stored from
+    // mma-like layouts, 4 words per row and 8 rows, fall in 32 banks too).
+    const int stride = t.rank != 2 ? cols : half && cols % 16 == 0 ? cols + 8 : cols + std::max(1, 4 / esize);
     smem_bytes_ = std::max(smem_bytes_, rows * stride * esize);
     auto index = [&](const ir::TileLayout& tl, int r) {
       return t.rank == 2 ? fmt::format("{} * {} + {}", coord(tl, r, 0), stride, coord(tl, r, 1)) : coord(tl, r, 0);
@@ -1595,15 +1611,60 @@ class Emitter {
     const std::string buf = fmt::format("(({}*)tj_smem)", st);
     line(fmt::format("// convert %{} from L{} to L{} through shared memory", a, TL(a).layout, want.layout));
     const std::string own = owner_predicate(TL(a));
+    // 16-bit elements in register pairs at adjacent columns move as one 32-bit word (paired_columns).
+    const bool pairs_ok = half && !t.is_ptr && (t.rank == 1 || stride % 2 == 0);
+    const char* x2 = t.dtype == DType::f16 ? "f16" : "bf16";
+    auto word_at = [&](const ir::TileLayout& tl, int r) { return fmt::format("((unsigned*)tj_smem)[({}) >> 1]", index(tl, r)); };
     for (int r = 0; r < R(a); ++r) {
       if (canonical(r, a) != r) continue;
-      std::string val = half ? fmt::format("{}({})", t.dtype == DType::f16 ? "tj_f32_to_f16" : "tj_f32_to_bf16", v(a, r)) : v(a, r);
-      std::string st_line = fmt::format("{}[{}] = {};", buf, index(TL(a), r), val);
+      std::string st_line;
+      if (pairs_ok && paired_columns(TL(a), r, t.rank) && canonical(r + 1, a) == r + 1) {
+        // A bf16 tile's f32 registers hold bf16 values exactly: their high halves are the pair (bit operations that
+        // ptxas folds into the loads or math before; f16 needs the conversion).
+        st_line = t.dtype == DType::bf16
+                      ? fmt::format("{} = (tj_as_u32({}) & 0xffff0000u) | (tj_as_u32({}) >> 16);", word_at(TL(a), r), v(a, r + 1), v(a, r))
+                      : fmt::format("{} = tj_pack_f16x2({}, {});", word_at(TL(a), r), v(a, r), v(a, r + 1));
+        ++r;
+      } else {
+        std::string val = half ? fmt::format("{}({})", t.dtype == DType::f16 ? "tj_f32_to_f16" : "tj_f32_to_bf16", v(a, r)) : v(a, r);
+        st_line = fmt::format("{}[{}] = {};", buf, index(TL(a), r), val);
+      }
       line(own.empty() ? st_line : fmt::format("if ({}) {}", own, st_line));
     }
     line(sync());
+    bool all_pairs = pairs_ok && regs(want) % 2 == 0;
+    for (int r = 0; all_pairs && r < regs(want); r += 2) all_pairs = paired_columns(want, r, t.rank);
+    if (all_pairs) {
+      // Held packed, two elements per word (as plan_packed's tiles): half the registers, and an mma.sync operand
+      // in this layout reads the words as they are (word()).
+      packed_conversions_.insert(name);
+      line(fmt::format("unsigned {}[{}];  // packed: element 2i in the low half of word i", name, regs(want) / 2));
+      const auto blocks = t.rank == 2 && ldsm_ok(stride * esize) ? ldsm_blocks(want) : std::vector<LdsmBlock>{};
+      if (!blocks.empty()) {
+        // The mma.sync A-fragment layout: one ldmatrix.x4 per 16 x 16 block. Lane l addresses row l % 8 + 8 (l / 8 % 2),
+        // column 8 (l / 16) of the block, from its warp's corner (the thread's base less its lane's share).
+        const int pr = want.dim_of[0], pc = want.dim_of[1];
+        line(fmt::format("const unsigned tj_la{} = tj_smem_addr(tj_smem) + ((tj_c{}_{} - ((tj_lane >> 2) & 7) + (tj_lane & 7) + ((tj_lane >> 3) & 1) * 8) * {} "
+                         "+ tj_c{}_{} - (tj_lane & 3) * 2 + (tj_lane >> 4) * 8) * 2;",
+                         name, want.layout, pr, stride, want.layout, pc));
+        for (const LdsmBlock& b : blocks)
+          line(fmt::format("tj_ldsm_x4(tj_la{} + {}u, {}[{}], {}[{}], {}[{}], {}[{}]);", name, (b.row * stride + b.col) * 2, name, b.word[0], name,
+                           b.word[1], name, b.word[2], name, b.word[3]));
+      } else {
+        for (int r = 0; r < regs(want); r += 2) line(fmt::format("{}[{}] = {};", name, r / 2, word_at(want, r)));
+      }
+      line(sync());
+      plan_diag_.push_back(fmt::format("converted %{} from L{} to L{} for %{} ({}){} through {} bytes of shared memory, 32-bit words", a,
+                                       TL(a).layout, want.layout, id, ir::name(k_[id].op), where, rows * stride * esize));
+      return;
+    }
     line(fmt::format("{} {}[{}];", reg_type(t), name, regs(want)));
     for (int r = 0; r < regs(want); ++r) {
+      if (pairs_ok && paired_columns(want, r, t.rank)) {
+        line(fmt::format("{{ const unsigned w = {}; {}[{}] = tj_{}x2_lo(w); {}[{}] = tj_{}x2_hi(w); }}", word_at(want, r), name, r, x2, name, r + 1, x2));
+        ++r;
+        continue;
+      }
       std::string ld = fmt::format("{}[{}]", buf, index(want, r));
       if (half) ld = fmt::format("{}({})", t.dtype == DType::f16 ? "tj_f16_to_f32" : "tj_bf16_to_f32", ld);
       line(fmt::format("{}[{}] = {};", name, r, ld));
@@ -1611,6 +1672,70 @@ class Emitter {
     line(sync());
     plan_diag_.push_back(fmt::format("converted %{} from L{} to L{} for %{} ({}){} through {} bytes of shared memory", a,
                                      TL(a).layout, want.layout, id, ir::name(k_[id].op), where, rows * stride * esize));
+  }
+
+  /// A 16 x 16 block of a layout that ldmatrix.x4 fills: its corner (row, col) relative to the warp's, and the
+  /// words (register pairs / 2) that receive matrices 0..3 (rows 0-7 / 8-15 of columns 0-7, then of columns 8-15).
+  struct LdsmBlock {
+    int row = 0, col = 0;
+    std::array<int, 4> word{};
+  };
+  /// Whether this target reads converted 16-bit tiles with ldmatrix (sm_75+; the helpers come with the cp.async
+  /// prelude) from rows of `pitch` bytes: whole 16-byte chunks, the buffer 16-byte aligned.
+  bool ldsm_ok(int pitch) const {
+    return cp_ && ring_bytes_ > 0 && ring_bytes_ % 16 == 0 && sm_number(t_.arch) >= 75 && pitch % 16 == 0;
+  }
+  /// The blocks of layout `t` when it is the mma.sync m16n8k16 A-fragment layout per warp (PTX ISA, "Matrix
+  /// fragments for mma.m16n8k16"): lane l at row l / 4, columns 2 (l % 4) + {0, 1} of each 8 x 8 matrix, every
+  /// register pair two adjacent columns, the pairs of each 16 x 16 block at rows {0, 8} x columns {0, 8}. Empty
+  /// when `t` is anything else.
+  std::vector<LdsmBlock> ldsm_blocks(const ir::TileLayout& t) const {
+    if (t.scalar || t.dim_of[0] < 0 || t.dim_of[1] < 0 || regs(t) % 8) return {};
+    const ir::Distributed& d = D(t);
+    const auto pr = static_cast<std::size_t>(t.dim_of[0]), pc = static_cast<std::size_t>(t.dim_of[1]);
+    if (!d.additive || d.lane.size() != 5) return {};
+    static constexpr int kRow[5] = {0, 0, 1, 2, 4}, kCol[5] = {2, 4, 0, 0, 0};  // lane bits 0..4
+    for (std::size_t i = 0; i < 5; ++i) {
+      const ir::InputDigit& g = d.lane[i];
+      if (g.radix != 2 || g.stride != 1 << i || g.image[pr] != kRow[i] || g.image[pc] != kCol[i]) return {};
+    }
+    std::map<std::pair<int, int>, LdsmBlock> blocks;
+    std::map<std::pair<int, int>, int> filled;
+    for (int r = 0; r < regs(t); r += 2) {
+      if (!paired_columns(t, r, 2)) return {};
+      const int row = d.register_coord(r, static_cast<int>(pr)), col = d.register_coord(r, static_cast<int>(pc));
+      if ((row % 16 != 0 && row % 16 != 8) || (col % 16 != 0 && col % 16 != 8)) return {};
+      const std::pair<int, int> key{row - row % 16, col - col % 16};
+      LdsmBlock& b = blocks[key];
+      b.row = key.first, b.col = key.second;
+      const int m = (col % 16 == 8 ? 2 : 0) + (row % 16 == 8 ? 1 : 0);
+      if (filled[key] & (1 << m)) return {};  // two words at one place: registers repeat
+      filled[key] |= 1 << m;
+      b.word[static_cast<std::size_t>(m)] = r / 2;
+    }
+    std::vector<LdsmBlock> out;
+    for (const auto& [key, b] : blocks) {
+      if (filled[key] != 15) return {};
+      out.push_back(b);
+    }
+    return out;
+  }
+  /// Whether registers r (even) and r + 1 of layout `t` (a rank-`rank` tile) hold adjacent elements of one row,
+  /// the first at an even column in every thread: the layout is additive, register r + 1 sits one column right of
+  /// r in the same row, r's column is even and so is every lane's and warp's column offset. A shared-memory row of
+  /// 16-bit elements with an even pitch then holds the pair in one aligned 32-bit word.
+  bool paired_columns(const ir::TileLayout& t, int r, int rank) const {
+    if (t.scalar || r % 2 || r + 1 >= regs(t) || rank < 1) return false;
+    const ir::Distributed& d = D(t);
+    const int pc = t.dim_of[static_cast<std::size_t>(rank - 1)], pr = rank == 2 ? t.dim_of[0] : -1;
+    if (!d.additive || pc < 0) return false;
+    const int c = d.register_coord(r, pc);
+    if (c % 2 || d.register_coord(r + 1, pc) != c + 1) return false;
+    if (pr >= 0 && d.register_coord(r + 1, pr) != d.register_coord(r, pr)) return false;
+    for (const auto* digits : {&d.lane, &d.warp})
+      for (const ir::InputDigit& g : *digits)
+        if (g.image[static_cast<std::size_t>(pc)] % 2) return false;
+    return true;
   }
 
   /// Before loop `L`: the conversions its body needs of values computed
@@ -2316,6 +2441,8 @@ class Emitter {
       if (sm[static_cast<std::size_t>(operand)].block >= 0)
         return smem_word(id, operand, sm[static_cast<std::size_t>(operand)], operand == 0 ? la : lb, regs, et);
       auto v = [&](int e) { return opnd(id, operand, regs[static_cast<std::size_t>(e)]); };
+      if ((et == DType::bf16 || et == DType::f16) && regs.size() == 2 && regs[0] % 2 == 0 && regs[1] == regs[0] + 1)
+        if (std::string w = packed_word(id, operand, regs[0] / 2, et); !w.empty()) return w;
       if (et == DType::f32) return fmt::format("tj_tf32({})", v(0));
       if (et == DType::bf16) return fmt::format("((__float_as_uint({}) & 0xffff0000u) | (__float_as_uint({}) >> 16))", v(1), v(0));
       if (et == DType::f16) return fmt::format("tj_pack_f16x2({}, {})", v(0), v(1));
@@ -3477,6 +3604,7 @@ class Emitter {
   std::string pipe_preamble_;
   std::string body_;
   std::map<std::string, std::string> conversions_;  // (value, target layout) -> converted register array, in scope now
+  std::set<std::string> packed_conversions_;          // those of them held as packed 16-bit pairs (convert)
   int conversions_made_ = 0;
   std::vector<std::vector<std::string>> conv_scopes_;  // per enclosing loop body being emitted: the conversions declared in it
   std::vector<std::string> plan_diag_;
