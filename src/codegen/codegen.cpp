@@ -1469,9 +1469,12 @@ class Emitter {
   std::string v(int id, int r) const {
     if (!alias_.empty() && alias_[static_cast<std::size_t>(id)] >= 0) id = alias_[static_cast<std::size_t>(id)];
     if (!tile(id)) return fmt::format("s{}", id);
-    if (packed(id))  // register r is one half of word r / 2
-      return fmt::format("tj_{}x2_{}(v{}[{}])", k_[id].type.dtype == DType::bf16 ? "bf16" : "f16", r % 2 ? "hi" : "lo", id, r / 2);
+    if (packed(id)) return packed_half(k_[id].type.dtype, fmt::format("v{}", id), r);
     return fmt::format("v{}[{}]", id, r);
+  }
+  /// Element r of a 16-bit tile of type dt held packed in array `words`: one half of word r / 2 (element 2i low).
+  static std::string packed_half(DType dt, const std::string& words, int r) {
+    return fmt::format("tj_{}x2_{}({}[{}])", dt == DType::bf16 ? "bf16" : "f16", r % 2 ? "hi" : "lo", words, r / 2);
   }
   bool packed(int id) const { return !packed_.empty() && packed_[static_cast<std::size_t>(id)]; }
   /// A tile that is a broadcast constant 0 (or -0).
@@ -1550,8 +1553,7 @@ class Emitter {
     const ir::TileLayout want = plan_.operand_layout(k_, id, j);
     if (want == TL(a)) return v(a, r);
     const std::string& name = conversions_.at(conversion_key(a, want));
-    if (packed_conversions_.count(name))  // register r is one half of word r / 2
-      return fmt::format("tj_{}x2_{}({}[{}])", k_[a].type.dtype == DType::bf16 ? "bf16" : "f16", r % 2 ? "hi" : "lo", name, r / 2);
+    if (packed_conversions_.count(name)) return packed_half(k_[a].type.dtype, name, r);
     return fmt::format("{}[{}]", name, r);
   }
   static std::string conversion_key(int a, const ir::TileLayout& t) {
@@ -1612,7 +1614,7 @@ class Emitter {
     line(fmt::format("// convert %{} from L{} to L{} through shared memory", a, TL(a).layout, want.layout));
     const std::string own = owner_predicate(TL(a));
     // 16-bit elements in register pairs at adjacent columns move as one 32-bit word (paired_columns).
-    const bool pairs_ok = half && !t.is_ptr && (t.rank == 1 || stride % 2 == 0);
+    const bool pairs_ok = half && (t.rank == 1 || stride % 2 == 0);
     const char* x2 = t.dtype == DType::f16 ? "f16" : "bf16";
     auto word_at = [&](const ir::TileLayout& tl, int r) { return fmt::format("((unsigned*)tj_smem)[({}) >> 1]", index(tl, r)); };
     for (int r = 0; r < R(a); ++r) {
@@ -1636,7 +1638,7 @@ class Emitter {
     for (int r = 0; all_pairs && r < regs(want); r += 2) all_pairs = paired_columns(want, r, t.rank);
     if (all_pairs) {
       // Held packed, two elements per word (as plan_packed's tiles): half the registers, and an mma.sync operand
-      // in this layout reads the words as they are (word()).
+      // in this layout reads the words as they are (packed_word).
       packed_conversions_.insert(name);
       line(fmt::format("unsigned {}[{}];  // packed: element 2i in the low half of word i", name, regs(want) / 2));
       const auto blocks = t.rank == 2 && ldsm_ok(stride * esize) ? ldsm_blocks(want) : std::vector<LdsmBlock>{};
@@ -1679,6 +1681,7 @@ class Emitter {
   struct LdsmBlock {
     int row = 0, col = 0;
     std::array<int, 4> word{};
+    int filled = 0;  // bit m: matrix m's word found
   };
   /// Whether this target reads converted 16-bit tiles with ldmatrix (sm_75+; the helpers come with the cp.async
   /// prelude) from rows of `pitch` bytes: whole 16-byte chunks, the buffer 16-byte aligned.
@@ -1700,7 +1703,6 @@ class Emitter {
       if (g.radix != 2 || g.stride != 1 << i || g.image[pr] != kRow[i] || g.image[pc] != kCol[i]) return {};
     }
     std::map<std::pair<int, int>, LdsmBlock> blocks;
-    std::map<std::pair<int, int>, int> filled;
     for (int r = 0; r < regs(t); r += 2) {
       if (!paired_columns(t, r, 2)) return {};
       const int row = d.register_coord(r, static_cast<int>(pr)), col = d.register_coord(r, static_cast<int>(pc));
@@ -1709,13 +1711,13 @@ class Emitter {
       LdsmBlock& b = blocks[key];
       b.row = key.first, b.col = key.second;
       const int m = (col % 16 == 8 ? 2 : 0) + (row % 16 == 8 ? 1 : 0);
-      if (filled[key] & (1 << m)) return {};  // two words at one place: registers repeat
-      filled[key] |= 1 << m;
+      if (b.filled & (1 << m)) return {};  // two words at one place: registers repeat
+      b.filled |= 1 << m;
       b.word[static_cast<std::size_t>(m)] = r / 2;
     }
     std::vector<LdsmBlock> out;
     for (const auto& [key, b] : blocks) {
-      if (filled[key] != 15) return {};
+      if (b.filled != 15) return {};
       out.push_back(b);
     }
     return out;
