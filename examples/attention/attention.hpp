@@ -453,8 +453,9 @@ class Attention {
                 Cfg::kv_warps, Cfg::kv_stages, Cfg::kv_ws, Cfg::q_warps, Cfg::q_stages, Cfg::q_ws);
           } else {
             // sm_80 .. sm_89 (and Hopper with set_mma_sync_path): the same kernels compiled without wgmma — the
-            // blocks of their loops through 2-stage cp.async rings, mma.sync — 64 x 64 tiles on 4 warps: 2.1–3.6x the
-            // pointer kernels below on the H200 compiled for sm_90 (docs/perf.md v0.23).
+            // blocks of their loops through 2-stage cp.async rings, the blocks loaded once (K, V; Q, dO) copied once
+            // to shared memory (cp_async_resident), mma.sync — 64 x 64 tiles on 4 warps: 3.8–8.3x the pointer
+            // kernels below on the H200 compiled for sm_90 (docs/perf.md v0.24).
             run.template operator()<64, 64, 64, 64>(4, 2, false, 4, 2, false, true);
           }
           return;
