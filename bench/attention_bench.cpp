@@ -27,6 +27,9 @@
 //   BM_AttnForward{per_item,persistent}/...  the same with FwdSchedule::per_item / ::persistent (the default,
 //                                            automatic, takes persistent at D = 64 and for full D = 128)
 //   BM_AttnBackward/D{64,128}/{full,causal}  examples::Attention<bf16>::backward, the library call
+//   BM_AttnBackward{TwoPass,Fused,Sm80TwoPass,Sm80Fused}/...  the same with each BwdSchedule, on Hopper and on the
+//                                            mma.sync path (set_mma_sync_path)
+//   BM_FlashBwdFused[Sm80]/D.../kv...        FlashBwdFusedTma's tiles launched directly (dQ by atomics)
 //   BM_Decode/{llama3_8b,phi3_mini}[/chunk]  one token per sequence against a 32K cache (the library's split, or a
 //                                            fixed split size: the sweep that picks it); GB/s of K and V read and
 //                                            its fraction of the copy bandwidth measured in the same run
@@ -300,13 +303,53 @@ void BM_FlashBwd(benchmark::State& st) {
 
 /// The library call, `examples::Attention<bf16>::backward` (on the H200: flash_bwd_tma.hpp with
 /// FlashBwdTmaConfig<D>; the argument checks and descriptor encodings are inside the timed call).
-template <int D, bool CAUSAL>
+/// SCHED: the backward schedule (automatic, two_pass, fused); MMA_SYNC: the path of GPUs without wgmma
+/// (set_mma_sync_path), what an A100 runs.
+template <int D, bool CAUSAL, examples::Attention<tj::bf16>::BwdSchedule SCHED = examples::Attention<tj::bf16>::BwdSchedule::automatic,
+          bool MMA_SYNC = false>
 void BM_AttnBackward(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
   const BwdData<D, CAUSAL> b;
   examples::Attention<tj::bf16> attn(gpu());
+  attn.set_backward_schedule(SCHED);
+  attn.set_mma_sync_path(MMA_SYNC);
   b.time(st, [&] { attn.backward(b.q, b.k, b.v, b.o, b.d_o, b.lse, b.delta, b.dq, b.dk, b.dv, b.shape); });
-  st.SetLabel(gpu().compute_capability() == 90 ? "TMA kernels" : "pointer kernels");
+  st.SetLabel(gpu().compute_capability() == 90 ? (MMA_SYNC ? "mma.sync + cp.async kernels" : "TMA kernels") : "pointer kernels");
+}
+
+/// The fused backward (FlashBwdFusedTma: dK, dV and dQ's atomics in one launch, KV_BN keys resident on KV_BN / 16
+/// warps, KV_BM-row Q / dO blocks, KV_ST stages; WS: a producer warp group) with its delta, zeroing of the dQ
+/// accumulator and rounding launch. SM80 / RES as BM_FlashBwdTma. Counter "kv ms": the fused launch alone.
+template <int D, bool CAUSAL, int KV_BM, int KV_BN, int KV_ST, bool WS, bool SM80, bool RES>
+void BM_FlashBwdFused(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  const BwdData<D, CAUSAL> b;
+  constexpr int B = BwdData<D, CAUSAL>::B, H = BwdData<D, CAUSAL>::H, S = BwdData<D, CAUSAL>::S;
+  using Desc = tj::TensorDescriptor;
+  const long long heads = static_cast<long long>(b.rows) / S;
+  auto desc = [&](tj::bf16* p, int rows) { return Desc(gpu(), p, tj::DType::bf16, {heads, S, D}, {S * D, D, 1}, {1, rows, D}); };
+  const Desc kv_k = desc(b.k, KV_BN), kv_v = desc(b.v, KV_BN), kv_q = desc(b.q, KV_BM), kv_do = desc(b.d_o, KV_BM);
+  const std::string arch = SM80 ? "sm_90" : "";
+  auto pre = tj::compile<examples::FlashBwdPreprocess<64, D, tj::bf16>>(gpu(), {.num_warps = 4, .arch = arch});
+  auto fused = tj::compile<examples::FlashBwdFusedTma<KV_BM, KV_BN, D, CAUSAL, tj::bf16>>(
+      gpu(), {.num_warps = KV_BN / 16, .num_stages = KV_ST, .arch = arch, .warp_specialize = WS, .cp_async_resident = RES});
+  auto cvt = tj::compile<examples::FlashBwdDqConvert<KV_BM, D, tj::bf16>>(gpu(), {.num_warps = 4, .arch = arch});
+  const float sc = static_cast<float>(1.0 / std::sqrt(double(D))), sc2 = static_cast<float>(1.4426950408889634 / std::sqrt(double(D)));
+  const std::size_t acc_bytes = b.rows * D * 4;
+  auto* acc = static_cast<float*>(gpu().alloc(acc_bytes));
+  auto run_fused = [&] { fused.launch(tj::Grid{S / KV_BN, B * H}, kv_k, kv_v, kv_q, kv_do, b.lse, b.delta, b.dk, b.dv, acc, S, 1, sc, sc2); };
+  b.time(st, [&] {
+    pre.launch(tj::Grid{S / 64, B * H}, b.o, b.d_o, b.delta, S);
+    gpu().memset(acc, 0, acc_bytes);
+    run_fused();
+    cvt.launch(tj::Grid{S / KV_BM, B * H}, acc, b.dq, S, sc);
+  });
+  double kv_ms = 0;
+  for (int i = 0; i < 5; ++i) kv_ms += gpu().time_ms({}, run_fused) / 5;
+  st.counters["kv ms"] = kv_ms;
+  gpu().free(acc);
+  st.SetLabel(fmt::format("fused kv {}x{} s{}{}{}{}", KV_BM, KV_BN, KV_ST, WS ? " ws" : "", SM80 ? ", sm_90 mma.sync + cp.async" : "",
+                          RES ? ", resident blocks in shared memory" : ""));
 }
 
 /// The Hopper backward (flash_bwd_tma.hpp): delta, then dK/dV (KV_BN keys resident, KV_BN / 16 warps, KV_BM-row
@@ -591,6 +634,10 @@ BENCHMARK(BM_FlashBwdTma<64, true, 64, 64, 2, 64, 64, 2, 0, true, true>)->Name("
 BENCHMARK(BM_FlashBwdTma<128, true, 64, 64, 2, 64, 64, 2, 0, true, true>)->Name("BM_FlashBwdSm80/D128/causal/resident/kv64x64/q64x64")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashBwdTma<128, false, 64, 64, 2, 128, 64, 2, 0, true, true>)->Name("BM_FlashBwdSm80/D128/full/resident/kv64x64/q128x64")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashBwdTma<128, false, 64, 128, 2, 64, 64, 2, 0, true, true>)->Name("BM_FlashBwdSm80/D128/full/resident/kv64x128/q64x64")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwdTma<64, false, 32, 128, 2, 64, 64, 2, 0, true, true>)->Name("BM_FlashBwdSm80/D64/full/resident/kv32x128/q64x64")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwdTma<96, false, 64, 64, 2, 64, 64, 2, 0, true, true>)->Name("BM_FlashBwdSm80/D96/full/resident/kv64x64/q64x64")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwdTma<96, false, 32, 128, 2, 64, 64, 2, 0, true, true>)->Name("BM_FlashBwdSm80/D96/full/resident/kv32x128/q64x64")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwdTma<128, false, 32, 128, 2, 64, 64, 2, 0, true, true>)->Name("BM_FlashBwdSm80/D128/full/resident/kv32x128/q64x64")->UseManualTime()->Unit(benchmark::kMillisecond);
 #define TJ_VARLEN(D, C, NAME)                                                                                        \
   BENCHMARK(BM_AttnForwardVarlen<D, C>)->Name("BM_AttnForwardVarlen/D" #D "/" NAME)->UseManualTime()->Unit(benchmark::kMillisecond); \
   BENCHMARK(BM_AttnForwardVarlen<D, C, true>)->Name("BM_AttnForwardVarlenPointer/D" #D "/" NAME)->UseManualTime()->Unit(benchmark::kMillisecond)
@@ -671,6 +718,33 @@ BENCHMARK(BM_AttnBackward<64, false>)->Name("BM_AttnBackward/D64/full")->UseManu
 BENCHMARK(BM_AttnBackward<64, true>)->Name("BM_AttnBackward/D64/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttnBackward<128, false>)->Name("BM_AttnBackward/D128/full")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttnBackward<128, true>)->Name("BM_AttnBackward/D128/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
+// The library's two backward schedules on both paths (Hopper; mma.sync, what an A100 runs).
+#define TJ_BWD_SCHED(D, C, NAME)                                                                                                  \
+  BENCHMARK(BM_AttnBackward<D, C, examples::Attention<tj::bf16>::BwdSchedule::two_pass>)                                          \
+      ->Name("BM_AttnBackwardTwoPass/D" #D "/" NAME)->UseManualTime()->Unit(benchmark::kMillisecond);                             \
+  BENCHMARK(BM_AttnBackward<D, C, examples::Attention<tj::bf16>::BwdSchedule::fused>)                                             \
+      ->Name("BM_AttnBackwardFused/D" #D "/" NAME)->UseManualTime()->Unit(benchmark::kMillisecond);                               \
+  BENCHMARK(BM_AttnBackward<D, C, examples::Attention<tj::bf16>::BwdSchedule::two_pass, true>)                                    \
+      ->Name("BM_AttnBackwardSm80TwoPass/D" #D "/" NAME)->UseManualTime()->Unit(benchmark::kMillisecond);                         \
+  BENCHMARK(BM_AttnBackward<D, C, examples::Attention<tj::bf16>::BwdSchedule::fused, true>)                                       \
+      ->Name("BM_AttnBackwardSm80Fused/D" #D "/" NAME)->UseManualTime()->Unit(benchmark::kMillisecond)
+TJ_BWD_SCHED(64, false, "full");
+TJ_BWD_SCHED(64, true, "causal");
+TJ_BWD_SCHED(128, false, "full");
+TJ_BWD_SCHED(128, true, "causal");
+// Fused tiles: off Hopper (sm_90 without "a": mma.sync, cp.async, resident K and V) and on Hopper.
+BENCHMARK(BM_FlashBwdFused<64, false, 64, 64, 2, false, true, true>)->Name("BM_FlashBwdFusedSm80/D64/full/kv64x64")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwdFused<64, false, 64, 128, 2, false, true, true>)->Name("BM_FlashBwdFusedSm80/D64/full/kv64x128")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwdFused<128, false, 64, 64, 2, false, true, true>)->Name("BM_FlashBwdFusedSm80/D128/full/kv64x64")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwdFused<128, false, 64, 128, 2, false, true, true>)->Name("BM_FlashBwdFusedSm80/D128/full/kv64x128")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwdFused<64, false, 32, 128, 2, false, true, true>)->Name("BM_FlashBwdFusedSm80/D64/full/kv32x128")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwdFused<96, false, 32, 128, 2, false, true, true>)->Name("BM_FlashBwdFusedSm80/D96/full/kv32x128")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwdFused<128, false, 32, 128, 2, false, true, true>)->Name("BM_FlashBwdFusedSm80/D128/full/kv32x128")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwdFused<64, true, 64, 128, 2, false, true, true>)->Name("BM_FlashBwdFusedSm80/D64/causal/kv64x128")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwdFused<64, true, 32, 128, 2, false, true, true>)->Name("BM_FlashBwdFusedSm80/D64/causal/kv32x128")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwdFused<128, true, 32, 128, 2, false, true, true>)->Name("BM_FlashBwdFusedSm80/D128/causal/kv32x128")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwdFused<64, false, 64, 64, 3, false, false, false>)->Name("BM_FlashBwdFused/D64/full/kv64x64/s3")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwdFused<128, false, 64, 128, 2, true, false, false>)->Name("BM_FlashBwdFused/D128/full/kv64x128/s2ws")->UseManualTime()->Unit(benchmark::kMillisecond);
 // With a producer warp group (warp_specialize) for dK/dV (WS 1), dQ (2) or both (3), the library's tiles.
 #define TJ_BWD_WS(D, C, NAME, WS)                                                                                   \
   BENCHMARK(BM_FlashBwdTma<D, C, examples::FlashBwdTmaConfig<D>::kv_block_m, examples::FlashBwdTmaConfig<D>::kv_block_n, \

@@ -86,6 +86,24 @@ class Attention {
   /// slower).
   static constexpr bool persistent_by_default(int head_dim, bool causal) { return head_dim <= 128 && (causal || head_dim != 96); }
 
+  /// How `backward` computes dQ on the descriptor paths (Hopper, and sm_80+ off Hopper). `two_pass`: a second
+  /// kernel, a program per query block, recomputes S and dP (seven products per pair of blocks; the same bits every
+  /// run). `fused`: the dK/dV kernel adds each dS·K to an f32 accumulator by atomics, then one more launch rounds it
+  /// (five products, FlashAttention-2's Algorithm 2 as written; dQ's last bits vary from run to run with the order of
+  /// the atomic adds). `automatic` (the default) takes fused_by_default's choice. The pointer kernels (misaligned
+  /// operands, GPUs before sm_80) are always two-pass.
+  enum class BwdSchedule { automatic, two_pass, fused };
+  void set_backward_schedule(BwdSchedule s) { bwd_schedule_ = s; }
+  BwdSchedule backward_schedule() const { return bwd_schedule_; }
+  /// What `automatic` runs: the schedule measured faster on the H200 (docs/perf.md v0.25, B = 4, H = 32, S = 4096).
+  /// Fused for full attention at D = 64 (+5% off Hopper, +4% on Hopper) and, off Hopper, causal D = 128 (+11%);
+  /// two-pass elsewhere: within 2% off Hopper at D = 64 causal and D = 128 full, 5% slower at D = 96 full, and on
+  /// Hopper above D = 64 4x slower (with two consumer warp groups dQ's product does not read the resident K block
+  /// from shared memory: the code generator loads it again into registers).
+  static constexpr bool fused_by_default(bool hopper, int head_dim, bool causal) {
+    return head_dim == 64 ? !causal : !hopper && head_dim == 128 && causal;
+  }
+
   /// The common rules (see the file comment). `min_seqlen` is 0 for varlen (max_seqlen 0: every sequence empty).
   static void check(const AttnShape& s, long long min_seqlen = 1) {
     for (auto [v, what] : {std::pair{s.batch, "batch"}, std::pair{s.heads_q, "heads_q"}, std::pair{s.heads_kv, "heads_kv"}})
@@ -350,17 +368,8 @@ class Attention {
     const long long rows = s.batch * tokens * s.heads_q;  // query rows: one partial per row and split
     fits_i32({splits, rows, s.head_dim}, "the split workspace [splits, B·tokens·Hq, D]");
     const std::size_t need = static_cast<std::size_t>(splits * rows) * (s.head_dim + 2) * 4;
-    if (ws_bytes_ < need) {
-      // Forget the old workspace before allocating the new one: if alloc throws, the object stays valid (no
-      // workspace) rather than holding a freed pointer that a later call would write to and ~Attention free again.
-      float* old = std::exchange(ws_, nullptr);
-      ws_bytes_ = 0;
-      dev_.free(old);
-      ws_ = static_cast<float*>(dev_.alloc(need));
-      ws_bytes_ = need;
-    }
-    float* o_part = ws_;
-    float* ml_part = ws_ + splits * rows * s.head_dim;
+    float* o_part = workspace(need);
+    float* ml_part = o_part + splits * rows * s.head_dim;
     const float scale_log2e = static_cast<float>(s.softmax_scale() * kLog2e);
     const tj::Grid grid{programs, splits};
     with_dim(s, [&]<int D, bool C>() {
@@ -410,8 +419,10 @@ class Attention {
   /// NaN there cannot reach this head's gradients); those rows are masked out of every product and never stored
   /// (dq, dk, dv are written row by row for rows < S only). On compute capability 8.x (or with set_mma_sync_path)
   /// with the same alignment, the same two kernels compiled without wgmma: their loops' blocks through 2-stage
-  /// cp.async rings read by mma.sync, 64 x 64 tiles on 4 warps. Elsewhere flash_bwd.hpp's pointer kernels (64 x 64,
-  /// 4 warps).
+  /// cp.async rings read by mma.sync, 64 x 64 tiles on 4 warps. With the fused schedule (BwdSchedule; automatic:
+  /// fused_by_default) the dK/dV kernel is FlashBwdFusedTma instead, dQ summed by atomics in a workspace of
+  /// B·Hq·S·D floats (S rounded up to a block), then FlashBwdDqConvert: four launches and a memset, no dQ kernel.
+  /// Elsewhere flash_bwd.hpp's pointer kernels (64 x 64, 4 warps).
   void backward(const T* q, const T* k, const T* v, const T* o, const T* d_o, const float* lse, float* delta, T* dq, T* dk, T* dv,
                 const AttnShape& s) {
     check(s);
@@ -431,15 +442,28 @@ class Attention {
         auto desc = [&](const T* p, long long heads, int block) {
           return Desc(dev_, const_cast<T*>(p), tj::dtype_v<T>, {heads, s.seqlen, D}, {s.seqlen * D, D, 1}, {1, block, D});
         };
+        const bool fused = bwd_schedule_ == BwdSchedule::fused || (bwd_schedule_ == BwdSchedule::automatic && fused_by_default(hopper(), D, C));
         // dK, dV (a program per key block, KV_N keys resident, KV_M-row Q / dO blocks), then dQ (a program per query
-        // block, Q_M queries resident, Q_N-row K / V blocks).
+        // block, Q_M queries resident, Q_N-row K / V blocks) — or, fused, dQ's shares added up by the dK/dV kernel.
         auto run = [&]<int KV_M, int KV_N, int Q_M, int Q_N>(int kv_warps, int kv_stages, bool kv_ws, int q_warps, int q_stages, bool q_ws,
                                                              bool resident = false) {
           {
             const Desc dk_d = desc(k, rkv, KV_N), dv_d = desc(v, rkv, KV_N), dq_d = desc(q, rq, KV_M), ddo_d = desc(d_o, rq, KV_M);
+            const tj::Grid grid{tj::cdiv(s.seqlen, KV_N), s.batch * s.heads_kv};
+            if (fused) {  // dQ accumulated in f32, [B·Hq, S rounded up to KV_M, D]
+              const long long s_pad = tj::cdiv(s.seqlen, static_cast<long long>(KV_M)) * KV_M;
+              fits_i32({s.batch, s.heads_q, s_pad, D}, "the fused backward's dQ accumulator [B·Hq, S rounded up to a block, D]");
+              const std::size_t bytes = static_cast<std::size_t>(s.batch * s.heads_q * s_pad) * D * 4;
+              float* acc = workspace(bytes);
+              dev_.memset(acc, 0, bytes);
+              kernel<FlashBwdFusedTma<KV_M, KV_N, D, C, T>>(kv_warps, kv_stages, kv_ws, resident)
+                  .launch(grid, dk_d, dv_d, dq_d, ddo_d, lse, delta, dk, dv, acc, s.seqlen, group, sc, sl2);
+              kernel<FlashBwdDqConvert<KV_M, D, T>>(4).launch(tj::Grid{tj::cdiv(s.seqlen, KV_M), s.batch * s.heads_q}, acc, dq,
+                                                              s.seqlen, sc);
+              return;
+            }
             kernel<FlashBwdKVTma<KV_M, KV_N, D, C, T>>(kv_warps, kv_stages, kv_ws, resident)
-                .launch(tj::Grid{tj::cdiv(s.seqlen, KV_N), s.batch * s.heads_kv}, dk_d, dv_d, dq_d, ddo_d, lse, delta, dk, dv, s.seqlen,
-                        group, sc, sl2);
+                .launch(grid, dk_d, dv_d, dq_d, ddo_d, lse, delta, dk, dv, s.seqlen, group, sc, sl2);
           }
           const Desc dq_d = desc(q, rq, Q_M), ddo_d = desc(d_o, rq, Q_M), dk_d = desc(k, rkv, Q_N), dv_d = desc(v, rkv, Q_N);
           kernel<FlashBwdQTma<Q_M, Q_N, D, C, T>>(q_warps, q_stages, q_ws, resident)
@@ -456,7 +480,11 @@ class Attention {
             // blocks of their loops through 2-stage cp.async rings, the blocks loaded once (K, V; Q, dO) copied once
             // to shared memory (cp_async_resident), mma.sync — 64 x 64 tiles on 4 warps: 3.8–8.3x the pointer
             // kernels below on the H200 compiled for sm_90 (docs/perf.md v0.24).
-            run.template operator()<64, 64, 64, 64>(4, 2, false, 4, 2, false, true);
+            // Fused: 128-key blocks on 8 warps, so dQ's share is [BLOCK_M, D] / 256 threads — 64-row query blocks
+            // at D = 64, 32-row above (ptxas: 0 / 16 / 52 bytes of spill at D = 64 / 96 / 128, where 64 rows
+            // spill 460-700 above D = 64).
+            if (fused) run.template operator()<(D == 64 ? 64 : 32), 128, 64, 64>(8, 2, false, 4, 2, false, true);
+            else run.template operator()<64, 64, 64, 64>(4, 2, false, 4, 2, false, true);
           }
           return;
         }
@@ -533,6 +561,20 @@ class Attention {
   /// The Hopper kernels apply (TMA, wgmma): an sm_90 device, not told to run as another GPU.
   bool hopper() const { return dev_.compute_capability() == 90 && !mma_sync_; }
   std::map<std::type_index, std::shared_ptr<void>> kernels_;
+  /// The f32 scratch of decode's splits and the fused backward's dQ accumulator: at least `bytes`, grown as needed.
+  float* workspace(std::size_t bytes) {
+    if (ws_bytes_ < bytes) {
+      // Forget the old workspace before allocating the new one: if alloc throws, the object stays valid (no
+      // workspace) rather than holding a freed pointer that a later call would write to and ~Attention free again.
+      float* old = std::exchange(ws_, nullptr);
+      ws_bytes_ = 0;
+      dev_.free(old);
+      ws_ = static_cast<float*>(dev_.alloc(bytes));
+      ws_bytes_ = bytes;
+    }
+    return ws_;
+  }
+  BwdSchedule bwd_schedule_ = BwdSchedule::automatic;
   float* ws_ = nullptr;
   std::size_t ws_bytes_ = 0;
   FwdItemShape table_shape_{};  ///< the shape table_ holds the schedule of

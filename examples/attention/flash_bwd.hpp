@@ -27,18 +27,25 @@ namespace examples {
 /// masked: a key past S or, causal, a key after its query), dV += Pᵀ·dO,
 /// dSᵀ = Pᵀ ∘ (dPᵀ − delta), dK += dSᵀ·Q (unscaled). lse_l2 is the LSE in log2
 /// units; do_op and q_op are dO and Q [BLOCK_M, D] in whatever form the
-/// caller holds them (registers or TMA blocks). Returns (dK, dV).
+/// caller holds them (registers or TMA blocks). `ds_sink` is called with dSᵀ
+/// rounded to T [BLOCK_N, BLOCK_M] after dK's product (the fused backward adds
+/// its dQ share there; NoDsSink does nothing). Returns (dK, dV).
+struct NoDsSink {
+  template <class X>
+  void operator()(const X&) const {}
+};
 template <bool CAUSAL, class T, class St, class DptOf, class Rn, class Rm, class KeyOk, class RowOk, class Lse, class Dlt, class DoOp,
-          class QOp, class Acc>
+          class QOp, class Acc, class DsSink = NoDsSink>
 auto bwd_kv_step(const St& st, DptOf dpt_of, const Rn& rn, const Rm& rm, const KeyOk& key_ok, const RowOk& row_ok,
                  const Lse& lse_l2, const Dlt& dlt, const tj::Scalar<float>& scale_log2e, const DoOp& do_op, const QOp& q_op,
-                 const Acc& dk_acc, const Acc& dv_acc) {
+                 const Acc& dk_acc, const Acc& dv_acc, DsSink ds_sink = {}) {
   auto ok = tj::expand_dims<1>(key_ok) & tj::expand_dims<0>(row_ok);
   auto mask = CAUSAL ? (ok & (tj::expand_dims<1>(rn) <= tj::expand_dims<0>(rm))) : ok;
   auto pt = tj::where(mask, tj::exp2(st * scale_log2e - tj::expand_dims<0>(lse_l2)), 0.0f);
   auto dv_new = tj::dot(tj::cast<T>(pt), do_op, dv_acc);
-  auto dst = pt * (dpt_of() - tj::expand_dims<0>(dlt));
-  auto dk_new = tj::dot(tj::cast<T>(dst), q_op, dk_acc);
+  auto dst = tj::cast<T>(pt * (dpt_of() - tj::expand_dims<0>(dlt)));
+  auto dk_new = tj::dot(dst, q_op, dk_acc);
+  ds_sink(dst);
   return std::tuple{dk_new, dv_new};
 }
 

@@ -15,6 +15,10 @@
 //   FlashBwdQTma, grid (cdiv(S, BLOCK_M), B·Hq), BLOCK_M / 16 warps:
 //     Q and dO resident; per key block, K and V through the pipeline:
 //       S = Q·Kᵀ, dP = dO·Vᵀ (shared memory), dQ += dS·K (dS from registers, K MN-major).
+//   or, in place of FlashBwdQTma, one launch for all three gradients:
+//   FlashBwdFusedTma, grid and tiles of FlashBwdKVTma: its four products and a fifth,
+//       dQ += dS·K        (dS converted from dSᵀ; K the resident block)
+//     added to an f32 dQ accumulator by atomics; FlashBwdDqConvert rounds it to T.
 //
 // Each Q / dO (resp. K) block is read twice by the tensor cores, once K-major
 // through `trans` and once MN-major, from the same shared-memory copy.
@@ -54,39 +58,109 @@ struct FlashBwdTmaConfig {
   static constexpr bool kv_ws = !d64, q_ws = !d64;
 };
 
+/// The body of FlashBwdKVTma and FlashBwdFusedTma: `dq_sink(bh, rm, row_ok, dst, k_tile)` is called in every
+/// iteration with the query head bh, the block's query rows rm and their bound check, dSᵀ rounded to T
+/// [BLOCK_N, BLOCK_M] and the resident K block [BLOCK_N, D].
+template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, class DqSink>
+void bwd_kv_tma_body(const tj::Desc<T, 1, BLOCK_N, HEAD_DIM>& k, const tj::Desc<T, 1, BLOCK_N, HEAD_DIM>& v,
+                     const tj::Desc<T, 1, BLOCK_M, HEAD_DIM>& q, const tj::Desc<T, 1, BLOCK_M, HEAD_DIM>& d_o, const tj::Ptr<float>& lse,
+                     const tj::Ptr<float>& delta, const tj::Ptr<T>& dk, const tj::Ptr<T>& dv, const tj::Size& S, const tj::Size& group,
+                     const tj::Scalar<float>& scale, const tj::Scalar<float>& scale_log2e, DqSink dq_sink) {
+  constexpr float kLog2e = 1.4426950408889634f;
+  auto start_n = tj::program_id(0) * BLOCK_N;
+  auto bkv = tj::program_id(1);
+  auto rn = start_n + tj::arange<BLOCK_N>();
+  auto rd = tj::arange<HEAD_DIM>();
+  auto key_ok = rn < S;
+  auto k_tile = k.load(bkv, start_n, 0);  // resident
+  auto v_tile = v.load(bkv, start_n, 0);
+  // Causal: query rows before this key block see none of it.
+  auto m_lo = CAUSAL ? start_n / BLOCK_M * BLOCK_M : tj::scalar<std::int32_t>(0);
+  auto init = std::tuple{tj::zeros<float, BLOCK_N, HEAD_DIM>(), tj::zeros<float, BLOCK_N, HEAD_DIM>()};
+  auto [dk_acc, dv_acc] = tj::for_range(0, group, 1, init, [&](tj::Int g, auto dk_g, auto dv_g) {
+    auto bh = bkv * group + g;  // a query head of this KV head
+    return tj::for_range(m_lo, S, BLOCK_M, std::tuple{dk_g, dv_g}, [&](tj::Int m0, auto dk_acc, auto dv_acc) {
+      auto rm = m0 + tj::arange<BLOCK_M>();
+      auto row_ok = rm < S;
+      auto q_blk = q.load(bh, m0, 0);
+      auto do_blk = d_o.load(bh, m0, 0);
+      auto lse_l2 = tj::load(lse + bh * S + rm, row_ok, 0.0f) * kLog2e;
+      auto dlt = tj::load(delta + bh * S + rm, row_ok, 0.0f);
+      auto dpt_of = [&] { return tj::dot(v_tile, tj::trans(do_blk)); };  // after dV's product: one score tile live
+      auto ds_sink = [&](const auto& dst) { dq_sink(bh, rm, row_ok, dst, k_tile); };
+      return bwd_kv_step<CAUSAL, T>(tj::dot(k_tile, tj::trans(q_blk)), dpt_of, rn, rm, key_ok, row_ok,
+                                    lse_l2, dlt, scale_log2e, do_blk, q_blk, dk_acc, dv_acc, ds_sink);
+    });
+  });
+  auto kv_ptrs = bkv * S * HEAD_DIM + tj::expand_dims<1>(rn) * HEAD_DIM + tj::expand_dims<0>(rd);
+  tj::store(dk + kv_ptrs, tj::cast<T>(dk_acc * scale), tj::expand_dims<1>(key_ok));
+  tj::store(dv + kv_ptrs, tj::cast<T>(dv_acc), tj::expand_dims<1>(key_ok));
+}
+
 template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T>
 struct FlashBwdKVTma {
   void operator()(tj::Desc<T, 1, BLOCK_N, HEAD_DIM> k, tj::Desc<T, 1, BLOCK_N, HEAD_DIM> v, tj::Desc<T, 1, BLOCK_M, HEAD_DIM> q,
                   tj::Desc<T, 1, BLOCK_M, HEAD_DIM> d_o, tj::Ptr<float> lse, tj::Ptr<float> delta, tj::Ptr<T> dk, tj::Ptr<T> dv,
                   tj::Size S, tj::Size group, tj::Scalar<float> scale, tj::Scalar<float> scale_log2e) const {
-    constexpr float kLog2e = 1.4426950408889634f;
-    auto start_n = tj::program_id(0) * BLOCK_N;
-    auto bkv = tj::program_id(1);
-    auto rn = start_n + tj::arange<BLOCK_N>();
+    bwd_kv_tma_body<BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, T>(k, v, q, d_o, lse, delta, dk, dv, S, group, scale, scale_log2e,
+                                                          [](const auto&...) {});
+  }
+};
+
+/// Where dQ's element (r, c) of a [BLOCK_M, D] query block sits in the fused backward's f32 accumulator, relative to
+/// the block's start: the block is stored as its 16 x 8 pieces in order, each piece as 4 runs of 32 floats — run j
+/// holding, for lanes 0..31, the element that lane holds in register j of a tensor-core accumulator fragment
+/// (mma.sync m16n8, and each 16 x 8 piece of a wgmma accumulator: lane l holds rows l/4 and l/4 + 8, columns
+/// 2(l%4) and 2(l%4) + 1). So each warp's atomic add covers 128 contiguous bytes instead of 8 rows' scattered
+/// pairs (FlashAttention-2 permutes its dQaccum the same way). A bijection of [0, BLOCK_M · D); FlashBwdDqConvert
+/// reads it back. BLOCK_M a multiple of 16, D of 8.
+template <int BLOCK_M, int HEAD_DIM, class R, class C>
+auto dq_acc_offset(const R& r, const C& c) {
+  static_assert(BLOCK_M % 16 == 0 && HEAD_DIM % 8 == 0, "dq_acc_offset: 16 x 8 pieces");
+  auto rr = tj::expand_dims<1>(r % 16), cc = tj::expand_dims<0>(c % 8);
+  auto piece = tj::expand_dims<1>(r / 16) * (HEAD_DIM / 8) + tj::expand_dims<0>(c / 8);
+  auto run = cc % 2 + (rr / 8) * 2;
+  auto lane = (rr % 8) * 4 + cc / 2;
+  return (piece * 4 + run) * 32 + lane;
+}
+
+/// dK, dV and dQ in one launch, as FlashAttention-2's Algorithm 2 is written (and FlashAttention-3's backward):
+/// FlashBwdKVTma, plus in every iteration dQ's share dS·K [BLOCK_M, D] (unscaled; K the resident block, dS read
+/// from dSᵀ through a layout conversion) added to dq_acc by f32 atomics — no second pass over the keys recomputing
+/// S and dP, at the price of B·Hq·S·D·cdiv(S, BLOCK_N) atomic adds (about half that causal). dq_acc: f32
+/// [B·Hq, cdiv(S, BLOCK_M)·BLOCK_M, D], each [BLOCK_M, D] block in dq_acc_offset's order, zeroed before the launch;
+/// FlashBwdDqConvert<BLOCK_M, ...> then writes dq = T(scale · dq_acc). Same grid, tiles and other arguments as
+/// FlashBwdKVTma. The atomics' order varies from run to run, so dQ's last bits do too.
+template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T>
+struct FlashBwdFusedTma {
+  void operator()(tj::Desc<T, 1, BLOCK_N, HEAD_DIM> k, tj::Desc<T, 1, BLOCK_N, HEAD_DIM> v, tj::Desc<T, 1, BLOCK_M, HEAD_DIM> q,
+                  tj::Desc<T, 1, BLOCK_M, HEAD_DIM> d_o, tj::Ptr<float> lse, tj::Ptr<float> delta, tj::Ptr<T> dk, tj::Ptr<T> dv,
+                  tj::Ptr<float> dq_acc, tj::Size S, tj::Size group, tj::Scalar<float> scale, tj::Scalar<float> scale_log2e) const {
+    auto s_pad = (S + (BLOCK_M - 1)) / BLOCK_M * BLOCK_M;  // rows per head in dq_acc
+    auto r = tj::arange<BLOCK_M>();
+    auto off = dq_acc_offset<BLOCK_M, HEAD_DIM>(r, tj::arange<HEAD_DIM>());
+    auto dq_sink = [&](const auto& bh, const auto& rm, const auto& row_ok, const auto& dst, const auto& k_tile) {
+      auto dq_part = tj::dot(tj::trans(dst), k_tile);  // dS·K [BLOCK_M, D]
+      auto block = (bh * s_pad + tj::expand_dims<1>(rm - r)) * HEAD_DIM;  // the block's first row, m0
+      tj::atomic_add(dq_acc + block + off, dq_part, tj::expand_dims<1>(row_ok));
+    };
+    bwd_kv_tma_body<BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, T>(k, v, q, d_o, lse, delta, dk, dv, S, group, scale, scale_log2e, dq_sink);
+  }
+};
+
+/// The fused backward's last launch, grid (cdiv(S, BLOCK_M), B·Hq): dq [B·Hq, S, D] = T(scale · dq_acc) from the
+/// accumulator FlashBwdFusedTma<BLOCK_M, ...> filled (dq_acc_offset's order per block).
+template <int BLOCK_M, int HEAD_DIM, class T>
+struct FlashBwdDqConvert {
+  void operator()(tj::Ptr<float> dq_acc, tj::Ptr<T> dq, tj::Size S, tj::Scalar<float> scale) const {
+    auto m0 = tj::program_id(0) * BLOCK_M;
+    auto bh = tj::program_id(1);
+    auto s_pad = (S + (BLOCK_M - 1)) / BLOCK_M * BLOCK_M;
+    auto r = tj::arange<BLOCK_M>();
     auto rd = tj::arange<HEAD_DIM>();
-    auto key_ok = rn < S;
-    auto k_tile = k.load(bkv, start_n, 0);  // resident
-    auto v_tile = v.load(bkv, start_n, 0);
-    // Causal: query rows before this key block see none of it.
-    auto m_lo = CAUSAL ? start_n / BLOCK_M * BLOCK_M : tj::scalar<std::int32_t>(0);
-    auto init = std::tuple{tj::zeros<float, BLOCK_N, HEAD_DIM>(), tj::zeros<float, BLOCK_N, HEAD_DIM>()};
-    auto [dk_acc, dv_acc] = tj::for_range(0, group, 1, init, [&](tj::Int g, auto dk_g, auto dv_g) {
-      auto bh = bkv * group + g;  // a query head of this KV head
-      return tj::for_range(m_lo, S, BLOCK_M, std::tuple{dk_g, dv_g}, [&](tj::Int m0, auto dk_acc, auto dv_acc) {
-        auto rm = m0 + tj::arange<BLOCK_M>();
-        auto row_ok = rm < S;
-        auto q_blk = q.load(bh, m0, 0);
-        auto do_blk = d_o.load(bh, m0, 0);
-        auto lse_l2 = tj::load(lse + bh * S + rm, row_ok, 0.0f) * kLog2e;
-        auto dlt = tj::load(delta + bh * S + rm, row_ok, 0.0f);
-        auto dpt_of = [&] { return tj::dot(v_tile, tj::trans(do_blk)); };  // after dV's product: one score tile live
-        return bwd_kv_step<CAUSAL, T>(tj::dot(k_tile, tj::trans(q_blk)), dpt_of, rn, rm, key_ok, row_ok,
-                                      lse_l2, dlt, scale_log2e, do_blk, q_blk, dk_acc, dv_acc);
-      });
-    });
-    auto kv_ptrs = bkv * S * HEAD_DIM + tj::expand_dims<1>(rn) * HEAD_DIM + tj::expand_dims<0>(rd);
-    tj::store(dk + kv_ptrs, tj::cast<T>(dk_acc * scale), tj::expand_dims<1>(key_ok));
-    tj::store(dv + kv_ptrs, tj::cast<T>(dv_acc), tj::expand_dims<1>(key_ok));
+    auto acc = tj::load(dq_acc + (bh * s_pad + m0) * HEAD_DIM + dq_acc_offset<BLOCK_M, HEAD_DIM>(r, rd));
+    auto ok = tj::expand_dims<1>(m0 + r < S);
+    tj::store(dq + (bh * S + tj::expand_dims<1>(m0 + r)) * HEAD_DIM + tj::expand_dims<0>(rd), tj::cast<T>(acc * scale), ok);
   }
 };
 

@@ -1,7 +1,8 @@
 // The library backward, `examples::Attention<T>::backward`: on compute
 // capability 9.0 with 16-byte aligned q, k, v, d_o it runs flash_bwd_tma.hpp
-// (FlashBwdKVTma + FlashBwdQTma with FlashBwdTmaConfig<D>), elsewhere
-// flash_bwd.hpp's pointer kernels. Checked against the f64 gradients
+// (FlashBwdKVTma + FlashBwdQTma with FlashBwdTmaConfig<D>, or with the fused
+// schedule FlashBwdFusedTma + FlashBwdDqConvert), elsewhere flash_bwd.hpp's
+// pointer kernels; off Hopper (set_mma_sync_path on a GPU) both schedules. Checked against the f64 gradients
 // (test/common/attention_ref.hpp) on fresh random inputs for D = 64, 96 and
 // 128, causal and full, grouped-query heads and S not a multiple of any block
 // (blocks run into the next head's rows, or past the last row into TMA's zero
@@ -86,7 +87,9 @@ double max_rel(const std::vector<double>& got, const std::vector<double>& ref) {
 /// (their last head's blocks past S must not read the NaN batch's rows).
 template <class T>
 void library_backward_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int D, bool causal, bool misalign_do = false,
-                           bool nan_last_batch = false, bool mma_sync = false) {
+                           bool nan_last_batch = false, bool mma_sync = false,
+                           typename examples::Attention<T>::BwdSchedule schedule = examples::Attention<T>::BwdSchedule::automatic) {
+  CAPTURE(static_cast<int>(schedule));
   CAPTURE(mma_sync);
   CAPTURE(nan_last_batch);
   CAPTURE(D);
@@ -113,6 +116,7 @@ void library_backward_case(const tj::Device& dev, int B, int Hq, int Hkv, int S,
   {
     examples::Attention<T> attn(dev);
     if (mma_sync) attn.set_mma_sync_path(true);
+    attn.set_backward_schedule(schedule);
     attn.forward(bq.ptr<T>(), bk.ptr<T>(), bv.ptr<T>(), bo.ptr<T>(), blse.ptr<float>(), s);
     attn.backward(bq.ptr<T>(), bk.ptr<T>(), bv.ptr<T>(), bo.ptr<T>(), bdo.ptr<T>(), blse.ptr<float>(), bdelta.ptr<float>(), bdq.ptr<T>(),
                   bdk.ptr<T>(), bdv.ptr<T>(), s);
@@ -169,6 +173,10 @@ TEST_CASE("attention_backward_library_tma_kernels_compile_for_sm90a") {
         tj::compile_for_arch<Q>("sm_90a", {.num_warps = Cfg::q_warps, .num_stages = Cfg::q_stages, .warp_specialize = Cfg::q_ws});
     CHECK(!kv.binary.bytes.empty());
     CHECK(!qk.binary.bytes.empty());
+    // The fused schedule: the dK/dV tiles with dQ's atomics.
+    using F = examples::FlashBwdFusedTma<Cfg::kv_block_m, Cfg::kv_block_n, D, C, tj::bf16>;
+    CHECK(!tj::compile_for_arch<F>("sm_90a", {.num_warps = Cfg::kv_warps, .num_stages = Cfg::kv_stages, .warp_specialize = Cfg::kv_ws})
+               .binary.bytes.empty());
   });
   // f16 shares the code path; one config is enough to show it compiles.
   using Cfg = examples::FlashBwdTmaConfig<128>;
@@ -196,6 +204,12 @@ TEST_CASE("attention_backward_library_gpu_matches_f64") {
   library_backward_case<tj::bf16>(dev, 2, 4, 2, 200, 128, true, false, true);
   library_backward_case<tj::bf16>(dev, 2, 2, 1, 300, 64, false, false, true);
   library_backward_case<tj::bf16>(dev, 2, 2, 2, 130, 96, true, false, true);
+  // The fused schedule (automatic takes it only for full D = 64 on Hopper) and two-pass where automatic is fused.
+  using Sched = examples::Attention<tj::bf16>::BwdSchedule;
+  library_backward_case<tj::bf16>(dev, 1, 4, 1, 300, 64, false, false, false, false, Sched::two_pass);
+  library_backward_case<tj::bf16>(dev, 2, 2, 2, 200, 64, true, false, false, false, Sched::fused);
+  library_backward_case<tj::bf16>(dev, 2, 4, 2, 200, 128, true, false, true, false, Sched::fused);
+  library_backward_case<tj::bf16>(dev, 1, 4, 2, 257, 96, false, false, false, false, Sched::fused);
 }
 
 TEST_CASE("attention_backward_library_off_hopper_gpu_matches_f64") {
@@ -215,6 +229,13 @@ TEST_CASE("attention_backward_library_off_hopper_gpu_matches_f64") {
   library_backward_case<tj::bf16>(dev, 1, 2, 1, 64, 128, true, false, false, true);   // one key block
   library_backward_case<tj::bf16>(dev, 1, 2, 1, 150, 64, true, true, false, true);    // d_o unaligned: pointer kernels
   library_backward_case<tj::bf16>(dev, 2, 4, 2, 200, 128, true, false, true, true);   // NaN in the next batch
+  // The schedules automatic does not take (fused_by_default: fused for full D = 64 and causal D = 128).
+  using Sched = examples::Attention<tj::bf16>::BwdSchedule;
+  library_backward_case<tj::bf16>(dev, 1, 4, 1, 300, 64, false, false, false, true, Sched::two_pass);
+  library_backward_case<tj::bf16>(dev, 2, 4, 2, 200, 128, true, false, true, true, Sched::two_pass);
+  library_backward_case<tj::bf16>(dev, 2, 2, 2, 200, 64, true, false, false, true, Sched::fused);
+  library_backward_case<tj::bf16>(dev, 1, 2, 1, 130, 96, true, false, false, true, Sched::fused);
+  library_backward_case<tj::f16>(dev, 1, 4, 2, 257, 128, false, false, false, true, examples::Attention<tj::f16>::BwdSchedule::fused);
 }
 
 TEST_CASE("attention_backward_library_off_hopper_kernels_compile_for_sm80") {
@@ -226,8 +247,8 @@ TEST_CASE("attention_backward_library_off_hopper_kernels_compile_for_sm80") {
     MESSAGE("skipping: ", why);
     return;
   }
-  auto check = [&]<class K>() {
-    const auto r = tj::compile_for_arch<K>("sm_80", {.num_warps = 4, .num_stages = 2, .cp_async_resident = true});
+  auto check = [&]<class K>(int warps = 4) {
+    const auto r = tj::compile_for_arch<K>("sm_80", {.num_warps = warps, .num_stages = 2, .cp_async_resident = true});
     CHECK(!r.binary.bytes.empty());
     auto said = [&](const std::string& text) {
       return std::any_of(r.diagnostics.begin(), r.diagnostics.end(), [&](const std::string& d) { return d.find(text) != std::string::npos; });
@@ -241,6 +262,10 @@ TEST_CASE("attention_backward_library_off_hopper_kernels_compile_for_sm80") {
   check.template operator()<examples::FlashBwdQTma<64, 64, 96, false, tj::bf16>>();
   check.template operator()<examples::FlashBwdKVTma<64, 64, 128, true, tj::bf16>>();
   check.template operator()<examples::FlashBwdQTma<64, 64, 128, false, tj::f16>>();
+  // The fused schedule's dK/dV + dQ kernels (64 x 128 on 8 warps at D = 64, 32 x 128 above).
+  check.template operator()<examples::FlashBwdFusedTma<64, 128, 64, true, tj::bf16>>(8);
+  check.template operator()<examples::FlashBwdFusedTma<32, 128, 96, false, tj::f16>>(8);
+  check.template operator()<examples::FlashBwdFusedTma<32, 128, 128, true, tj::bf16>>(8);
 }
 
 TEST_CASE("attention_backward_off_hopper_resident_blocks_go_to_shared_memory") {

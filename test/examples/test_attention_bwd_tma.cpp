@@ -23,9 +23,12 @@ using D = tj::TensorDescriptor;
 
 namespace {
 
-/// Forward through the library (O, LSE), delta, then FlashBwdKVTma and FlashBwdQTma.
+/// Forward through the library (O, LSE), delta, then FlashBwdKVTma and FlashBwdQTma — or, `fused`,
+/// FlashBwdFusedTma (dQ by atomics into a zeroed f32 accumulator) and FlashBwdDqConvert.
 template <int BM, int BN, int HD, bool CAUSAL, class T>
-void bwd_tma_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int stages, bool kv_ws = false, bool q_ws = false) {
+void bwd_tma_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int stages, bool kv_ws = false, bool q_ws = false,
+                  bool fused = false) {
+  CAPTURE(fused);
   CAPTURE(HD);
   CAPTURE(kv_ws);
   CAPTURE(q_ws);
@@ -58,6 +61,9 @@ void bwd_tma_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int stag
   };
   auto *pq = up(q), *pk = up(k), *pv = up(v), *po = up(o), *pdo = up(d_o), *pdq = up(dq), *pdk = up(dk), *pdv = up(dv);
   auto *pl = up(lse), *pdl = up(delta);
+  // The fused accumulator: [B·Hq, S rounded up to BM, D], zeros.
+  std::vector<float> acc(fused ? static_cast<std::size_t>(B) * Hq * tj::cdiv(S, BM) * BM * HD : 0);
+  float* pacc = fused ? up(acc) : nullptr;
   examples::Attention<T> attn(dev);
   attn.forward(pq, pk, pv, po, pl, s);
   const double scale = s.softmax_scale();
@@ -68,12 +74,18 @@ void bwd_tma_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int stag
   // Rank 3: [heads, S, D], bounds per head.
   auto desc = [&](T* p, long long heads, int block) { return D(dev, p, dt, {heads, S, HD}, {static_cast<long long>(S) * HD, HD, 1}, {1, block, HD}); };
   const long long hq = static_cast<long long>(B) * Hq, hk = static_cast<long long>(B) * Hkv;
-  {
+  if (fused) {
     const D dk_d = desc(pk, hk, BN), dv_d = desc(pv, hk, BN), dq_d = desc(pq, hq, BM), ddo_d = desc(pdo, hq, BM);
-    auto kv = tj::compile<examples::FlashBwdKVTma<BM, BN, HD, CAUSAL, T>>(dev, {.num_warps = BN / 16, .num_stages = stages, .warp_specialize = kv_ws});
-    kv.launch(tj::Grid{tj::cdiv(S, BN), B * Hkv}, dk_d, dv_d, dq_d, ddo_d, pl, pdl, pdk, pdv, S, group, sc, sc2);
-  }
-  {
+    auto kv = tj::compile<examples::FlashBwdFusedTma<BM, BN, HD, CAUSAL, T>>(dev, {.num_warps = BN / 16, .num_stages = stages, .warp_specialize = kv_ws});
+    kv.launch(tj::Grid{tj::cdiv(S, BN), B * Hkv}, dk_d, dv_d, dq_d, ddo_d, pl, pdl, pdk, pdv, pacc, S, group, sc, sc2);
+    auto cvt = tj::compile<examples::FlashBwdDqConvert<BM, HD, T>>(dev, {.num_warps = 4});
+    cvt.launch(tj::Grid{tj::cdiv(S, BM), B * Hq}, pacc, pdq, S, sc);
+  } else {
+    {
+      const D dk_d = desc(pk, hk, BN), dv_d = desc(pv, hk, BN), dq_d = desc(pq, hq, BM), ddo_d = desc(pdo, hq, BM);
+      auto kv = tj::compile<examples::FlashBwdKVTma<BM, BN, HD, CAUSAL, T>>(dev, {.num_warps = BN / 16, .num_stages = stages, .warp_specialize = kv_ws});
+      kv.launch(tj::Grid{tj::cdiv(S, BN), B * Hkv}, dk_d, dv_d, dq_d, ddo_d, pl, pdl, pdk, pdv, S, group, sc, sc2);
+    }
     const D dq_d = desc(pq, hq, BN), ddo_d = desc(pdo, hq, BN), dk_d = desc(pk, hk, BM), dv_d = desc(pv, hk, BM);
     // The dQ kernel's query block is BN rows (BN / 16 warps) and its key block BM: the roles swap.
     auto qk = tj::compile<examples::FlashBwdQTma<BN, BM, HD, CAUSAL, T>>(dev, {.num_warps = BN / 16, .num_stages = stages, .warp_specialize = q_ws});
@@ -97,6 +109,14 @@ TEST_CASE("attention_bwd_tma_interpreter_matches_f64") {
   bwd_tma_case<64, 64, 64, false, tj::bf16>(dev, 1, 2, 1, 80, 2);  // ragged S: blocks run into the next head
   bwd_tma_case<64, 64, 96, true, tj::bf16>(dev, 1, 2, 2, 70, 2);   // D = 96 exact, causal
   bwd_tma_case<64, 64, 64, true, tj::f16>(dev, 1, 4, 2, 64, 3);    // GQA: dK, dV summed over the group
+}
+
+TEST_CASE("attention_bwd_fused_interpreter_matches_f64") {
+  // FlashBwdFusedTma: dQ's shares from every key block's program added up by atomics, then rounded.
+  auto dev = tj::Device::interpreter();
+  bwd_tma_case<64, 64, 64, false, tj::bf16>(dev, 1, 2, 1, 80, 2, false, false, true);  // ragged S, GQA: two heads' atomics
+  bwd_tma_case<64, 64, 96, true, tj::bf16>(dev, 1, 2, 2, 70, 2, false, false, true);   // D = 96 exact, causal
+  bwd_tma_case<32, 64, 64, true, tj::f16>(dev, 2, 4, 2, 96, 2, false, false, true);    // query blocks smaller than key blocks
 }
 
 TEST_CASE("attention_bwd_tma_sm90a_code_uses_tma_and_wgmma_for_every_product") {
@@ -143,4 +163,9 @@ TEST_CASE("attention_bwd_tma_gpu_matches_f64") {
   bwd_tma_case<64, 128, 128, true, tj::bf16>(dev, 2, 4, 2, 256, 2, true, true);
   bwd_tma_case<64, 64, 96, true, tj::f16>(dev, 1, 4, 4, 200, 3, true, false);
   bwd_tma_case<64, 128, 128, false, tj::bf16>(dev, 1, 2, 1, 129, 2, false, true);
+  // Fused (dQ by atomics), with and without a producer warp group.
+  bwd_tma_case<64, 64, 64, false, tj::bf16>(dev, 1, 4, 1, 300, 3, false, false, true);
+  bwd_tma_case<64, 128, 96, true, tj::bf16>(dev, 1, 4, 2, 257, 2, false, false, true);
+  bwd_tma_case<64, 128, 128, true, tj::bf16>(dev, 2, 4, 2, 256, 2, true, false, true);
+  bwd_tma_case<64, 128, 128, false, tj::f16>(dev, 1, 2, 1, 129, 2, true, false, true);
 }

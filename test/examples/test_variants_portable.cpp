@@ -60,6 +60,8 @@ TEST_CASE("attention_kernels_compile_for_sm80_and_gfx942") {
   compiles_everywhere<FlashBwdQ<64, 64, 128, true, tj::bf16>>("FlashBwdQ", {.num_warps = 4});
   compiles_everywhere<FlashBwdKVTma<64, 64, 96, true, tj::bf16>>("FlashBwdKVTma", {.num_warps = 4, .warp_specialize = true});
   compiles_everywhere<FlashBwdQTma<64, 64, 128, false, tj::f16>>("FlashBwdQTma", {.num_warps = 4});
+  compiles_everywhere<FlashBwdFusedTma<64, 128, 128, true, tj::bf16>>("FlashBwdFusedTma", {.num_warps = 8, .cp_async_resident = true});
+  compiles_everywhere<FlashBwdDqConvert<64, 96, tj::f16>>("FlashBwdDqConvert", {.num_warps = 4});
   compiles_everywhere<FlashDecodeSplitTma<64, 128, tj::bf16>>("FlashDecodeSplitTma", {.num_warps = 4, .warp_specialize = true});
   compiles_everywhere<FlashDecodeReduce<128, tj::bf16>>("FlashDecodeReduce", {.num_warps = 1});
   compiles_everywhere<FlashAttnFwdTma<128, 64, 64, true, tj::bf16>>("FlashAttnFwdTma", {.num_warps = 8});
