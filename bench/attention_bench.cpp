@@ -733,6 +733,11 @@ TJ_BWD_SCHED(64, true, "causal");
 TJ_BWD_SCHED(128, false, "full");
 TJ_BWD_SCHED(128, true, "causal");
 // Fused tiles: off Hopper (sm_90 without "a": mma.sync, cp.async, resident K and V) and on Hopper.
+// Hopper: at D = 128 dQ's share [64, 128] is split between the two consumer warp groups along D (m64n64 each).
+BENCHMARK(BM_FlashBwdFused<128, false, 64, 128, 2, true, false, false>)->Name("BM_FlashBwdFused/D128/full/kv64x128/ws")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwdFused<128, true, 64, 128, 2, true, false, false>)->Name("BM_FlashBwdFused/D128/causal/kv64x128/ws")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwdFused<128, false, 64, 128, 2, false, false, false>)->Name("BM_FlashBwdFused/D128/full/kv64x128")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashBwdFused<128, false, 64, 128, 3, true, false, false>)->Name("BM_FlashBwdFused/D128/full/kv64x128/ws/3st")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashBwdFused<64, false, 64, 64, 2, false, true, true>)->Name("BM_FlashBwdFusedSm80/D64/full/kv64x64")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashBwdFused<64, false, 64, 128, 2, false, true, true>)->Name("BM_FlashBwdFusedSm80/D64/full/kv64x128")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashBwdFused<128, false, 64, 64, 2, false, true, true>)->Name("BM_FlashBwdFusedSm80/D128/full/kv64x64")->UseManualTime()->Unit(benchmark::kMillisecond);

@@ -451,7 +451,7 @@ class Attention {
             const Desc dk_d = desc(k, rkv, KV_N), dv_d = desc(v, rkv, KV_N), dq_d = desc(q, rq, KV_M), ddo_d = desc(d_o, rq, KV_M);
             const tj::Grid grid{tj::cdiv(s.seqlen, KV_N), s.batch * s.heads_kv};
             if (fused) {  // dQ accumulated in f32, [B·Hq, S rounded up to KV_M, D]
-              const long long s_pad = tj::cdiv(s.seqlen, static_cast<long long>(KV_M)) * KV_M;
+              const long long s_pad = dq_acc_rows<KV_M>(static_cast<long long>(s.seqlen));
               fits_i32({s.batch, s.heads_q, s_pad, D}, "the fused backward's dQ accumulator [B·Hq, S rounded up to a block, D]");
               const std::size_t bytes = static_cast<std::size_t>(s.batch * s.heads_q * s_pad) * D * 4;
               float* acc = workspace(bytes);

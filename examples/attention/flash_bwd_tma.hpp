@@ -58,9 +58,9 @@ struct FlashBwdTmaConfig {
   static constexpr bool kv_ws = !d64, q_ws = !d64;
 };
 
-/// The body of FlashBwdKVTma and FlashBwdFusedTma: `dq_sink(bh, rm, row_ok, dst, k_tile)` is called in every
-/// iteration with the query head bh, the block's query rows rm and their bound check, dSᵀ rounded to T
-/// [BLOCK_N, BLOCK_M] and the resident K block [BLOCK_N, D].
+/// The body of FlashBwdKVTma and FlashBwdFusedTma: `dq_sink(bh, m0, row_ok, dst, k_tile)` is called in every
+/// iteration with the query head bh, the block's first query row m0 and its rows' bound check [BLOCK_M], dSᵀ
+/// rounded to T [BLOCK_N, BLOCK_M] and the resident K block [BLOCK_N, D].
 template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, class DqSink>
 void bwd_kv_tma_body(const tj::Desc<T, 1, BLOCK_N, HEAD_DIM>& k, const tj::Desc<T, 1, BLOCK_N, HEAD_DIM>& v,
                      const tj::Desc<T, 1, BLOCK_M, HEAD_DIM>& q, const tj::Desc<T, 1, BLOCK_M, HEAD_DIM>& d_o, const tj::Ptr<float>& lse,
@@ -87,7 +87,7 @@ void bwd_kv_tma_body(const tj::Desc<T, 1, BLOCK_N, HEAD_DIM>& k, const tj::Desc<
       auto lse_l2 = tj::load(lse + bh * S + rm, row_ok, 0.0f) * kLog2e;
       auto dlt = tj::load(delta + bh * S + rm, row_ok, 0.0f);
       auto dpt_of = [&] { return tj::dot(v_tile, tj::trans(do_blk)); };  // after dV's product: one score tile live
-      auto ds_sink = [&](const auto& dst) { dq_sink(bh, rm, row_ok, dst, k_tile); };
+      auto ds_sink = [&](const auto& dst) { dq_sink(bh, m0, row_ok, dst, k_tile); };
       return bwd_kv_step<CAUSAL, T>(tj::dot(k_tile, tj::trans(q_blk)), dpt_of, rn, rm, key_ok, row_ok,
                                     lse_l2, dlt, scale_log2e, do_blk, q_blk, dk_acc, dv_acc, ds_sink);
     });
@@ -124,11 +124,27 @@ auto dq_acc_offset(const R& r, const C& c) {
   return (piece * 4 + run) * 32 + lane;
 }
 
+/// Rows per query head in the fused backward's dQ accumulator: S rounded up to a whole BLOCK_M block, so every
+/// block is whole (rows past S are written as zeros' sums and never read back). One definition for the kernels
+/// (S a tj::Size) and the host that sizes the buffer (S an integer).
+template <int BLOCK_M, class S_>
+auto dq_acc_rows(const S_& S) {
+  return (S + (BLOCK_M - 1)) / BLOCK_M * BLOCK_M;
+}
+
+/// Where query block m0 (a multiple of BLOCK_M) of head bh starts in the dQ accumulator f32 [B·Hq, dq_acc_rows(S),
+/// D]: element (m0 + r, c) sits at dq_acc_block(bh, m0, S) + dq_acc_offset(r, c). FlashBwdFusedTma writes through
+/// it and FlashBwdDqConvert reads through it; their agreement is what dQ's correctness rests on.
+template <int BLOCK_M, int HEAD_DIM, class BH, class M0, class S_>
+auto dq_acc_block(const BH& bh, const M0& m0, const S_& S) {
+  return (bh * dq_acc_rows<BLOCK_M>(S) + m0) * HEAD_DIM;
+}
+
 /// dK, dV and dQ in one launch, as FlashAttention-2's Algorithm 2 is written (and FlashAttention-3's backward):
 /// FlashBwdKVTma, plus in every iteration dQ's share dS·K [BLOCK_M, D] (unscaled; K the resident block, dS read
 /// from dSᵀ through a layout conversion) added to dq_acc by f32 atomics — no second pass over the keys recomputing
 /// S and dP, at the price of B·Hq·S·D·cdiv(S, BLOCK_N) atomic adds (about half that causal). dq_acc: f32
-/// [B·Hq, cdiv(S, BLOCK_M)·BLOCK_M, D], each [BLOCK_M, D] block in dq_acc_offset's order, zeroed before the launch;
+/// [B·Hq, dq_acc_rows(S), D], each [BLOCK_M, D] block in dq_acc_offset's order (dq_acc_block), zeroed before the launch;
 /// FlashBwdDqConvert<BLOCK_M, ...> then writes dq = T(scale · dq_acc). Same grid, tiles and other arguments as
 /// FlashBwdKVTma. The atomics' order varies from run to run, so dQ's last bits do too.
 template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T>
@@ -136,13 +152,10 @@ struct FlashBwdFusedTma {
   void operator()(tj::Desc<T, 1, BLOCK_N, HEAD_DIM> k, tj::Desc<T, 1, BLOCK_N, HEAD_DIM> v, tj::Desc<T, 1, BLOCK_M, HEAD_DIM> q,
                   tj::Desc<T, 1, BLOCK_M, HEAD_DIM> d_o, tj::Ptr<float> lse, tj::Ptr<float> delta, tj::Ptr<T> dk, tj::Ptr<T> dv,
                   tj::Ptr<float> dq_acc, tj::Size S, tj::Size group, tj::Scalar<float> scale, tj::Scalar<float> scale_log2e) const {
-    auto s_pad = (S + (BLOCK_M - 1)) / BLOCK_M * BLOCK_M;  // rows per head in dq_acc
-    auto r = tj::arange<BLOCK_M>();
-    auto off = dq_acc_offset<BLOCK_M, HEAD_DIM>(r, tj::arange<HEAD_DIM>());
-    auto dq_sink = [&](const auto& bh, const auto& rm, const auto& row_ok, const auto& dst, const auto& k_tile) {
+    auto off = dq_acc_offset<BLOCK_M, HEAD_DIM>(tj::arange<BLOCK_M>(), tj::arange<HEAD_DIM>());
+    auto dq_sink = [&](const auto& bh, const auto& m0, const auto& row_ok, const auto& dst, const auto& k_tile) {
       auto dq_part = tj::dot(tj::trans(dst), k_tile);  // dS·K [BLOCK_M, D]
-      auto block = (bh * s_pad + tj::expand_dims<1>(rm - r)) * HEAD_DIM;  // the block's first row, m0
-      tj::atomic_add(dq_acc + block + off, dq_part, tj::expand_dims<1>(row_ok));
+      tj::atomic_add(dq_acc + dq_acc_block<BLOCK_M, HEAD_DIM>(bh, m0, S) + off, dq_part, tj::expand_dims<1>(row_ok));
     };
     bwd_kv_tma_body<BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, T>(k, v, q, d_o, lse, delta, dk, dv, S, group, scale, scale_log2e, dq_sink);
   }
@@ -155,10 +168,9 @@ struct FlashBwdDqConvert {
   void operator()(tj::Ptr<float> dq_acc, tj::Ptr<T> dq, tj::Size S, tj::Scalar<float> scale) const {
     auto m0 = tj::program_id(0) * BLOCK_M;
     auto bh = tj::program_id(1);
-    auto s_pad = (S + (BLOCK_M - 1)) / BLOCK_M * BLOCK_M;
     auto r = tj::arange<BLOCK_M>();
     auto rd = tj::arange<HEAD_DIM>();
-    auto acc = tj::load(dq_acc + (bh * s_pad + m0) * HEAD_DIM + dq_acc_offset<BLOCK_M, HEAD_DIM>(r, rd));
+    auto acc = tj::load(dq_acc + dq_acc_block<BLOCK_M, HEAD_DIM>(bh, m0, S) + dq_acc_offset<BLOCK_M, HEAD_DIM>(r, rd));
     auto ok = tj::expand_dims<1>(m0 + r < S);
     tj::store(dq + (bh * S + tj::expand_dims<1>(m0 + r)) * HEAD_DIM + tj::expand_dims<0>(rd), tj::cast<T>(acc * scale), ok);
   }

@@ -2890,15 +2890,18 @@ class Emitter {
       throw Unsupported(fmt::format("dot %{}: shared-memory operands must be descriptor blocks (a: a block or registers; b: a block "
                                     "or the trans of one)", id));
     const ir::Type& ta = k_[a].type;
-    const int M = ta.shape[0], K = ta.shape[1], N = n.type.shape[1];
+    const int M = ta.shape[0], K = ta.shape[1];
+    // Warp groups side by side along N (plan: 64 rows, several groups) each issue m64n(N/wn) on their own columns.
+    const int wn = std::max(1, plan_.dot_split[static_cast<std::size_t>(id)][1]), N = n.type.shape[1] / wn;
     const bool async = alias_[static_cast<std::size_t>(id)] >= 0;
     const int acc = async ? alias_[static_cast<std::size_t>(id)] : id;
-    line(fmt::format("// dot %{}: wgmma m64n{} straight from TMA blocks (a {}, b {}; {})", id, N, a_smem ? "K-major block" : "registers",
-                     b_trans ? "K-major" : "MN-major", async ? "left in flight" : "waited for"));
+    line(fmt::format("// dot %{}: wgmma m64n{} straight from TMA blocks (a {}, b {}; {}){}", id, N, a_smem ? "K-major block" : "registers",
+                     b_trans ? "K-major" : "MN-major", async ? "left in flight" : "waited for",
+                     wn > 1 ? fmt::format("; {} warp groups side by side along N", wn) : ""));
     WgmmaOperand A, B;
     if (a_smem) {
       A.w = slab_w(a);
-      A.addr = fmt::format("({} + (unsigned)(tj_warp / 4) * {}u)", block_addr(a, id), 64 * A.w);
+      A.addr = wn > 1 ? block_addr(a, id) : fmt::format("({} + (unsigned)(tj_warp / 4) * {}u)", block_addr(a, id), 64 * A.w);
       A.rows = M;
     } else {
       A.regs_of = id;
@@ -2907,6 +2910,16 @@ class Emitter {
     B.rows = k_[bl].type.shape[0];
     B.w = slab_w(bl);
     B.mn_major = !b_trans;
+    if (wn > 1) {
+      // This group's N columns: K-major, N rows of w bytes further into every slab; MN-major, whole slabs of N
+      // further (the plan splits N at slab boundaries only).
+      const int es = size_bytes(ta.dtype);
+      if (B.mn_major && N * es % B.w != 0)
+        throw Unsupported(fmt::format("dot %{}: {} warp groups split N = {} at {} bytes, inside a {}-byte slab of its MN-major B", id, wn,
+                                      N * wn, N * es, B.w));
+      const int step = B.mn_major ? N * es / B.w * B.rows * B.w : N * B.w;
+      B.addr = fmt::format("({} + (unsigned)(tj_warp / 4) * {}u)", B.addr, step);
+    }
     // A zero accumulator (S = Q·Kᵀ each iteration) is not written register by register: the first wgmma
     // ignores it (scale-d = 0).
     const bool zero_acc = !async && is_zero_tile(n.args[2]);
@@ -3661,7 +3674,9 @@ std::vector<char> async_loads(const ir::Kernel& k, const Target& t, const Option
     const DType et = k[n.args[0]].type.dtype;
     // Integer wgmma takes N = 8, 24 or a multiple of 16 only (PTX ISA, wgmma .s8 shapes).
     const bool n_ok = et != DType::i8 || Nn % 16 == 0 || Nn == 8 || Nn == 24;
-    return M == 16 * o.num_warps && M % 64 == 0 && layout::wgmma_legal_n(Nn) && layout::wgmma_padded_n(Nn) == Nn && n_ok;
+    if (M == 16 * o.num_warps && M % 64 == 0 && layout::wgmma_legal_n(Nn) && layout::wgmma_padded_n(Nn) == Nn && n_ok) return true;
+    // 64 rows over several warp groups, side by side along N (B MN-major unless it is a trans)
+    return ir::wgmma_groups_along_n(M, Nn, et, k[n.args[1]].op != Op::trans, o.num_warps) > 1;
   };
   // A scalar the producer computes per iteration of loop L: values from before it, its induction variable, producer
   // scalars in its body, and scalars it carries whose initial and next values are such (a recurrence: a carry met

@@ -13,6 +13,18 @@
 #include "tilejit/layout/encodings/wgmma.hpp"
 
 namespace tilejit::ir {
+
+int wgmma_groups_along_n(int M, int N, DType et, bool b_mn_major, int num_warps) {
+  const int g = num_warps / 4;
+  if (M != 64 || num_warps % 4 != 0 || (g != 2 && g != 4) || N % g != 0) return 1;
+  const int ng = N / g, es = size_bytes(et);
+  if (!layout::wgmma_legal_n(ng) || layout::wgmma_padded_n(ng) != ng) return 1;
+  if (et == DType::i8 && !(ng % 16 == 0 || ng == 8 || ng == 24)) return 1;
+  const int row = N * es, slab = row % 128 == 0 ? 128 : row % 64 == 0 ? 64 : 32;  // codegen's slab widths
+  if (b_mn_major && ng * es % slab != 0) return 1;
+  return g;
+}
+
 namespace {
 
 int largest_pow2_dividing(int n, int cap) {
@@ -452,6 +464,13 @@ LayoutPlan assign(const Kernel& k, int num_warps, int warp_size, const std::stri
       const bool shape_ok = arch == "sm_90a" && e[0] == 16 * num_warps && e[0] % 64 == 0 && layout::wgmma_legal_n(e[1]) &&
                             layout::wgmma_padded_n(e[1]) == e[1] && k_ok;
       const bool staged_ok = (et == DType::f16 || et == DType::bf16) && smem <= 48 * 1024;  // register staging: 16-bit only
+      // 64 rows and g > 1 warp groups (attention backward's dQ = dS·K with 8 warps): the groups split N instead of M,
+      // each issuing m64n(N/g) on its own columns with the same A (FlashAttention-3's split of that product). B must
+      // be a TMA block read in place (K-major: rows of N; MN-major: whole slabs of N per group), A a block or
+      // registers (then copied to every group).
+      const bool b_mn = k.nodes[static_cast<std::size_t>(k.nodes[id].args[1])].op != Op::trans;
+      const int groups = arch == "sm_90a" ? wgmma_groups_along_n(e[0], e[1], et, b_mn, num_warps) : 1, ng = e[1] / groups;
+      const bool wg_n = groups > 1 && b_smem && (rs || from_smem) && k_ok;
       if (mfma_arch(arch)) {
         const auto [r, w] = mfma_plan(e[0], e[1], kdim, mfma_k_width(et, arch), num_warps, static_cast<int>(id));
         plan.dot_mfma[id] = r;
@@ -461,6 +480,14 @@ LayoutPlan assign(const Kernel& k, int num_warps, int warp_size, const std::stri
         plan.dot_wgmma[id] = 1;
         plan.dot_rs[id] = rs ? 1 : 0;
         dot_warps[id] = {num_warps, 1, 1};
+      } else if (wg_n) {
+        plan.dot_wgmma[id] = 1;
+        plan.dot_rs[id] = rs ? 1 : 0;
+        plan.dot_split[id] = {4, groups};
+        dot_warps[id] = {4, groups, 1};
+        plan.diagnostics.push_back(fmt::format("dot %{}: [{},{}] x K={} with {} warp groups: each issues wgmma m64n{} on its own {} "
+                                               "columns, A {}", id, e[0], e[1], kdim, groups, ng, ng,
+                                               rs ? "in registers copied to every group" : "read in place by every group"));
       } else if (arch == "sm_90a" && !from_smem && !shape_ok) {
         check_mma_sync_k(et, kdim, static_cast<int>(id));
         dot_warps[id] = mma_warps(e[0], e[1], num_warps, static_cast<int>(id));
@@ -517,6 +544,9 @@ LayoutPlan assign(const Kernel& k, int num_warps, int warp_size, const std::stri
       const auto root = static_cast<std::size_t>(fam.find(static_cast<int>(id)));
       int& slot = plan.dot_wgmma[id] ? first_wgmma[root] : first_other[root];
       if (slot < 0) slot = static_cast<int>(id);
+      if (plan.dot_wgmma[id] && plan.dot_split[id] != plan.dot_split[static_cast<std::size_t>(first_wgmma[root])])
+        throw Unsupported(fmt::format("dot %{} and dot %{} share an accumulator, but only one of them has its warp groups split N "
+                                      "(64 rows over several warp groups): give both the same M", first_wgmma[root], id));
       if (first_wgmma[root] >= 0 && first_other[root] >= 0) {
         const int w = first_wgmma[root], o = first_other[root];
         const auto& on = k.nodes[static_cast<std::size_t>(o)];
@@ -675,8 +705,12 @@ LayoutPlan assign(const Kernel& k, int num_warps, int warp_size, const std::stri
                                     fmt::format("MFMA {0}x{0} accumulator [{1},{2}] over wavefronts [{3},{4}]", plan.dot_mfma[d], e[0],
                                                 e[1], plan.dot_split[d][0], plan.dot_split[d][1]));
     } else if (has_dot[root] >= 0 && plan.dot_wgmma[static_cast<std::size_t>(has_dot[root])]) {
-      fam_layout[root] = add_layout(layout::wgmma_accumulator({e[0], e[1]}, e[1], {num_warps, 1}),
-                                    fmt::format("wgmma m64n{}k16 accumulator [{},{}] over {} warp groups", e[1], e[0], e[1], num_warps / 4));
+      const int wn = std::max(1, plan.dot_split[static_cast<std::size_t>(has_dot[root])][1]);  // warp groups along N
+      fam_layout[root] = add_layout(layout::wgmma_accumulator({e[0], e[1]}, e[1] / wn, {num_warps / wn, wn}),
+                                    wn > 1 ? fmt::format("wgmma m64n{}k16 accumulator [{},{}], {} warp groups side by side along N",
+                                                         e[1] / wn, e[0], e[1], wn)
+                                           : fmt::format("wgmma m64n{}k16 accumulator [{},{}] over {} warp groups", e[1], e[0], e[1],
+                                                         num_warps / 4));
     } else if (has_dot[root] >= 0) {
       const auto w = dot_warps[static_cast<std::size_t>(has_dot[root])];
       fam_layout[root] = add_layout(with_warp_copies(layout::mma_sync_accumulator({e[0], e[1]}, {w[0], w[1]}), w[2]),
@@ -737,9 +771,11 @@ LayoutPlan assign(const Kernel& k, int num_warps, int warp_size, const std::stri
       plan.dot_operands[id] = {op, op};
     } else if (n.op == Op::dot && plan.dot_rs[id]) {
       const Type& ta = k.nodes[static_cast<std::size_t>(n.args[0])].type;
-      const int la = add_layout(layout::wgmma_accumulator({ta.shape[0], ta.shape[1]}, ta.shape[1], {num_warps, 1}),
+      const int wn = std::max(1, plan.dot_split[id][1]);  // warp groups sharing the rows: each holds all of A
+      const int la = add_layout(with_warp_copies(layout::wgmma_accumulator({ta.shape[0], ta.shape[1]}, ta.shape[1], {num_warps / wn, 1}), wn),
                                 fmt::format("wgmma register operand A [{},{}] (the m64n{}k16 accumulator layout; per warp the "
-                                            "m16n8k16 A fragment)", ta.shape[0], ta.shape[1], ta.shape[1]));
+                                            "m16n8k16 A fragment){}", ta.shape[0], ta.shape[1], ta.shape[1],
+                                            wn > 1 ? fmt::format(", copied to {} warp groups", wn) : ""));
       plan.dot_operands[id] = {TileLayout{la, {0, 1}, false}, plan.values[static_cast<std::size_t>(n.args[1])]};
     } else if (n.op == Op::dot && (plan.dot_wgmma[id] || plan.dot_mfma[id])) {
       plan.dot_operands[id] = {plan.values[static_cast<std::size_t>(n.args[0])], plan.values[static_cast<std::size_t>(n.args[1])]};

@@ -2,6 +2,7 @@
 #pragma once
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -41,6 +42,18 @@ double rel_error(const A& a, const B& b) {
     den += static_cast<double>(b[i]) * static_cast<double>(b[i]);
   }
   return std::sqrt(num / (den > 0 ? den : 1));
+}
+
+/// The largest element error |a − b| relative to b's largest magnitude (a max-norm companion to rel_error: one lost
+/// or unwritten element shows in full here, where the Frobenius norm dilutes it over every element).
+template <class A, class B>
+double max_rel(const A& a, const B& b) {
+  double worst = 0, scale = 1e-30;
+  for (std::size_t i = 0; i < b.size(); ++i) {
+    worst = std::max(worst, std::fabs(static_cast<double>(a[i]) - static_cast<double>(b[i])));
+    scale = std::max(scale, std::fabs(static_cast<double>(b[i])));
+  }
+  return worst / scale;
 }
 
 }  // namespace testing

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "test/common/attention_ref.hpp"
 #include "test/common/codegen.hpp"
 #include "test/common/text.hpp"
+#include "test/common/mirror.hpp"
 #include "test/common/random.hpp"
 
 namespace tj = tilejit;
@@ -74,12 +76,7 @@ class Buf {
   void* dev_ptr_ = nullptr;
 };
 
-/// max |got − ref| / max |ref|: one wrong row shows here even where the Frobenius norm hides it.
-double max_rel(const std::vector<double>& got, const std::vector<double>& ref) {
-  double worst = 0, scale = 1e-30;
-  for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - ref[i])), scale = std::max(scale, std::fabs(ref[i]));
-  return worst / scale;
-}
+using testing::max_rel;  // max |got − ref| / max |ref|: one wrong row shows here even where the Frobenius norm hides it
 
 /// Forward (O, LSE) and backward through the library on fresh random q, k, v, dO; dQ, dK, dV against f64.
 /// `misalign_do`: d_o sits one element past a 16-byte boundary (element-aligned, so accepted; not TMA's rule).
@@ -88,7 +85,8 @@ double max_rel(const std::vector<double>& got, const std::vector<double>& ref) {
 template <class T>
 void library_backward_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int D, bool causal, bool misalign_do = false,
                            bool nan_last_batch = false, bool mma_sync = false,
-                           typename examples::Attention<T>::BwdSchedule schedule = examples::Attention<T>::BwdSchedule::automatic) {
+                           typename examples::Attention<T>::BwdSchedule schedule = examples::Attention<T>::BwdSchedule::automatic,
+                           examples::Attention<T>* shared = nullptr) {
   CAPTURE(static_cast<int>(schedule));
   CAPTURE(mma_sync);
   CAPTURE(nan_last_batch);
@@ -114,7 +112,8 @@ void library_backward_case(const tj::Device& dev, int B, int Hq, int Hkv, int S,
   bq.put(q.data()), bk.put(k.data()), bv.put(v.data()), bdo.put(d_o.data()), bo.put(nullptr), blse.put(nullptr), bdelta.put(nullptr);
   bdq.put(nullptr, 0xff), bdk.put(nullptr, 0xff), bdv.put(nullptr, 0xff);  // NaN in bf16 and f16
   {
-    examples::Attention<T> attn(dev);
+    examples::Attention<T> own(dev);
+    examples::Attention<T>& attn = shared ? *shared : own;  // `shared`: an object that has run other calls before
     if (mma_sync) attn.set_mma_sync_path(true);
     attn.set_backward_schedule(schedule);
     attn.forward(bq.ptr<T>(), bk.ptr<T>(), bv.ptr<T>(), bo.ptr<T>(), blse.ptr<float>(), s);
@@ -136,6 +135,49 @@ void library_backward_case(const tj::Device& dev, int B, int Hq, int Hkv, int S,
   CHECK(max_rel(gg.got_dq, gg.ref_dq) < 5e-2);
   CHECK(max_rel(gg.got_dk, gg.ref_dk) < 5e-2);
   CHECK(max_rel(gg.got_dv, gg.ref_dv) < 5e-2);
+}
+
+/// One-token decode through `attn` against caches [B, Hkv, s_max, D] holding lens[b] keys (`chunk` keys per split,
+/// 0: automatic); O and LSE checked against f64 on fresh random inputs.
+template <class T>
+void decode_through(const tj::Device& dev, examples::Attention<T>& attn, const std::vector<std::int32_t>& lens, int Hq, int Hkv, int D,
+                    int s_max, long long chunk) {
+  CAPTURE(chunk);
+  CAPTURE(testing::fresh_seed());
+  const int B = static_cast<int>(lens.size());
+  auto q = testing::random_tensor<T>(static_cast<std::size_t>(B) * Hq * D, 61);
+  auto k = testing::random_tensor<T>(static_cast<std::size_t>(B) * Hkv * s_max * D, 62);
+  auto v = testing::random_tensor<T>(k.size(), 63);
+  std::vector<T> o(q.size(), T(7.0f));
+  std::vector<float> lse(static_cast<std::size_t>(B) * Hq, 7.0f);
+  std::vector<std::int32_t> len = lens;
+  const examples::AttnShape s{.batch = B, .heads_q = Hq, .heads_kv = Hkv, .seqlen = 1, .head_dim = D};
+  {
+    testing::Mirror m{dev, {}};
+    auto *dq = m.up(q), *dk = m.up(k), *dv = m.up(v), *dout = m.up(o);
+    auto* dl = m.up(lse);
+    auto* dlen = m.up(len);
+    attn.decode(dq, dk, dv, dlen, dout, dl, s, s_max, chunk);
+    m.down();
+  }
+  for (int b = 0; b < B; ++b)
+    for (int h = 0; h < Hq; ++h) {
+      CAPTURE(b);
+      CAPTURE(h);
+      const std::size_t row = static_cast<std::size_t>(b) * Hq + h, kv0 = (static_cast<std::size_t>(b) * Hkv + h / (Hq / Hkv)) * s_max * D;
+      const std::size_t n = static_cast<std::size_t>(lens[static_cast<std::size_t>(b)]);
+      auto f64 = [](const std::vector<T>& x, std::size_t at, std::size_t count) {
+        std::vector<double> out(count);
+        for (std::size_t i = 0; i < count; ++i) out[i] = static_cast<float>(x[at + i]);
+        return out;
+      };
+      const std::size_t d = static_cast<std::size_t>(D);
+      const auto ref = testing::attention_ref(f64(q, row * d, d), f64(k, kv0, n * d), f64(v, kv0, n * d), 1, static_cast<int>(n), D, false,
+                                              s.softmax_scale());
+      const auto got = f64(o, row * d, d);
+      CHECK(max_rel(got, ref.o) < 2e-2);
+      CHECK(lse[row] == doctest::Approx(ref.lse[0]).epsilon(1e-3));
+    }
 }
 
 /// Every (D, causal) backward the library can launch on Hopper, through `f.template operator()<D, C>()`.
@@ -210,6 +252,26 @@ TEST_CASE("attention_backward_library_gpu_matches_f64") {
   library_backward_case<tj::bf16>(dev, 2, 2, 2, 200, 64, true, false, false, false, Sched::fused);
   library_backward_case<tj::bf16>(dev, 2, 4, 2, 200, 128, true, false, true, false, Sched::fused);
   library_backward_case<tj::bf16>(dev, 1, 4, 2, 257, 96, false, false, false, false, Sched::fused);
+}
+
+TEST_CASE("attention_library_decode_and_fused_backward_share_one_workspace_gpu") {
+  // Decode's split partials and the fused backward's dQ accumulator live in one workspace of the Attention object:
+  // each call must find it sized and laid out for itself whatever ran before — a small decode, then a fused backward
+  // that grows it, then a decode with many splits (which may grow it again), then the backward once more.
+  auto dev = tj::Device::best();
+  if (dev.backend() != tj::Backend::cuda) {
+    MESSAGE("no GPU: skipping");
+    return;
+  }
+  using Sched = examples::Attention<tj::bf16>::BwdSchedule;
+  examples::Attention<tj::bf16> attn(dev);
+  decode_through<tj::bf16>(dev, attn, {300, 77}, 8, 2, 64, 320, 64);
+  library_backward_case<tj::bf16>(dev, 2, 4, 2, 333, 128, true, false, false, false, Sched::fused, &attn);
+  decode_through<tj::bf16>(dev, attn, {4000, 2500, 1}, 32, 8, 128, 4096, 64);  // 64 splits x 96 rows: 3.2 MB, the largest
+  library_backward_case<tj::bf16>(dev, 1, 4, 1, 300, 64, false, false, false, false, Sched::fused, &attn);
+  attn.set_mma_sync_path(true);  // the off-Hopper kernels share it too
+  decode_through<tj::bf16>(dev, attn, {1000, 33}, 4, 4, 96, 1024, 64);
+  library_backward_case<tj::bf16>(dev, 1, 2, 1, 200, 128, true, false, false, true, Sched::fused, &attn);
 }
 
 TEST_CASE("attention_backward_library_off_hopper_gpu_matches_f64") {

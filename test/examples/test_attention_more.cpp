@@ -30,11 +30,7 @@ std::vector<double> rows_of(const std::vector<T>& x, int heads, int h, int row0,
   return out;
 }
 
-double max_rel(const std::vector<double>& got, const std::vector<double>& ref) {
-  double worst = 0, scale = 1e-30;
-  for (std::size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::fabs(got[i] - ref[i])), scale = std::max(scale, std::fabs(ref[i]));
-  return worst / scale;
-}
+using testing::max_rel;
 
 
 /// direct: FlashAttnFwdVarlenTma launched by hand (128 x 64 tiles, 8 warps) instead of the library's choice.

@@ -445,8 +445,9 @@ TEST_CASE("sm90_edge_blocks_narrower_than_128_bytes") {
 
 TEST_CASE("sm90_edge_block_m_and_num_warps_disagree") {
   const bool nv = have_nvrtc();
-  // BLOCK_M = 64 with 8 warps, 128 with 4: not a wgmma shape, so no TMA — masked loads and mma.sync, no error.
-  const auto g1 = sm90<RegAGemm<64, 64, 64, true, tj::bf16>>(8, 2);
+  // BLOCK_M = 128 with 4 warps, or 64 with 8 warps and an MN-major B of one 128-byte slab (N = 64: each group's 32
+  // columns would start inside the slab): not a wgmma shape, so no TMA — masked loads and mma.sync, no error.
+  const auto g1 = sm90<RegAGemm<64, 64, 64, false, tj::bf16>>(8, 2);
   const auto g2 = sm90<DescGemm<128, 64, 64, tj::bf16>>(4, 2);
   for (const auto* g : {&g1, &g2}) {
     CHECK(g->tma_params.empty());
@@ -454,11 +455,28 @@ TEST_CASE("sm90_edge_block_m_and_num_warps_disagree") {
     CHECK(g->source.find("tj_mma_bf16(") != std::string::npos);
     if (nv) nvrtc_ok(*g);
   }
-  // f8 blocks in the same situation fall back alike: masked loads and mma.sync m16n8k32 .e4m3.
-  const auto g3 = sm90<examples::MatmulV5<64, 64, tj::f8e4m3>>(8, 2);
-  CHECK(g3.tma_params.empty());
-  CHECK(g3.source.find("tj_mma_e4m3(") != std::string::npos);
-  if (nv) nvrtc_ok(g3);
+}
+
+TEST_CASE("sm90_edge_64_rows_over_several_warp_groups_split_n") {
+  // BLOCK_M = 64 with 8 (16) warps: the two (four) warp groups issue m64n(N/g) side by side on their own columns,
+  // reading the same A — a block in place, or registers copied to every group — and B at the group's columns.
+  const bool nv = have_nvrtc();
+  auto check = [&](const tj::codegen::Generated& g, int groups, int ng, bool reg_a, const char* type) {
+    CHECK(!g.tma_params.empty());
+    CHECK(has_diag(g, fmt::format("with {} warp groups: each issues wgmma m64n{} on its own {} columns", groups, ng, ng)));
+    CHECK(occurrences(g.source, fmt::format("wgmma.mma_async.sync.aligned.m64n{}k", ng)) > 0);
+    CHECK(occurrences(g.source, fmt::format(".{}.{} ", type, type)) > 0);
+    CHECK(g.source.find("tj_mma_", g.source.find("__global__")) == std::string::npos);  // no mma.sync in the kernel
+    CHECK(occurrences(g.source, fmt::format("{} warp groups side by side along N", groups)) > 0);
+    if (reg_a) CHECK(has_diag(g, "copied to " + std::to_string(groups) + " warp groups"));
+    if (nv) nvrtc_ok(g);
+  };
+  check(sm90<DescGemm<64, 128, 64, tj::bf16>>(8, 2), 2, 64, false, "bf16");             // A and B blocks, K-major B
+  check(sm90<DescGemm<64, 96, 64, tj::f16>>(8, 2), 2, 48, false, "f16");                // N = 96: 48 columns a group
+  check(sm90<DescGemm<64, 256, 64, tj::bf16>>(16, 2), 4, 64, false, "bf16");            // four warp groups
+  check(sm90<RegAGemm<64, 64, 64, true, tj::bf16>>(8, 2), 2, 32, true, "bf16");         // register A, K-major B
+  check(sm90<RegAGemm<64, 128, 64, false, tj::bf16>>(8, 2), 2, 64, true, "bf16");       // register A, MN-major B: a slab each
+  check(sm90<examples::MatmulV5<64, 64, tj::f8e4m3>>(8, 2), 2, 32, false, "e4m3");     // f8: k32 steps
 }
 
 TEST_CASE("sm90_edge_one_stage") {
@@ -618,8 +636,8 @@ double tol_of() {
 
 /// DescGemm (both operands K-major TMA blocks) on `dev` against f64: M x N x K, ragged on every dim.
 template <int BM, int BN, int BK, class T>
-void gpu_desc_gemm(const tj::Device& dev, int M, int N, int K) {
-  const std::string shape = fmt::format("{}x{}x{} blocks, {}x{}x{}", BM, BN, BK, M, N, K);
+void gpu_desc_gemm(const tj::Device& dev, int M, int N, int K, int warps = BM / 16) {
+  const std::string shape = fmt::format("{}x{}x{} blocks, {} warps, {}x{}x{}", BM, BN, BK, warps, M, N, K);
   CAPTURE(shape);
   using Out = tj::lang::dot_acc_t<T>;
   auto a = rnd<T>(static_cast<std::size_t>(M) * K, 31), b = rnd<T>(static_cast<std::size_t>(N) * K, 32);
@@ -629,7 +647,7 @@ void gpu_desc_gemm(const tj::Device& dev, int M, int N, int K) {
   const tj::DType dt = tj::dtype_v<T>;
   TD ad(dev, mem.up(a), dt, {M, K}, {K, 1}, {BM, BK}), bd(dev, mem.up(b), dt, {N, K}, {K, 1}, {BN, BK});
   Out* cd = mem.up(c);
-  tj::compile<DescGemm<BM, BN, BK, T>>(dev, {.num_warps = BM / 16, .num_stages = 3, .arch = "sm_90a"})
+  tj::compile<DescGemm<BM, BN, BK, T>>(dev, {.num_warps = warps, .num_stages = 3, .arch = "sm_90a"})
       .launch(tj::Grid{tj::cdiv(M, BM), tj::cdiv(N, BN)}, ad, bd, cd, M, N, K);
   mem.down();
   const std::vector<double> got(c.begin(), c.end());
@@ -657,8 +675,8 @@ void gpu_trans_and_direct(const tj::Device& dev, int N) {
 
 /// RegAGemm with an MN-major B [K, N] on `dev` against f64.
 template <int BM, int BN, int BK>
-void gpu_rega_mn(const tj::Device& dev, int M, int N, int K) {
-  const std::string shape = fmt::format("BN {}, {}x{}x{}", BN, M, N, K);
+void gpu_rega_mn(const tj::Device& dev, int M, int N, int K, int warps = BM / 16) {
+  const std::string shape = fmt::format("BN {}, {} warps, {}x{}x{}", BN, warps, M, N, K);
   CAPTURE(shape);
   auto a = rnd<tj::bf16>(static_cast<std::size_t>(M) * K, 35), b = rnd<tj::bf16>(static_cast<std::size_t>(K) * N, 36);
   std::vector<float> c(static_cast<std::size_t>(M) * N, -7.0f);
@@ -666,7 +684,7 @@ void gpu_rega_mn(const tj::Device& dev, int M, int N, int K) {
   const tj::bf16* ad = mem.up(a);
   TD bd(dev, mem.up(b), tj::DType::bf16, {K, N}, {N, 1}, {BK, BN});
   float* cd = mem.up(c);
-  tj::compile<RegAGemm<BM, BN, BK, false, tj::bf16>>(dev, {.num_warps = BM / 16, .num_stages = 2, .arch = "sm_90a"})
+  tj::compile<RegAGemm<BM, BN, BK, false, tj::bf16>>(dev, {.num_warps = warps, .num_stages = 2, .arch = "sm_90a"})
       .launch(tj::Grid{tj::cdiv(M, BM), tj::cdiv(N, BN)}, ad, bd, cd, M, N, K);
   mem.down();
   const std::vector<double> got(c.begin(), c.end());
@@ -691,4 +709,20 @@ TEST_CASE("sm90_edge_narrow_slabs_gpu_match_f64") {
   gpu_trans_and_direct<128, 64, 160>(dev, 200);                // D 160: five 64-byte slabs, two warp groups
   gpu_rega_mn<64, 32, 64>(dev, 100, 72, 130);                  // MN-major N = 32: one 64-byte slab
   gpu_rega_mn<64, 96, 64>(dev, 64, 200, 128);                  // MN-major N = 96
+}
+
+TEST_CASE("sm90_edge_warp_groups_split_n_gpu_match_f64") {
+  // 64-row blocks with 8 or 16 warps: the warp groups issue wgmma side by side along N (layout_plan's
+  // wgmma_groups_along_n), ragged M, N and K.
+  auto dev = tj::Device::best();
+  if (dev.backend() != tj::Backend::cuda || dev.compute_capability() != 90) {
+    MESSAGE("no sm_90 GPU: skipping (TMA and wgmma)");
+    return;
+  }
+  gpu_desc_gemm<64, 128, 64, tj::bf16>(dev, 150, 250, 200, 8);   // two groups of 64 columns
+  gpu_desc_gemm<64, 96, 64, tj::f16>(dev, 100, 130, 136, 8);     // two groups of 48 columns
+  gpu_desc_gemm<64, 256, 64, tj::bf16>(dev, 70, 300, 128, 16);   // four groups of 64 columns
+  gpu_desc_gemm<64, 64, 64, std::int8_t>(dev, 100, 70, 208, 8);  // i8: two groups of 32 columns
+  gpu_desc_gemm<64, 64, 16, float>(dev, 100, 90, 56, 8);         // tf32, 64-byte rows
+  gpu_rega_mn<64, 128, 64>(dev, 130, 200, 128, 8);               // register A copied to both groups, MN-major B
 }

@@ -79,6 +79,12 @@ struct LayoutPlan {
   /// wavefront split {wM, wN} of its accumulator (layout/encodings/mfma.hpp).
   /// Its operands are staged through shared memory from their own layouts.
   std::vector<int> dot_mfma;
+  /// The warp split {wM, wN} of an MFMA dot's accumulator (above), or of a
+  /// wgmma dot whose warp groups share its rows: {4, g} when M = 64 and the
+  /// kernel has g = num_warps / 4 warp groups — each issues m64n(N/g) on its
+  /// own N/g columns with the same A (B a TMA block read in place at the
+  /// group's columns, A a block or registers copied to every group). {0, 0}
+  /// for every other dot (a wgmma dot's warp groups then split M).
   std::vector<std::array<int, 2>> dot_split;
   /// 1 for values that live in shared memory, not registers: descriptor
   /// blocks copied there by TMA (desc_load left in the IR by codegen's TMA
@@ -100,6 +106,14 @@ struct LayoutPlan {
 /// tile's last dim), so the plan can compare candidate layouts by it.
 int vector_elements(const Distributed& d, const TileLayout& t, const Type& type, const AxisInfo& ptr, const AxisInfo* mask,
                     int tile_dim);
+
+/// How many warp groups issue a wgmma dot [M, N] side by side along N on sm_90a: g = num_warps / 4 when M = 64 (one
+/// warp group's rows) and g is 2 or 4, N / g is a wgmma N (et's rules: a multiple of 8 with N/8 7-smooth; i8 8, 24
+/// or a multiple of 16) and, for an MN-major B, N / g columns are whole swizzle slabs of B's rows (128 bytes, or 64 /
+/// 32 where N · size is not a multiple of 128 / 64: each group's descriptor starts at a slab). 1 otherwise. The TMA
+/// planner (codegen's async_loads) and assign_layouts both ask it, so a block kept in shared memory for such a dot
+/// always finds the dot lowered to wgmma.
+int wgmma_groups_along_n(int M, int N, DType et, bool b_mn_major, int num_warps);
 
 /// AMD MFMA: the consecutive K elements each lane holds for operands of type `et` on `arch` (gfx90a, gfx94x) — f16
 /// and bf16 4, f32 1, i8 8 on gfx94x and 4 on gfx90a, f8 8 (gfx94x) — so an R x R instruction takes K = kw · 64 / R;
@@ -149,7 +163,9 @@ int mfma_k_width(DType et, const std::string& arch);
 /// `arch` selects the dot lowering: for "sm_90a", a dot whose accumulator is
 /// [16·num_warps, N] (M a multiple of 64: one warp group per 64 rows), N a
 /// legal wgmma N (multiple of 8, at most 256, N/8 7-smooth) and K a multiple
-/// of 64 lowers to wgmma; otherwise (and on other targets) to mma.sync.
+/// of 64 lowers to wgmma; so does a [64, N] one whose warp groups can split N
+/// (wgmma_groups_along_n > 1) when B is a TMA block and A a block or
+/// registers; otherwise (and on other targets) to mma.sync.
 /// For "gfx90a" / "gfx94x" (wave64 CDNA), a dot lowers to MFMA: its
 /// accumulator family gets the MFMA accumulator layout (32x32 tiles when the
 /// split allows, else 16x16), its operands stay in their own layouts.
