@@ -58,9 +58,9 @@ struct FlashBwdTmaConfig {
   static constexpr bool kv_ws = !d64, q_ws = !d64;
 };
 
-/// The body of FlashBwdKVTma and FlashBwdFusedTma: `dq_sink(bh, m0, row_ok, dst, k_tile)` is called in every
-/// iteration with the query head bh, the block's first query row m0 and its rows' bound check [BLOCK_M], dSᵀ
-/// rounded to T [BLOCK_N, BLOCK_M] and the resident K block [BLOCK_N, D].
+/// The body of FlashBwdKVTma and FlashBwdFusedTma: `dq_sink(bh, rm, row_ok, dst, k_tile)` is called in every
+/// iteration with the query head bh, the block's query rows rm and their bound check [BLOCK_M], dSᵀ rounded to T
+/// [BLOCK_N, BLOCK_M] and the resident K block [BLOCK_N, D].
 template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, class DqSink>
 void bwd_kv_tma_body(const tj::Desc<T, 1, BLOCK_N, HEAD_DIM>& k, const tj::Desc<T, 1, BLOCK_N, HEAD_DIM>& v,
                      const tj::Desc<T, 1, BLOCK_M, HEAD_DIM>& q, const tj::Desc<T, 1, BLOCK_M, HEAD_DIM>& d_o, const tj::Ptr<float>& lse,
@@ -87,7 +87,7 @@ void bwd_kv_tma_body(const tj::Desc<T, 1, BLOCK_N, HEAD_DIM>& k, const tj::Desc<
       auto lse_l2 = tj::load(lse + bh * S + rm, row_ok, 0.0f) * kLog2e;
       auto dlt = tj::load(delta + bh * S + rm, row_ok, 0.0f);
       auto dpt_of = [&] { return tj::dot(v_tile, tj::trans(do_blk)); };  // after dV's product: one score tile live
-      auto ds_sink = [&](const auto& dst) { dq_sink(bh, m0, row_ok, dst, k_tile); };
+      auto ds_sink = [&](const auto& dst) { dq_sink(bh, rm, row_ok, dst, k_tile); };
       return bwd_kv_step<CAUSAL, T>(tj::dot(k_tile, tj::trans(q_blk)), dpt_of, rn, rm, key_ok, row_ok,
                                     lse_l2, dlt, scale_log2e, do_blk, q_blk, dk_acc, dv_acc, ds_sink);
     });
@@ -152,10 +152,14 @@ struct FlashBwdFusedTma {
   void operator()(tj::Desc<T, 1, BLOCK_N, HEAD_DIM> k, tj::Desc<T, 1, BLOCK_N, HEAD_DIM> v, tj::Desc<T, 1, BLOCK_M, HEAD_DIM> q,
                   tj::Desc<T, 1, BLOCK_M, HEAD_DIM> d_o, tj::Ptr<float> lse, tj::Ptr<float> delta, tj::Ptr<T> dk, tj::Ptr<T> dv,
                   tj::Ptr<float> dq_acc, tj::Size S, tj::Size group, tj::Scalar<float> scale, tj::Scalar<float> scale_log2e) const {
-    auto off = dq_acc_offset<BLOCK_M, HEAD_DIM>(tj::arange<BLOCK_M>(), tj::arange<HEAD_DIM>());
-    auto dq_sink = [&](const auto& bh, const auto& m0, const auto& row_ok, const auto& dst, const auto& k_tile) {
+    auto r = tj::arange<BLOCK_M>();
+    auto off = dq_acc_offset<BLOCK_M, HEAD_DIM>(r, tj::arange<HEAD_DIM>());
+    auto dq_sink = [&](const auto& bh, const auto& rm, const auto& row_ok, const auto& dst, const auto& k_tile) {
       auto dq_part = tj::dot(tj::trans(dst), k_tile);  // dS·K [BLOCK_M, D]
-      tj::atomic_add(dq_acc + dq_acc_block<BLOCK_M, HEAD_DIM>(bh, m0, S) + off, dq_part, tj::expand_dims<1>(row_ok));
+      // The block's start as a column of its rows' m0 = rm − r, not the loop's scalar m0: with the scalar, the
+      // generated D = 64 kernel ran 17% slower on the H200 (docs/perf.md v0.26 call 4).
+      auto block = dq_acc_block<BLOCK_M, HEAD_DIM>(bh, tj::expand_dims<1>(rm - r), S);
+      tj::atomic_add(dq_acc + block + off, dq_part, tj::expand_dims<1>(row_ok));
     };
     bwd_kv_tma_body<BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, T>(k, v, q, d_o, lse, delta, dk, dv, S, group, scale, scale_log2e, dq_sink);
   }

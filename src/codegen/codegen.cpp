@@ -3675,8 +3675,7 @@ std::vector<char> async_loads(const ir::Kernel& k, const Target& t, const Option
     // Integer wgmma takes N = 8, 24 or a multiple of 16 only (PTX ISA, wgmma .s8 shapes).
     const bool n_ok = et != DType::i8 || Nn % 16 == 0 || Nn == 8 || Nn == 24;
     if (M == 16 * o.num_warps && M % 64 == 0 && layout::wgmma_legal_n(Nn) && layout::wgmma_padded_n(Nn) == Nn && n_ok) return true;
-    // 64 rows over several warp groups, side by side along N (B MN-major unless it is a trans)
-    return ir::wgmma_groups_along_n(M, Nn, et, k[n.args[1]].op != Op::trans, o.num_warps) > 1;
+    return ir::wgmma_groups_along_n(k, d, o.num_warps) > 1;  // 64 rows over several warp groups, side by side along N
   };
   // A scalar the producer computes per iteration of loop L: values from before it, its induction variable, producer
   // scalars in its body, and scalars it carries whose initial and next values are such (a recurrence: a carry met

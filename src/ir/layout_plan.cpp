@@ -14,14 +14,22 @@
 
 namespace tilejit::ir {
 
-int wgmma_groups_along_n(int M, int N, DType et, bool b_mn_major, int num_warps) {
-  const int g = num_warps / 4;
+int wgmma_groups_along_n(const Kernel& k, int dot, int num_warps) {
+  const Node& n = k.nodes[static_cast<std::size_t>(dot)];
+  const int M = n.type.shape[0], N = n.type.shape[1], g = num_warps / 4;
   if (M != 64 || num_warps % 4 != 0 || (g != 2 && g != 4) || N % g != 0) return 1;
+  const DType et = k.nodes[static_cast<std::size_t>(n.args[0])].type.dtype;
   const int ng = N / g, es = size_bytes(et);
   if (!layout::wgmma_legal_n(ng) || layout::wgmma_padded_n(ng) != ng) return 1;
   if (et == DType::i8 && !(ng % 16 == 0 || ng == 8 || ng == 24)) return 1;
-  const int row = N * es, slab = row % 128 == 0 ? 128 : row % 64 == 0 ? 64 : 32;  // codegen's slab widths
-  if (b_mn_major && ng * es % slab != 0) return 1;
+  // An MN-major B splits at whole 128-byte slabs (with g >= 2, N/g columns filling 64- or 32-byte slabs would make
+  // the row a multiple of 128 bytes, held in 128-byte slabs).
+  if (k.nodes[static_cast<std::size_t>(n.args[1])].op != Op::trans && ng * es % 128 != 0) return 1;
+  // The only dot of its extent: dots that meet (a shared accumulator, O and S of attention's softmax) must lower
+  // alike, and another [64, N] dot may not split (its B in registers, or half a slab) — then none does.
+  for (std::size_t x = 0; x < k.nodes.size(); ++x)
+    if (static_cast<int>(x) != dot && k.nodes[x].op == Op::dot && k.nodes[x].type.shape[0] == M && k.nodes[x].type.shape[1] == N)
+      return 1;
   return g;
 }
 
@@ -468,8 +476,7 @@ LayoutPlan assign(const Kernel& k, int num_warps, int warp_size, const std::stri
       // each issuing m64n(N/g) on its own columns with the same A (FlashAttention-3's split of that product). B must
       // be a TMA block read in place (K-major: rows of N; MN-major: whole slabs of N per group), A a block or
       // registers (then copied to every group).
-      const bool b_mn = k.nodes[static_cast<std::size_t>(k.nodes[id].args[1])].op != Op::trans;
-      const int groups = arch == "sm_90a" ? wgmma_groups_along_n(e[0], e[1], et, b_mn, num_warps) : 1, ng = e[1] / groups;
+      const int groups = arch == "sm_90a" ? wgmma_groups_along_n(k, static_cast<int>(id), num_warps) : 1, ng = e[1] / groups;
       const bool wg_n = groups > 1 && b_smem && (rs || from_smem) && k_ok;
       if (mfma_arch(arch)) {
         const auto [r, w] = mfma_plan(e[0], e[1], kdim, mfma_k_width(et, arch), num_warps, static_cast<int>(id));
@@ -544,9 +551,6 @@ LayoutPlan assign(const Kernel& k, int num_warps, int warp_size, const std::stri
       const auto root = static_cast<std::size_t>(fam.find(static_cast<int>(id)));
       int& slot = plan.dot_wgmma[id] ? first_wgmma[root] : first_other[root];
       if (slot < 0) slot = static_cast<int>(id);
-      if (plan.dot_wgmma[id] && plan.dot_split[id] != plan.dot_split[static_cast<std::size_t>(first_wgmma[root])])
-        throw Unsupported(fmt::format("dot %{} and dot %{} share an accumulator, but only one of them has its warp groups split N "
-                                      "(64 rows over several warp groups): give both the same M", first_wgmma[root], id));
       if (first_wgmma[root] >= 0 && first_other[root] >= 0) {
         const int w = first_wgmma[root], o = first_other[root];
         const auto& on = k.nodes[static_cast<std::size_t>(o)];

@@ -72,6 +72,32 @@ struct DescGemm {
   }
 };
 
+/// acc += A·B1ᵀ + A·B2 [BM, BN] per K step: A and B1 descriptor blocks (B1 [N, K], K-major), B2 an MN-major
+/// descriptor block [K, N] or (REG_B2) pointer-loaded registers. Two dots of one extent: with BM = 64 and 8 warps
+/// neither may split N unless both can (v0.26: B2 at N = 64 splits inside a slab, and a register B never splits).
+template <int BM, int BN, int BK, bool REG_B2>
+struct TwoDotsGemm {
+  void operator()(tj::Desc<tj::bf16, BM, BK> a, tj::Desc<tj::bf16, BN, BK> b1, tj::Desc<tj::bf16, BK, BN> b2, tj::Ptr<tj::bf16> b2p,
+                  tj::Ptr<float> c, tj::Size M, tj::Size N, tj::Size K) const {
+    auto m0 = tj::program_id(0) * BM;
+    auto n0 = tj::program_id(1) * BN;
+    auto rn = n0 + tj::arange<BN>();
+    auto acc = tj::for_range(0, K, BK, tj::zeros<float, BM, BN>(), [&](tj::Int k0, auto acc) {
+      auto at = a.load(m0, k0);
+      auto first = tj::dot(at, tj::trans(b1.load(n0, k0)), acc);
+      if constexpr (REG_B2) {
+        auto rk = k0 + tj::arange<BK>();
+        return tj::dot(at, tj::load(b2p + tj::expand_dims<1>(rk) * N + tj::expand_dims<0>(rn), tj::expand_dims<1>(rk < K) & tj::expand_dims<0>(rn < N)),
+                       first);
+      } else {
+        return tj::dot(at, b2.load(k0, n0), first);
+      }
+    });
+    auto rm = m0 + tj::arange<BM>();
+    tj::store(c + tj::expand_dims<1>(rm) * N + tj::expand_dims<0>(rn), acc, tj::expand_dims<1>(rm < M) & tj::expand_dims<0>(rn < N));
+  }
+};
+
 /// A resident Q block [BM, D] read by a dot inside a nested loop (K blocks in the
 /// inner loop's pipeline) and by a second dot outside every loop, against a block
 /// of the same descriptor loaded outside the loops too (resident, same box):
@@ -477,6 +503,14 @@ TEST_CASE("sm90_edge_64_rows_over_several_warp_groups_split_n") {
   check(sm90<RegAGemm<64, 64, 64, true, tj::bf16>>(8, 2), 2, 32, true, "bf16");         // register A, K-major B
   check(sm90<RegAGemm<64, 128, 64, false, tj::bf16>>(8, 2), 2, 64, true, "bf16");       // register A, MN-major B: a slab each
   check(sm90<examples::MatmulV5<64, 64, tj::f8e4m3>>(8, 2), 2, 32, false, "e4m3");     // f8: k32 steps
+  // Two dots of one [64, N] extent, one of which cannot split (an MN-major B at N = 64 would split inside its 128-byte
+  // slab; a register B has no in-place form): neither splits, both stay on mma.sync as before, no error.
+  for (const auto& g : {sm90<TwoDotsGemm<64, 64, 64, false>>(8, 2), sm90<TwoDotsGemm<64, 64, 64, true>>(8, 2)}) {
+    CHECK(g.source.find("wgmma.mma_async", g.source.find("__global__")) == std::string::npos);
+    CHECK(g.source.find("tj_mma_bf16(", g.source.find("__global__")) != std::string::npos);
+    CHECK(g.source.find("warp groups side by side") == std::string::npos);
+    if (nv) nvrtc_ok(g);
+  }
 }
 
 TEST_CASE("sm90_edge_one_stage") {

@@ -107,13 +107,13 @@ struct LayoutPlan {
 int vector_elements(const Distributed& d, const TileLayout& t, const Type& type, const AxisInfo& ptr, const AxisInfo* mask,
                     int tile_dim);
 
-/// How many warp groups issue a wgmma dot [M, N] side by side along N on sm_90a: g = num_warps / 4 when M = 64 (one
-/// warp group's rows) and g is 2 or 4, N / g is a wgmma N (et's rules: a multiple of 8 with N/8 7-smooth; i8 8, 24
-/// or a multiple of 16) and, for an MN-major B, N / g columns are whole swizzle slabs of B's rows (128 bytes, or 64 /
-/// 32 where N · size is not a multiple of 128 / 64: each group's descriptor starts at a slab). 1 otherwise. The TMA
-/// planner (codegen's async_loads) and assign_layouts both ask it, so a block kept in shared memory for such a dot
-/// always finds the dot lowered to wgmma.
-int wgmma_groups_along_n(int M, int N, DType et, bool b_mn_major, int num_warps);
+/// How many warp groups issue dot node `dot` [M, N] of `k` side by side along N on sm_90a: g = num_warps / 4 when
+/// M = 64 (one warp group's rows), g is 2 or 4, N / g is a wgmma N for the operand type (a multiple of 8 with N/8
+/// 7-smooth; i8 8, 24 or a multiple of 16), an MN-major B (not a trans) splits at whole 128-byte slabs (N / g ·
+/// size a multiple of 128: each group's descriptor starts at a slab), and no other dot of k has the extent [64, N]
+/// (dots that meet must lower alike); 1 otherwise. The TMA planner (codegen's async_loads) and assign_layouts both
+/// ask it, so a block kept in shared memory for such a dot always finds the dot lowered to wgmma.
+int wgmma_groups_along_n(const Kernel& k, int dot, int num_warps);
 
 /// AMD MFMA: the consecutive K elements each lane holds for operands of type `et` on `arch` (gfx90a, gfx94x) — f16
 /// and bf16 4, f32 1, i8 8 on gfx94x and 4 on gfx90a, f8 8 (gfx94x) — so an R x R instruction takes K = kw · 64 / R;
