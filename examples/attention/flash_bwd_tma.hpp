@@ -125,8 +125,8 @@ auto dq_acc_offset(const R& r, const C& c) {
 }
 
 /// Rows per query head in the fused backward's dQ accumulator: S rounded up to a whole BLOCK_M block, so every
-/// block is whole (rows past S are written as zeros' sums and never read back). One definition for the kernels
-/// (S a tj::Size) and the host that sizes the buffer (S an integer).
+/// block is whole (rows past S are masked out of the atomics, stay zero and are never stored to dq). One definition
+/// for the kernels (S a tj::Size) and the host that sizes the buffer (S an integer).
 template <int BLOCK_M, class S_>
 auto dq_acc_rows(const S_& S) {
   return (S + (BLOCK_M - 1)) / BLOCK_M * BLOCK_M;
