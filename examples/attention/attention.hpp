@@ -98,8 +98,8 @@ class Attention {
   /// What `automatic` runs: the schedule measured faster on the H200 (docs/perf.md v0.25, B = 4, H = 32, S = 4096).
   /// Fused for full attention at D = 64 (+5% off Hopper, +4% on Hopper) and, off Hopper, causal D = 128 (+11%);
   /// two-pass elsewhere: within 2% off Hopper at D = 64 causal and D = 128 full, 5% slower at D = 96 full, and on
-  /// Hopper above D = 64 4x slower (with two consumer warp groups dQ's product does not read the resident K block
-  /// from shared memory: the code generator loads it again into registers).
+  /// Hopper at D = 128 0.63-0.71x two-pass (v0.26: dQ's product now runs on wgmma split between the two consumer warp
+  /// groups, but its atomics and the dS conversion cost more than the two recomputed products they save).
   static constexpr bool fused_by_default(bool hopper, int head_dim, bool causal) {
     return head_dim == 64 ? !causal : !hopper && head_dim == 128 && causal;
   }
