@@ -108,20 +108,20 @@ struct FlashBwdKVTma {
 };
 
 /// Where dQ's element (r, c) of a [BLOCK_M, D] query block sits in the fused backward's f32 accumulator, relative to
-/// the block's start: the block is stored as its 16 x 8 pieces in order, each piece as 4 runs of 32 floats — run j
-/// holding, for lanes 0..31, the element that lane holds in register j of a tensor-core accumulator fragment
-/// (mma.sync m16n8, and each 16 x 8 piece of a wgmma accumulator: lane l holds rows l/4 and l/4 + 8, columns
-/// 2(l%4) and 2(l%4) + 1). So each warp's atomic add covers 128 contiguous bytes instead of 8 rows' scattered
-/// pairs (FlashAttention-2 permutes its dQaccum the same way). A bijection of [0, BLOCK_M · D); FlashBwdDqConvert
-/// reads it back. BLOCK_M a multiple of 16, D of 8.
+/// the block's start: the block is stored as its 16 x 8 pieces in order, each piece as 2 runs of 32 pairs — run h
+/// holding, for lanes 0..31, the pair of columns that lane holds in row l/4 + 8h of a tensor-core accumulator
+/// fragment (mma.sync m16n8, and each 16 x 8 piece of a wgmma accumulator: lane l holds rows l/4 and l/4 + 8,
+/// columns 2(l%4) and 2(l%4) + 1, in consecutive registers). So a thread's two columns are adjacent — one 8-byte
+/// vector reduction on sm_90 (`red.global.add.v2.f32`) — and each warp's adds cover 256 contiguous bytes instead of
+/// 8 rows' scattered pairs (FlashAttention-2 permutes its dQaccum for the same reason). A bijection of
+/// [0, BLOCK_M · D); FlashBwdDqConvert reads it back. BLOCK_M a multiple of 16, D of 8.
 template <int BLOCK_M, int HEAD_DIM, class R, class C>
 auto dq_acc_offset(const R& r, const C& c) {
   static_assert(BLOCK_M % 16 == 0 && HEAD_DIM % 8 == 0, "dq_acc_offset: 16 x 8 pieces");
   auto rr = tj::expand_dims<1>(r % 16), cc = tj::expand_dims<0>(c % 8);
   auto piece = tj::expand_dims<1>(r / 16) * (HEAD_DIM / 8) + tj::expand_dims<0>(c / 8);
-  auto run = cc % 2 + (rr / 8) * 2;
   auto lane = (rr % 8) * 4 + cc / 2;
-  return (piece * 4 + run) * 32 + lane;
+  return ((piece * 2 + rr / 8) * 32 + lane) * 2 + cc % 2;
 }
 
 /// Rows per query head in the fused backward's dQ accumulator: S rounded up to a whole BLOCK_M block, so every

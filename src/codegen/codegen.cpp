@@ -2298,7 +2298,7 @@ class Emitter {
       run *= 2;
     }
     const ir::AxisInfo& p = axes_[static_cast<std::size_t>(k_[id].args[static_cast<std::size_t>(pj)])];
-    long long w = std::min<long long>({run, p.contiguity[static_cast<std::size_t>(md)], p.divisibility / es, 16 / es});
+    long long w = std::min<long long>({run, p.contiguity[static_cast<std::size_t>(md)], p.divisibility[static_cast<std::size_t>(md)] / es, 16 / es});
     if (mj >= 0) w = std::min<long long>(w, axes_[static_cast<std::size_t>(k_[id].args[static_cast<std::size_t>(mj)])].constancy[static_cast<std::size_t>(md)]);
     int v = 1;
     while (v * 2 <= w) v *= 2;
@@ -3526,6 +3526,11 @@ class Emitter {
     bool used = false;
     for (const Node& u : k_.nodes)
       for (int a : u.args) used = used || a == id;
+    if (n.op == Op::atomic_add && !used && t.dtype == DType::f32 && tile(id) && t_.dialect == Dialect::cuda &&
+        sm_number(t_.arch) >= 90) {
+      const int vw = vector_width(id, 0, masked ? 2 : -1);
+      if (vw >= 2) return emit_vector_red(id, vw, masked, own);
+    }
     const int R_ = tile(id) ? R(id) : 1;
     const std::string tmp = fmt::format("tj_at{}", id);
     line(fmt::format("{} {}[{}];  // {}: the old values", ty, tmp, R_, ir::name(n.op)));
@@ -3556,6 +3561,22 @@ class Emitter {
     line(sync());
     each_register(id, [&](int r) { return fmt::format("{}[{}]", buf, index(r)); });
     line(sync() + "  // the scratch may be written again");
+  }
+
+  /// An f32 atomic add whose old values are unused, on sm_90+, as vector reductions (prelude's tj_red_add_v2 / _v4,
+  /// PTX `red.global.add.v2/.v4.f32`): each run of `vw` registers that vector_width proved contiguous, aligned and
+  /// under one mask value is one L2 reduction, as a vector store is one store. Done by the owners, as scalar atomics.
+  void emit_vector_red(int id, int vw, bool masked, const std::string& own) {
+    line(fmt::format("// %{}: atomic_add as {}-byte vector reductions (old values unused)", id, 4 * vw));
+    for (int r = 0; r < R(id); r += vw) {
+      if (canonical(r, id) != r) continue;
+      std::string args = opnd(id, 0, r);
+      for (int i = 0; i < vw; ++i) args += ", " + opnd(id, 1, r + i);
+      std::string cond = own;
+      if (masked) cond = cond.empty() ? opnd(id, 2, r) : cond + " && " + opnd(id, 2, r);
+      const std::string call = fmt::format("tj_red_add_v{}({});", vw, args);
+      line(cond.empty() ? call : fmt::format("if ({}) {}", cond, call));
+    }
   }
 
   /// The prelude function (or C operator) of a unary op.
@@ -3823,7 +3844,7 @@ void tma_stores(const ir::Kernel& k, const ir::Specialization& spec, const Targe
       continue;
     }
     if (axes.empty()) axes = ir::analyze_axes(k, spec);
-    const long long div = axes[static_cast<std::size_t>(n.args[2])].divisibility;
+    const long long div = axes[static_cast<std::size_t>(n.args[2])].divisibility[0];  // a scalar: every entry alike
     if (div * es % 16 != 0) {
       diagnostics.push_back(fmt::format("tma_store not applied to desc_store %{}: its column coordinate %{} is known to be a "
                                         "multiple of {} elements only ({} bytes): a TMA store box must start on a 16-byte "

@@ -45,6 +45,16 @@ static __device__ __forceinline__ unsigned long long tj_atomic_add(unsigned long
 static __device__ __forceinline__ long long tj_atomic_add(long long* p, long long v) { return (long long)atomicAdd((unsigned long long*)p, (unsigned long long)v); }
 static __device__ __forceinline__ float tj_atomic_add(float* p, float v) { return atomicAdd(p, v); }
 static __device__ __forceinline__ double tj_atomic_add(double* p, double v) { return atomicAdd(p, v); }
+// Vector f32 reductions (sm_90, PTX ISA 8.1 "red" with .v2 / .v4): one L2 reduction of 8 or 16 contiguous, aligned
+// bytes instead of 2 or 4; relaxed, device scope, like the scalar adds. Used where the old values are unused.
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+static __device__ __forceinline__ void tj_red_add_v2(float* p, float a, float b) {
+  asm volatile("red.relaxed.gpu.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(a), "f"(b) : "memory");
+}
+static __device__ __forceinline__ void tj_red_add_v4(float* p, float a, float b, float c, float d) {
+  asm volatile("red.relaxed.gpu.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
+}
+#endif
 template <class T> static __device__ __forceinline__ T tj_atomic_max(T* p, T v) { return atomicMax(p, v); }
 template <class T> static __device__ __forceinline__ T tj_atomic_min(T* p, T v) { return atomicMin(p, v); }
 template <> __device__ __forceinline__ float tj_atomic_max<float>(float* p, float v) {

@@ -354,7 +354,7 @@ int vector_elements(const Distributed& d, const TileLayout& t, const Type& type,
     run *= 2;
   }
   const auto u = static_cast<std::size_t>(tile_dim);
-  long long w = std::min<long long>({run, ptr.contiguity[u], ptr.divisibility / es, 16 / es});
+  long long w = std::min<long long>({run, ptr.contiguity[u], ptr.divisibility[u] / es, 16 / es});
   if (mask) w = std::min<long long>(w, mask->constancy[u]);
   int v = 1;
   while (v * 2 <= w) v *= 2;

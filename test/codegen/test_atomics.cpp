@@ -91,6 +91,46 @@ struct FloatAdd {
   }
 };
 
+/// acc[r, c] += x[p, r, c] over programs p, rows r < n: f32 [32, 64] tiles whose threads hold contiguous, aligned
+/// runs of columns — vector reductions (red.global.add.v4.f32) on sm_90, scalar atomics elsewhere.
+struct TileAdd {
+  void operator()(tj::Ptr<float> x, tj::Ptr<float> acc, tj::Ptr<std::int32_t> n) const {
+    auto r = tj::expand_dims<1>(tj::arange<32>());
+    auto c = tj::expand_dims<0>(tj::arange<64>());
+    auto ok = r < tj::load(n);
+    tj::atomic_add(acc + r * 64 + c, tj::load(x + tj::program_id(0) * 2048 + r * 64 + c), ok);
+  }
+};
+
+/// acc[r, c] += (a_p · b_p)[r, c] over programs p: bf16 [32, 32] products added in the accumulator's own layout,
+/// whose registers pair adjacent columns (red.global.add.v2.f32 on sm_90).
+struct DotAdd {
+  void operator()(tj::Ptr<tj::bf16> a, tj::Ptr<tj::bf16> b, tj::Ptr<float> acc) const {
+    auto r = tj::expand_dims<1>(tj::arange<32>());
+    auto c = tj::expand_dims<0>(tj::arange<32>());
+    auto base = tj::program_id(0) * 1024;
+    tj::atomic_add(acc + r * 32 + c, tj::dot(tj::load(a + base + r * 32 + c), tj::load(b + base + r * 32 + c)));
+  }
+};
+
+/// acc[i + j] += 1 for a [16, 4] tile (rows overlap: a sliding window): runs of 4 along j start at every i, so
+/// they are 4-byte aligned only — scalar atomics, never vectors.
+struct WindowAdd {
+  void operator()(tj::Ptr<float> acc) const {
+    auto i = tj::expand_dims<1>(tj::arange<16>());
+    auto j = tj::expand_dims<0>(tj::arange<4>());
+    tj::atomic_add(acc + i + j, tj::full<float, 16, 4>(1.0f));
+  }
+};
+
+/// out = the old values of p[0..64) as 1 is added to each (f32, the old values used: atomics that return them).
+struct AddOldF32 {
+  void operator()(tj::Ptr<float> p, tj::Ptr<float> out) const {
+    auto o = tj::arange<64>();
+    tj::store(out + o, tj::atomic_add(p + o, tj::full<float, 64>(1.0f)));
+  }
+};
+
 /// Runs kernel K over `programs` with buffers bufs (every buffer is copied back).
 struct OnDevice {
   const tj::Device& dev;
@@ -201,6 +241,37 @@ void check_all(const Runner& on, unsigned salt) {
         CHECK(swap[4096 + i] == -static_cast<double>(i) * 0.25);
       }
     }
+    {  // f32 tiles added by 3 programs, rows past n masked off
+      const int n = 27;
+      auto x = testing::random_floats(3 * 2048, -1, 1, salt + 6);
+      auto acc = testing::random_floats(2048, -1, 1, salt + 7);
+      const auto acc0 = acc;
+      std::vector<std::int32_t> nn{n};
+      on.template run<TileAdd>(3, nw, x, acc, nn);
+      for (int e = 0; e < 2048; ++e) {
+        double want = acc0[static_cast<std::size_t>(e)];
+        if (e / 64 < n)
+          for (int p = 0; p < 3; ++p) want += x[static_cast<std::size_t>(p * 2048 + e)];
+        CHECK(std::abs(acc[static_cast<std::size_t>(e)] - want) <= 1e-5);
+      }
+    }
+    {  // f32 old values returned (no vector reductions there)
+      auto p = testing::random_floats(64, -4, 4, salt + 8);
+      const auto p0 = p;
+      std::vector<float> out(64, -1.0f);
+      on.template run<AddOldF32>(1, nw, p, out);
+      CHECK(out == p0);
+      for (int i = 0; i < 64; ++i) CHECK(p[static_cast<std::size_t>(i)] == p0[static_cast<std::size_t>(i)] + 1.0f);
+    }
+    {  // overlapping rows: acc[k] gains one per (i, j) with i + j = k
+      std::vector<float> acc(19, 0.5f);
+      on.template run<WindowAdd>(2, nw, acc);
+      for (int k = 0; k < 19; ++k) {
+        int hits = 0;
+        for (int i = 0; i < 16; ++i) hits += (k - i >= 0 && k - i < 4) ? 1 : 0;
+        CHECK(acc[static_cast<std::size_t>(k)] == 0.5f + 2.0f * static_cast<float>(hits));
+      }
+    }
     {  // f32 adds into 8 addresses, masked
       const int n = 500;
       auto x = testing::random_floats(512, -1, 1, salt + 5);
@@ -235,6 +306,78 @@ TEST_CASE("atomics_compile_everywhere") {
   all(IntMaxMin{});
   all(CasXchg{});
   all(FloatAdd{});
+  all(TileAdd{});
+  all(DotAdd{});
+  all(WindowAdd{});
+  all(AddOldF32{});
+}
+
+TEST_CASE("atomics_f32_adds_become_vector_reductions_on_sm90") {
+  // Launches specialise pointers to 16-byte alignment where they are; generate as such a launch does.
+  auto gen = [](const auto& kernel, const char* arch, int nw, std::uint8_t flags = tj::ir::Specialization::kDiv16) {
+    const auto k = tj::trace(kernel);
+    tj::ir::Specialization spec;
+    spec.flags.assign(k.params.size(), flags);
+    return tj::codegen::generate(k, spec, tj::codegen::target_for(arch), {.num_warps = nw}).source;
+  };
+  auto calls = [](const std::string& src, const std::string& fn) {
+    std::size_t n = 0;
+    for (std::size_t p = src.find(fn + "(v"); p != std::string::npos; p = src.find(fn + "(v", p + 1)) ++n;
+    return n;
+  };
+  // [32, 64] f32 over 4 warps: 16 elements a thread, in runs of 4 columns: 4 vector reductions, no scalar atomics.
+  const std::string tile = gen(TileAdd{}, "sm_90a", 4);
+  CHECK(calls(tile, "tj_red_add_v4") == 4);
+  CHECK(calls(tile, "tj_atomic_add") == 0);
+  testing::compiles_for(tile, "sm_90a", "TileAdd");
+  // The mma accumulator pairs adjacent columns: [32, 32] over 4 warps is 8 elements a thread, 4 pairs.
+  const std::string dot = gen(DotAdd{}, "sm_90a", 4);
+  CHECK(calls(dot, "tj_red_add_v2") == 4);
+  CHECK(calls(dot, "tj_atomic_add") == 0);
+  testing::compiles_for(dot, "sm_90a", "DotAdd");
+  // Not on sm_80 (PTX's vector red needs sm_90), not without 16-byte-aligned pointers, not for overlapping rows,
+  // not where the old values are used (AddOld), not for other element types (Histogram).
+  CHECK(calls(gen(TileAdd{}, "sm_80", 4), "tj_red_add_v4") == 0);
+  CHECK(calls(gen(TileAdd{}, "sm_90a", 4, 0), "tj_red_add_v4") == 0);
+  CHECK(calls(gen(TileAdd{}, "sm_90a", 4, 0), "tj_atomic_add") == 16);
+  const std::string window = gen(WindowAdd{}, "sm_90a", 1);
+  CHECK(calls(window, "tj_red_add_v2") + calls(window, "tj_red_add_v4") == 0);
+  CHECK(calls(window, "tj_atomic_add") == 2);  // [16, 4] over one warp: 2 elements a thread
+  const std::string used = gen(AddOldF32{}, "sm_90a", 1);
+  CHECK(calls(used, "tj_red_add_v2") + calls(used, "tj_red_add_v4") == 0);
+  CHECK(calls(used, "tj_atomic_add") == 2);
+  CHECK(calls(gen(Histogram{}, "sm_90a", 4), "tj_red_add_v4") == 0);
+}
+
+TEST_CASE("atomics_dot_accumulators_added_match_f64") {
+  // DotAdd on the interpreter and, where there is one, the GPU (sm_90: vector reductions), against f64.
+  auto check = [](const tj::Device& dev, unsigned salt) {
+    CAPTURE(testing::fresh_seed());
+    for (int nw : {1, 4}) {
+      CAPTURE(nw);
+      auto a = testing::random_tensor<tj::bf16>(3 * 1024, salt);
+      auto b = testing::random_tensor<tj::bf16>(3 * 1024, salt + 1);
+      auto acc = testing::random_floats(1024, -1, 1, salt + 2);
+      const auto acc0 = acc;
+      OnDevice{dev}.run<DotAdd>(3, nw, a, b, acc);
+      for (int r = 0; r < 32; ++r)
+        for (int c = 0; c < 32; ++c) {
+          double want = acc0[static_cast<std::size_t>(r * 32 + c)];
+          for (int p = 0; p < 3; ++p)
+            for (int k = 0; k < 32; ++k)
+              want += static_cast<double>(static_cast<float>(a[static_cast<std::size_t>(p * 1024 + r * 32 + k)])) *
+                      static_cast<double>(static_cast<float>(b[static_cast<std::size_t>(p * 1024 + k * 32 + c)]));
+          CHECK(std::abs(acc[static_cast<std::size_t>(r * 32 + c)] - want) <= 1e-4 * (1.0 + std::abs(want)));
+        }
+    }
+  };
+  check(tj::Device::interpreter(), 740);
+  auto dev = tj::Device::best();
+  if (dev.backend() == tj::Backend::interpreter) {
+    MESSAGE("no GPU: skipping the GPU half");
+    return;
+  }
+  check(dev, 750);
 }
 
 TEST_CASE("atomics_do_each_element_once_and_share_old_values") {

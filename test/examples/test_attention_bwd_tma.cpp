@@ -123,6 +123,27 @@ TEST_CASE("attention_bwd_fused_interpreter_matches_f64") {
   bwd_tma_case<32, 64, 64, true, tj::f16>(dev, 2, 4, 2, 96, 2, false, false, true);    // query blocks smaller than key blocks
 }
 
+TEST_CASE("attention_bwd_fused_dq_adds_are_vector_reductions_on_sm90a") {
+  // dq_acc_offset puts a thread's two accumulator columns side by side: each pair of dQ's share is one
+  // red.global.add.v2.f32 (the launch specialises dq_acc to 16-byte alignment, as the workspace is). [64, D] over
+  // the two consumer warp groups (256 threads): D / 8 pairs a thread. Off sm_90, D / 4 scalar atomics.
+  auto gen = [](auto kernel, const char* arch) {
+    const auto k = tj::trace(decltype(kernel){});
+    tj::ir::Specialization spec;
+    spec.flags.assign(k.params.size(), tj::ir::Specialization::kDiv16);
+    return tj::codegen::generate(k, spec, tj::codegen::target_for(arch), {.num_warps = 8, .num_stages = 2}).source;
+  };
+  const auto d64 = gen(examples::FlashBwdFusedTma<64, 128, 64, true, tj::bf16>{}, "sm_90a");
+  const auto d128 = gen(examples::FlashBwdFusedTma<64, 128, 128, false, tj::bf16>{}, "sm_90a");
+  CHECK(occurrences(d64, "tj_red_add_v2(v") == 64 / 8);
+  CHECK(occurrences(d128, "tj_red_add_v2(v") == 128 / 8);
+  CHECK(occurrences(d128, "tj_atomic_add(v") == 0);
+  testing::compiles_for_sm90a(d128, "bwd_fused.cu");
+  const auto sm80 = gen(examples::FlashBwdFusedTma<64, 128, 128, false, tj::bf16>{}, "sm_80");
+  CHECK(occurrences(sm80, "tj_red_add_v2(v") == 0);
+  CHECK(occurrences(sm80, "tj_atomic_add(v") == 128 / 4);
+}
+
 TEST_CASE("attention_bwd_tma_sm90a_code_uses_tma_and_wgmma_for_every_product") {
   for (int hd : {64, 96, 128}) {
     CAPTURE(hd);

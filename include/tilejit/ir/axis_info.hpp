@@ -3,8 +3,14 @@
 //
 //   contiguity[d]   runs of this many elements along d hold consecutive values
 //                   (addresses one element apart for pointers)
-//   divisibility    every run's first value is a multiple of this (bytes for
-//                   pointers); a power of two, capped at 2^30
+//   divisibility[d] every element whose index along d is a multiple of
+//                   contiguity[d] (a run's first element along d, whatever its
+//                   other indices) is a multiple of this (bytes for pointers);
+//                   a power of two, capped at 2^30. Per dim, as in Triton: in
+//                   x[i, j] = 16 i + j (j < 16) runs along j start at 16 i, so
+//                   divisibility[1] is 16; in x[i, j] = i + j (overlapping
+//                   rows) they start at i, so it is 1. A scalar's entries are
+//                   all equal
 //   constancy[d]    runs of this many elements along d hold equal values
 //
 // Runs start at multiples of their length. Codegen uses this to turn a
@@ -21,7 +27,7 @@ namespace tilejit::ir {
 struct AxisInfo {
   std::array<int, kMaxRank> contiguity{1, 1};
   std::array<int, kMaxRank> constancy{1, 1};
-  long long divisibility = 1;
+  std::array<long long, kMaxRank> divisibility{1, 1};
 };
 
 /// One AxisInfo per node (meaningful for integer, bool and pointer values).
