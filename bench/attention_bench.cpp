@@ -730,8 +730,6 @@ BENCHMARK(BM_AttnBackward<128, true>)->Name("BM_AttnBackward/D128/causal")->UseM
       ->Name("BM_AttnBackwardSm80Fused/D" #D "/" NAME)->UseManualTime()->Unit(benchmark::kMillisecond)
 TJ_BWD_SCHED(64, false, "full");
 TJ_BWD_SCHED(64, true, "causal");
-TJ_BWD_SCHED(96, false, "full");
-TJ_BWD_SCHED(96, true, "causal");
 TJ_BWD_SCHED(128, false, "full");
 TJ_BWD_SCHED(128, true, "causal");
 // Fused tiles: off Hopper (sm_90 without "a": mma.sync, cp.async, resident K and V) and on Hopper.

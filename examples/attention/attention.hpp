@@ -420,10 +420,8 @@ class Attention {
   /// (dq, dk, dv are written row by row for rows < S only). On compute capability 8.x (or with set_mma_sync_path)
   /// with the same alignment, the same two kernels compiled without wgmma: their loops' blocks through 2-stage
   /// cp.async rings read by mma.sync, 64 x 64 tiles on 4 warps. With the fused schedule (BwdSchedule; automatic:
-  /// fused_by_default) the dK/dV kernel adds dQ's shares up instead — on Hopper FlashBwdFusedTmaAdd, by TMA
-  /// reduce-adds into a workspace of B·Hq·S·D floats (FlashAttention-3's dQ); off Hopper FlashBwdFusedTma, by
-  /// element atomics in the accumulator fragment's order (S rounded up to a block) — then FlashBwdDqConvert: four
-  /// launches and a memset, no dQ kernel.
+  /// fused_by_default) the dK/dV kernel is FlashBwdFusedTma instead, dQ summed by atomics in a workspace of
+  /// B·Hq·S·D floats (S rounded up to a block), then FlashBwdDqConvert: four launches and a memset, no dQ kernel.
   /// Elsewhere flash_bwd.hpp's pointer kernels (64 x 64, 4 warps).
   void backward(const T* q, const T* k, const T* v, const T* o, const T* d_o, const float* lse, float* delta, T* dq, T* dk, T* dv,
                 const AttnShape& s) {
@@ -452,17 +450,7 @@ class Attention {
           {
             const Desc dk_d = desc(k, rkv, KV_N), dv_d = desc(v, rkv, KV_N), dq_d = desc(q, rq, KV_M), ddo_d = desc(d_o, rq, KV_M);
             const tj::Grid grid{tj::cdiv(s.seqlen, KV_N), s.batch * s.heads_kv};
-            if (fused && hopper()) {  // dQ added by TMA reduce-adds into f32 [B·Hq, S, D], row-major
-              const std::size_t bytes = static_cast<std::size_t>(rq * s.seqlen) * D * 4;
-              float* acc = workspace(bytes);
-              dev_.memset(acc, 0, bytes);
-              const Desc acc_d(dev_, acc, tj::DType::f32, {rq, s.seqlen, D}, {s.seqlen * D, D, 1}, {1, KV_M, D});
-              kernel<FlashBwdFusedTmaAdd<KV_M, KV_N, D, C, T>>(kv_warps, kv_stages, kv_ws, resident, true)
-                  .launch(grid, dk_d, dv_d, dq_d, ddo_d, lse, delta, dk, dv, acc_d, s.seqlen, group, sc, sl2);
-              kernel<FlashBwdDqConvert<KV_M, D, T, true>>(4).launch(tj::Grid{tj::cdiv(s.seqlen, KV_M), rq}, acc, dq, s.seqlen, sc);
-              return;
-            }
-            if (fused) {  // dQ accumulated in f32 by element atomics, [B·Hq, S rounded up to KV_M, D]
+            if (fused) {  // dQ accumulated in f32, [B·Hq, S rounded up to KV_M, D]
               const long long s_pad = dq_acc_rows<KV_M>(static_cast<long long>(s.seqlen));
               fits_i32({s.batch, s.heads_q, s_pad, D}, "the fused backward's dQ accumulator [B·Hq, S rounded up to a block, D]");
               const std::size_t bytes = static_cast<std::size_t>(s.batch * s.heads_q * s_pad) * D * 4;
@@ -557,13 +545,13 @@ class Attention {
   }
   /// K compiled once per Attention object (the kernel cache keeps the machine code across objects).
   template <class K>
-  tj::Kernel<K>& kernel(int warps, int stages = 3, bool warp_specialize = false, bool cp_async_resident = false, bool tma_store = false) {
+  tj::Kernel<K>& kernel(int warps, int stages = 3, bool warp_specialize = false, bool cp_async_resident = false) {
     auto& slot = kernels_[std::type_index(typeid(K))];
     if (!slot)
       slot = std::make_shared<tj::Kernel<K>>(
           dev_, K{},
           tj::CompileOptions{.num_warps = warps, .num_stages = stages, .arch = mma_sync_ && dev_.compute_capability() == 90 ? "sm_90" : "",
-                             .warp_specialize = warp_specialize, .tma_store = tma_store, .cp_async_resident = cp_async_resident});
+                             .warp_specialize = warp_specialize, .cp_async_resident = cp_async_resident});
     return *static_cast<tj::Kernel<K>*>(slot.get());
   }
 

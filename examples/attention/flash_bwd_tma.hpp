@@ -58,9 +58,9 @@ struct FlashBwdTmaConfig {
   static constexpr bool kv_ws = !d64, q_ws = !d64;
 };
 
-/// The body of FlashBwdKVTma and the fused kernels: `dq_sink(bh, m0, rm, row_ok, dst, k_tile)` is called in every
-/// iteration with the query head bh, the block's first query row m0, its rows rm and their bound check [BLOCK_M],
-/// dSᵀ rounded to T [BLOCK_N, BLOCK_M] and the resident K block [BLOCK_N, D].
+/// The body of FlashBwdKVTma and FlashBwdFusedTma: `dq_sink(bh, rm, row_ok, dst, k_tile)` is called in every
+/// iteration with the query head bh, the block's query rows rm and their bound check [BLOCK_M], dSᵀ rounded to T
+/// [BLOCK_N, BLOCK_M] and the resident K block [BLOCK_N, D].
 template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, class DqSink>
 void bwd_kv_tma_body(const tj::Desc<T, 1, BLOCK_N, HEAD_DIM>& k, const tj::Desc<T, 1, BLOCK_N, HEAD_DIM>& v,
                      const tj::Desc<T, 1, BLOCK_M, HEAD_DIM>& q, const tj::Desc<T, 1, BLOCK_M, HEAD_DIM>& d_o, const tj::Ptr<float>& lse,
@@ -87,7 +87,7 @@ void bwd_kv_tma_body(const tj::Desc<T, 1, BLOCK_N, HEAD_DIM>& k, const tj::Desc<
       auto lse_l2 = tj::load(lse + bh * S + rm, row_ok, 0.0f) * kLog2e;
       auto dlt = tj::load(delta + bh * S + rm, row_ok, 0.0f);
       auto dpt_of = [&] { return tj::dot(v_tile, tj::trans(do_blk)); };  // after dV's product: one score tile live
-      auto ds_sink = [&](const auto& dst) { dq_sink(bh, m0, rm, row_ok, dst, k_tile); };
+      auto ds_sink = [&](const auto& dst) { dq_sink(bh, rm, row_ok, dst, k_tile); };
       return bwd_kv_step<CAUSAL, T>(tj::dot(k_tile, tj::trans(q_blk)), dpt_of, rn, rm, key_ok, row_ok,
                                     lse_l2, dlt, scale_log2e, do_blk, q_blk, dk_acc, dv_acc, ds_sink);
     });
@@ -154,7 +154,7 @@ struct FlashBwdFusedTma {
                   tj::Ptr<float> dq_acc, tj::Size S, tj::Size group, tj::Scalar<float> scale, tj::Scalar<float> scale_log2e) const {
     auto r = tj::arange<BLOCK_M>();
     auto off = dq_acc_offset<BLOCK_M, HEAD_DIM>(r, tj::arange<HEAD_DIM>());
-    auto dq_sink = [&](const auto& bh, const auto&, const auto& rm, const auto& row_ok, const auto& dst, const auto& k_tile) {
+    auto dq_sink = [&](const auto& bh, const auto& rm, const auto& row_ok, const auto& dst, const auto& k_tile) {
       auto dq_part = tj::dot(tj::trans(dst), k_tile);  // dS·K [BLOCK_M, D]
       // The block's start as a column of its rows' m0 = rm − r, not the loop's scalar m0: with the scalar, the
       // generated D = 64 kernel ran 17% slower on the H200 (docs/perf.md v0.26 call 4).
@@ -165,42 +165,18 @@ struct FlashBwdFusedTma {
   }
 };
 
-/// FlashBwdFusedTma with dQ's share added through a descriptor (FlashAttention-3's dQ): dq_acc is f32 [B·Hq, S, D],
-/// row-major, zeroed before the launch, and each iteration's dS·K [BLOCK_M, D] is `dq_acc.atomic_add`ed at (bh, m0,
-/// 0) — on sm_90a with CompileOptions::tma_store staged in shared memory and added in L2 by one bulk tensor
-/// reduce-add per 128-byte slab, rows past S outside the descriptor and dropped; elsewhere masked f32 atomics in
-/// row-major order (slower than FlashBwdFusedTma's fragment order off Hopper). Same grid, tiles and other arguments
-/// as FlashBwdKVTma; FlashBwdDqConvert<BLOCK_M, D, T, true> then rounds dQ. The adds' order varies from run to run.
-template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T>
-struct FlashBwdFusedTmaAdd {
-  void operator()(tj::Desc<T, 1, BLOCK_N, HEAD_DIM> k, tj::Desc<T, 1, BLOCK_N, HEAD_DIM> v, tj::Desc<T, 1, BLOCK_M, HEAD_DIM> q,
-                  tj::Desc<T, 1, BLOCK_M, HEAD_DIM> d_o, tj::Ptr<float> lse, tj::Ptr<float> delta, tj::Ptr<T> dk, tj::Ptr<T> dv,
-                  tj::Desc<float, 1, BLOCK_M, HEAD_DIM> dq_acc, tj::Size S, tj::Size group, tj::Scalar<float> scale,
-                  tj::Scalar<float> scale_log2e) const {
-    auto dq_sink = [&](const auto& bh, const auto& m0, const auto&, const auto&, const auto& dst, const auto& k_tile) {
-      dq_acc.atomic_add(bh, m0, 0, tj::dot(tj::trans(dst), k_tile));  // dS·K [BLOCK_M, D], unscaled
-    };
-    bwd_kv_tma_body<BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL, T>(k, v, q, d_o, lse, delta, dk, dv, S, group, scale, scale_log2e, dq_sink);
-  }
-};
-
 /// The fused backward's last launch, grid (cdiv(S, BLOCK_M), B·Hq): dq [B·Hq, S, D] = T(scale · dq_acc) from the
-/// accumulator FlashBwdFusedTma<BLOCK_M, ...> filled (dq_acc_offset's order per block), or with ROW_MAJOR the
-/// row-major [B·Hq, S, D] one of FlashBwdFusedTmaAdd.
-template <int BLOCK_M, int HEAD_DIM, class T, bool ROW_MAJOR = false>
+/// accumulator FlashBwdFusedTma<BLOCK_M, ...> filled (dq_acc_offset's order per block).
+template <int BLOCK_M, int HEAD_DIM, class T>
 struct FlashBwdDqConvert {
   void operator()(tj::Ptr<float> dq_acc, tj::Ptr<T> dq, tj::Size S, tj::Scalar<float> scale) const {
     auto m0 = tj::program_id(0) * BLOCK_M;
     auto bh = tj::program_id(1);
     auto r = tj::arange<BLOCK_M>();
     auto rd = tj::arange<HEAD_DIM>();
+    auto acc = tj::load(dq_acc + dq_acc_block<BLOCK_M, HEAD_DIM>(bh, m0, S) + dq_acc_offset<BLOCK_M, HEAD_DIM>(r, rd));
     auto ok = tj::expand_dims<1>(m0 + r < S);
-    auto rows = (bh * S + tj::expand_dims<1>(m0 + r)) * HEAD_DIM + tj::expand_dims<0>(rd);
-    auto acc = [&] {
-      if constexpr (ROW_MAJOR) return tj::load(dq_acc + rows, ok, 0.0f);
-      else return tj::load(dq_acc + dq_acc_block<BLOCK_M, HEAD_DIM>(bh, m0, S) + dq_acc_offset<BLOCK_M, HEAD_DIM>(r, rd));
-    }();
-    tj::store(dq + rows, tj::cast<T>(acc * scale), ok);
+    tj::store(dq + (bh * S + tj::expand_dims<1>(m0 + r)) * HEAD_DIM + tj::expand_dims<0>(rd), tj::cast<T>(acc * scale), ok);
   }
 };
 

@@ -295,11 +295,10 @@ class Emitter {
       ring_bytes_ += align_1k(b.bytes);
       pipe_preamble_ += fmt::format("  const unsigned tj_stbuf{} = tj_smem_addr(tj_smem_raw) + {};  // TMA store staging of %{}\n",
                                     b.node, b.off, b.node);
-      const char* how = k_[b.node].i == ir::kDescAdd ? "added by TMA reduce-adds" : "stored by TMA";
-      plan_diag_.push_back(b.chunked ? fmt::format("desc_store %{}: {} slab by slab through {} bytes of shared memory (two "
-                                                   "buffers of one 128-byte slab; {} slabs)", b.node, how, b.bytes, slabs)
-                                     : fmt::format("desc_store %{}: {} from {} bytes of shared memory ({} slab(s) of 128 "
-                                                   "bytes)", b.node, how, b.bytes, slabs));
+      plan_diag_.push_back(b.chunked ? fmt::format("desc_store %{}: stored by TMA slab by slab through {} bytes of shared memory (two "
+                                                   "buffers of one 128-byte slab; {} slabs)", b.node, b.bytes, slabs)
+                                     : fmt::format("desc_store %{}: stored by TMA from {} bytes of shared memory ({} slab(s) of 128 "
+                                                   "bytes)", b.node, b.bytes, slabs));
     }
   }
   /// The value desc_store `id` writes: cast<T>(x) of a float x to a float T in the same layout stores x, converted
@@ -381,14 +380,12 @@ class Emitter {
     if (!sb) throw Unsupported(fmt::format("codegen: desc_store %{} has no staging buffer", id));
     const int val = store_value(id);
     const int B0 = n.type.shape[0], es = size_bytes(n.type.dtype), W = 128 / es;
-    line(fmt::format("// %{}: block of descriptor %{} {} by TMA from the swizzled staging buffer tj_stbuf{}{}", id, n.args[0],
-                     n.i == ir::kDescAdd ? "added" : "stored", id,
+    line(fmt::format("// %{}: block of descriptor %{} stored by TMA from the swizzled staging buffer tj_stbuf{}{}", id, n.args[0], id,
                      sb->chunked ? ", slab by slab through two slab buffers" : ""));
     const bool in_loop = parent_[static_cast<std::size_t>(id)] >= 0;
-    const char* op = n.i == ir::kDescAdd ? "add" : "store";  // Desc::atomic_add: a bulk tensor reduce-add
     auto issue = [&](int s, int at) {
       const ir::DescRef b = block_desc(id);
-      return fmt::format("tj_tma_{}_{}d(&s{}.map, tj_stbuf{} + {}u, {}); ", op, b.rank, b.param, id, at,
+      return fmt::format("tj_tma_store_{}d(&s{}.map, tj_stbuf{} + {}u, {}); ", b.rank, b.param, id, at,
                          box_coords(id, v(n.args[1], 0), fmt::format("(int)({}) + {}", v(n.args[2], 0), s * W), outer_values(id)));
     };
     if (!sb->chunked) {

@@ -603,23 +603,6 @@ static __device__ __forceinline__ void tj_tma_store_5d(const void* map, unsigned
   asm volatile("cp.async.bulk.tensor.5d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
                :: "l"(map), "r"(src), "r"(x), "r"(y), "r"(z), "r"(w), "r"(v) : "memory");
 }
-// The same block added element by element to the tensor instead (PTX "cp.reduce.async.bulk.tensor", .add; the
-// element type is the map's: f32, s32 or u32 here), in the same bulk group; done in L2, atomic per element.
-static __device__ __forceinline__ void tj_tma_add_2d(const void* map, unsigned src, int x, int y) {
-  asm volatile("cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3}], [%1];" :: "l"(map), "r"(src), "r"(x), "r"(y) : "memory");
-}
-static __device__ __forceinline__ void tj_tma_add_3d(const void* map, unsigned src, int x, int y, int z) {
-  asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4}], [%1];"
-               :: "l"(map), "r"(src), "r"(x), "r"(y), "r"(z) : "memory");
-}
-static __device__ __forceinline__ void tj_tma_add_4d(const void* map, unsigned src, int x, int y, int z, int w) {
-  asm volatile("cp.reduce.async.bulk.tensor.4d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4, %5}], [%1];"
-               :: "l"(map), "r"(src), "r"(x), "r"(y), "r"(z), "r"(w) : "memory");
-}
-static __device__ __forceinline__ void tj_tma_add_5d(const void* map, unsigned src, int x, int y, int z, int w, int v) {
-  asm volatile("cp.reduce.async.bulk.tensor.5d.global.shared::cta.add.tile.bulk_group [%0, {%2, %3, %4, %5, %6}], [%1];"
-               :: "l"(map), "r"(src), "r"(x), "r"(y), "r"(z), "r"(w), "r"(v) : "memory");
-}
 static __device__ __forceinline__ void tj_bulk_commit() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
 // Every bulk group of this thread has finished reading its shared memory (the buffer may be written again).
 static __device__ __forceinline__ void tj_bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory"); }

@@ -296,7 +296,6 @@ std::string print(const Kernel& k) {
     if (n.op == Op::param) out += fmt::format(" #{}", n.i);
     if (n.op == Op::desc_field) out += fmt::format(" field={}", n.i);
     if (n.op == Op::desc_load && n.i == 1) out += " multicast";
-    if (n.op == Op::desc_store && n.i == kDescAdd) out += " add";
     if (n.op == Op::desc_view) out += fmt::format(" rank={} row_dim={}", n.i, n.axis);
     if (n.op == Op::event)
       out += fmt::format(" {} '{}'", n.axis == 0 ? "begin" : "end",

@@ -131,10 +131,9 @@ struct Builder {
   }
 
   /// `value` stored as the block of view `w` at (c0, c1), out-of-bounds elements dropped.
-  /// The block `value` stored (or, `atomic`, added element by element) at (c0, c1); out-of-bounds elements masked.
-  void store(const View& w, int c0, int c1, int value, const Type& block, bool atomic) {
+  void store(const View& w, int c0, int c1, int value, const Type& block) {
     const auto [ptrs, mask] = addresses(w, c0, c1, block, false);
-    add(atomic ? Op::atomic_add : Op::store, block, ptrs, value, mask);
+    add(Op::store, block, ptrs, value, mask);
   }
 };
 
@@ -180,7 +179,7 @@ Kernel lower_descriptors(const Kernel& k, const std::function<bool(int)>& keep) 
       continue;
     }
     if (n.op == Op::desc_store && lowered[id]) {
-      b.store(view(static_cast<int>(id)), m(n.args[1]), m(n.args[2]), m(n.args[3]), n.type, n.i == kDescAdd);
+      b.store(view(static_cast<int>(id)), m(n.args[1]), m(n.args[2]), m(n.args[3]), n.type);
       continue;
     }
     if (n.op == Op::trans && lowered[static_cast<std::size_t>(n.args[0])]) {

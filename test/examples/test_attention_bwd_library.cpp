@@ -215,12 +215,9 @@ TEST_CASE("attention_backward_library_tma_kernels_compile_for_sm90a") {
         tj::compile_for_arch<Q>("sm_90a", {.num_warps = Cfg::q_warps, .num_stages = Cfg::q_stages, .warp_specialize = Cfg::q_ws});
     CHECK(!kv.binary.bytes.empty());
     CHECK(!qk.binary.bytes.empty());
-    // The fused schedule on Hopper: the dK/dV tiles with dQ's TMA reduce-adds (compile_for_arch specialises nothing,
-    // so the descriptor's rows are not known to be whole 16-byte chunks and the adds stay element atomics here;
-    // the launch, which knows, takes TMA: attention_bwd_fused_dq_adds_are_vector_reductions_on_sm90a).
-    using F = examples::FlashBwdFusedTmaAdd<Cfg::kv_block_m, Cfg::kv_block_n, D, C, tj::bf16>;
-    CHECK(!tj::compile_for_arch<F>("sm_90a", {.num_warps = Cfg::kv_warps, .num_stages = Cfg::kv_stages, .warp_specialize = Cfg::kv_ws,
-                                              .tma_store = true})
+    // The fused schedule: the dK/dV tiles with dQ's atomics.
+    using F = examples::FlashBwdFusedTma<Cfg::kv_block_m, Cfg::kv_block_n, D, C, tj::bf16>;
+    CHECK(!tj::compile_for_arch<F>("sm_90a", {.num_warps = Cfg::kv_warps, .num_stages = Cfg::kv_stages, .warp_specialize = Cfg::kv_ws})
                .binary.bytes.empty());
   });
   // f16 shares the code path; one config is enough to show it compiles.

@@ -23,13 +23,11 @@ using D = tj::TensorDescriptor;
 
 namespace {
 
-/// Forward through the library (O, LSE), delta, then FlashBwdKVTma and FlashBwdQTma — or, `fused` 1,
-/// FlashBwdFusedTma (dQ by element atomics into a zeroed f32 accumulator) and FlashBwdDqConvert; `fused` 2,
-/// FlashBwdFusedTmaAdd (dQ by Desc::atomic_add, with CompileOptions::tma_store: TMA reduce-adds on sm_90a) and the
-/// row-major FlashBwdDqConvert.
+/// Forward through the library (O, LSE), delta, then FlashBwdKVTma and FlashBwdQTma — or, `fused`,
+/// FlashBwdFusedTma (dQ by atomics into a zeroed f32 accumulator) and FlashBwdDqConvert.
 template <int BM, int BN, int HD, bool CAUSAL, class T>
 void bwd_tma_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int stages, bool kv_ws = false, bool q_ws = false,
-                  int fused = 0) {
+                  bool fused = false) {
   CAPTURE(fused);
   CAPTURE(HD);
   CAPTURE(kv_ws);
@@ -63,8 +61,8 @@ void bwd_tma_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int stag
   };
   auto *pq = up(q), *pk = up(k), *pv = up(v), *po = up(o), *pdo = up(d_o), *pdq = up(dq), *pdk = up(dk), *pdv = up(dv);
   auto *pl = up(lse), *pdl = up(delta);
-  // The fused accumulator: [B·Hq, S rounded up to BM, D] (element atomics) or [B·Hq, S, D] (TMA adds), zeros.
-  std::vector<float> acc(fused == 1 ? static_cast<std::size_t>(B) * Hq * examples::dq_acc_rows<BM>(S) * HD : fused == 2 ? nq : 0);
+  // The fused accumulator: [B·Hq, S rounded up to BM, D], zeros.
+  std::vector<float> acc(fused ? static_cast<std::size_t>(B) * Hq * examples::dq_acc_rows<BM>(S) * HD : 0);
   float* pacc = fused ? up(acc) : nullptr;
   examples::Attention<T> attn(dev);
   attn.forward(pq, pk, pv, po, pl, s);
@@ -76,15 +74,7 @@ void bwd_tma_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int stag
   // Rank 3: [heads, S, D], bounds per head.
   auto desc = [&](T* p, long long heads, int block) { return D(dev, p, dt, {heads, S, HD}, {static_cast<long long>(S) * HD, HD, 1}, {1, block, HD}); };
   const long long hq = static_cast<long long>(B) * Hq, hk = static_cast<long long>(B) * Hkv;
-  if (fused == 2) {
-    const D dk_d = desc(pk, hk, BN), dv_d = desc(pv, hk, BN), dq_d = desc(pq, hq, BM), ddo_d = desc(pdo, hq, BM);
-    const D acc_d(dev, pacc, tj::DType::f32, {hq, S, HD}, {static_cast<long long>(S) * HD, HD, 1}, {1, BM, HD});
-    auto kv = tj::compile<examples::FlashBwdFusedTmaAdd<BM, BN, HD, CAUSAL, T>>(
-        dev, {.num_warps = BN / 16, .num_stages = stages, .warp_specialize = kv_ws, .tma_store = true});
-    kv.launch(tj::Grid{tj::cdiv(S, BN), B * Hkv}, dk_d, dv_d, dq_d, ddo_d, pl, pdl, pdk, pdv, acc_d, S, group, sc, sc2);
-    auto cvt = tj::compile<examples::FlashBwdDqConvert<BM, HD, T, true>>(dev, {.num_warps = 4});
-    cvt.launch(tj::Grid{tj::cdiv(S, BM), B * Hq}, pacc, pdq, S, sc);
-  } else if (fused == 1) {
+  if (fused) {
     const D dk_d = desc(pk, hk, BN), dv_d = desc(pv, hk, BN), dq_d = desc(pq, hq, BM), ddo_d = desc(pdo, hq, BM);
     auto kv = tj::compile<examples::FlashBwdFusedTma<BM, BN, HD, CAUSAL, T>>(dev, {.num_warps = BN / 16, .num_stages = stages, .warp_specialize = kv_ws});
     kv.launch(tj::Grid{tj::cdiv(S, BN), B * Hkv}, dk_d, dv_d, dq_d, ddo_d, pl, pdl, pdk, pdv, pacc, S, group, sc, sc2);
@@ -131,9 +121,6 @@ TEST_CASE("attention_bwd_fused_interpreter_matches_f64") {
   bwd_tma_case<64, 64, 64, false, tj::bf16>(dev, 1, 2, 1, 80, 2, false, false, true);  // ragged S, GQA: two heads' atomics
   bwd_tma_case<64, 64, 96, true, tj::bf16>(dev, 1, 2, 2, 70, 2, false, false, true);   // D = 96 exact, causal
   bwd_tma_case<32, 64, 64, true, tj::f16>(dev, 2, 4, 2, 96, 2, false, false, true);    // query blocks smaller than key blocks
-  // Desc::atomic_add lowered to masked element atomics (row-major), ragged rows dropped by its bounds.
-  bwd_tma_case<64, 64, 64, false, tj::bf16>(dev, 1, 2, 1, 80, 2, false, false, 2);
-  bwd_tma_case<64, 64, 96, true, tj::bf16>(dev, 1, 2, 2, 70, 2, false, false, 2);
 }
 
 TEST_CASE("attention_bwd_fused_dq_adds_are_vector_reductions_on_sm90a") {
@@ -152,18 +139,6 @@ TEST_CASE("attention_bwd_fused_dq_adds_are_vector_reductions_on_sm90a") {
   CHECK(occurrences(d128, "tj_red_add_v2(v") == 128 / 8);
   CHECK(occurrences(d128, "tj_atomic_add(v") == 0);
   testing::compiles_for_sm90a(d128, "bwd_fused.cu");
-  // FlashBwdFusedTmaAdd with tma_store: four reduce-adds (one per 128-byte slab of f32 [64, 128]) per iteration.
-  {
-    const auto k = tj::trace(examples::FlashBwdFusedTmaAdd<64, 128, 128, false, tj::bf16>{});
-    tj::ir::Specialization spec;
-    spec.flags.assign(k.params.size(), tj::ir::Specialization::kDiv16);
-    const auto g = tj::codegen::generate(k, spec, tj::codegen::target_for("sm_90a"),
-                                         {.num_warps = 8, .num_stages = 2, .warp_specialize = true, .tma_store = true});
-    CHECK(occurrences(g.source, "tj_tma_add_3d(&s") == 4);
-    CHECK(occurrences(g.source, "tj_red_add_v2(v") == 0);
-    CHECK(occurrences(g.source, "tj_atomic_add(v") == 0);
-    testing::compiles_for_sm90a(g.source, "bwd_fused_tma_add.cu");
-  }
   const auto sm80 = gen(examples::FlashBwdFusedTma<64, 128, 128, false, tj::bf16>{}, "sm_80");
   CHECK(occurrences(sm80, "tj_red_add_v2(v") == 0);
   CHECK(occurrences(sm80, "tj_atomic_add(v") == 128 / 4);
@@ -218,9 +193,4 @@ TEST_CASE("attention_bwd_tma_gpu_matches_f64") {
   bwd_tma_case<64, 128, 96, true, tj::bf16>(dev, 1, 4, 2, 257, 2, false, false, true);
   bwd_tma_case<64, 128, 128, true, tj::bf16>(dev, 2, 4, 2, 256, 2, true, false, true);
   bwd_tma_case<64, 128, 128, false, tj::f16>(dev, 1, 2, 1, 129, 2, true, false, true);
-  // Fused with dQ by TMA reduce-adds (rows past S outside the descriptor), the library's Hopper schedule.
-  bwd_tma_case<64, 64, 64, false, tj::bf16>(dev, 1, 4, 1, 300, 3, false, false, 2);
-  bwd_tma_case<64, 128, 96, true, tj::bf16>(dev, 1, 4, 2, 257, 2, false, false, 2);
-  bwd_tma_case<64, 128, 128, true, tj::bf16>(dev, 2, 4, 2, 256, 2, true, false, 2);
-  bwd_tma_case<64, 128, 128, false, tj::f16>(dev, 1, 2, 1, 129, 2, true, false, 2);
 }

@@ -70,9 +70,8 @@ enum class Op : std::uint8_t {
                  // shape[d], kDescStride + d strides[d] (i32 elements) of any rank
   trans,         // args[0] [M,N] -> [N,M]
   desc_store,    // args: descriptor, c0, c1, value [block0, block1]: stores the block at (c0, c1), out-of-bounds
-                 // elements dropped; no result; i = kDescAdd: adds it instead (Desc::atomic_add, a TMA reduce-add).
-                 // Backends see it only where codegen stores it through TMA (lower_descriptors rewrites the others
-                 // into masked stores, or masked atomic adds)
+                 // elements dropped; no result. Backends see it only where codegen stores it through TMA
+                 // (lower_descriptors rewrites the others into masked stores)
   event,         // a device event (lang/events.hpp): args[0] = its id (i32 scalar); i = index into
                  // Kernel::event_sites; axis: 0 = async_begin (producer), 1 = async_end (consumer); no result.
                  // Backends record it only when the kernel is instrumented (codegen::Options::device_events)
@@ -103,8 +102,6 @@ enum class Op : std::uint8_t {
 
 /// desc_field's i for shape[d] and strides[d] of a descriptor of any rank (d < 5).
 inline constexpr int kDescShape = 8, kDescStride = 16;
-/// desc_store's i for a block added to memory instead of stored (Desc::atomic_add).
-inline constexpr std::int64_t kDescAdd = 1;
 
 /// The device-event sites the code generator records itself (codegen::Options::device_events); a kernel's own
 /// async_begin / async_end may not use these names.

@@ -26,8 +26,7 @@
 namespace tilejit::ir {
 
 /// `k` with every desc_load and desc_store for which `keep(id)` is false
-/// rewritten into masked loads and stores (see above; a desc_store with i =
-/// kDescAdd into masked atomic_add); node ids change,
+/// rewritten into masked loads and stores (see above); node ids change,
 /// program order is kept. A desc_view is kept only where a kept block reads
 /// it. With `keep` empty every desc_load and desc_store is rewritten.
 [[nodiscard]] Kernel lower_descriptors(const Kernel& k, const std::function<bool(int)>& keep = {});

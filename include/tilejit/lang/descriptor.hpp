@@ -43,11 +43,6 @@
 // records a desc_store: a masked store of the same block (lower_descriptors),
 // or on sm_90a with CompileOptions::tma_store a TMA bulk store through a
 // 128B-swizzled shared-memory staging buffer (codegen, "TMA store").
-// `atomic_add(i, j, t)` adds the block instead (f32, i32, u32; relaxed, device
-// scope, each element once, in no fixed order with other programs' adds): the
-// same TMA path with a bulk tensor reduce-add (PTX `cp.reduce.async.bulk.tensor
-// ... .add`, one instruction per 128-byte slab, the add done in L2 — how
-// FlashAttention-3 sums dQ), else masked element atomics (tj::atomic_add).
 #pragma once
 #include <array>
 #include <limits>
@@ -200,27 +195,6 @@ class Desc {
   template <class... A>
     requires(R >= 2 && sizeof...(A) == R + 1)
   void store(const A&... a) const {
-    block_op(0, a...);
-  }
-
-  /// Add the tile `t` (the last argument, [block0, block1]) to the block at element offsets (c0, ..., c{R-1}),
-  /// element by element; elements out of bounds are dropped. f32, i32 or u32. Atomic per element (relaxed, device
-  /// scope): blocks other programs add at the same time sum up, in no fixed order (f32 sums may differ in their
-  /// last bits from run to run). On sm_90a with CompileOptions::tma_store (under the TMA store's conditions, see
-  /// the file comment) one bulk tensor reduce-add per 128-byte slab from a shared-memory staging buffer; else
-  /// masked tj::atomic_add.
-  template <class... A>
-    requires(R >= 2 && sizeof...(A) == R + 1)
-  void atomic_add(const A&... a) const {
-    static_assert(std::is_same_v<T, float> || std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::uint32_t>,
-                  "Desc::atomic_add adds f32, i32 or u32 blocks (what both the TMA reduce-add and tj::atomic_add take)");
-    block_op(ir::kDescAdd, a...);
-  }
-
- private:
-  /// A desc_store of the last argument at the coordinates before it; `add`: ir::kDescAdd (atomic_add) or 0 (store).
-  template <class... A>
-  void block_op(std::int64_t add, const A&... a) const {
     const auto args = std::forward_as_tuple(a...);
     [&]<std::size_t... I>(std::index_sequence<I...>) {
       const Tile<T, block0, block1> t = std::get<R>(args);
@@ -229,10 +203,11 @@ class Desc {
       n.op = ir::Op::desc_store;
       n.type = lang::type_of<T, block0, block1>();
       n.args = {d, ci, cj, t.id()};
-      n.i = add;
       lang::record(n);
     }(std::make_index_sequence<R>{});
   }
+
+ private:
   /// Rank 1: the addresses of elements i .. i + B0 - 1 and where they are in bounds (0 <= index < shape(0)).
   std::pair<Tile<ptr<T>, block1>, Tile<bool, block1>> vector_block(const Int& i) const {
     ir::Node b;
