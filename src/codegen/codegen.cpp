@@ -2283,26 +2283,10 @@ class Emitter {
   /// (AxisInfo), the mask's constancy, and 16 bytes. 1 = scalar accesses.
   int vector_width(int id, int pj, int mj) const {
     const ir::Type& t = k_[id].type;
-    const int es = size_bytes(t.dtype);
-    if (!tile(id) || t.is_ptr || (es != 2 && es != 4)) return 1;
+    if (!tile(id)) return 1;
     const ir::TileLayout& tl = TL(id);
-    const int md = t.rank - 1, pd = tl.dim_of[static_cast<std::size_t>(md)];
-    if (pd < 0) return 1;
-    int run = 1;
-    for (const auto& g : D(tl).reg) {
-      if (g.radix != 2 || g.stride != run || g.image[static_cast<std::size_t>(pd)] != run) break;
-      bool only_pd = true;
-      for (int d = 0; d < D(tl).rank; ++d)
-        if (d != pd && g.image[static_cast<std::size_t>(d)] != 0) only_pd = false;
-      if (!only_pd) break;
-      run *= 2;
-    }
-    const ir::AxisInfo& p = axes_[static_cast<std::size_t>(k_[id].args[static_cast<std::size_t>(pj)])];
-    long long w = std::min<long long>({run, p.contiguity[static_cast<std::size_t>(md)], p.divisibility[static_cast<std::size_t>(md)] / es, 16 / es});
-    if (mj >= 0) w = std::min<long long>(w, axes_[static_cast<std::size_t>(k_[id].args[static_cast<std::size_t>(mj)])].constancy[static_cast<std::size_t>(md)]);
-    int v = 1;
-    while (v * 2 <= w) v *= 2;
-    return v * es >= 4 ? v : 1;
+    const auto axis = [&](int j) -> const ir::AxisInfo& { return axes_[static_cast<std::size_t>(k_[id].args[static_cast<std::size_t>(j)])]; };
+    return ir::vector_elements(D(tl), tl, t, axis(pj), mj >= 0 ? &axis(mj) : nullptr, t.rank - 1);  // the planner's rule
   }
   /// Element i of a loaded vector word array `t` as the register value.
   std::string unpack(DType dt, const std::string& t, int i) const {
