@@ -116,6 +116,25 @@ class Params {
 
   [[nodiscard]] const std::string& kind_token() const { return kind_token_; }
   [[nodiscard]] bool has(const std::string& key) const { return by_key_.count(key) != 0; }
+  /// The param whose integers carry the most prime factors (with multiplicity), or nullptr when none has any:
+  /// the likeliest cause when a digit system overflows (shape=96 spt=1048576: spt's 20 twos, not shape's 6).
+  [[nodiscard]] const Param* heaviest() const {
+    const Param* best = nullptr;
+    int most = 0;
+    for (const auto& [k, p] : by_key_) {
+      int digits = 0;
+      for (std::size_t i = 0; i < p.value.size();) {
+        if (p.value[i] < '0' || p.value[i] > '9') { ++i; continue; }
+        long long n = 0;
+        for (; i < p.value.size() && p.value[i] >= '0' && p.value[i] <= '9'; ++i) n = std::min(n * 10 + (p.value[i] - '0'), 1LL << 40);
+        for (long long f = 2; n > 1 && f * f <= n; ++f)
+          while (n % f == 0) n /= f, ++digits;
+        if (n > 1) ++digits;
+      }
+      if (digits > most) most = digits, best = &p;
+    }
+    return best;
+  }
   [[nodiscard]] const Param& get(const std::string& key) const { return by_key_.at(key); }
   /// The text of all params, for messages.
   [[nodiscard]] std::string text() const {
@@ -197,12 +216,12 @@ L::LinearLayout build(const Params& ps, F&& f) {
   try {
     return f();
   } catch (const LayoutError& e) {
-    // The digit cap is the shape's doing (or its registers per thread): blame that key.
+    // The digit cap: blame the param with the most prime factors (the shape, or a per-thread / per-warp count).
     const std::string what = e.what();
-    if (what.find("a digit system holds at most") != std::string::npos && ps.has("shape"))
-      throw SpecError(ps.get("shape").token,
+    if (what.find("a digit system holds at most") != std::string::npos && ps.heaviest())
+      throw SpecError(ps.heaviest()->token,
                       fmt::format("{}: every named dim (register, lane, warp, dim0, dim1) holds at most {} prime digits "
-                                  "(2^{} elements of a power-of-two size), and this shape needs more in one of them",
+                                  "(2^{} elements of a power-of-two size), and this value needs more in one of them",
                                   what, L::DigitSystem::kMaxDigits, L::DigitSystem::kMaxDigits));
     throw SpecError(ps.kind_token(), what);
   }

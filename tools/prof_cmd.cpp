@@ -76,6 +76,7 @@ ProfNode to_node(const json& j, const std::string& origin, const std::string& wh
         n.strings[it.key()] = it->get<std::string>();
       } else if (it->is_null()) {
         // NaN and infinities are written as null (JSON has no such numbers): missing, as hatchet reads them.
+        n.nulls.insert(it.key());
       } else {
         throw bad("metric '" + it.key() + "' of '" + n.name + "' is neither a number nor a string");
       }
@@ -89,9 +90,10 @@ ProfNode to_node(const json& j, const std::string& origin, const std::string& wh
   return n;
 }
 
-void collect_keys(const ProfNode& n, std::set<std::string>& keys) {
+void collect_keys(const ProfNode& n, std::set<std::string>& keys, std::set<std::string>& nulls) {
   for (const auto& [k, v] : n.metrics) keys.insert(k);
-  for (const auto& c : n.children) collect_keys(c, keys);
+  nulls.insert(n.nulls.begin(), n.nulls.end());
+  for (const auto& c : n.children) collect_keys(c, keys, nulls);
 }
 
 /// Fills ProfNode::inclusive: from "<m> (inc)" where the file has it, else by
@@ -252,6 +254,10 @@ MetricSpec resolve(const Profile& p, std::string_view text) {
       }
     }
   }
+  for (const auto& name : p.null_metrics)
+    if (lower(name) == m || strip_unit(name) == m)
+      throw InvalidArgument("metric '" + s.label + "' has no numeric value in " + p.origin +
+                            ": every value of it is null (NaN or infinite when it was recorded)");
   throw InvalidArgument("unknown metric '" + s.label + "': not derivable (" + kDerivedHelp +
                         ") and not in " + p.origin + " (it has: " + available(p) + ")");
 }
@@ -578,8 +584,10 @@ Profile parse_profile(std::string_view bytes, std::string_view origin_view) {
       }
     }
   }
-  std::set<std::string> keys;
-  collect_keys(p.root, keys);
+  std::set<std::string> keys, nulls;
+  collect_keys(p.root, keys, nulls);
+  for (const auto& k : nulls)
+    if (!keys.count(k)) p.null_metrics.insert(k);
   std::set<std::string> from_file, summed;
   for (const auto& k : keys)
     if (ends_with(k, kInc)) from_file.insert(k.substr(0, k.size() - kInc.size()));

@@ -59,6 +59,7 @@ struct ProfNode {
   std::string type;                            ///< frame.type ("function")
   std::map<std::string, double> metrics;       ///< numeric metrics as written
   std::map<std::string, std::string> strings;  ///< text metrics (device_id, device_type)
+  std::set<std::string> nulls;                 ///< metrics written as null (NaN or infinite when recorded)
   std::map<std::string, double> inclusive;     ///< base metric name -> inclusive value
   std::vector<ProfNode> children;
 };
@@ -80,6 +81,8 @@ struct Profile {
   std::set<std::string> inclusive_metrics;
   /// Other numeric metric names: shown as the node's own value.
   std::set<std::string> plain_metrics;
+  /// Metric names the file has only as null (every value NaN or infinite when recorded): not viewable.
+  std::set<std::string> null_metrics;
 
   [[nodiscard]] bool has(std::string_view metric) const;
   [[nodiscard]] std::size_t node_count() const;

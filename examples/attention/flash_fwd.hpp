@@ -22,6 +22,7 @@
 namespace examples {
 namespace tj = tilejit;
 
+inline constexpr float kAttnRescaleThreshold = 8.0f;  // log2 units: p ≤ 2^8 (softmax_of_masked)
 inline constexpr float kAttnNegBig = -1e30f;          // "minus infinity" that keeps exp2 and max finite
 inline constexpr float kAttnLn2 = 0.6931471805599453f;
 
@@ -56,10 +57,23 @@ auto mask_scores_from(const Scores& scores, const Rows& rm, const tj::Int& n0, c
 /// does; scale_log2e > 0. A row with no visible key yet keeps m = -1e30 and
 /// subtracts 0, so exp2(-1e30·scale) = 0 for each of its scores and masked
 /// scores need no second select.
-template <class Scores, class M>
+/// THRESHOLD: the running max m is raised only when a block's max exceeds it by
+/// more than kAttnRescaleThreshold (FlashAttention-4's conditional rescaling,
+/// Dao et al. 2025): p ≤ 2^8 — f32 and bf16 / f16 hold it without loss — and
+/// alpha is exactly 1 for most blocks, so tj::rescale leaves the accumulator
+/// untouched (see correct_rows). m is still one of the row's scaled scores, so
+/// l ≥ 1 and m + log2(l) is the row's log-sum-exp as before.
+template <bool THRESHOLD = false, class Scores, class M>
 auto softmax_of_masked(const Scores& s, const tj::Scalar<float>& scale_log2e, const M& m_i) {
   auto s_max = tj::max<1>(s);
-  auto m_new = tj::where(s_max > kAttnNegBig, tj::maximum(m_i, s_max * scale_log2e), m_i);  // log2 units
+  auto m_blk = s_max * scale_log2e;  // log2 units
+  auto raised = [&] {
+    if constexpr (THRESHOLD)
+      return tj::where(m_blk > m_i + kAttnRescaleThreshold, m_blk, m_i);
+    else
+      return tj::maximum(m_i, m_blk);
+  };
+  auto m_new = tj::where(s_max > kAttnNegBig, raised(), m_i);
   auto m_use = tj::where(m_new > kAttnNegBig, m_new, 0.0f);
   auto p = tj::exp2(s * scale_log2e - tj::expand_dims<1>(m_use));
   auto alpha = tj::exp2(m_i - m_new);
@@ -98,13 +112,30 @@ auto mask_scores_as(const Scores& scores, const Rows& rm, const tj::Int& n0, con
     return scores;
 }
 
+/// Whether the accumulator type Acc [BLOCK_M, HEAD_DIM] takes the conditional rescale: from HEAD_DIM = 256, where a
+/// thread's correction is 128 multiplies a 64-key block. There softmax_of_masked<true> keeps alpha at exactly 1 for
+/// most blocks and correct_rows skips them: +7% for the full D = 256 forward on the H200. Below 256 the plain update:
+/// the branch and the threshold cost more than the multiplies they skip (D = 64 −2 to −7%; docs/perf.md v0.28).
+template <class Acc>
+inline constexpr bool kConditionalRescale = Acc::shape::dims[1] >= 256;
+
+/// acc [BLOCK_M, HEAD_DIM] · alpha [BLOCK_M] per row, the online softmax's correction of the accumulator: through
+/// tj::rescale where kConditionalRescale<Acc>, else a plain multiply.
+template <class Acc, class Alpha>
+auto correct_rows(const Acc& acc, const Alpha& alpha) {
+  if constexpr (kConditionalRescale<Acc>)
+    return tj::rescale(acc, tj::expand_dims<1>(alpha));
+  else
+    return acc * tj::expand_dims<1>(alpha);
+}
+
 /// One step of the online softmax on masked scores `s` [BLOCK_M, BLOCK_N] (keys n0 .. n0 + BLOCK_N):
 /// the updated (m, l, acc), acc += P·v_block() with V [BLOCK_N, HEAD_DIM] (loaded where the product needs it).
 template <class T, class Scores, class M, class L, class Acc, class VBlock>
 auto online_softmax_masked(const Scores& s, const tj::Scalar<float>& scale_log2e, const M& m_i, const L& l_i, const Acc& acc,
                            VBlock v_block) {
-  auto [m_new, p, alpha] = softmax_of_masked(s, scale_log2e, m_i);
-  auto acc_new = tj::dot(tj::cast<T>(p), v_block(), acc * tj::expand_dims<1>(alpha));
+  auto [m_new, p, alpha] = softmax_of_masked<kConditionalRescale<Acc>>(s, scale_log2e, m_i);
+  auto acc_new = tj::dot(tj::cast<T>(p), v_block(), correct_rows(acc, alpha));
   return std::tuple{m_new, l_i * alpha + tj::sum<1>(p), acc_new};
 }
 

@@ -225,8 +225,9 @@ auto fa3_step(const QTile& q_tile, const KDesc& k, const VDesc& v, const KV& kv,
   // P_{-1} = 0: at j = 0 any V block gives 0, as long as it is finite — so read this head's first block, not
   // the previous head's last one (a NaN or Inf there would make 0·NaN = NaN here).
   auto o_prev = tj::dot(p_prev, kv_block(v, kv, tj::maximum(n0 - BLOCK_N, 0)), acc);
-  auto [m_new, prob, alpha] = softmax_of_masked(mask_scores_as<BLOCK_N, CAUSAL, MASK>(s, rm, n0, hi, edge), scale_log2e, m_i);
-  return std::tuple{m_new, l_i * alpha + tj::sum<1>(prob), o_prev * tj::expand_dims<1>(alpha), tj::cast<T>(prob)};
+  auto [m_new, prob, alpha] =
+      softmax_of_masked<kConditionalRescale<Acc>>(mask_scores_as<BLOCK_N, CAUSAL, MASK>(s, rm, n0, hi, edge), scale_log2e, m_i);
+  return std::tuple{m_new, l_i * alpha + tj::sum<1>(prob), correct_rows(o_prev, alpha), tj::cast<T>(prob)};
 }
 
 /// FlashAttention-3's loop over the keys [0, hi) of one head (FlashAttnFwdTmaPingPongBody): iteration j issues

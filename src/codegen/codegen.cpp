@@ -16,6 +16,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <limits>
 #include <set>
 #include <string_view>
 
@@ -1226,11 +1227,10 @@ class Emitter {
     line(fmt::format("if (tj_tid == {}) {{", threads_));
     auto walk = [&](const Pipe& p) {
       const int L = p.loop;
-      const Node& lb = k_[L];
       emit_pipe_issue(p);
       if (parent_[static_cast<std::size_t>(L)] < 0) line(fmt::format("unsigned tj_it{} = 0;", L));
       step_guard(L);
-      line(fmt::format("for (int s{0} = {1}; s{0} < {2}; s{0} += {3}, ++tj_it{0}) {{", L, v(lb.args[0], 0), v(lb.args[1], 0), v(lb.args[2], 0)));
+      loop_header(L, fmt::format(", ++tj_it{}", L), "", false);
       line(fmt::format("  if (tj_it{0} >= {1}u) tj_mbar_wait(tj_empty{0} + 8u * (tj_it{0} % {1}u), (tj_it{0} / {1}u - 1u) & 1u);", L, p.stages));
       line(fmt::format("  tj_issue{0}(s{0}, tj_it{0});", L));
       line("}");
@@ -1248,12 +1248,10 @@ class Emitter {
       while (j < pipes_.size() && parent_[static_cast<std::size_t>(pipes_[j].loop)] == O) ++j;
       for (std::size_t q = i; q < j; ++q) line(fmt::format("unsigned tj_it{} = 0;  // across all of loop %{}", pipes_[q].loop, O));
       if (has_items(O)) line(fmt::format("unsigned tj_oit{} = 0;", O));
-      const Node& ob = k_[O];
       for (int c : outer_carries_)  // scalars the loop carries (a prefetched work item): the producer's own copy
         if (k_[c].args[1] == O) line(fmt::format("{} s{} = {};  // carried by loop %{}", reg_type(k_[c].type), c, v(k_[c].args[0], 0), O));
       step_guard(O);
-      line(fmt::format("for (int s{0} = {1}; s{0} < {2}; s{0} += {3}) {{  // loop %{0}, as the consumers walk it", O, v(ob.args[0], 0),
-                       v(ob.args[1], 0), v(ob.args[2], 0)));
+      loop_header(O, "", fmt::format("  // loop %{}, as the consumers walk it", O), false);
       for (int d : outer_deps_)
         if (parent_[static_cast<std::size_t>(d)] == O) emit(d);
       // The loop's own blocks (one buffer each) and its pipelined loops, in program order: a block read before a
@@ -1864,6 +1862,34 @@ class Emitter {
                      v(k_[loop].args[2], 0), loop));
   }
 
+  /// The `for` header of loop L (`also`: more increments, `comment`: a trailing comment): `for (int s = lo; s < hi;
+  /// s += step)`. Before an outermost loop, one check per loop of its nest whose lo, hi and step are known there and
+  /// are not constants that keep s + step within INT32_MAX: it traps when hi + step - 1 > 2^31 - 1 (the sum would
+  /// wrap negative, stay below hi and never end the loop); the interpreter refuses the same launches (for_range's
+  /// rule). Not inside a loop nest, and not in the loop: an overflow-safe increment cost the D = 64 / 96 attention
+  /// forward 6%, and a check inside the persistent item loop made ptxas spill (docs/perf.md v0.28).
+  /// `nest` = false (the producer's walk, where only L's own bounds are in scope): L's check only.
+  void loop_header(int L, const std::string& also = "", const std::string& comment = "", bool nest = true) {
+    const Node& lb = k_[L];
+    if (parent_[static_cast<std::size_t>(L)] < 0) {
+      for (int n = L; n < static_cast<int>(k_.nodes.size()) && (n == L || (nest && parent_[static_cast<std::size_t>(n)] >= 0)); ++n) {
+        if (k_[n].op != Op::loop_begin) continue;
+        const Node& nb = k_[n];
+        const Node& hi = k_[nb.args[1]];
+        const Node& st = k_[nb.args[2]];
+        if (hi.op == Op::constant && st.op == Op::constant && hi.i - 1 + st.i <= std::numeric_limits<std::int32_t>::max()) continue;
+        // A bound is known here when it is a constant (written as its value) or computed before the nest.
+        auto known = [&](int a) { return k_[a].op == Op::constant || a < L; };
+        auto text = [&](int a) { return k_[a].op == Op::constant ? fmt::format("({})", k_[a].i) : v(a, 0); };
+        if (!known(nb.args[0]) || !known(nb.args[1]) || !known(nb.args[2])) continue;  // computed inside the nest
+        line(fmt::format("if ({0} < {1} && {1} - 1 > 2147483647 - {2}) tj_bad_step();  // loop %{3}: s + step would pass 2^31 - 1",
+                         text(nb.args[0]), text(nb.args[1]), text(nb.args[2]), n));
+      }
+    }
+    line(fmt::format("for (int s{0} = {1}; s{0} < {2}; s{0} += {3}{4}) {{{5}", L, v(lb.args[0], 0), v(lb.args[1], 0), v(lb.args[2], 0),
+                     also, comment));
+  }
+
   /// Emit `value(r)` into every canonical register of `id`, copies into the others.
   void each_register(int id, const std::function<std::string(int)>& value) {
     const ir::Type& t = k_[id].type;
@@ -2188,7 +2214,7 @@ class Emitter {
         hoist_conversions(id);
         wait_resident_before(id);
         step_guard(id);
-        line(fmt::format("for (int s{0} = {1}; s{0} < {2}; s{0} += {3}) {{", id, v(arg(0), 0), v(arg(1), 0), v(arg(2), 0)));
+        loop_header(id);
         conv_scopes_.emplace_back();
         if (pi >= 0) emit_pipe_wait(pipes_[static_cast<std::size_t>(pi)]);
         return;
@@ -2268,6 +2294,7 @@ class Emitter {
     }
     if (ir::is_binary(n.op)) {
       const ir::Type& ot = k_[arg(0)].type;
+      if (n.op == Op::mul && n.i == 1 && tile(id) && t.dtype == DType::f32 && emit_rescale(id)) return;
       each_register(id, [&](int r) {
         std::string e = binary_expr(n.op, ot, op(0, r), op(1, r));
         return ir::is_compare(n.op) ? e : rounded(t, e);
@@ -2275,6 +2302,50 @@ class Emitter {
       return;
     }
     throw Unsupported(fmt::format("codegen: cannot lower node %{} ({})", id, ir::name(n.op)));
+  }
+
+  /// The distinct values a thread holds of operand `j` of node `id`, as expressions: through broadcasts and
+  /// expand_dims held in the layouts their readers want (no conversion between), down to the registers of the
+  /// tile they repeat — e.g. the two row values of expand_dims<1>(alpha) under a wgmma accumulator [64, N].
+  std::vector<std::string> distinct_values(int id, int j) const {
+    std::vector<int> regs(static_cast<std::size_t>(R(id)));
+    for (std::size_t r = 0; r < regs.size(); ++r) regs[r] = static_cast<int>(r);
+    for (int node = id;;) {
+      const int a = k_[node].args[static_cast<std::size_t>(j)];
+      if (!tile(a)) return {v(a, 0)};
+      const ir::TileLayout want = plan_.operand_layout(k_, node, j);
+      std::set<int> held;
+      for (int r : regs) held.insert(canonical(r, want));
+      const bool repeats = (k_[a].op == Op::broadcast || k_[a].op == Op::expand_dims) && want == TL(a) && !packed(a) &&
+                           (alias_.empty() || alias_[static_cast<std::size_t>(a)] < 0);
+      if (!repeats) {
+        std::vector<std::string> out;
+        for (int r : held) out.push_back(opnd(node, j, r));
+        return out;
+      }
+      regs.assign(held.begin(), held.end());  // a's register r is its operand's register r in this layout
+      node = a, j = 0;
+    }
+  }
+  /// tj::rescale (mul with i = 1): x · factor, where a thread whose factor values are all exactly 1 keeps x as it
+  /// is — one compare per distinct factor value (a row of the online softmax's alpha) instead of a multiply per
+  /// register. False (nothing emitted) where every register has its own factor value: a plain multiply then.
+  bool emit_rescale(int id) {
+    const std::vector<std::string> f = distinct_values(id, 1);
+    if (f.size() >= static_cast<std::size_t>(R(id))) return false;
+    std::string unit;
+    for (const std::string& x : f) unit += (unit.empty() ? "" : " && ") + ("(" + x + ") == 1.0f");
+    line(fmt::format("float v{}[{}];", id, R(id)));
+    line(fmt::format("if ({}) {{  // every factor this thread holds is 1: x as it is", unit));
+    for (int r = 0; r < R(id); ++r)
+      if (canonical(r, id) == r) line(fmt::format("v{}[{}] = {};", id, r, opnd(id, 0, r)));
+    line("} else {");
+    for (int r = 0; r < R(id); ++r)
+      if (canonical(r, id) == r) line(fmt::format("v{}[{}] = {} * {};", id, r, opnd(id, 0, r), opnd(id, 1, r)));
+    line("}");
+    for (int r = 0; r < R(id); ++r)
+      if (canonical(r, id) != r) line(fmt::format("v{}[{}] = v{}[{}];", id, r, id, canonical(r, id)));
+    return true;
   }
 
   /// Elements per vector access for memory node `id` (pointer operand `pj`,

@@ -54,7 +54,10 @@ long long splat_constant(const Kernel& k, int id) {
 
 std::vector<AxisInfo> analyze_axes(const Kernel& k, const Specialization& spec) {
   std::vector<AxisInfo> info(k.nodes.size());
-  std::vector<char> nonneg(k.nodes.size(), 0);  // every element an integer >= 0
+  // nonneg[id]: every element of id is an integer >= 0. Sums and products of such values count as such: like
+  // Triton's AxisInfo, this assumes i32 index arithmetic does not overflow (undefined behaviour in the generated C,
+  // and an offset past 2^31 - 1 elements is outside any i32-indexed buffer anyway).
+  std::vector<char> nonneg(k.nodes.size(), 0);
   for (std::size_t id = 0; id < k.nodes.size(); ++id) {
     const Node& n = k.nodes[id];
     const Type& t = n.type;

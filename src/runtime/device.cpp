@@ -86,12 +86,35 @@ struct InterpreterImpl final : Device::Impl {
     }
     std::free(p);
   }
-  void copy_to_device(void* dst, const void* src, std::size_t n) override { std::memmove(dst, src, n); }
-  void copy_to_host(void* dst, const void* src, std::size_t n) override { std::memmove(dst, src, n); }
-  void copy_device_to_device(void* dst, const void* src, std::size_t n, Stream) override {
+  void copy_to_device(void* dst, const void* src, std::size_t n) override {
+    within(dst, n, "copy_to_device destination");
     std::memmove(dst, src, n);
   }
-  void memset(void* p, int byte, std::size_t n) override { std::memset(p, byte, n); }
+  void copy_to_host(void* dst, const void* src, std::size_t n) override {
+    within(src, n, "copy_to_host source");
+    std::memmove(dst, src, n);
+  }
+  void copy_device_to_device(void* dst, const void* src, std::size_t n, Stream) override {
+    within(dst, n, "copy_device_to_device destination");
+    within(src, n, "copy_device_to_device source");
+    std::memmove(dst, src, n);
+  }
+  void memset(void* p, int byte, std::size_t n) override {
+    within(p, n, "memset destination");
+    std::memset(p, byte, n);
+  }
+  /// Throws InvalidArgument when [p, p + n) starts inside one of alloc's allocations and runs past its end (a GPU
+  /// driver refuses such a copy; here it would overwrite the host heap). Memory alloc did not return (host memory
+  /// the interpreter is handed directly, as kernels may be) is the caller's to size.
+  void within(const void* p, std::size_t n, const char* what) {
+    const auto a = allocation_of(reinterpret_cast<std::uintptr_t>(p));
+    if (!a) return;
+    const std::size_t offset = reinterpret_cast<std::uintptr_t>(p) - a->first;
+    if (n > a->second - offset)
+      throw InvalidArgument(fmt::format("{}: {} bytes at byte offset {} of an interpreter allocation of {} bytes ({}) run {} bytes "
+                                        "past its end", what, n, offset, a->second, reinterpret_cast<const void*>(a->first),
+                                        n - (a->second - offset)));
+  }
   void synchronize() override {}
   Stream create_stream() override { return {}; }  // everything runs synchronously
   void destroy_stream(Stream) override {}

@@ -95,8 +95,8 @@ std::string source_excerpt(const std::string& source, int line, int before, int 
   }
   const int count = static_cast<int>(lines.size());
   if (line > count) return {};
-  const int first = std::max(1, line - std::max(0, before));
-  const int last = std::min(count, line + std::max(0, after));
+  const int first = static_cast<int>(std::max<long long>(1, static_cast<long long>(line) - std::max(0, before)));
+  const int last = static_cast<int>(std::min<long long>(count, static_cast<long long>(line) + std::max(0, after)));  // no int overflow
   const int width = static_cast<int>(std::to_string(last).size());
   std::string out;
   for (int i = first; i <= last; ++i)

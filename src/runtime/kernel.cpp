@@ -56,7 +56,7 @@ KernelCore::KernelCore(Device dev, ir::Kernel ir, CompileOptions opt)
     throw InvalidArgument(fmt::format("num_ctas = {}: a cluster is 1, 2 or 4 programs", opt_.num_ctas));
   if (opt_.device_events_wgmma && !opt_.device_events)
     throw InvalidArgument("device_events_wgmma = true needs device_events = true (the wgmma pairs are device events)");
-  if (opt_.device_events && (opt_.device_event_capacity < 1 || opt_.device_event_capacity > (1u << 26)))
+  if (opt_.device_event_capacity < 1 || opt_.device_event_capacity > (1u << 26))  // checked with or without device_events
     throw InvalidArgument(fmt::format("device_event_capacity = {}: must be in [1, 2^26] records (32 bytes each)", opt_.device_event_capacity));
   // The arch is validated on every backend (the interpreter generates only for source(), but a bad arch must not
   // be accepted there and rejected on a GPU).
@@ -188,6 +188,9 @@ std::uint64_t KernelCore::check_args(std::span<const ArgSlot> args) const {
       throw InvalidArgument(fmt::format("{} = {} does not fit the kernel's {}-bit integer parameter ({})", describe(ir_, i),
                                         a.kind == ArgSlot::Kind::out_of_range ? std::to_string(a.v.i64) : std::to_string(a.v.u64),
                                         8 * size_bytes(p.type.dtype), integer_range(p.type.dtype)));
+    } else if (a.kind == ArgSlot::Kind::out_of_range_f32) {
+      throw InvalidArgument(fmt::format("{} = {} does not fit the kernel's f32 parameter (finite values up to ±{}; it would become "
+                                        "±inf)", describe(ir_, i), a.v.f64, std::numeric_limits<float>::max()));
     } else if (a.kind == ArgSlot::Kind::i32 || a.kind == ArgSlot::Kind::i64) {
       const std::int64_t x = a.kind == ArgSlot::Kind::i32 ? a.v.i32 : a.v.i64;
       if (p.is_size && x < 0) throw InvalidArgument(fmt::format("{} = {} is a size and must be >= 0", describe(ir_, i), x));
@@ -319,8 +322,8 @@ void KernelCore::launch(const Grid& g, Stream s, std::span<ArgSlot> args, const 
           }
           vals[i].oob_nan = a.v.desc->oob_fill() == TensorDescriptor::OobFill::nan;
           break;
-        case ArgSlot::Kind::out_of_range: case ArgSlot::Kind::out_of_range_u64:  // check_args has thrown for them
-          throw InvalidArgument(fmt::format("argument {} does not fit its integer parameter", i));
+        case ArgSlot::Kind::out_of_range: case ArgSlot::Kind::out_of_range_u64: case ArgSlot::Kind::out_of_range_f32:
+          throw InvalidArgument(fmt::format("argument {} does not fit its parameter", i));  // check_args has thrown for them
       }
     }
     const std::array<unsigned, 3> grid{static_cast<unsigned>(g.x), static_cast<unsigned>(g.y), static_cast<unsigned>(g.z)};

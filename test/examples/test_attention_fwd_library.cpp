@@ -27,10 +27,12 @@ using Schedule = examples::Attention<tj::bf16>::FwdSchedule;  // (the same enume
 /// shared: run on this Attention object (its kernels and persistent schedule table kept from earlier calls) instead
 /// of a fresh one. nan_kv_head >= 0: V's first row in that KV head (of B·Hkv) is NaN; the query heads that read it are
 /// not checked, every other head must come out finite and right (no key block reads another head's rows).
+/// ramp: key j scaled by 0.25 + 4·j / S, so a row's scores grow along the keys and its running max is raised many
+/// times by more than kAttnRescaleThreshold (otherwise, with random keys, the first block's max mostly stands).
 template <class T>
 void forward_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int D, bool causal, double tol,
                   Schedule schedule_bf16 = Schedule::automatic, examples::Attention<T>* shared = nullptr, bool mma_sync = false,
-                  int nan_kv_head = -1) {
+                  int nan_kv_head = -1, bool ramp = false) {
   const auto schedule = static_cast<typename examples::Attention<T>::FwdSchedule>(schedule_bf16);
   CAPTURE(static_cast<int>(schedule));
   CAPTURE(D);
@@ -42,6 +44,10 @@ void forward_case(const tj::Device& dev, int B, int Hq, int Hkv, int S, int D, b
   const std::size_t nq = static_cast<std::size_t>(B) * Hq * S * D, nk = static_cast<std::size_t>(B) * Hkv * S * D;
   auto q = testing::random_tensor<T>(nq, 41, -2, 2), k = testing::random_tensor<T>(nk, 42, -2, 2), v = testing::random_tensor<T>(nk, 43, -2, 2);
   CAPTURE(nan_kv_head);
+  CAPTURE(ramp);
+  if (ramp)
+    for (std::size_t i = 0; i < nk; ++i)
+      k[i] = T(static_cast<float>(k[i]) * (0.25f + 4.0f * static_cast<float>((i / static_cast<std::size_t>(D)) % static_cast<std::size_t>(S)) / static_cast<float>(S)));
   if (nan_kv_head >= 0)
     for (int d = 0; d < D; ++d) v[static_cast<std::size_t>(nan_kv_head) * S * D + static_cast<std::size_t>(d)] = T(std::nanf(""));
   std::vector<T> o(nq);
@@ -98,6 +104,9 @@ TEST_CASE("attention_library_forward_interpreter_matches_f64") {
   forward_case<tj::f16>(dev, 1, 4, 2, 65, 64, false, 1e-2);
   forward_case<tj::bf16>(dev, 1, 2, 1, 45, 256, true, 2e-2);  // D = 256 (flash_fwd.hpp's 64 x 32 tiles), GQA, ragged S
   forward_case<tj::f16>(dev, 1, 1, 1, 33, 256, false, 1e-2);
+  // Scores growing along the keys: the running max raised past the rescale threshold block after block.
+  forward_case<tj::bf16>(dev, 1, 2, 1, 200, 64, false, 2e-2, Schedule::automatic, nullptr, false, -1, true);
+  forward_case<tj::f16>(dev, 1, 2, 2, 150, 96, true, 1e-2, Schedule::automatic, nullptr, false, -1, true);
 }
 
 TEST_CASE("attention_library_forward_d256_compiles_for_every_target") {
@@ -171,6 +180,11 @@ TEST_CASE("attention_library_forward_gpu_matches_f64") {
       forward_case<tj::bf16>(dev, 2, 4, 2, 200, 128, causal, 2e-2, sched, nullptr, false, 1);
       forward_case<tj::bf16>(dev, 1, 4, 4, 300, 64, causal, 2e-2, sched, nullptr, false, 2);
       forward_case<tj::bf16>(dev, 1, 4, 2, 257, 96, causal, 2e-2, sched, nullptr, false, 1);
+      // Scores growing along the keys (the running max raised past the rescale threshold again and again).
+      forward_case<tj::bf16>(dev, 1, 4, 2, 1000, 128, causal, 2e-2, sched, nullptr, false, -1, true);
+      forward_case<tj::f16>(dev, 1, 2, 1, 700, 64, causal, 1e-2, sched, nullptr, false, -1, true);
+      forward_case<tj::bf16>(dev, 1, 2, 2, 600, 256, causal, 2e-2, sched, nullptr, false, -1, true);
+      forward_case<tj::bf16>(dev, 1, 2, 1, 513, 96, causal, 2e-2, sched, nullptr, false, -1, true);
     }
 }
 

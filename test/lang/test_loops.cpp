@@ -5,8 +5,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <vector>
 
+#include "test/common/host_emulator.hpp"
 #include "test/common/loop_kernels.hpp"
 #include "test/common/random.hpp"
 
@@ -135,6 +138,131 @@ TEST_CASE("loops_runtime_step_interpreter_rejects_non_positive_steps") {
   CHECK_THROWS_WITH_AS(k.launch(tj::Grid{1}, out.data(), 10, 0), doctest::Contains("for_range step is 0: it must be positive"),
                        tj::InvalidArgument);
   CHECK_THROWS_WITH_AS(k.launch(tj::Grid{1}, out.data(), 10, -4), doctest::Contains("for_range step is -4"), tj::InvalidArgument);
+}
+
+namespace {
+/// out = the number of iterations of for_range(lo, hi, step), all three known only at run time.
+struct CountTrips {
+  void operator()(tj::Ptr<std::int32_t> out, tj::Int lo, tj::Int hi, tj::Int step) const {
+    tj::store(out, tj::for_range(lo, hi, step, tj::scalar<std::int32_t>(0), [&](tj::Int, auto n) { return n + 1; }));
+  }
+};
+/// out = n·m by two nested loops with bounds known before the outer one, plus an inner loop bounded by the outer
+/// induction variable (computed inside the nest: not checked in generated code).
+struct NestedTrips {
+  void operator()(tj::Ptr<std::int32_t> out, tj::Int n, tj::Int m) const {
+    auto t = tj::for_range(0, n, 1, tj::scalar<std::int32_t>(0), [&](tj::Int, auto a) {
+      return tj::for_range(0, m, 1, a, [&](tj::Int, auto b) { return b + 1; });
+    });
+    auto u = tj::for_range(0, n, 1, tj::scalar<std::int32_t>(0), [&](tj::Int i, auto a) {
+      return tj::for_range(0, i, 1, a, [&](tj::Int, auto b) { return b + 1; });
+    });
+    tj::store(out, t * 1000 + u);
+  }
+};
+
+/// for_range(0, 8, 2): bounds that cannot overflow.
+struct ConstantBounds {
+  void operator()(tj::Ptr<std::int32_t> out) const {
+    tj::store(out, tj::for_range(0, 8, 2, tj::scalar<std::int32_t>(0), [&](tj::Int, auto n) { return n + 1; }));
+  }
+};
+}  // namespace
+
+namespace {
+/// for_range with C++ literals of other types than int as bounds and step.
+template <auto LO, auto HI, auto STEP>
+struct LiteralBounds {
+  void operator()(tj::Ptr<std::int32_t> out) const {
+    tj::store(out, tj::for_range(LO, HI, STEP, tj::scalar<std::int32_t>(0), [&](tj::Int, auto n) { return n + 1; }));
+  }
+};
+}  // namespace
+
+TEST_CASE("loops_literal_bounds_that_are_not_i32_are_typed_errors") {
+  // 3e9 wrapped to a negative bound (0 iterations), 2^32 + 1 to a step of 1, 2.5 to 2: now each names the literal.
+  CHECK_THROWS_WITH_AS(tj::trace(LiteralBounds<0, 3000000000LL, 1>{}), doctest::Contains("the literal 3000000000 does not fit an i32"),
+                       tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(tj::trace(LiteralBounds<0, 10, 4294967297LL>{}), doctest::Contains("the literal 4294967297"), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(tj::trace(LiteralBounds<0, 10, 2.5>{}), doctest::Contains("the literal 2.5 is not a whole number"),
+                       tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(tj::trace(LiteralBounds<0, 10, 0.5>{}), doctest::Contains("the literal 0.5"), tj::InvalidArgument);
+  // Whole numbers of other types that fit are fine.
+  std::int32_t out = -1;
+  tj::compile<LiteralBounds<0LL, 10u, 3.0>>(tj::Device::interpreter(), {.num_warps = 1}).launch(tj::Grid{1}, &out);
+  CHECK(out == 4);
+}
+
+TEST_CASE("loops_whose_induction_could_pass_int32_max_are_refused_by_the_interpreter_and_trapped_in_generated_code") {
+  // s + step past 2^31 - 1 wrapped negative in the generated `s += step`, stayed below hi, and never ended the loop,
+  // while the interpreter (counting in 64 bits) ended it: now both refuse a loop with hi + step - 1 > 2^31 - 1.
+  const std::int32_t big = std::numeric_limits<std::int32_t>::max();
+  struct Case { std::int32_t lo, hi, step, trips; };
+  const Case fine[] = {{0, 10, 3, 4}, {0, big - (1 << 30) + 1, 1 << 30, 1}, {0, big - (1 << 30), 1 << 29, 2}, {big - 7, big - 3, 4, 1}, {-5, 1, big, 1},
+                       {std::numeric_limits<std::int32_t>::min(), 0, big, 2}, {5, 5, 1, 0}, {big, big, big, 0}};
+  const Case refused[] = {{0, big, 1 << 30, 2}, {big - 7, big, 4, 2}, {big - 1, big, 2, 1}};
+  auto k = tj::compile<CountTrips>(tj::Device::interpreter(), {.num_warps = 1});
+  for (const Case& c : fine) {
+    CAPTURE(c.lo);
+    CAPTURE(c.hi);
+    CAPTURE(c.step);
+    std::int32_t out = -1;
+    k.launch(tj::Grid{1}, &out, c.lo, c.hi, c.step);
+    CHECK(out == c.trips);
+  }
+  for (const Case& c : refused) {
+    CAPTURE(c.lo);
+    CAPTURE(c.hi);
+    CAPTURE(c.step);
+    std::int32_t out = -1;
+    CHECK_THROWS_WITH_AS(k.launch(tj::Grid{1}, &out, c.lo, c.hi, c.step), doctest::Contains("passes 2^31 - 1"), tj::InvalidArgument);
+    CHECK(out == -1);
+  }
+  for (const char* arch : {"gfx1100", "gfx942", "sm_90a"}) {
+    CAPTURE(arch);
+    const auto g = tj::codegen::generate(tj::trace(CountTrips{}), {}, tj::codegen::target_for(arch), {.num_warps = 1});
+    // One check before the loop, none inside it.
+    const auto guard = g.source.find("- 1 > 2147483647 - ");
+    REQUIRE(guard != std::string::npos);
+    CHECK(guard < g.source.find("for (int s"));
+    CHECK(g.source.find("- 1 > 2147483647 - ", guard + 1) == std::string::npos);
+    if (std::string(arch) == "sm_90a") continue;
+    const auto hk = testing::HostKernel::compile(g);
+    if (!hk) {
+      MESSAGE("no host compiler for the emulator: skipping the run");
+      continue;
+    }
+    for (const Case& c : fine) {  // (a refused case traps: the emulator would stop the test process)
+      CAPTURE(c.lo);
+      CAPTURE(c.hi);
+      CAPTURE(c.step);
+      std::int32_t out = -1;
+      hk->launch({1, 1, 1}, &out, c.lo, c.hi, c.step);
+      CHECK(out == c.trips);
+    }
+  }
+  // A nest: the checks of the loops whose bounds are known before it sit before the outermost loop (2 for the first
+  // nest: n and m), one for the second (its inner bound is the outer induction variable); none inside a loop.
+  {
+    const std::string src = tj::codegen::generate(tj::trace(NestedTrips{}), {}, tj::codegen::target_for("sm_90a"), {1}).source;
+    std::size_t checks = 0;
+    for (std::size_t p = src.find("- 1 > 2147483647 - "); p != std::string::npos; p = src.find("- 1 > 2147483647 - ", p + 1)) ++checks;
+    CHECK(checks == 3);
+    const std::size_t first_loop = src.find("for (int s");
+    CHECK(src.rfind("- 1 > 2147483647 - ", first_loop) != std::string::npos);
+    std::int32_t out = -1;
+    tj::compile<NestedTrips>(tj::Device::interpreter(), {.num_warps = 1}).launch(tj::Grid{1}, &out, 4, 3);
+    CHECK(out == 12 * 1000 + 6);
+    const auto hk = testing::HostKernel::compile(tj::codegen::generate(tj::trace(NestedTrips{}), {}, tj::codegen::target_for("gfx1100"), {1}));
+    if (hk) {
+      out = -1;
+      hk->launch({1, 1, 1}, &out, 4, 3);
+      CHECK(out == 12 * 1000 + 6);
+    }
+  }
+  // Constant bounds that cannot overflow need no check.
+  const std::string csrc = tj::codegen::generate(tj::trace(ConstantBounds{}), {}, tj::codegen::target_for("sm_90a"), {1}).source;
+  CHECK(csrc.find("- 1 > 2147483647 - ") == std::string::npos);
 }
 
 TEST_CASE("loops_runtime_step_is_guarded_once_before_the_generated_loop") {

@@ -186,6 +186,9 @@ TEST_CASE("device_event_names_are_checked") {
                        doctest::Contains("needs device_events = true"), tj::InvalidArgument);
   CHECK_THROWS_WITH_AS(tj::compile<ChunkSum>(tj::Device::interpreter(), {.device_events = true, .device_event_capacity = 0}),
                        doctest::Contains("device_event_capacity = 0"), tj::InvalidArgument);
+  // Checked without device_events too (the option is invalid either way).
+  CHECK_THROWS_WITH_AS(tj::compile<ChunkSum>(tj::Device::interpreter(), {.device_event_capacity = 0}),
+                       doctest::Contains("device_event_capacity = 0"), tj::InvalidArgument);
   CHECK_THROWS_WITH_AS(tj::compile<ChunkSum>(tj::Device::interpreter(), {.device_events = true, .device_event_capacity = (1u << 26) + 1}),
                        doctest::Contains("[1, 2^26]"), tj::InvalidArgument);
 }

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cmath>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -305,6 +306,13 @@ TEST_CASE("autotune: bad tuner definitions are rejected up front") {
   CHECK_THROWS_WITH_AS(tj::Autotuner(std::string(201, 'n'), {tj::cand<Softmax<1, 96>>({})}, o()), doctest::Contains("at most 200"),
                        tj::InvalidArgument);
   CHECK_NOTHROW(tj::Autotuner(std::string(200, 'n'), {tj::cand<Softmax<1, 96>>({})}, o()));
+  // The timing budget: a finite number of milliseconds > 0 (NaN once reached an int conversion).
+  for (double bad : {std::nan(""), -1.0, 0.0, std::numeric_limits<double>::infinity()}) {
+    auto t = o();
+    t.budget_ms = bad;
+    CHECK_THROWS_WITH_AS(tj::Autotuner("x", {tj::cand<Softmax<1, 96>>({})}, t), doctest::Contains("TuneOptions::budget_ms"),
+                         tj::InvalidArgument);
+  }
 }
 
 TEST_CASE("autotune: pruned configs are never built and are reported with the reason") {

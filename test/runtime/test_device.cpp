@@ -129,8 +129,19 @@ TEST_CASE("device: interpreter alloc, memset and copies round trip") {
   // glibc's abort; the allocation stays usable.
   CHECK_THROWS_WITH_AS(d.free(host.data()), doctest::Contains("not a live allocation of the CPU interpreter"), InvalidArgument);
   CHECK_THROWS_AS(d.free(static_cast<char*>(a) + 64), InvalidArgument);
+  // Copies and memsets that run past the end of an allocation are typed errors naming it, before any byte moves
+  // (they overwrote the host heap: glibc aborted later).
+  std::vector<std::uint8_t> big(4 * n, 0x5A);
+  CHECK_THROWS_WITH_AS(d.memset(a, 0x11, n + 1), doctest::Contains("memset destination: 1001 bytes at byte offset 0 of an interpreter "
+                                                                    "allocation of 1000 bytes"), InvalidArgument);
+  CHECK_THROWS_WITH_AS(d.copy_to_device(static_cast<char*>(a) + 600, big.data(), 401), doctest::Contains("run 1 bytes past its end"),
+                       InvalidArgument);
+  CHECK_THROWS_AS(d.copy_to_host(big.data(), a, 4 * n), InvalidArgument);
+  CHECK_THROWS_AS(d.copy_device_to_device(b, a, n + 8), InvalidArgument);
+  CHECK_THROWS_AS(d.copy_device_to_device(static_cast<char*>(b) + 8, a, n), InvalidArgument);
+  d.copy_to_device(static_cast<char*>(a) + 600, big.data(), 0);  // nothing, at any offset
   d.copy_to_host(back.data(), a, n);
-  CHECK(back == host);
+  CHECK(back == host);  // nothing was written by the refused calls
   d.free(a);
   CHECK_THROWS_WITH_AS(d.free(a), doctest::Contains("freed twice"), InvalidArgument);
   d.free(b);

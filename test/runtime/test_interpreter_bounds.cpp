@@ -3,6 +3,10 @@
 // and the argument, never heap corruption or a segfault (a review found both).
 #include <doctest/doctest.h>
 
+#include <limits>
+
+#include <cmath>
+
 #include <cstdint>
 #include <vector>
 
@@ -32,6 +36,20 @@ struct DescCopy {
   void operator()(tj::Desc<float, 64> x, tj::Desc<float, 64> y) const {
     auto i0 = tj::program_id(0) * 64 - 3;
     y.store(i0, x.load(i0) + 1.0f);
+  }
+};
+
+/// A rank-1 descriptor loaded at a C++ literal coordinate (Coord), as written in a kernel.
+template <auto Coord>
+struct DescAtLiteral {
+  void operator()(tj::Desc<float, 64> x, tj::Desc<float, 64> y) const { y.store(0, x.load(Coord)); }
+};
+
+/// y[i] = x[i] * a for a float parameter a.
+struct ScaleBy {
+  void operator()(tj::Ptr<float> x, tj::Ptr<float> y, tj::Scalar<float> a) const {
+    auto i = tj::arange<32>();
+    tj::store(y + i, tj::load(x + i) * a);
   }
 };
 
@@ -114,6 +132,28 @@ struct CarriedStore {
   }
 };
 }  // namespace
+
+TEST_CASE("literal_descriptor_coordinates_and_f32_arguments_that_do_not_fit_are_typed_errors") {
+  // A coordinate is an i32: 1.9 is not row 1, 2^32 is not row 0 (both were narrowed silently).
+  CHECK_NOTHROW(tj::trace(DescAtLiteral<64>{}));
+  CHECK_NOTHROW(tj::trace(DescAtLiteral<-3.0>{}));
+  CHECK_THROWS_WITH_AS(tj::trace(DescAtLiteral<1.9>{}), doctest::Contains("descriptor coordinate: the literal 1.9 is not a whole number"),
+                       tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(tj::trace(DescAtLiteral<4294967296LL>{}), doctest::Contains("the literal 4294967296 does not fit an i32"),
+                       tj::InvalidArgument);
+  // An f32 parameter refuses a finite double it cannot hold (it would arrive as inf); inf itself passes as inf.
+  const auto dev = tj::Device::interpreter();
+  const auto x = testing::random_floats(32, -1, 1, 35);
+  std::vector<float> y(32, 0.0f);
+  auto k = tj::compile<ScaleBy>(dev, {.num_warps = 1});
+  k.launch(tj::Grid{1}, x.data(), y.data(), 2.0);
+  CHECK(y[5] == x[5] * 2.0f);
+  CHECK_THROWS_WITH_AS(k.launch(tj::Grid{1}, x.data(), y.data(), 1e300),
+                       doctest::Contains("= 1e+300 does not fit the kernel's f32 parameter"), tj::InvalidArgument);
+  CHECK_THROWS_AS(k.launch(tj::Grid{1}, x.data(), y.data(), -4e38), tj::InvalidArgument);
+  k.launch(tj::Grid{1}, x.data(), y.data(), std::numeric_limits<double>::infinity());
+  CHECK(std::isinf(y[0]));
+}
 
 TEST_CASE("launch_refuses_a_pointer_to_const_for_a_parameter_the_kernel_stores_through") {
   const auto dev = tj::Device::interpreter();

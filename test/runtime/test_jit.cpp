@@ -1,6 +1,8 @@
 // Tests of tilejit/runtime/jit.hpp: NVRTC and hiprtc front ends, error reports.
 #include <doctest/doctest.h>
 
+#include <climits>
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -120,6 +122,8 @@ TEST_CASE("jit: source_excerpt numbers lines and marks the bad one") {
   CHECK(rt::source_excerpt(src, 0).empty());
   CHECK(rt::source_excerpt(src, 11).empty());
   CHECK(rt::source_excerpt("only line", 1) == "> 1 | only line\n");
+  // Context past INT_MAX lines on either side: the whole file, no int overflow.
+  CHECK(rt::source_excerpt("a\nb\nc\n", 2, INT_MAX, INT_MAX) == "  1 | a\n> 2 | b\n  3 | c\n");
 }
 
 TEST_CASE("jit: first error line is parsed from NVRTC and clang logs") {

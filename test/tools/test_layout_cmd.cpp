@@ -206,6 +206,7 @@ TEST_CASE("layout_cmd: bad specs name the token and the rule") {
       {"blocked shape=0 tpw=32", "shape=0", "at least 1"},
       {"blocked shape=2x2x2 tpw=32", "shape=2x2x2", "layout show draws rank 1 or 2"},
       {"blocked shape=65536x65536 tpw=32x1", "shape=65536x65536", "holds at most 24 prime digits"},
+      {"blocked shape=96 spt=1048576 tpw=32 wpc=1", "spt=1048576", "holds at most 24 prime digits"},  // not shape's
       {"blocked shape=16x96 tpw=32", "tpw=32", "tpw takes 2 entries, one per dim of shape (got 1)"},
       {"blocked shape=16x96 tpw=4x8 order=0,0", "order=0,0", "permutation"},
       {"blocked shape=96 tpw=16 wpc=1", "blocked", "a warp has 32 or 64 threads"},

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -463,6 +464,15 @@ TEST_CASE("prof view: bad input is InvalidArgument and exit code 2") {
   CHECK_THROWS_WITH_AS(bad_view(o), doctest::Contains("unknown metric 'foo'"), InvalidArgument);
   o.metrics = {"time/min"};
   CHECK_THROWS_AS(bad_view(o), InvalidArgument);
+  // A metric the file has only as null (NaN or infinite when recorded) is named as such, not as unknown.
+  {
+    const Profile nul = parse_profile(R"J([{"frame": {"name": "R"}, "metrics": {"time (ns)": 5, "flt": null},
+                                           "children": [{"frame": {"name": "k"}, "metrics": {"flt": null}}]}])J", "n.hatchet");
+    ViewOptions on;
+    on.metrics = {"flt"};
+    CHECK_THROWS_WITH_AS(render_view(nul, on), doctest::Contains("'flt' has no numeric value in n.hatchet"), InvalidArgument);
+    CHECK(nul.null_metrics == std::set<std::string>{"flt"});
+  }
   o.metrics = {"flop8/s"};  // derivable, but the profile has no flops8
   CHECK_THROWS_WITH_AS(bad_view(o), doctest::Contains("flops8"), InvalidArgument);
   o.metrics = {"flop12/s"};

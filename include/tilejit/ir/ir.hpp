@@ -39,7 +39,8 @@ enum class Op : std::uint8_t {
   num_programs,  // axis
   constant,      // f (floats) or i (ints, bools), splat to the node's shape
   arange,        // 0 .. shape[0]-1
-  // binary elementwise (args[0], args[1])
+  // binary elementwise (args[0], args[1]); mul with i = 1 (tj::rescale): a thread whose args[1] values are all
+  // exactly 1 may skip its multiplies (the result is args[0] either way)
   add, sub, mul, div, rem, maximum, minimum, bit_and, bit_or, bit_xor,
   lt, le, gt, ge, eq, ne,
   // unary elementwise (args[0])

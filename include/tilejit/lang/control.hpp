@@ -28,6 +28,12 @@ namespace lang {
 inline Int as_int(const Int& v) { return v; }
 inline Int as_int(const Size& v) { return static_cast<const Int&>(v); }
 inline Int as_int(int v) { return scalar_constant<std::int32_t>(v); }
+/// Other C++ numbers as bounds or steps: whole numbers that fit an i32, else InvalidArgument naming the literal.
+template <class X>
+  requires(std::is_arithmetic_v<X> && !std::is_same_v<X, int> && !std::is_same_v<X, bool>)
+Int as_int(X v) {
+  return i32_literal(v, "for_range bound or step");
+}
 
 template <class T>
 T make_carry(const T& init, int begin) {
@@ -96,8 +102,11 @@ inline void end_loop(int begin) {
 /// or a std::tuple of tiles; `body(iv, carried...)` returns the next values
 /// (one tile, or a tuple in the same order and of the same types). Returns
 /// the values after the last iteration (`init` when the loop runs zero times).
-/// lo, hi, step: Int / Size scalars or C++ ints; step must be positive (a constant step <= 0 throws
-/// InvalidArgument while tracing; a run-time one makes the interpreter throw and the generated code trap).
+/// lo, hi, step: Int / Size scalars or C++ whole numbers that fit an i32 (others throw InvalidArgument while tracing);
+/// step must be positive (a constant step <= 0 throws InvalidArgument while tracing; a run-time one makes the
+/// interpreter throw and the generated code trap), and a loop that runs must keep hi + step - 1 <= 2^31 - 1, so the
+/// i32 induction variable cannot overflow: the interpreter throws; the generated code traps where the bounds are
+/// known before the outermost loop (a check inside a loop nest measured costly), elsewhere the rule is the caller's.
 template <class Lo, class Hi, class Step, class Init, class Body>
 auto for_range(const Lo& lo, const Hi& hi, const Step& step, const Init& init, Body&& body) {
   const int begin = lang::begin_loop(lo, hi, step);

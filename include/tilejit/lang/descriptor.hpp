@@ -60,7 +60,7 @@ namespace lang {
 template <class X>
 Int index_of(const X& x) {
   if constexpr (Literal<X>) {
-    return scalar_constant<std::int32_t>(static_cast<double>(x));
+    return i32_literal(x, "descriptor coordinate");  // 1.9 or 2^32 are errors, not row 1 or row 0
   } else {
     auto t = tile_of(x);
     static_assert(std::is_same_v<elem_t<decltype(t)>, std::int32_t> && shape_t<decltype(t)>::rank == 0,

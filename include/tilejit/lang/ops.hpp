@@ -166,9 +166,9 @@ template <class T> inline constexpr bool is_float_elem_v =
     std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, f16> || std::is_same_v<T, bf16>;
 template <class T> inline constexpr bool is_int_elem_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
 
-/// Record an elementwise binary node, broadcasting both operands.
+/// Record an elementwise binary node, broadcasting both operands (`flag`: the node's `i`, see ir::Op::mul).
 template <ir::Op OP, class A, class B>
-auto binary(const A& a0, const B& b0) {
+auto binary(const A& a0, const B& b0, std::int64_t flag = 0) {
   auto a = tile_of(a0);
   auto b = tile_of(b0);
   using EA = elem_t<decltype(a)>;
@@ -185,6 +185,7 @@ auto binary(const A& a0, const B& b0) {
   using R = make_tile_t<RE, typename BS::type>;
   ir::Node n;
   n.op = ptr_arith ? ir::Op::addptr : OP;
+  n.i = flag;
   n.type = ir_type<RE, typename BS::type>();
   n.args[0] = broadcast_id(a.id(), ir_type<EA, typename BS::type>());
   n.args[1] = broadcast_id(b.id(), ir_type<EB, typename BS::type>());
@@ -199,6 +200,25 @@ auto binary_any(const A& a, const B& b) {
     return binary<OP>(a, as_tile<A>(b));
   else
     return binary<OP>(a, b);
+}
+
+/// A C++ number used where the IR wants an i32 scalar (a for_range bound or step, a descriptor coordinate), as a
+/// constant. Throws InvalidArgument, naming the literal and `what`, unless it is a whole number in [-2^31, 2^31):
+/// 3000000000LL or 2.5 would otherwise be narrowed silently (a loop of 0 iterations, a step of 2).
+template <class X>
+Int i32_literal(const X& x, const char* what) {
+  static_assert(std::is_arithmetic_v<X> && !std::is_same_v<X, bool>, "an i32 literal is a number");
+  if constexpr (std::is_floating_point_v<X>) {
+    if (!std::isfinite(x) || x != std::trunc(x))
+      throw InvalidArgument(fmt::format("{}: the literal {} is not a whole number (an i32 is wanted)", what, x));
+    if (x < -2147483648.0 || x > 2147483647.0)
+      throw InvalidArgument(fmt::format("{}: the literal {} does not fit an i32 ([-2^31, 2^31 - 1])", what, x));
+    return scalar_constant<std::int32_t>(static_cast<double>(x));
+  } else {
+    if (!std::in_range<std::int32_t>(x))
+      throw InvalidArgument(fmt::format("{}: the literal {} does not fit an i32 ([-2^31, 2^31 - 1])", what, x));
+    return scalar_constant<std::int32_t>(static_cast<std::int32_t>(x));
+  }
 }
 
 template <ir::Op OP, class X>
@@ -335,6 +355,20 @@ template <class A, class B> requires lang::Operands<A, B>
 auto minimum(const A& a, const B& b) { return lang::binary_any<ir::Op::minimum>(a, b); }
 template <class A, class B> requires lang::Operands<A, B>
 auto max(const A& a, const B& b) { return maximum(a, b); }
+
+/// x · factor, factor broadcast to x's shape — e.g. an accumulator [M, N] times expand_dims<1>(alpha) [M, 1] —
+/// with the same result as `x * factor`, where each thread skips its multiplies when every factor value it holds
+/// is exactly 1 (x · 1 = x). Meant for the online softmax's correction alpha = exp2(m_old − m_new), which is 1
+/// whenever a row's running max did not move: then the accumulator's registers are not touched. (FlashAttention-4
+/// raises the running max only when it grows past a threshold so that this is the common case.) x and factor
+/// are f32 tiles of the same dtype; elsewhere (other dtypes, the interpreter) it is a plain multiply.
+template <class X, class F>
+  requires lang::TileArg<X> && lang::TileArg<F>
+auto rescale(const X& x, const F& factor) {
+  static_assert(std::is_same_v<lang::elem_t<X>, float> && std::is_same_v<lang::elem_t<F>, float>,
+                "rescale(x, factor): f32 tiles");
+  return lang::binary<ir::Op::mul>(x, factor, 1);
+}
 template <class A, class B> requires lang::Operands<A, B>
 auto min(const A& a, const B& b) { return minimum(a, b); }
 

@@ -11,7 +11,9 @@
 // parameter types, and at run time before anything reaches the driver.
 #pragma once
 #include <array>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -147,7 +149,8 @@ struct ArgSlot {
   /// out_of_range: an argument for an integer parameter whose value the parameter's type cannot hold (the
   /// value in v.i64; in v.u64 for out_of_range_u64, an unsigned value above 2^63 - 1). The launch's argument
   /// check reports it with the parameter's name and range.
-  enum class Kind : std::uint8_t { pointer, i32, i64, f32, f64, descriptor, out_of_range, out_of_range_u64 } kind = Kind::i32;
+  /// out_of_range_f32: a finite argument for an f32 parameter beyond ±FLT_MAX (in v.f64).
+  enum class Kind : std::uint8_t { pointer, i32, i64, f32, f64, descriptor, out_of_range, out_of_range_u64, out_of_range_f32 } kind = Kind::i32;
   bool to_const = false;  ///< pointer: a pointer to const (refused for a parameter the kernel stores through)
   union {
     void* p;
@@ -296,6 +299,11 @@ ArgSlot to_slot(const A& a) {
   } else {
     static_assert(std::is_same_v<E, float>, "scalar kernel parameters are i32, i64, f32 or f64");
     static_assert(std::is_arithmetic_v<A> && !std::is_same_v<A, bool>, "a floating-point kernel parameter takes a number (not bool)");
+    if (std::isfinite(static_cast<double>(a)) && std::fabs(static_cast<double>(a)) > static_cast<double>(std::numeric_limits<float>::max())) {
+      s.kind = ArgSlot::Kind::out_of_range_f32;  // 1e300 would become inf (and the cast is undefined behaviour)
+      s.v.f64 = static_cast<double>(a);
+      return s;
+    }
     s.kind = ArgSlot::Kind::f32;
     s.v.f32 = static_cast<float>(a);
   }
