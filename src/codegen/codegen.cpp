@@ -1230,7 +1230,7 @@ class Emitter {
       emit_pipe_issue(p);
       if (parent_[static_cast<std::size_t>(L)] < 0) line(fmt::format("unsigned tj_it{} = 0;", L));
       step_guard(L);
-      loop_header(L, fmt::format(", ++tj_it{}", L), "", false);
+      loop_header(L, fmt::format(", ++tj_it{}", L));
       line(fmt::format("  if (tj_it{0} >= {1}u) tj_mbar_wait(tj_empty{0} + 8u * (tj_it{0} % {1}u), (tj_it{0} / {1}u - 1u) & 1u);", L, p.stages));
       line(fmt::format("  tj_issue{0}(s{0}, tj_it{0});", L));
       line("}");
@@ -1251,7 +1251,7 @@ class Emitter {
       for (int c : outer_carries_)  // scalars the loop carries (a prefetched work item): the producer's own copy
         if (k_[c].args[1] == O) line(fmt::format("{} s{} = {};  // carried by loop %{}", reg_type(k_[c].type), c, v(k_[c].args[0], 0), O));
       step_guard(O);
-      loop_header(O, "", fmt::format("  // loop %{}, as the consumers walk it", O), false);
+      loop_header(O, "", fmt::format("  // loop %{}, as the consumers walk it", O));
       for (int d : outer_deps_)
         if (parent_[static_cast<std::size_t>(d)] == O) emit(d);
       // The loop's own blocks (one buffer each) and its pipelined loops, in program order: a block read before a
@@ -1862,30 +1862,12 @@ class Emitter {
                      v(k_[loop].args[2], 0), loop));
   }
 
-  /// The `for` header of loop L (`also`: more increments, `comment`: a trailing comment): `for (int s = lo; s < hi;
-  /// s += step)`. Before an outermost loop, one check per loop of its nest whose lo, hi and step are known there and
-  /// are not constants that keep s + step within INT32_MAX: it traps when hi + step - 1 > 2^31 - 1 (the sum would
-  /// wrap negative, stay below hi and never end the loop); the interpreter refuses the same launches (for_range's
-  /// rule). Not inside a loop nest, and not in the loop: an overflow-safe increment cost the D = 64 / 96 attention
-  /// forward 6%, and a check inside the persistent item loop made ptxas spill (docs/perf.md v0.28).
-  /// `nest` = false (the producer's walk, where only L's own bounds are in scope): L's check only.
-  void loop_header(int L, const std::string& also = "", const std::string& comment = "", bool nest = true) {
+  /// The `for` header of loop L (`also`: more increments, `comment`: a trailing comment). for_range's overflow rule
+  /// (hi + step - 1 <= 2^31 - 1) is checked on the host at launch, not here: an overflow-safe increment cost the
+  /// D = 64 / 96 attention forward 6%, and a check in the kernel, even before the loops, 4% at D = 64 and spills
+  /// inside a persistent item loop (docs/perf.md v0.28).
+  void loop_header(int L, const std::string& also = "", const std::string& comment = "") {
     const Node& lb = k_[L];
-    if (parent_[static_cast<std::size_t>(L)] < 0) {
-      for (int n = L; n < static_cast<int>(k_.nodes.size()) && (n == L || (nest && parent_[static_cast<std::size_t>(n)] >= 0)); ++n) {
-        if (k_[n].op != Op::loop_begin) continue;
-        const Node& nb = k_[n];
-        const Node& hi = k_[nb.args[1]];
-        const Node& st = k_[nb.args[2]];
-        if (hi.op == Op::constant && st.op == Op::constant && hi.i - 1 + st.i <= std::numeric_limits<std::int32_t>::max()) continue;
-        // A bound is known here when it is a constant (written as its value) or computed before the nest.
-        auto known = [&](int a) { return k_[a].op == Op::constant || a < L; };
-        auto text = [&](int a) { return k_[a].op == Op::constant ? fmt::format("({})", k_[a].i) : v(a, 0); };
-        if (!known(nb.args[0]) || !known(nb.args[1]) || !known(nb.args[2])) continue;  // computed inside the nest
-        line(fmt::format("if ({0} < {1} && {1} - 1 > 2147483647 - {2}) tj_bad_step();  // loop %{3}: s + step would pass 2^31 - 1",
-                         text(nb.args[0]), text(nb.args[1]), text(nb.args[2]), n));
-      }
-    }
     line(fmt::format("for (int s{0} = {1}; s{0} < {2}; s{0} += {3}{4}) {{{5}", L, v(lb.args[0], 0), v(lb.args[1], 0), v(lb.args[2], 0),
                      also, comment));
   }

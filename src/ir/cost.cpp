@@ -1,8 +1,14 @@
 // tilejit/ir/cost.cpp — see cost.hpp.
 #include "tilejit/ir/cost.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <string>
+
+#include "loop_check.hpp"
 
 namespace tilejit::ir {
 namespace {
@@ -125,6 +131,21 @@ CostPlan plan_cost(const Kernel& k) {
     if (l.counted && l.parent >= 0) p.loops[static_cast<std::size_t>(l.parent)].counted = true;
   }
   return p;
+}
+
+std::optional<std::string> loop_overflow(const CostPlan& p, const Kernel& k, const CostInputs& in) {
+  ScalarEval eval(k, in);
+  for (const CostPlan::Loop& l : p.loops) {
+    const auto hi = eval(l.hi), step = eval(l.step);
+    if (!hi || !step || *step <= 0) continue;  // (a step <= 0 is the step check's to report)
+    const auto lo = eval(l.lo);                // a grid-stride loop's program_id: unknown, checked as if it ran
+    if (lo && *lo >= *hi) continue;            // runs no iteration
+    if (*hi + *step - 1 > std::numeric_limits<std::int32_t>::max())
+      return fmt::format("a for_range loop with {}hi = {} and step = {}: hi + step - 1 = {} passes 2^31 - 1, so its i32 induction "
+                         "variable could overflow (on a GPU, a loop that never ends); use a smaller bound or step",
+                         lo ? fmt::format("lo = {}, ", *lo) : "", *hi, *step, *hi + *step - 1);
+  }
+  return std::nullopt;
 }
 
 std::optional<LaunchCost> evaluate_cost(const CostPlan& p, const Kernel& k, const CostInputs& in) {

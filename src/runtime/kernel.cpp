@@ -6,6 +6,7 @@
 
 #include "tilejit/profiler/launch.hpp"
 #include "tilejit/runtime/interpreter.hpp"
+#include "../ir/loop_check.hpp"
 
 namespace tilejit::runtime {
 namespace {
@@ -248,24 +249,32 @@ JitInfo KernelCore::prepare(std::span<const ArgSlot> args) {
   return info;
 }
 
-std::optional<ir::LaunchCost> KernelCore::launch_cost(const Grid& g, std::span<const ArgSlot> args) const {
+namespace {
+/// What the cost plan's bounds may read at a launch: the grid, integer arguments and descriptor shapes (the ArgSlots
+/// `args` views must outlive the result).
+ir::CostInputs cost_inputs(const Grid& g, std::span<const ArgSlot> args) {
   ir::CostInputs in;
   in.grid = {g.x, g.y, g.z};
-  in.scalar = [&](int p) -> std::optional<long long> {
+  in.scalar = [args](int p) -> std::optional<long long> {
     if (p < 0 || static_cast<std::size_t>(p) >= args.size()) return std::nullopt;
     const ArgSlot& a = args[static_cast<std::size_t>(p)];
     if (a.kind == ArgSlot::Kind::i32) return a.v.i32;
     if (a.kind == ArgSlot::Kind::i64) return a.v.i64;
     return std::nullopt;
   };
-  in.desc_shape = [&](int p, int dim) -> std::optional<long long> {
+  in.desc_shape = [args](int p, int dim) -> std::optional<long long> {
     if (p < 0 || static_cast<std::size_t>(p) >= args.size() || dim < 0) return std::nullopt;
     const ArgSlot& a = args[static_cast<std::size_t>(p)];
     if (a.kind != ArgSlot::Kind::descriptor || a.v.desc == nullptr || static_cast<std::size_t>(dim) >= a.v.desc->shape().size())
       return std::nullopt;
     return a.v.desc->shape()[static_cast<std::size_t>(dim)];
   };
-  return ir::evaluate_cost(cost_plan_, ir_, in);
+  return in;
+}
+}  // namespace
+
+std::optional<ir::LaunchCost> KernelCore::launch_cost(const Grid& g, std::span<const ArgSlot> args) const {
+  return ir::evaluate_cost(cost_plan_, ir_, cost_inputs(g, args));
 }
 
 void KernelCore::launch(const Grid& g, Stream s, std::span<ArgSlot> args, const ir::LaunchCost* cost) {
@@ -277,6 +286,11 @@ void KernelCore::launch(const Grid& g, Stream s, std::span<ArgSlot> args, const 
     if (dims[d] < 1 || dims[d] > limits[d])
       throw InvalidArgument(fmt::format("grid.{} = {}: must be in [1, {}]", "xyz"[d], dims[d], limits[d]));
   const std::uint64_t key = check_args(args);
+  // for_range's overflow rule for every loop whose bounds these arguments decide: refused here, before anything runs
+  // (on a GPU such a loop would never end; the interpreter checks the loops whose bounds the kernel computes).
+  if (!cost_plan_.loops.empty())
+    if (const auto bad = ir::loop_overflow(cost_plan_, ir_, cost_inputs(g, args)))
+      throw InvalidArgument(fmt::format("kernel {}: {}", ir_.name, *bad));
   // grid.x is whole clusters of the kernel that runs: num_ctas where the code generator applied it, else 1
   // (CompileOptions::num_ctas). On a GPU, that of the variant these arguments select (built here if needed).
   const Variant* var = nullptr;

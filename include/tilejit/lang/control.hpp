@@ -105,8 +105,9 @@ inline void end_loop(int begin) {
 /// lo, hi, step: Int / Size scalars or C++ whole numbers that fit an i32 (others throw InvalidArgument while tracing);
 /// step must be positive (a constant step <= 0 throws InvalidArgument while tracing; a run-time one makes the
 /// interpreter throw and the generated code trap), and a loop that runs must keep hi + step - 1 <= 2^31 - 1, so the
-/// i32 induction variable cannot overflow: the interpreter throws; the generated code traps where the bounds are
-/// known before the outermost loop (a check inside a loop nest measured costly), elsewhere the rule is the caller's.
+/// i32 induction variable cannot overflow: a launch whose arguments, descriptor shapes or grid give such bounds throws
+/// InvalidArgument before anything runs; the interpreter also refuses loops whose bounds the kernel computes (a
+/// compiled kernel does not check those: the caller's).
 template <class Lo, class Hi, class Step, class Init, class Body>
 auto for_range(const Lo& lo, const Hi& hi, const Step& step, const Init& init, Body&& body) {
   const int begin = lang::begin_loop(lo, hi, step);
