@@ -15,8 +15,8 @@
 #include <cmath>
 #include <functional>
 #include <map>
-#include <optional>
 #include <limits>
+#include <optional>
 #include <set>
 #include <string_view>
 
@@ -2317,13 +2317,15 @@ class Emitter {
     if (f.size() >= static_cast<std::size_t>(R(id))) return false;
     std::string unit;
     for (const std::string& x : f) unit += (unit.empty() ? "" : " && ") + ("(" + x + ") == 1.0f");
+    auto fill = [&](const auto& value) {  // the canonical registers; the others copy theirs after the branch
+      for (int r = 0; r < R(id); ++r)
+        if (canonical(r, id) == r) line(fmt::format("v{}[{}] = {};", id, r, value(r)));
+    };
     line(fmt::format("float v{}[{}];", id, R(id)));
     line(fmt::format("if ({}) {{  // every factor this thread holds is 1: x as it is", unit));
-    for (int r = 0; r < R(id); ++r)
-      if (canonical(r, id) == r) line(fmt::format("v{}[{}] = {};", id, r, opnd(id, 0, r)));
+    fill([&](int r) { return opnd(id, 0, r); });
     line("} else {");
-    for (int r = 0; r < R(id); ++r)
-      if (canonical(r, id) == r) line(fmt::format("v{}[{}] = {} * {};", id, r, opnd(id, 0, r), opnd(id, 1, r)));
+    fill([&](int r) { return opnd(id, 0, r) + " * " + opnd(id, 1, r); });
     line("}");
     for (int r = 0; r < R(id); ++r)
       if (canonical(r, id) != r) line(fmt::format("v{}[{}] = v{}[{}];", id, r, id, canonical(r, id)));

@@ -240,9 +240,10 @@ class Program {
           hi_[u] = at(node.args[1]).i[0];
           step_[u] = at(node.args[2]).i[0];
           if (step_[u] <= 0) fail(pc, fmt::format("for_range step is {}: it must be positive", step_[u]));
-          if (lo < hi_[u] && hi_[u] + step_[u] - 1 > std::numeric_limits<std::int32_t>::max())  // as the generated code traps
+          // for_range's overflow rule; launch checks the bounds its arguments decide, this also those the kernel computes
+          if (lo < hi_[u] && hi_[u] + step_[u] - 1 > std::numeric_limits<std::int32_t>::max())
             fail(pc, fmt::format("for_range({}, {}, {}): hi + step - 1 = {} passes 2^31 - 1, so the i32 induction variable could "
-                                 "overflow (the generated code traps); use a smaller bound or step", lo, hi_[u], step_[u],
+                                 "overflow (on a GPU, a loop that never ends); use a smaller bound or step", lo, hi_[u], step_[u],
                                  hi_[u] + step_[u] - 1));
           for (int c : carries_[u]) vals_[static_cast<std::size_t>(c)] = at(k_[c].args[0]);
           if (lo >= hi_[u]) { pc = ends_[u] + 1; continue; }
