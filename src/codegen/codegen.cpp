@@ -219,6 +219,10 @@ class Emitter {
       for (int dim = 0; dim < plan_.layouts[l].rank; ++dim)
         src += fmt::format("  const int tj_c{}_{} = {};  (void)tj_c{}_{};\n", l, dim, base_coord(plan_.layouts[l], dim), l, dim);
     src += "  (void)tj_lane; (void)tj_warp;\n";
+    // sm_90a: the warp group's index broadcast from lane 0, so ptxas knows it is the same in every lane and keeps
+    // wgmma descriptors built from it in uniform registers (CUTLASS's canonical_warp_idx_sync does the same).
+    if (t_.dialect == Dialect::cuda && t_.arch == "sm_90a")
+      src += "  const unsigned tj_wgu = __shfl_sync(0xffffffffu, (unsigned)tj_tid / 128u, 0);  (void)tj_wgu;\n";
     if (o_.device_events) {
       src += "  tj_evcur tj_evc = {0u, 0u, 4u, ~0u};  // device-event slots this thread has reserved\n";
       src += "  unsigned tj_wgi = 0u, tj_wgd = 0u;  (void)tj_wgi; (void)tj_wgd;  // wgmma groups committed / seen complete\n";
@@ -2733,7 +2737,7 @@ class Emitter {
     // 2. the accumulator and the instructions
     line(fmt::format("float v{}[{}];", id, R(id)));
     for (int r = 0; r < R(id); ++r) line(fmt::format("v{}[{}] = {};", id, r, opnd(id, 2, r)));
-    line(fmt::format("const unsigned tj_sa{} = tj_smem_addr(tj_smem) + (unsigned)(tj_warp / 4) * {};", id, 64 * 128));
+    line(fmt::format("const unsigned tj_sa{} = tj_smem_addr(tj_smem) + tj_wgu * {}u;", id, 64 * 128));
     line(fmt::format("const unsigned tj_sb{} = tj_smem_addr(tj_smem) + {};", id, b_off));
     WgmmaOperand A{fmt::format("tj_sa{}", id), M}, B{fmt::format("tj_sb{}", id), N};
     emit_wgmma_instructions(id, id, A, B, N, K, ta.dtype);
@@ -2840,17 +2844,24 @@ class Emitter {
     auto kdesc = [](int w, const std::string& at) {
       return w == 128 ? fmt::format("tj_wgmma_desc({})", at) : fmt::format("tj_wgmma_desc_sw({}, {})", at, w);
     };
+    // One descriptor per operand at its block's start; each k step adds its byte offset / 16 to the low word
+    // (tj_wgmma_desc_at). Every offset is a multiple of 16: k steps are 32 bytes, slabs and rows whole.
+    if (A.regs_of < 0) line(fmt::format("const unsigned long long tj_da{} = {};", id, kdesc(A.w, A.addr)));
+    if (B.mn_major)  // LBO = the slab stride between w-byte MN blocks
+      line(fmt::format("const unsigned long long tj_db{} = {};", id,
+                       B.w == 128 ? fmt::format("tj_wgmma_desc_mn({}, {}u)", B.addr, B.rows * 128)
+                                  : fmt::format("tj_wgmma_desc_mn_sw({}, {}u, {})", B.addr, B.rows * B.w, B.w)));
+    else
+      line(fmt::format("const unsigned long long tj_db{} = {};", id, kdesc(B.w, B.addr)));
+    auto desc_at = [&](const char* base, int bytes) {
+      if (bytes % 16 != 0) throw Unsupported(fmt::format("dot %{}: a wgmma operand offset of {} bytes is not a multiple of 16", id, bytes));
+      return bytes == 0 ? fmt::format("{}{}", base, id) : fmt::format("tj_wgmma_desc_at({}{}, {}u)", base, id, bytes / 16);
+    };
     for (int k0 = 0; k0 < K; k0 += kstep) {
       const int aslab = k0 * es / A.w, akin = (k0 * es) % A.w;
       const int bslab = k0 * es / B.w, bkin = (k0 * es) % B.w;
-      std::string bd;
-      if (B.mn_major) {  // k0 rows of w bytes each; LBO = the slab stride between w-byte MN blocks
-        const std::string at = fmt::format("{} + {}", B.addr, k0 * B.w);
-        bd = B.w == 128 ? fmt::format("tj_wgmma_desc_mn({}, {}u)", at, B.rows * 128)
-                        : fmt::format("tj_wgmma_desc_mn_sw({}, {}u, {})", at, B.rows * B.w, B.w);
-      } else {
-        bd = kdesc(B.w, fmt::format("{} + {}", B.addr, bslab * B.rows * B.w + bkin));
-      }
+      // MN-major B: k0 rows of w bytes each; K-major: slab bslab, bkin bytes into its rows.
+      const std::string bd = desc_at("tj_db", B.mn_major ? k0 * B.w : bslab * B.rows * B.w + bkin);
       const bool first = k0 == 0;
       const int scale_d = zero_acc && first ? 0 : 1;
       const std::string& cn = first ? cons_first : cons;
@@ -2866,8 +2877,7 @@ class Emitter {
       const std::string imm = es == 2 ? fmt::format("{}, 1, 1, 0, {}", scale_d, B.mn_major ? 1 : 0) : et == DType::i8 ? fmt::format("{}", scale_d)
                                                                                                      : fmt::format("{}, 1, 1", scale_d);
       line(fmt::format("asm volatile(\"{{ wgmma.mma_async.sync.aligned.m64n{}k{}.{}.{}.{} {{{}}}, %{}, %{}, {}; }}\" : {} : \"l\"({}), \"l\"({}));",
-                       N, kstep, dty, ty, ty, regs, N / 2, N / 2 + 1, imm, cn,
-                       kdesc(A.w, fmt::format("{} + {}", A.addr, aslab * A.rows * A.w + akin)), bd));
+                       N, kstep, dty, ty, ty, regs, N / 2, N / 2 + 1, imm, cn, desc_at("tj_da", aslab * A.rows * A.w + akin), bd));
     }
     line("asm volatile(\"wgmma.commit_group.sync.aligned;\" ::: \"memory\");");
     if (ev_wgmma_ >= 0) {  // the group is issued: its sequence number in this warp group, the warp group above bit 24
@@ -2940,7 +2950,7 @@ class Emitter {
     WgmmaOperand A, B;
     if (a_smem) {
       A.w = slab_w(a);
-      A.addr = wn > 1 ? block_addr(a, id) : fmt::format("({} + (unsigned)(tj_warp / 4) * {}u)", block_addr(a, id), 64 * A.w);
+      A.addr = wn > 1 ? block_addr(a, id) : fmt::format("({} + tj_wgu * {}u)", block_addr(a, id), 64 * A.w);
       A.rows = M;
     } else {
       A.regs_of = id;
@@ -2957,7 +2967,7 @@ class Emitter {
         throw Unsupported(fmt::format("dot %{}: {} warp groups split N = {} at {} bytes, inside a {}-byte slab of its MN-major B", id, wn,
                                       N * wn, N * es, B.w));
       const int step = B.mn_major ? N * es / B.w * B.rows * B.w : N * B.w;
-      B.addr = fmt::format("({} + (unsigned)(tj_warp / 4) * {}u)", B.addr, step);
+      B.addr = fmt::format("({} + tj_wgu * {}u)", B.addr, step);
     }
     // A zero accumulator (S = Q·Kᵀ each iteration) is not written register by register: the first wgmma
     // ignores it (scale-d = 0).

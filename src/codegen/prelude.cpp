@@ -120,6 +120,15 @@ static __device__ __forceinline__ unsigned long long tj_wgmma_desc_sw(unsigned a
 static __device__ __forceinline__ unsigned long long tj_wgmma_desc_mn_sw(unsigned addr, unsigned lbo, unsigned w) {
   return tj_wgmma_make_desc(addr, lbo, w);
 }
+// The descriptor of the operand `k16` 16-byte units past d's start address: the low word plus k16, the high word as
+// it is. Exact because shared-memory addresses are below 2^18 (228 KiB), so the 14-bit start field never carries
+// into the LBO field (CUTLASS's descriptor iterator steps the same way). One add per wgmma instead of the mask,
+// shift and or of a fresh descriptor per instruction (v0.29).
+static __device__ __forceinline__ unsigned long long tj_wgmma_desc_at(unsigned long long d, unsigned k16) {
+  unsigned lo;
+  asm volatile("add.u32 %0, %1, %2;" : "=r"(lo) : "r"((unsigned)d), "r"(k16));
+  return (d & 0xFFFFFFFF00000000ull) | lo;
+}
 // A for_range whose step is not positive at run time would never end (s += step never reaches hi): the loop's
 // guard stops the kernel here instead (the launch then fails with an illegal-instruction error; the guard's line
 // names the loop). A trap, not printf: an extern call (vprintf) would make ptxas serialise every wgmma.

@@ -126,8 +126,8 @@ TEST_CASE("attention_tma_sm90a_code_keeps_q_resident_p_in_registers_and_reads_v_
     const int ksteps_s = hd / 16, ksteps_pv = 128 / 16;
     CHECK(occurrences(src, fmt::format("m64n128k16.f32.{0}.{0} {{", ty)) == static_cast<std::size_t>(ksteps_s + (hd == 128 ? ksteps_pv : 0)));
     CHECK(occurrences(src, fmt::format("m64n{1}k16.f32.{0}.{0} {{", ty, hd)) == static_cast<std::size_t>(ksteps_pv + (hd == 128 ? ksteps_s : 0)));
-    CHECK(occurrences(src, hd == 96 ? "tj_wgmma_desc_mn_sw((tj_ring" : "tj_wgmma_desc_mn((tj_ring") ==
-          static_cast<std::size_t>(ksteps_pv));  // V, MN-major
+    CHECK(occurrences(src, hd == 96 ? "tj_wgmma_desc_mn_sw((tj_ring" : "tj_wgmma_desc_mn((tj_ring") == 1u);  // V, MN-major: once
+    CHECK(occurrences(src, "tj_wgmma_desc_at(tj_db") >= static_cast<std::size_t>(ksteps_pv - 1));  // its k16 steps
     CHECK(occurrences(src, "\"r\"(tj_pa") == static_cast<std::size_t>(4 * ksteps_pv));           // P: register A
     CHECK(src.find("from L") == std::string::npos);  // no layout conversion through shared memory
     // P is packed for the register-A wgmma straight from its f32 values (one cvt per pair), and exp2 is one SFU op.

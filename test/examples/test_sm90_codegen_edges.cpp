@@ -259,7 +259,8 @@ TEST_CASE("sm90_edge_pointer_a_desc_b_takes_register_a_and_compiles") {
     const auto g = sm90<RegAGemm<128, 96, 64, false, tj::f16>>(8, 2);
     CHECK(g.tma_params == std::vector<int>{1});
     CHECK(g.tma_boxes == std::vector<std::array<int, 2>>{{64, 32}});  // 192-byte rows: three 64-byte slabs
-    CHECK(occurrences(g.source, "tj_wgmma_desc_mn_sw((tj_ring") == 4u);  // one per k16 step
+    CHECK(occurrences(g.source, "tj_wgmma_desc_mn_sw((tj_ring") == 1u);  // B's descriptor, once
+    CHECK(occurrences(g.source, "tj_wgmma_desc_at(tj_db") == 3u);        // k16 steps 1..3: its start + 64 rows each
     CHECK(occurrences(g.source, "m64n96k16.f32.f16.f16") == 4u);
     if (nv) nvrtc_ok(g);
   }
@@ -363,7 +364,7 @@ TEST_CASE("sm90_edge_one_descriptor_two_block_rows_is_a_typed_error") {
 TEST_CASE("sm90_edge_block_used_through_trans_and_directly") {
   const auto g = sm90<TransAndDirect<64, 64, 64, tj::bf16>>(4, 2);
   CHECK(g.tma_params == std::vector<int>{0, 1});
-  CHECK(occurrences(g.source, "tj_wgmma_desc_mn((tj_ring") == 4u);  // dS·K: 4 k16 steps, MN-major
+  CHECK(occurrences(g.source, "tj_wgmma_desc_mn((tj_ring") == 1u);  // dS·K: MN-major, one descriptor for 4 k16 steps
   CHECK(occurrences(g.source, "\"r\"(tj_pa") == 16u);               // dS from registers
   CHECK(occurrences(g.source, "tj_pack_bf16x2(v") == 16u);          // packed from the f32 S values
   CHECK(g.source.find("through shared memory") == std::string::npos);
@@ -385,8 +386,8 @@ TEST_CASE("sm90_edge_block_used_through_trans_and_directly_partial_slabs") {
   const auto g1 = sm90<TransAndDirect<64, 64, 96, tj::bf16>>(4, 2);
   CHECK(occurrences(g1.source, "m64n64k16.f32.bf16.bf16") == 6u);
   CHECK(occurrences(g1.source, "m64n96k16.f32.bf16.bf16") == 4u);
-  CHECK(occurrences(g1.source, "tj_wgmma_desc_mn_sw((tj_ring") == 4u);
-  CHECK(occurrences(g1.source, ", 4096u, 64)") == 4u);  // LBO: the slab stride of a 64-row block of 64-byte slabs
+  CHECK(occurrences(g1.source, "tj_wgmma_desc_mn_sw((tj_ring") == 1u);
+  CHECK(occurrences(g1.source, ", 4096u, 64)") == 1u);  // LBO: the slab stride of a 64-row block of 64-byte slabs
   CHECK(g1.tma_boxes == std::vector<std::array<int, 2>>{{64, 32}, {64, 32}});
   // Two warp groups, D = 128, N of the MN-major B not a multiple of 64 (72: 8 columns of the second slab).
   const auto g2 = sm90<TransAndDirect<128, 64, 128, tj::f16>>(8, 3);
@@ -409,7 +410,10 @@ TEST_CASE("sm90_edge_attention_head_dims_80_160_192_256") {
     CHECK(g.tma_boxes == std::vector<std::array<int, 2>>(3, {64, w / 2}));
     const std::size_t slabs = static_cast<std::size_t>(hd * 2 / w);
     CHECK(occurrences(g.source, "tj_tma_load_2d(") == 3 * slabs + 1);  // Q, K, V: one copy per slab (+ the prelude)
-    CHECK(occurrences(g.source, w == 128 ? "tj_wgmma_desc_mn((tj_ring" : "tj_wgmma_desc_mn_sw((tj_ring") == 4u);  // P·V: K = 64
+    CHECK(occurrences(g.source, w == 128 ? "tj_wgmma_desc_mn((tj_ring" : "tj_wgmma_desc_mn_sw((tj_ring") == 1u);  // V, MN-major
+    // P·V's K = 64: four k16 steps, three of them at the descriptor's start plus 16 rows of w bytes each (w / 16 units).
+    CHECK(occurrences(g.source, fmt::format(", {}u)", w)) >= 1u);
+    CHECK(occurrences(g.source, fmt::format(", {}u)", 3 * w)) >= 1u);
     CHECK(occurrences(g.source, fmt::format("m64n{}k16.f32.bf16.bf16", hd)) == 4u);
     CHECK(occurrences(g.source, "m64n64k16.f32.bf16.bf16") == static_cast<std::size_t>(hd / 16));  // S = Q·Kᵀ over hd
     CHECK(g.source.find("through shared memory") == std::string::npos);
@@ -431,7 +435,10 @@ TEST_CASE("sm90_edge_blocks_narrower_than_128_bytes") {
     CHECK(g.tma_boxes == std::vector<std::array<int, 2>>{{64, 32}, {64, 32}});
     CHECK(occurrences(g.source, "tj_mbar_expect_tx(bar, 8192u)") == 1u);  // 2 blocks x 64 rows x 64 bytes
     CHECK(occurrences(g.source, "m64n64k16.f32.bf16.bf16") == 2u);
-    CHECK(occurrences(g.source, ", 64)), \"l\"(tj_wgmma_desc_sw(") == 2u);  // A and B: 64B-swizzle descriptors
+    CHECK(occurrences(g.source, ", 64);\n") == 2u);  // A and B: 64B-swizzle descriptors (tj_da, tj_db)
+    CHECK(occurrences(g.source, "= tj_wgmma_desc_sw(") == 2u);
+    CHECK(occurrences(g.source, "tj_wgmma_desc_at(tj_da") == 1u);  // the second k16 step: 32 bytes on, in the slab
+    CHECK(occurrences(g.source, "tj_wgmma_desc_at(tj_db") == 1u);
     CHECK(has_diag(g, "held exactly as 1 slab(s) of 64 bytes"));
     if (nv) nvrtc_ok(g);
   }
@@ -439,13 +446,15 @@ TEST_CASE("sm90_edge_blocks_narrower_than_128_bytes") {
     const auto g = sm90<DescGemm<128, 48, 16, tj::f16>>(8, 2);
     CHECK(g.tma_boxes == std::vector<std::array<int, 2>>{{128, 16}, {48, 16}});
     CHECK(occurrences(g.source, "m64n48k16.f32.f16.f16") == 1u);
-    CHECK(occurrences(g.source, ", 32)), \"l\"(tj_wgmma_desc_sw(") == 1u);
+    CHECK(occurrences(g.source, ", 32);\n") == 2u);  // A and B: 32B-swizzle descriptors, one k step
+    CHECK(occurrences(g.source, "tj_wgmma_desc_at(") == 1u);  // only the prelude's definition
     if (nv) nvrtc_ok(g);
   }
   SUBCASE("MN-major B with N = 32: one 64-byte slab") {
     const auto g = sm90<RegAGemm<64, 32, 64, false, tj::bf16>>(4, 2);
     CHECK(g.tma_boxes == std::vector<std::array<int, 2>>{{64, 32}});
-    CHECK(occurrences(g.source, "tj_wgmma_desc_mn_sw((tj_ring") == 4u);
+    CHECK(occurrences(g.source, "tj_wgmma_desc_mn_sw((tj_ring") == 1u);
+    CHECK(occurrences(g.source, "tj_wgmma_desc_at(tj_db") == 3u);
     if (nv) nvrtc_ok(g);
   }
   SUBCASE("rows of 144 bytes (72 bf16) are no whole number of 32-byte slabs: 128-byte slabs, the last partly used") {
