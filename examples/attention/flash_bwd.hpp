@@ -20,6 +20,24 @@
 
 namespace examples {
 
+/// How a backward step masks its probabilities. MaskEvery: every block (the pointer kernels). MaskWhen: only the
+/// blocks whose `trip` is 1 — a loop of 0 or 1 iterations around the compares and the select, as the forward's
+/// mask_scores_from — where trip 0 promises every score of the block is visible (its rows and keys < S and, causal,
+/// no key after a row). `mask_of()` builds the mask inside the loop, so a block that needs none skips it entirely.
+struct MaskEvery {
+  template <class MaskOf, class P>
+  auto operator()(MaskOf mask_of, const P& p) const {
+    return tj::where(mask_of(), p, 0.0f);
+  }
+};
+struct MaskWhen {
+  tj::Int trip;
+  template <class MaskOf, class P>
+  auto operator()(MaskOf mask_of, const P& p) const {
+    return tj::for_range(0, trip, 1, p, [&](tj::Int, auto q) { return tj::where(mask_of(), q, 0.0f); });
+  }
+};
+
 /// One query block's share of a key block's gradients (FlashAttention-2,
 /// Algorithm 2, transposed): from the raw Sᵀ = K·Qᵀ [BLOCK_N, BLOCK_M] of keys
 /// rn and queries rm and dPᵀ = V·dOᵀ = dpt_of() (called after dV's product, so
@@ -35,13 +53,18 @@ struct NoDsSink {
   void operator()(const X&) const {}
 };
 template <bool CAUSAL, class T, class St, class DptOf, class Rn, class Rm, class KeyOk, class RowOk, class Lse, class Dlt, class DoOp,
-          class QOp, class Acc, class DsSink = NoDsSink>
+          class QOp, class Acc, class DsSink = NoDsSink, class Masker = MaskEvery>
 auto bwd_kv_step(const St& st, DptOf dpt_of, const Rn& rn, const Rm& rm, const KeyOk& key_ok, const RowOk& row_ok,
                  const Lse& lse_l2, const Dlt& dlt, const tj::Scalar<float>& scale_log2e, const DoOp& do_op, const QOp& q_op,
-                 const Acc& dk_acc, const Acc& dv_acc, DsSink ds_sink = {}) {
-  auto ok = tj::expand_dims<1>(key_ok) & tj::expand_dims<0>(row_ok);
-  auto mask = CAUSAL ? (ok & (tj::expand_dims<1>(rn) <= tj::expand_dims<0>(rm))) : ok;
-  auto pt = tj::where(mask, tj::exp2(st * scale_log2e - tj::expand_dims<0>(lse_l2)), 0.0f);
+                 const Acc& dk_acc, const Acc& dv_acc, DsSink ds_sink = {}, Masker masker = {}) {
+  auto mask_of = [&] {
+    auto ok = tj::expand_dims<1>(key_ok) & tj::expand_dims<0>(row_ok);
+    if constexpr (CAUSAL)
+      return ok & (tj::expand_dims<1>(rn) <= tj::expand_dims<0>(rm));
+    else
+      return ok;
+  };
+  auto pt = masker(mask_of, tj::exp2(st * scale_log2e - tj::expand_dims<0>(lse_l2)));
   auto dv_new = tj::dot(tj::cast<T>(pt), do_op, dv_acc);
   auto dst = tj::cast<T>(pt * (dpt_of() - tj::expand_dims<0>(dlt)));
   auto dk_new = tj::dot(dst, q_op, dk_acc);
@@ -54,12 +77,17 @@ auto bwd_kv_step(const St& st, DptOf dpt_of, const Rn& rn, const Rm& rm, const K
 /// P = exp2(S·scale − lse) (masked as above),
 /// dS = P ∘ (dP − delta), dQ += dS·K (unscaled); k_op is K [BLOCK_N, D].
 template <bool CAUSAL, class T, class Sc, class DpOf, class Rm, class Rn, class RowOk, class KeyOk, class Lse, class Dlt, class KOp,
-          class Acc>
+          class Acc, class Masker = MaskEvery>
 auto bwd_q_step(const Sc& s, DpOf dp_of, const Rm& rm, const Rn& rn, const RowOk& row_ok, const KeyOk& key_ok, const Lse& lse_l2,
-                const Dlt& dlt, const tj::Scalar<float>& scale_log2e, const KOp& k_op, const Acc& dq_acc) {
-  auto ok = tj::expand_dims<1>(row_ok) & tj::expand_dims<0>(key_ok);
-  auto mask = CAUSAL ? (ok & (tj::expand_dims<1>(rm) >= tj::expand_dims<0>(rn))) : ok;
-  auto p = tj::where(mask, tj::exp2(s * scale_log2e - tj::expand_dims<1>(lse_l2)), 0.0f);
+                const Dlt& dlt, const tj::Scalar<float>& scale_log2e, const KOp& k_op, const Acc& dq_acc, Masker masker = {}) {
+  auto mask_of = [&] {
+    auto ok = tj::expand_dims<1>(row_ok) & tj::expand_dims<0>(key_ok);
+    if constexpr (CAUSAL)
+      return ok & (tj::expand_dims<1>(rm) >= tj::expand_dims<0>(rn));
+    else
+      return ok;
+  };
+  auto p = masker(mask_of, tj::exp2(s * scale_log2e - tj::expand_dims<1>(lse_l2)));
   auto ds = p * (dp_of() - tj::expand_dims<1>(dlt));
   return tj::dot(tj::cast<T>(ds), k_op, dq_acc);
 }

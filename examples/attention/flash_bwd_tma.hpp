@@ -72,6 +72,7 @@ void bwd_kv_tma_body(const tj::Desc<T, 1, BLOCK_N, HEAD_DIM>& k, const tj::Desc<
   auto rn = start_n + tj::arange<BLOCK_N>();
   auto rd = tj::arange<HEAD_DIM>();
   auto key_ok = rn < S;
+  const tj::Int key_past = tj::maximum(start_n + BLOCK_N - S, 0);  // > 0: this key block runs past S
   auto k_tile = k.load(bkv, start_n, 0);  // resident
   auto v_tile = v.load(bkv, start_n, 0);
   // Causal: query rows before this key block see none of it.
@@ -88,8 +89,12 @@ void bwd_kv_tma_body(const tj::Desc<T, 1, BLOCK_N, HEAD_DIM>& k, const tj::Desc<
       auto dlt = tj::load(delta + bh * S + rm, row_ok, 0.0f);
       auto dpt_of = [&] { return tj::dot(v_tile, tj::trans(do_blk)); };  // after dV's product: one score tile live
       auto ds_sink = [&](const auto& dst) { dq_sink(bh, rm, row_ok, dst, k_tile); };
+      // Mask only the blocks that can hold a hidden score: causal, the query rows before the diagonal's end
+      // (m0 < start_n + BLOCK_N − 1); rows past S (m0 + BLOCK_M > S); every block when this program's keys pass S.
+      const tj::Int causal_part = CAUSAL ? tj::maximum(start_n + (BLOCK_N - 1) - m0, 0) : tj::scalar<std::int32_t>(0);
+      const MaskWhen masker{tj::minimum(causal_part + tj::maximum(m0 + BLOCK_M - S, 0) + key_past, 1)};
       return bwd_kv_step<CAUSAL, T>(tj::dot(k_tile, tj::trans(q_blk)), dpt_of, rn, rm, key_ok, row_ok,
-                                    lse_l2, dlt, scale_log2e, do_blk, q_blk, dk_acc, dv_acc, ds_sink);
+                                    lse_l2, dlt, scale_log2e, do_blk, q_blk, dk_acc, dv_acc, ds_sink, masker);
     });
   });
   auto kv_ptrs = bkv * S * HEAD_DIM + tj::expand_dims<1>(rn) * HEAD_DIM + tj::expand_dims<0>(rd);
@@ -191,6 +196,7 @@ struct FlashBwdQTma {
     auto rm = start_m + tj::arange<BLOCK_M>();
     auto rd = tj::arange<HEAD_DIM>();
     auto row_ok = rm < S;
+    const tj::Int rows_past = tj::maximum(start_m + BLOCK_M - S, 0);  // > 0: this query block runs past S
     auto q_blk = q.load(bh, start_m, 0);  // resident
     auto do_blk = d_o.load(bh, start_m, 0);
     auto lse_l2 = tj::load(lse + bh * S + rm, row_ok, 0.0f) * kLog2e;
@@ -203,8 +209,12 @@ struct FlashBwdQTma {
       auto k_blk = k.load(kv_head, n0, 0);
       auto v_blk = v.load(kv_head, n0, 0);
       auto dp_of = [&] { return tj::dot(do_blk, tj::trans(v_blk)); };
+      // Mask only the blocks that can hold a hidden score: causal, the keys past the block's first row
+      // (n0 + BLOCK_N − 1 > start_m); keys past S; every block when this program's rows pass S.
+      const tj::Int causal_part = CAUSAL ? tj::maximum(n0 + (BLOCK_N - 1) - start_m, 0) : tj::scalar<std::int32_t>(0);
+      const MaskWhen masker{tj::minimum(causal_part + tj::maximum(n0 + BLOCK_N - S, 0) + rows_past, 1)};
       return bwd_q_step<CAUSAL, T>(tj::dot(q_blk, tj::trans(k_blk)), dp_of, rm, rn, row_ok, key_ok, lse_l2,
-                                   dlt, scale_log2e, k_blk, dq_acc);
+                                   dlt, scale_log2e, k_blk, dq_acc, masker);
     });
     auto q_ptrs = bh * S * HEAD_DIM + tj::expand_dims<1>(rm) * HEAD_DIM + tj::expand_dims<0>(rd);
     tj::store(dq + q_ptrs, tj::cast<T>(dq_acc * scale), tj::expand_dims<1>(row_ok));
