@@ -14,6 +14,7 @@
 #include "tilejit/codegen/codegen.hpp"
 #include "tilejit/layout/blocked.hpp"
 #include "tilejit/layout/encodings/encodings.hpp"
+#include "tools/output.hpp"
 
 namespace tilejit::tools {
 
@@ -332,6 +333,11 @@ ParsedLayout parse_at(const std::vector<std::string>& tokens, std::size_t& pos) 
                         "slice needs an inner spec after its params: slice dim=D "
                         "[regs=keep|drop] spec");
       }
+      // A slice has 1 dim, so a slice's inner spec cannot be one: refused before recursing (a spec of a thousand
+      // nested slices would otherwise recurse a thousand times before any rank is checked).
+      if (tokens[pos] == "slice")
+        throw SpecError(tokens[pos], "slice's inner spec must have 2 dims and a slice has 1: slice dim=D "
+                                     "[regs=keep|drop] spec, where spec is not itself a slice");
       ParsedLayout inner = parse_at(tokens, pos);
       const int rank = inner.layout.num_out_dims();
       if (rank < 2) {
@@ -741,16 +747,15 @@ int run_layout_show(const LayoutShowArgs& args) {
     return 2;
   }
   if (!args.svg_path.empty()) {  // written first: a failure prints the error alone, not the layout before it
-    std::ofstream f(args.svg_path, std::ios::binary);
-    f << svg;
-    f.close();
-    if (!f) {
-      std::fprintf(stderr, "tilejit layout show: cannot write %s\n", args.svg_path.c_str());
+    if (const std::string err = write_output_file(args.svg_path, svg); !err.empty()) {
+      std::fprintf(stderr, "tilejit layout show: cannot write %s: %s\n", args.svg_path.c_str(), err.c_str());
       return 1;
     }
   }
-  std::fputs(text.c_str(), stdout);
-  if (!args.svg_path.empty()) std::printf("wrote %s\n", args.svg_path.c_str());
+  if (!write_stream(stdout, args.svg_path.empty() ? text : text + "wrote " + args.svg_path + "\n")) {
+    std::fprintf(stderr, "tilejit layout show: cannot write to standard output\n");
+    return 1;
+  }
   return 0;
 }
 

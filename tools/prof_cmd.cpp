@@ -14,8 +14,12 @@
 #include <iterator>
 #include <regex>
 #include <sstream>
+#include <string_view>
+#include <unordered_map>
 
 #include <nlohmann/json.hpp>
+
+#include "tools/output.hpp"
 
 namespace tilejit::tools {
 namespace {
@@ -70,7 +74,11 @@ ProfNode to_node(const json& j, const std::string& origin, const std::string& wh
   if (auto m = j.find("metrics"); m != j.end()) {
     if (!m->is_object()) throw bad("\"metrics\" of '" + n.name + "' is not an object");
     for (auto it = m->begin(); it != m->end(); ++it) {
-      if (it->is_number()) {
+      if (it->is_number() && !std::isfinite(it->get<double>())) {
+        // MessagePack holds NaN and infinities as floats (the profiler writes NaN for a metric with no value):
+        // missing, as the same metric's null is in JSON.
+        n.nulls.insert(it.key());
+      } else if (it->is_number()) {
         n.metrics[it.key()] = it->get<double>();
       } else if (it->is_string()) {
         n.strings[it.key()] = it->get<std::string>();
@@ -369,17 +377,17 @@ VNode merge(const ProfNode* a, const ProfNode* b) {
   const auto& ac = a ? a->children : none;
   const auto& bc = b ? b->children : none;
   std::vector<bool> used(bc.size(), false);
-  std::map<std::string, int> seen_a;
+  // b's children by name, in sibling order: the k-th a child of a name meets the k-th b child of that name
+  // (one pass each way, not a scan of b's children per a child).
+  std::unordered_map<std::string_view, std::vector<std::size_t>> by_name;
+  for (std::size_t i = 0; i < bc.size(); ++i) by_name[bc[i].name].push_back(i);
+  std::unordered_map<std::string_view, std::size_t> seen_a;
   for (const auto& c : ac) {
-    int k = seen_a[c.name]++;
+    const std::size_t k = seen_a[c.name]++;
     const ProfNode* match = nullptr;
-    int seen = 0;
-    for (std::size_t i = 0; i < bc.size(); ++i) {
-      if (bc[i].name == c.name && seen++ == k) {
-        match = &bc[i];
-        used[i] = true;
-        break;
-      }
+    if (auto it = by_name.find(c.name); it != by_name.end() && k < it->second.size()) {
+      match = &bc[it->second[k]];
+      used[it->second[k]] = true;
     }
     v.children.push_back(merge(&c, match));
   }
@@ -396,9 +404,22 @@ std::regex compile(const std::string& pattern, const char* option) {
   }
 }
 
+/// The longest frame name --include / --exclude match: std::regex recurses about once per character of the subject,
+/// so a name of tens of thousands of characters overflows the stack (a segfault, measured at 30,000). Longer names
+/// are refused with InvalidArgument naming the frame, not cut. (A pattern that backtracks exponentially, such as
+/// ^(a+)+$, can still take unbounded time on a long enough name: std::regex has no time limit.)
+constexpr std::size_t kMaxRegexSubject = 4096;
+
+bool matches(const std::string& name, const std::regex& re) {
+  if (name.size() > kMaxRegexSubject)
+    throw InvalidArgument(fmt::format("frame '{}...' has {} characters; --include / --exclude match names of at most {}",
+                                      name.substr(0, 40), name.size(), kMaxRegexSubject));
+  return std::regex_search(name, re);
+}
+
 /// Keeps the paths through matching nodes: returns whether `n` stays.
 bool keep_included(VNode& n, const std::regex& re, bool inside, bool root) {
-  const bool self = inside || (!root && std::regex_search(n.name, re));
+  const bool self = inside || (!root && matches(n.name, re));
   std::vector<VNode> kept;
   for (auto& c : n.children)
     if (keep_included(c, re, self, false)) kept.push_back(std::move(c));
@@ -407,7 +428,7 @@ bool keep_included(VNode& n, const std::regex& re, bool inside, bool root) {
 }
 
 void drop_excluded(VNode& n, const std::regex& re) {
-  std::erase_if(n.children, [&](const VNode& c) { return std::regex_search(c.name, re); });
+  std::erase_if(n.children, [&](const VNode& c) { return matches(c.name, re); });
   for (auto& c : n.children) drop_excluded(c, re);
 }
 
@@ -525,6 +546,63 @@ bool Profile::has(std::string_view metric) const {
 
 std::size_t Profile::node_count() const { return count_nodes(root); }
 
+/// How deep the containers of the MessagePack value at the start of `b` nest, counted without recursion: stops
+/// once past `limit` (returning a depth > limit); a truncated or malformed value returns what it saw (from_msgpack
+/// then says what is wrong). nlohmann's MessagePack reader recurses once per level, so a hostile file 200,000
+/// arrays deep would overflow the stack before to_node's depth rule could refuse it; this runs first.
+int msgpack_depth(std::string_view b, int limit) {
+  std::vector<std::uint64_t> left;  // values still to read in each open container
+  std::size_t pos = 0;
+  int deepest = 0;
+  auto take = [&](std::size_t n) -> std::uint64_t {  // a big-endian length of n bytes
+    std::uint64_t v = 0;
+    for (std::size_t i = 0; i < n && pos < b.size(); ++i) v = v << 8 | static_cast<unsigned char>(b[pos++]);
+    return v;
+  };
+  auto skip = [&](std::uint64_t n) { pos = n >= b.size() - pos ? b.size() : pos + static_cast<std::size_t>(n); };
+  while (pos < b.size()) {
+    const unsigned t = static_cast<unsigned char>(b[pos++]);
+    std::uint64_t items = 0;  // > 0: a container that opens
+    if (t <= 0x7f || t >= 0xe0 || t == 0xc0 || t == 0xc2 || t == 0xc3) {
+    } else if (t >= 0x80 && t <= 0x8f) {
+      items = 2 * std::uint64_t(t & 0xf);
+    } else if (t >= 0x90 && t <= 0x9f) {
+      items = t & 0xf;
+    } else if (t >= 0xa0 && t <= 0xbf) {
+      skip(t & 0x1f);
+    } else if (t == 0xc4 || t == 0xd9) {
+      skip(take(1));
+    } else if (t == 0xc5 || t == 0xda) {
+      skip(take(2));
+    } else if (t == 0xc6 || t == 0xdb) {
+      skip(take(4));
+    } else if (t >= 0xc7 && t <= 0xc9) {
+      skip(take(std::size_t{1} << (t - 0xc7)) + 1);  // ext 8 / 16 / 32: length, type byte, data
+    } else if (t == 0xca || t == 0xcb || (t >= 0xcc && t <= 0xd3)) {
+      static constexpr int kSize[] = {4, 8, 1, 2, 4, 8, 1, 2, 4, 8};
+      skip(kSize[t - 0xca]);
+    } else if (t >= 0xd4 && t <= 0xd8) {
+      skip(1 + (std::uint64_t{1} << (t - 0xd4)));  // fixext: type byte, 1 .. 16 bytes
+    } else if (t == 0xdc || t == 0xdd) {
+      items = take(t == 0xdc ? 2 : 4);
+    } else if (t == 0xde || t == 0xdf) {
+      items = 2 * take(t == 0xde ? 2 : 4);
+    } else {
+      return deepest;  // 0xc1: never used
+    }
+    if (items > 0) {
+      left.push_back(items);
+      deepest = std::max(deepest, static_cast<int>(left.size()));
+      if (deepest > limit) return deepest;
+      continue;
+    }
+    // A whole value was read: close every container it completes.
+    while (!left.empty() && --left.back() == 0) left.pop_back();
+    if (left.empty()) return deepest;
+  }
+  return deepest;
+}
+
 Profile parse_profile(std::string_view bytes, std::string_view origin_view) {
   const std::string origin(origin_view);
   const auto first = bytes.find_first_not_of(" \t\r\n");
@@ -533,6 +611,9 @@ Profile parse_profile(std::string_view bytes, std::string_view origin_view) {
   Profile p;
   p.origin = origin;
   p.msgpack = bytes[first] != '[' && bytes[first] != '{';
+  // A tree level is two containers (the node's map, its "children" array), plus the outer [tree, devices].
+  if (const int limit = 2 * kMaxReadDepth + 2; p.msgpack && msgpack_depth(bytes, limit) > limit)
+    throw InvalidArgument(fmt::format("{}: not a hatchet profile: nested deeper than {} levels", origin, kMaxReadDepth));
   json j;
   try {
     j = p.msgpack ? json::from_msgpack(bytes.begin(), bytes.end())
@@ -882,7 +963,10 @@ int run_prof_view(const ProfViewArgs& args) {
     std::optional<Profile> b;
     if (!args.diff.empty()) b = load_profile(args.diff);
     const std::string text = render_view(a, args.options, b ? &*b : nullptr);
-    std::fwrite(text.data(), 1, text.size(), stdout);
+    if (!write_stream(stdout, text)) {
+      std::fprintf(stderr, "tilejit: cannot write to standard output\n");
+      return 1;
+    }
     return 0;
   } catch (const InvalidArgument& e) {
     std::fprintf(stderr, "tilejit: %s\n", e.what());
@@ -898,14 +982,14 @@ int run_prof_html(const ProfHtmlArgs& args) {
     std::fprintf(stderr, "tilejit: %s\n", e.what());
     return 2;
   }
-  std::ofstream out(args.out, std::ios::binary);
-  out << html;
-  out.close();
-  if (!out) {
-    std::fprintf(stderr, "tilejit: cannot write '%s'\n", args.out.c_str());
+  if (const std::string err = write_output_file(args.out, html); !err.empty()) {
+    std::fprintf(stderr, "tilejit: cannot write '%s': %s\n", args.out.c_str(), err.c_str());
     return 1;
   }
-  std::printf("wrote %s (%zu bytes)\n", args.out.c_str(), html.size());
+  if (!write_stream(stdout, fmt::format("wrote {} ({} bytes)\n", args.out, html.size()))) {
+    std::fprintf(stderr, "tilejit: cannot write to standard output\n");
+    return 1;
+  }
   return 0;
 }
 

@@ -1,6 +1,8 @@
 // The `tilejit` command-line tool.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <exception>
+#include <new>
 
 #include "tilejit/core/error.hpp"
 #include "tools/demo.hpp"
@@ -74,6 +76,12 @@ int main(int argc, char** argv) {
     if (pv->parsed()) return tilejit::tools::run_prof_view(pview);
     if (ph->parsed()) return tilejit::tools::run_prof_html(phtml);
   } catch (const tilejit::Error& e) {
+    std::fprintf(stderr, "tilejit: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "tilejit: out of memory\n");
+    return 1;
+  } catch (const std::exception& e) {  // anything else a library below throws: a message and exit 1, not an abort
     std::fprintf(stderr, "tilejit: %s\n", e.what());
     return 1;
   }

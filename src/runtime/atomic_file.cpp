@@ -11,7 +11,8 @@
 
 #include <fmt/format.h>
 
-namespace tilejit::runtime::detail {
+namespace tilejit::runtime {
+namespace detail {
 bool write_all(int fd, const void* p, std::size_t n) {
   auto* b = static_cast<const char*>(p);
   while (n > 0) {
@@ -23,6 +24,7 @@ bool write_all(int fd, const void* p, std::size_t n) {
   }
   return true;
 }
+}  // namespace detail
 
 std::string write_file_atomically(const std::filesystem::path& path, std::string_view data) {
   std::error_code ec;
@@ -34,7 +36,7 @@ std::string write_file_atomically(const std::filesystem::path& path, std::string
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
   if (fd < 0) return fmt::format("cannot create {}: {}", tmp.string(), std::strerror(errno));
   std::string err;
-  if (!write_all(fd, data.data(), data.size())) err = fmt::format("write failed: {}", std::strerror(errno));
+  if (!detail::write_all(fd, data.data(), data.size())) err = fmt::format("write failed: {}", std::strerror(errno));
   else if (::fsync(fd) != 0) err = fmt::format("fsync failed: {}", std::strerror(errno));
   if (::close(fd) != 0 && err.empty()) err = fmt::format("close failed: {}", std::strerror(errno));
   if (err.empty() && ::rename(tmp.c_str(), path.c_str()) != 0)
@@ -43,4 +45,4 @@ std::string write_file_atomically(const std::filesystem::path& path, std::string
   return err;
 }
 
-}  // namespace tilejit::runtime::detail
+}  // namespace tilejit::runtime

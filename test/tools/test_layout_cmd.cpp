@@ -231,6 +231,7 @@ TEST_CASE("layout_cmd: bad specs name the token and the rule") {
       {"slice dim=1 regs=maybe mma shape=16x8", "regs=maybe", "regs ::= keep | drop"},
       {"slice mma shape=16x8", "slice", "slice needs dim="},
       {"mma shape=16x8 slice", "slice", "param ::= key=value"},
+      {"slice dim=0 slice dim=0 mma shape=16x8", "slice", "not itself a slice"},
   };
   for (const Bad& b : cases) {
     const std::string spec = b.spec;
@@ -244,6 +245,12 @@ TEST_CASE("layout_cmd: bad specs name the token and the rule") {
       CHECK(contains(e.what(), "'" + std::string(b.token) + "'"));
       CHECK(contains(e.what(), e.rule()));
     }
+  }
+  // A helper agent's finding: 939 nested slices recursed until the stack overflowed (a segfault).
+  {
+    std::string nested;
+    for (int i = 0; i < 5000; ++i) nested += "slice dim=0 ";
+    CHECK_THROWS_WITH_AS((void)parse_layout_spec(nested + "mma shape=16x8"), doctest::Contains("not itself a slice"), SpecError);
   }
   // Leading zeros are not digits of the value: 000000096 is 96 (the 8-digit cap counted them).
   CHECK(parse_layout_spec("blocked shape=000000096 tpw=32").layout == parse_layout_spec("blocked shape=96 tpw=32").layout);

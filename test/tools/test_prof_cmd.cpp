@@ -4,8 +4,15 @@
 // on hand-written hatchet files and on profiles the profiler itself writes
 // (kernel records from the mock backend of test/profiler).
 #include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <cmath>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 #include <string_view>
@@ -417,6 +424,69 @@ TEST_CASE("prof view: a NaN metric (written as null) reads as missing") {
   CHECK(p.root.children[0].metrics.at("time (ns)") == 2000);
 }
 
+TEST_CASE("prof view: NaN and infinite MessagePack floats read as missing, as JSON's null does") {
+  // A helper agent's finding: the same NaN read as missing from JSON (null) spread "nan" through ROOT from
+  // MessagePack (a float), and the flame graph drew every node 0 wide.
+  for (const double bad : {std::nan(""), HUGE_VAL, -HUGE_VAL}) {
+    CAPTURE(bad);
+    json j = json::array({{{"frame", {{"name", "ROOT"}}}, {"metrics", json::object()},
+                           {"children", json::array({{{"frame", {{"name", "k1"}}}, {"metrics", {{"time (ns)", bad}}}},
+                                                     {{"frame", {{"name", "k2"}}}, {"metrics", {{"time (ns)", 5e6}}}}})}}});
+    const std::vector<std::uint8_t> mp = json::to_msgpack(j);
+    const Profile p = parse_profile(std::string_view(reinterpret_cast<const char*>(mp.data()), mp.size()), "nan.mp");
+    REQUIRE(p.root.children.size() == 2);
+    CHECK(p.root.children[0].metrics.count("time (ns)") == 0);
+    CHECK(p.root.children[0].nulls.count("time (ns)") == 1);
+    const auto rows = rows_of(render_view(p, {}));
+    CHECK(rows[0].cells == Names{"5"});  // ROOT: k2's 5 ms, not nan
+    CHECK(rows[1].cells == Names{"-"});
+  }
+}
+
+TEST_CASE("prof view: MessagePack nested past the depth rule is refused before it is parsed") {
+  // nlohmann's MessagePack reader recurses per level: 200,000 nested arrays overflowed the stack (a segfault)
+  // before to_node's depth rule ran. msgpack_depth counts the nesting without recursion first.
+  std::string deep = "\x92" + std::string(200000, '\x91') + "\xc0\x80";
+  CHECK_THROWS_WITH_AS(parse_profile(deep, "deep.mp"), doctest::Contains("deep.mp: not a hatchet profile: nested deeper than 8192 levels"),
+                       tilejit::InvalidArgument);
+  // A profile 1000 levels deep (2000 containers) is read.
+  json node = {{"frame", {{"name", "leaf"}}}, {"metrics", {{"time (ns)", 1.0}}}};
+  for (int i = 0; i < 1000; ++i) node = {{"frame", {{"name", "n"}}}, {"metrics", json::object()}, {"children", json::array({node})}};
+  const std::vector<std::uint8_t> mp = json::to_msgpack(json::array({node}));
+  CHECK(parse_profile(std::string_view(reinterpret_cast<const char*>(mp.data()), mp.size()), "d.mp").node_count() == 1001);
+}
+
+TEST_CASE("prof view: --diff pairs the k-th sibling of a name in a with the k-th in b") {
+  const Profile a = parse_profile(R"J([{"frame": {"name": "ROOT"}, "metrics": {}, "children": [
+    {"frame": {"name": "x"}, "metrics": {"time (ns)": 1e6}}, {"frame": {"name": "y"}, "metrics": {"time (ns)": 2e6}},
+    {"frame": {"name": "x"}, "metrics": {"time (ns)": 3e6}}]}])J", "a.json");
+  const Profile b = parse_profile(R"J([{"frame": {"name": "ROOT"}, "metrics": {}, "children": [
+    {"frame": {"name": "x"}, "metrics": {"time (ns)": 10e6}}, {"frame": {"name": "z"}, "metrics": {"time (ns)": 20e6}},
+    {"frame": {"name": "x"}, "metrics": {"time (ns)": 30e6}}, {"frame": {"name": "x"}, "metrics": {"time (ns)": 40e6}}]}])J", "b.json");
+  const auto rows = rows_of(render_view(a, {}, &b));
+  CHECK(names(rows) == Names{"ROOT", "x", "y", "x", "z", "x"});
+  CHECK(rows[1].cells == Names{"1", "10", "+9", "10x"});
+  CHECK(rows[2].cells == Names{"2", "-", "-", "-"});   // y: a only
+  CHECK(rows[3].cells == Names{"3", "30", "+27", "10x"});  // the second x of each
+  CHECK(rows[4].cells == Names{"-", "20", "-", "-"});  // z: b only
+  CHECK(rows[5].cells == Names{"-", "40", "-", "-"});  // b's third x has no partner
+}
+
+TEST_CASE("prof view: --include / --exclude refuse frame names std::regex cannot match safely") {
+  // std::regex recursed once per character: a 30,000-character name with -i '.*gemm' was a segfault.
+  const std::string longname(5000, 'a');
+  const Profile p = parse_profile(R"J([{"frame": {"name": "ROOT"}, "metrics": {}, "children": [{"frame": {"name": ")J" + longname +
+                                      R"J("}, "metrics": {"time (ns)": 1e6}}]}])J", "long.json");
+  ViewOptions o;
+  o.include = ".*gemm";
+  CHECK_THROWS_WITH_AS(render_view(p, o), doctest::Contains("has 5000 characters; --include / --exclude match names of at most 4096"),
+                       tilejit::InvalidArgument);
+  o = {};
+  o.exclude = "b";
+  CHECK_THROWS_AS(render_view(p, o), tilejit::InvalidArgument);
+  CHECK(rows_of(render_view(p, {})).size() == 2);  // without a regex the name is shown
+}
+
 TEST_CASE("prof view: control characters in frame names are escaped, UTF-8 kept") {
   const std::string text = R"J([{"frame": {"name": "ROOT"}, "metrics": {"time (ns)": 10},
     "children": [{"frame": {"name": "a\nb\u001b[31mred\tµs"}, "metrics": {"time (ns)": 10}, "children": []}]}])J";
@@ -557,6 +627,53 @@ int check_well_formed(const std::string& html) {
 }
 
 }  // namespace
+
+TEST_CASE("prof html: a write that fails leaves the file already there whole, and no temporary") {
+  // A helper agent's finding: html was written straight to its name, so a full disk (here a file-size limit)
+  // left a truncated page under the final name and destroyed the good one.
+  const std::string in = write("big.hatchet", kProfileA);
+  const fs::path out_dir = dir() / "html_out";
+  fs::create_directories(out_dir);
+  const std::string out = (out_dir / "page.html").string();
+  { std::ofstream(out) << "the page from before"; }
+  struct rlimit old{};
+  REQUIRE(::getrlimit(RLIMIT_FSIZE, &old) == 0);
+  auto* prev = std::signal(SIGXFSZ, SIG_IGN);
+  struct rlimit small = old;
+  small.rlim_cur = 64;  // bytes: less than any page
+  REQUIRE(::setrlimit(RLIMIT_FSIZE, &small) == 0);
+  const int rc = run_prof_html({in, out, {}});
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, prev);
+  CHECK(rc == 1);
+  std::ifstream f(out);
+  std::string kept((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  CHECK(kept == "the page from before");
+  std::size_t files = 0;
+  for (const auto& e : fs::directory_iterator(out_dir)) files += e.is_regular_file();
+  CHECK(files == 1);  // the temporary was removed
+  // A directory as the output: refused, and left as it was.
+  CHECK(run_prof_html({in, out_dir.string(), {}}) == 1);
+  CHECK(fs::is_directory(out_dir));
+  // Written whole when it can be.
+  CHECK(run_prof_html({in, out, {}}) == 0);
+  CHECK(fs::file_size(out) > 1000);
+}
+
+TEST_CASE("prof view: standard output that refuses the text is exit code 1") {
+  const std::string in = write("full.hatchet", kProfileA);
+  std::fflush(stdout);
+  const int saved = ::dup(1);
+  const int fd = ::open("/dev/full", O_WRONLY);
+  REQUIRE(fd >= 0);
+  ::dup2(fd, 1);
+  const int rc = run_prof_view({in, {}, {}});
+  std::clearerr(stdout);
+  ::dup2(saved, 1);
+  ::close(saved);
+  ::close(fd);
+  CHECK(rc == 1);  // it was 0: fwrite's result was not checked
+}
 
 TEST_CASE("prof_cmd html: a self-contained, well-formed flame graph, one rect per node") {
   const Profile p = A();
