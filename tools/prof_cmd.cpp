@@ -56,8 +56,12 @@ bool additive(std::string_view name) {
 /// Deepest tree read (the profiler writes at most 4097 levels: ROOT and 4096 scopes); reading and printing recurse.
 constexpr int kMaxReadDepth = 8192;
 
-ProfNode to_node(const json& j, const std::string& origin, const std::string& where, int depth = 0) {
+/// `path`: the names of the node's ancestors, joined into "/a/b" only for an error message (a string per level
+/// cost depth² × name length: 8000 levels of 100-character names took 4.4 GB).
+ProfNode to_node(const json& j, const std::string& origin, std::vector<const std::string*>& path, int depth = 0) {
   auto bad = [&](const std::string& what) {
+    std::string where;
+    for (const std::string* name : path) where += "/" + *name;
     return InvalidArgument(origin + ": not a hatchet profile: " + (where.empty() ? std::string("ROOT") : where) + ": " + what);
   };
   if (depth > kMaxReadDepth) throw bad(fmt::format("nested deeper than {} levels", kMaxReadDepth));
@@ -70,7 +74,6 @@ ProfNode to_node(const json& j, const std::string& origin, const std::string& wh
   n.name = name->get<std::string>();
   auto type = f->find("type");
   n.type = type != f->end() && type->is_string() ? type->get<std::string>() : "function";
-  const std::string here = where + "/" + n.name;
   if (auto m = j.find("metrics"); m != j.end()) {
     if (!m->is_object()) throw bad("\"metrics\" of '" + n.name + "' is not an object");
     for (auto it = m->begin(); it != m->end(); ++it) {
@@ -93,7 +96,9 @@ ProfNode to_node(const json& j, const std::string& origin, const std::string& wh
   if (auto c = j.find("children"); c != j.end()) {
     if (!c->is_array()) throw bad("\"children\" of '" + n.name + "' is not an array");
     n.children.reserve(c->size());
-    for (const auto& child : *c) n.children.push_back(to_node(child, origin, here, depth + 1));
+    path.push_back(&n.name);
+    for (const auto& child : *c) n.children.push_back(to_node(child, origin, path, depth + 1));
+    path.pop_back();
   }
   return n;
 }
@@ -643,7 +648,8 @@ Profile parse_profile(std::string_view bytes, std::string_view origin_view) {
     throw InvalidArgument(fmt::format("{}: not a hatchet profile: expected [tree, device_info] or a tree object, got {}", origin,
                                       j.is_array() ? "an empty array" : j.type_name()));
   }
-  p.root = to_node(*tree, origin, "");
+  std::vector<const std::string*> path;
+  p.root = to_node(*tree, origin, path);
   if (devices && devices->is_object()) {
     for (auto t = devices->begin(); t != devices->end(); ++t) {
       if (!t->is_object()) continue;
@@ -893,10 +899,16 @@ std::string render_html(const Profile& p, const HtmlOptions& o) {
   const double total = weight(p.root);
 
   std::string svg;
-  std::function<void(const ProfNode&, const std::string&, int, double, double)> draw =
-      [&](const ProfNode& n, const std::string& path, int depth, double x, double w) {
+  // The tooltip names the node's path, its last kTipNames names at most: a whole path per node grew as depth² ×
+  // name length (8000 levels of 100-character names: gigabytes).
+  constexpr std::size_t kTipNames = 16;
+  std::vector<const std::string*> path;
+  std::function<void(const ProfNode&, int, double, double)> draw = [&](const ProfNode& n, int depth, double x, double w) {
+        path.push_back(&n.name);
         const double y = top + (levels - 1 - depth) * row;
-        std::string tip = path;
+        std::string tip = path.size() > kTipNames ? "…" : "";
+        for (std::size_t i = path.size() > kTipNames ? path.size() - kTipNames : 0; i < path.size(); ++i)
+          tip += (tip.empty() ? "" : "/") + *path[i];
         if (timed && total > 0)
           tip += fmt::format("\n{:.2f}% of ROOT's time", 100 * weight(n) / total);
         for (const auto& [label, spec] : tips)
@@ -929,11 +941,12 @@ std::string render_html(const Profile& p, const HtmlOptions& o) {
         double cx = x;
         for (const auto& c : n.children) {
           const double cw = weight(c) * scale;
-          draw(c, path + "/" + c.name, depth + 1, cx, cw);
+          draw(c, depth + 1, cx, cw);
           cx += cw;
         }
+        path.pop_back();
       };
-  draw(p.root, p.root.name, 0, 0, total > 0 ? W : 0);
+  draw(p.root, 0, 0, total > 0 ? W : 0);
 
   std::string out;
   out += "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";

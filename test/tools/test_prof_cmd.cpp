@@ -660,6 +660,17 @@ TEST_CASE("prof html: a write that fails leaves the file already there whole, an
   CHECK(fs::file_size(out) > 1000);
 }
 
+TEST_CASE("prof html: a tooltip names the last 16 frames of a deep node's path") {
+  // Whole paths per node grew as depth² × name length (a helper agent's 8000-level file: gigabytes, no output).
+  json node = {{"frame", {{"name", "f20"}}}, {"metrics", {{"time (ns)", 1e6}}}};
+  for (int i = 19; i >= 1; --i)
+    node = {{"frame", {{"name", "f" + std::to_string(i)}}}, {"metrics", json::object()}, {"children", json::array({node})}};
+  node = {{"frame", {{"name", "ROOT"}}}, {"metrics", json::object()}, {"children", json::array({node})}};
+  const std::string html = render_html(parse_profile(json::array({node}).dump(), "deep.json"));
+  CHECK(html.find("<title>…/f5/f6/f7/f8/f9/f10/f11/f12/f13/f14/f15/f16/f17/f18/f19/f20\n") != std::string::npos);
+  CHECK(html.find("<title>ROOT/f1/f2/f3/f4/f5/f6/f7/f8/f9/f10/f11/f12/f13/f14/f15\n") != std::string::npos);  // 16 names
+}
+
 TEST_CASE("prof view: standard output that refuses the text is exit code 1") {
   const std::string in = write("full.hatchet", kProfileA);
   std::fflush(stdout);
