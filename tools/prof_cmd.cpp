@@ -839,7 +839,7 @@ std::string render_view(const Profile& a, const ViewOptions& o, const Profile* b
     for (const auto& r : rows) width[i] = std::max(width[i], r[i].size());
   }
   std::string out;
-  if (b) out += fmt::format("a: {}\nb: {}\n", a.origin, b->origin);
+  if (b) out += fmt::format("a: {}\nb: {}\n", terminal_safe(a.origin), terminal_safe(b->origin));  // file names too
   if (pk) out += fmt::format("util: against {}\n", pk->name);
   auto line = [&](const std::vector<std::string>& cells, const std::string& name) {
     for (std::size_t i = 0; i < cells.size(); ++i)
@@ -974,6 +974,8 @@ int run_prof_view(const ProfViewArgs& args) {
   try {
     const Profile a = load_profile(args.file);
     std::optional<Profile> b;
+    if (args.diff_given && args.diff.empty())
+      throw InvalidArgument("--diff '': the profile to compare with has an empty name");
     if (!args.diff.empty()) b = load_profile(args.diff);
     const std::string text = render_view(a, args.options, b ? &*b : nullptr);
     if (!write_stream(stdout, text)) {

@@ -35,7 +35,8 @@
 //
 // Diff (--diff B): nodes are matched by their path of names; for each metric
 // four columns: a, b, b-a and b/a; a node present on one side only shows "-"
-// for the other. Sort and threshold use b, else a.
+// for the other. Sort uses b's value, else a's; --threshold keeps a node that is
+// significant on either side, each side against its own ROOT.
 //
 // Bad input — unreadable or malformed files, unknown metrics, bad regexes,
 // bad peaks files — throws InvalidArgument naming the value and the rule; the
@@ -147,6 +148,7 @@ struct ProfViewArgs {
   std::string file;
   std::string diff;  ///< empty: no diff
   ViewOptions options;
+  bool diff_given = false;  ///< --diff was on the command line (an empty name there is an error, not "no diff")
 };
 /// `tilejit prof view`: prints to stdout, errors to stderr; returns 0, or 2
 /// for bad input.

@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   pv->add_option("--threshold,-t", pview.options.threshold,
                  "drop nodes whose time is below this fraction of ROOT's (0..1)");
   pv->add_option("--sort,-s", pview.options.sort, "order siblings by this metric, largest first");
-  pv->add_option("--diff", pview.diff, "compare with this profile (a, b, b-a, b/a per metric)");
+  auto* diff_opt = pv->add_option("--diff", pview.diff, "compare with this profile (a, b, b-a, b/a per metric)");
   pv->add_option("--device-peaks", pview.options.peaks,
                  "peaks for util: h200 (datasheet figures, the default) or a JSON file");
   auto* ph = prof->add_subcommand("html", "write a self-contained HTML flame graph of a profile");
@@ -73,7 +73,10 @@ int main(int argc, char** argv) {
   try {
     if (d->parsed()) return tilejit::tools::run_demo(demo);
     if (ls->parsed()) return tilejit::tools::run_layout_show(show);
-    if (pv->parsed()) return tilejit::tools::run_prof_view(pview);
+    if (pv->parsed()) {
+      pview.diff_given = diff_opt->count() > 0;
+      return tilejit::tools::run_prof_view(pview);
+    }
     if (ph->parsed()) return tilejit::tools::run_prof_html(phtml);
   } catch (const tilejit::Error& e) {
     std::fprintf(stderr, "tilejit: %s\n", e.what());

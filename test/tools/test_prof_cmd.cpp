@@ -671,6 +671,18 @@ TEST_CASE("prof html: a tooltip names the last 16 frames of a deep node's path")
   CHECK(html.find("<title>ROOT/f1/f2/f3/f4/f5/f6/f7/f8/f9/f10/f11/f12/f13/f14/f15\n") != std::string::npos);  // 16 names
 }
 
+TEST_CASE("prof view: --diff '' is an error, and file names are shown terminal-safe") {
+  const std::string in = write("plain.hatchet", kProfileA);
+  ProfViewArgs args{in, "", {}};
+  args.diff_given = true;
+  CHECK(run_prof_view(args) == 2);  // it was ignored: no diff, exit 0
+  const Profile a = A();
+  Profile b = parse_profile(kProfileB, "b\x1b[31m.hatchet");
+  const std::string text = render_view(a, {}, &b);
+  CHECK(text.find("b: b\\x1b[31m.hatchet\n") != std::string::npos);
+  CHECK(text.find('\x1b') == std::string::npos);
+}
+
 TEST_CASE("prof view: standard output that refuses the text is exit code 1") {
   const std::string in = write("full.hatchet", kProfileA);
   std::fflush(stdout);
