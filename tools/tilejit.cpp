@@ -50,8 +50,8 @@ int main(int argc, char** argv) {
                  "comma-separated: time/ms, avg_time/us, count, flop/s, tflop16/s, byte/s, gbyte/s, util, "
                  "or any metric of the file (default time/ms)")
       ->delimiter(',');
-  pv->add_option("--include,-i", pview.options.include, "keep the paths through frames matching this regex");
-  pv->add_option("--exclude,-e", pview.options.exclude, "drop frames matching this regex, with their subtrees");
+  pv->add_option("--include,-i", pview.options.include, "keep the paths through frames matching this regex (RE2 syntax)");
+  pv->add_option("--exclude,-e", pview.options.exclude, "drop frames matching this regex (RE2 syntax), with their subtrees");
   pv->add_option("--depth,-d", pview.options.depth, "levels below ROOT to show (default: all)")
       ->check(CLI::Range(0, 8192));
   pv->add_option("--threshold,-t", pview.options.threshold,
