@@ -714,6 +714,12 @@ BENCHMARK(BM_FlashFwdPersistent<64, false, examples::KeyMask::edge_blocks, 0, 64
 BENCHMARK(BM_FlashFwdPersistent<64, true, examples::KeyMask::edge_blocks, 0, 64, 192, false, 96>)->Name("BM_FlashFwdPersistent/D64/causal/192x96/2")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashFwdPersistent<96, false, examples::KeyMask::edge_blocks, 0, 96, 192, false, 96, 3>)->Name("BM_FlashFwdPersistent/D96/full/192x96/3")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashFwdPersistent<96, true, examples::KeyMask::edge_blocks, 0, 96, 192, false, 96, 3>)->Name("BM_FlashFwdPersistent/D96/causal/192x96/3")->UseManualTime()->Unit(benchmark::kMillisecond);
+// v0.30: 192-row items with 64-key blocks at D = 96 and 128 (S 48 and P 24 registers per consumer thread: no spill at
+// 160 registers since v0.29's descriptors left the vector registers).
+BENCHMARK(BM_FlashFwdPersistent<128, false, examples::KeyMask::none, 0, 128, 192, false, 64>)->Name("BM_FlashFwdPersistentEvenN/D128/full/192x64/2")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdPersistent<128, true, examples::KeyMask::edge_blocks, 0, 128, 192, false, 64>)->Name("BM_FlashFwdPersistent/D128/causal/192x64/2")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdPersistent<96, false, examples::KeyMask::none, 0, 96, 192, false, 64, 3>)->Name("BM_FlashFwdPersistentEvenN/D96/full/192x64/3")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdPersistent<96, true, examples::KeyMask::edge_blocks, 0, 96, 192, false, 64, 3>)->Name("BM_FlashFwdPersistent/D96/causal/192x64/3")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttnBackward<64, false>)->Name("BM_AttnBackward/D64/full")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttnBackward<64, true>)->Name("BM_AttnBackward/D64/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_AttnBackward<128, false>)->Name("BM_AttnBackward/D128/full")->UseManualTime()->Unit(benchmark::kMillisecond);

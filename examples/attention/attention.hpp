@@ -85,6 +85,9 @@ class Attention {
   /// 128) and for full attention at D = 64 and 128; one program per item for full D = 96 (persistent measured 1%
   /// slower).
   static constexpr bool persistent_by_default(int head_dim, bool causal) { return head_dim <= 128 && (causal || head_dim != 96); }
+  /// The shortest sequence for which the persistent forward at D = 64 takes items of 192 query rows (three consumer
+  /// warp groups) instead of 128: from here a ragged last item costs at most 1/8 more rows than the sequence has.
+  static constexpr long long kTallItemsMinSeqlen = 1024;
 
   /// How `backward` computes dQ on the descriptor paths (Hopper, and sm_80+ off Hopper). `two_pass`: a second
   /// kernel, a program per query block, recomputes S and dP (seven products per pair of blocks; the same bits every
@@ -215,23 +218,49 @@ class Attention {
           constexpr int BM = 128, BN = D > 128 ? 64 : 128, stages = 2, persistent_stages = D == 96 ? 3 : 2;
           const long long rq = s.batch * s.heads_q * s.seqlen;
           const long long hkv = s.batch * s.heads_kv;  // K and V: rank 3, bounds per head (flash_fwd_tma.hpp, KV_RANK)
-          const Desc dq(dev_, const_cast<T*>(q), tj::dtype_v<T>, {rq, D}, {D, 1}, {BM, D});
-          const Desc dk(dev_, const_cast<T*>(k), tj::dtype_v<T>, {hkv, s.seqlen, D}, {s.seqlen * D, D, 1}, {1, BN, D});
-          const Desc dv(dev_, const_cast<T*>(v), tj::dtype_v<T>, {hkv, s.seqlen, D}, {s.seqlen * D, D, 1}, {1, BN, D});
           const bool persistent = schedule_ == FwdSchedule::persistent ||
                                   (schedule_ == FwdSchedule::automatic && persistent_by_default(D, C));
           const long long group = s.heads_q / s.heads_kv;
-          if (persistent) {
+          // The persistent kernel for items of PBM query rows (PBM / 64 consumer warp groups) and PBN-key blocks.
+          auto run_persistent = [&]<int PBM, int PBN, KeyMask MASK, int ST>() {
+            const Desc pq(dev_, const_cast<T*>(q), tj::dtype_v<T>, {rq, D}, {D, 1}, {PBM, D});
+            const Desc pk(dev_, const_cast<T*>(k), tj::dtype_v<T>, {hkv, s.seqlen, D}, {s.seqlen * D, D, 1}, {1, PBN, D});
+            const Desc pv(dev_, const_cast<T*>(v), tj::dtype_v<T>, {hkv, s.seqlen, D}, {s.seqlen * D, D, 1}, {1, PBN, D});
             const auto [grid, items] = item_table({.seqlen = s.seqlen, .heads_q = s.batch * s.heads_q, .group = group, .head_dim = D,
-                                                   .block_m = BM, .block_n = BN, .elem_bytes = sizeof(T), .causal = C,
+                                                   .block_m = PBM, .block_n = PBN, .elem_bytes = sizeof(T), .causal = C,
                                                    .programs = dev_.num_sms()});
-            auto run = [&]<class K>(tj::Kernel<K>& kern) { kern.launch(grid, dq, dk, dv, o, lse, items, s.seqlen, group, scale_log2e); };
-            if (!C && s.seqlen % BN == 0)
-              run(kernel<FlashAttnFwdTmaPersistent<BM, BN, D, false, T, KeyMask::none, 3>>(8, persistent_stages, ws));
-            else
-              run(kernel<FlashAttnFwdTmaPersistent<BM, BN, D, C, T, KeyMask::edge_blocks, 3>>(8, persistent_stages, ws));
+            kernel<FlashAttnFwdTmaPersistent<PBM, PBN, D, C, T, MASK, 3>>(PBM / 16, ST, ws)
+                .launch(grid, pq, pk, pv, o, lse, items, s.seqlen, group, scale_log2e);
+          };
+          if (persistent) {
+            // D = 64, S >= 1024: items of 192 rows (three consumer warp groups, num_warps = 12), FlashAttention-3's
+            // D = 64 tile: +12% full (128-key blocks, S a multiple of 128) and +2% causal (96-key blocks) over 128-row
+            // items on the H200 (docs/perf.md v0.30). Both compile without a spill since v0.29's descriptors left the
+            // vector registers; a ragged full S keeps 128-row items (192 x 128 with edge masks spills 584 bytes). The
+            // threshold bounds the rows a ragged last item computes for nothing: ceil(S / 192) * 192 / S <= 1.125.
+            if constexpr (D == 64) {
+              if (s.seqlen >= kTallItemsMinSeqlen) {
+                if constexpr (C) {
+                  run_persistent.template operator()<192, 96, KeyMask::edge_blocks, 2>();
+                  return;
+                } else if (s.seqlen % 128 == 0) {
+                  run_persistent.template operator()<192, 128, KeyMask::none, 2>();
+                  return;
+                }
+              }
+            }
+            if constexpr (!C) {
+              if (s.seqlen % BN == 0) {
+                run_persistent.template operator()<BM, BN, KeyMask::none, persistent_stages>();
+                return;
+              }
+            }
+            run_persistent.template operator()<BM, BN, KeyMask::edge_blocks, persistent_stages>();
             return;
           }
+          const Desc dq(dev_, const_cast<T*>(q), tj::dtype_v<T>, {rq, D}, {D, 1}, {BM, D});
+          const Desc dk(dev_, const_cast<T*>(k), tj::dtype_v<T>, {hkv, s.seqlen, D}, {s.seqlen * D, D, 1}, {1, BN, D});
+          const Desc dv(dev_, const_cast<T*>(v), tj::dtype_v<T>, {hkv, s.seqlen, D}, {s.seqlen * D, D, 1}, {1, BN, D});
           const tj::Grid grid{tj::cdiv(s.seqlen, BM), s.batch * s.heads_q};
           auto run = [&]<class K>(tj::Kernel<K>& kern) { kern.launch(grid, dq, dk, dv, o, lse, s.seqlen, group, scale_log2e); };
           if (!C && s.seqlen % BN == 0)

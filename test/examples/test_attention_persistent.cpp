@@ -374,6 +374,16 @@ TEST_CASE("attention_persistent_sm90a_compiles_without_spills") {
   both(Persistent<128, 128, 96, false, bf>{}, examples::FlashAttnFwdTmaPingPongEdge<128, 128, 96, false, bf>{}, "d96_full");
   both(Persistent<128, 128, 96, true, bf>{}, examples::FlashAttnFwdTmaPingPongEdge<128, 128, 96, true, bf>{}, "d96_causal");
   both(PersistentEvenN<128, 128, 96, false, bf>{}, examples::FlashAttnFwdTmaPingPongEvenN<128, 128, 96, false, bf>{}, "d96_even");
+  // The library's D = 64 items of 192 rows (S >= 1024; attention.hpp): 12 consumer warps, 128-key blocks unmasked
+  // (full, S a multiple of 128) and 96-key blocks with edge masks (causal), bf16 and f16.
+  for (const auto& [g, tag] : {std::pair{sm90(PersistentEvenN<192, 128, 64, false, bf>{}, 12, 2, true), "d64_even_192x128"},
+                               std::pair{sm90(PersistentEvenN<192, 128, 64, false, tj::f16>{}, 12, 2, true), "d64_even_192x128_f16"},
+                               std::pair{sm90(Persistent<192, 96, 64, true, bf>{}, 12, 2, true), "d64_causal_192x96"},
+                               std::pair{sm90(Persistent<192, 96, 64, true, tj::f16>{}, 12, 2, true), "d64_causal_192x96_f16"}}) {
+    CAPTURE(tag);
+    CHECK(has_diagnostic(g, "warp specialised: 12 consumer warp(s)"));
+    testing::compiles_for_sm90a_without_spills(g.source, std::string("persistent_") + tag + ".cu");
+  }
 }
 
 TEST_CASE("attention_persistent_sm90a_consumers_get_the_registers_setmaxnreg_asks_for") {
@@ -524,6 +534,9 @@ TEST_CASE("attention_persistent_gpu_matches_f64") {
   check_persistent<192, 128, 64, false, bf>(dev, with({.B = 2, .Hq = 8, .S = 640 - 5}));
   check_persistent<192, 128, 64, false, bf, PersistentEvenN>(dev, with({.B = 2, .Hq = 4, .S = 768}));
   check_persistent<192, 128, 96, true, bf>(dev, with({.B = 1, .Hq = 8, .group = 4, .S = 1000}));
+  // The library's D = 64 causal items: 192 rows, 96-key blocks (the diagonal crosses key blocks mid item).
+  check_persistent<192, 96, 64, true, bf>(dev, with({.B = 2, .Hq = 8, .group = 2, .S = 1100}));
+  check_persistent<192, 96, 64, true, tj::f16>(dev, with({.B = 1, .Hq = 4, .S = 1024, .tol = 1e-2}));
   // A NaN in the last V block of a KV head stays there (S a multiple of 128), full and causal.
   check_persistent<128, 128, 64, false, bf>(dev, with({.B = 2, .Hq = 4, .S = 512, .nan_v_head = 0}));
   check_persistent<128, 128, 128, true, bf>(dev, with({.B = 2, .Hq = 4, .group = 2, .S = 512, .programs = 5, .nan_v_head = 1}));
@@ -563,4 +576,7 @@ TEST_CASE("attention_persistent_gpu_small_for_the_sanitizers") {
   check_persistent<128, 128, 64, true, bf>(dev, {.B = 1, .Hq = 2, .S = 300, .programs = 2, .stages = 2, .ws = true});
   check_persistent<128, 128, 128, false, bf>(dev, {.B = 1, .Hq = 2, .S = 300, .programs = 2, .stages = 2, .ws = true});
   check_persistent<128, 128, 64, true, bf>(dev, {.B = 1, .Hq = 2, .S = 300, .programs = 2, .stages = 2, .ws = true, .pingpong = true});
+  // The library's D = 64 items of 192 rows over 12 consumer warps: 96-key blocks causal, 128-key blocks unmasked.
+  check_persistent<192, 96, 64, true, bf>(dev, {.B = 1, .Hq = 2, .S = 400, .programs = 2, .stages = 2, .ws = true});
+  check_persistent<192, 128, 64, false, bf, PersistentEvenN>(dev, {.B = 1, .Hq = 2, .S = 384, .programs = 2, .stages = 2, .ws = true});
 }
