@@ -110,6 +110,18 @@ void BM_AttnForward(benchmark::State& st) {
   time_tflops(st, [&] { attn.forward(x.q, x.k, x.v, x.o, x.lse, shape); }, x.flops(CAUSAL));
 }
 
+/// The library call REPS times back to back in one timed region: the host's work per call (descriptors, lookups,
+/// the launch) overlaps the previous call's kernel, as in a model's forward pass.
+template <int D, bool CAUSAL, int REPS = 10>
+void BM_AttnForwardBackToBack(benchmark::State& st) {
+  if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
+  const FwdData<D> x;
+  constexpr int B = FwdData<D>::B, H = FwdData<D>::H, S = FwdData<D>::S;
+  examples::Attention<tj::bf16> attn(gpu());
+  const examples::AttnShape shape{.batch = B, .heads_q = H, .heads_kv = H, .seqlen = S, .head_dim = D, .causal = CAUSAL};
+  time_tflops(st, [&] { for (int r = 0; r < REPS; ++r) attn.forward(x.q, x.k, x.v, x.o, x.lse, shape); }, REPS * x.flops(CAUSAL));
+}
+
 /// The forward at head dim D, run by the kernel for head dim DK >= D on heads zero-padded to DK
 /// (DK = D: the exact kernel). TFLOP/s always counts D.
 template <int D, bool CAUSAL, int DK = D>
@@ -218,7 +230,7 @@ void BM_FlashFwdSm80(benchmark::State& st) {
 /// BM: query rows per item (192: three consumer warp groups, num_warps = 12). PP: the two consumer warp groups take
 /// turns over their products (CompileOptions::pingpong), from item to item.
 template <int D, bool CAUSAL, examples::KeyMask MASK = examples::KeyMask::edge_blocks, int SECTION_MIB = 0, int DK = D, int BM = 128,
-          bool PP = false, int BN = 128, int STAGES = 2>
+          bool PP = false, int BN = 128, int STAGES = 2, int KV_RANK = 2>
 void BM_FlashFwdPersistent(benchmark::State& st) {
   if (gpu().backend() != tj::Backend::cuda) return st.SkipWithError("no GPU");
   const FwdData<D, DK> x;
@@ -226,9 +238,13 @@ void BM_FlashFwdPersistent(benchmark::State& st) {
   using Desc = tj::TensorDescriptor;
   const long long rows = static_cast<long long>(B) * H * S;
   const Desc dq(gpu(), x.q, tj::DType::bf16, {rows, DK}, {DK, 1}, {BM, DK});
-  const Desc dk(gpu(), x.k, tj::DType::bf16, {rows, DK}, {DK, 1}, {BN, DK});
-  const Desc dv(gpu(), x.v, tj::DType::bf16, {rows, DK}, {DK, 1}, {BN, DK});
-  using K = examples::FlashAttnFwdTmaPersistent<BM, BN, DK, CAUSAL, tj::bf16, MASK>;
+  // KV_RANK 3: K and V as [B·H, S, DK] with bounds per head, as the library passes them.
+  auto kv = [&](tj::bf16* p) {
+    return KV_RANK == 3 ? Desc(gpu(), p, tj::DType::bf16, {B * H, S, DK}, {static_cast<long long>(S) * DK, DK, 1}, {1, BN, DK})
+                        : Desc(gpu(), p, tj::DType::bf16, {rows, DK}, {DK, 1}, {BN, DK});
+  };
+  const Desc dk = kv(x.k), dv = kv(x.v);
+  using K = examples::FlashAttnFwdTmaPersistent<BM, BN, DK, CAUSAL, tj::bf16, MASK, KV_RANK>;
   auto kern = tj::compile<K>(gpu(), {.num_warps = BM / 16, .num_stages = STAGES, .warp_specialize = true, .pingpong = PP});
   const auto table = examples::fwd_item_table({.seqlen = S, .heads_q = B * H, .head_dim = DK, .block_m = BM, .block_n = BN,
                                                .causal = CAUSAL, .programs = gpu().num_sms(),
@@ -714,6 +730,13 @@ BENCHMARK(BM_FlashFwdPersistent<64, false, examples::KeyMask::edge_blocks, 0, 64
 BENCHMARK(BM_FlashFwdPersistent<64, true, examples::KeyMask::edge_blocks, 0, 64, 192, false, 96>)->Name("BM_FlashFwdPersistent/D64/causal/192x96/2")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashFwdPersistent<96, false, examples::KeyMask::edge_blocks, 0, 96, 192, false, 96, 3>)->Name("BM_FlashFwdPersistent/D96/full/192x96/3")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_FlashFwdPersistent<96, true, examples::KeyMask::edge_blocks, 0, 96, 192, false, 96, 3>)->Name("BM_FlashFwdPersistent/D96/causal/192x96/3")->UseManualTime()->Unit(benchmark::kMillisecond);
+// v0.30: the library's D = 64 kernels with rank-3 K and V (as the library passes them), and the library called back to
+// back (host work overlapped).
+BENCHMARK(BM_FlashFwdPersistent<64, false, examples::KeyMask::none, 0, 64, 192, false, 128, 2, 3>)->Name("BM_FlashFwdPersistentEvenN/D64/full/192x128/2/rank3")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_FlashFwdPersistent<64, false, examples::KeyMask::none, 0, 64, 128, false, 128, 2, 3>)->Name("BM_FlashFwdPersistentEvenN/D64/full/128x128/2/rank3")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttnForwardBackToBack<64, false>)->Name("BM_AttnForwardBackToBack/D64/full")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttnForwardBackToBack<64, true>)->Name("BM_AttnForwardBackToBack/D64/causal")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_AttnForwardBackToBack<128, false>)->Name("BM_AttnForwardBackToBack/D128/full")->UseManualTime()->Unit(benchmark::kMillisecond);
 // v0.30: 192-row items with 64-key blocks at D = 96 and 128 (S 48 and P 24 registers per consumer thread: no spill at
 // 160 registers since v0.29's descriptors left the vector registers).
 BENCHMARK(BM_FlashFwdPersistent<128, false, examples::KeyMask::none, 0, 128, 192, false, 64>)->Name("BM_FlashFwdPersistentEvenN/D128/full/192x64/2")->UseManualTime()->Unit(benchmark::kMillisecond);

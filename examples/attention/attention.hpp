@@ -221,15 +221,24 @@ class Attention {
           const bool persistent = schedule_ == FwdSchedule::persistent ||
                                   (schedule_ == FwdSchedule::automatic && persistent_by_default(D, C));
           const long long group = s.heads_q / s.heads_kv;
-          // The persistent kernel for items of PBM query rows (PBM / 64 consumer warp groups) and PBN-key blocks.
-          auto run_persistent = [&]<int PBM, int PBN, KeyMask MASK, int ST>() {
+          // The persistent kernel for items of PBM query rows (PBM / 64 consumer warp groups) and PBN-key blocks, K and V
+          // through descriptors of rank KVR: 3 ([B·Hkv, S, D], bounds per head) wherever a key block may pass S; 2
+          // ([B·Hkv·S, D]) is the same where none does (MASK none: S a multiple of PBN), and 192-row items measured 6%
+          // faster with it (docs/perf.md v0.30 call 4; 128-row items: equal).
+          auto run_persistent = [&]<int PBM, int PBN, KeyMask MASK, int ST, int KVR = 3>() {
+            static_assert(KVR == 3 || MASK == KeyMask::none, "a rank-2 K / V view lets a key block past S read the next head");
             const Desc pq(dev_, const_cast<T*>(q), tj::dtype_v<T>, {rq, D}, {D, 1}, {PBM, D});
-            const Desc pk(dev_, const_cast<T*>(k), tj::dtype_v<T>, {hkv, s.seqlen, D}, {s.seqlen * D, D, 1}, {1, PBN, D});
-            const Desc pv(dev_, const_cast<T*>(v), tj::dtype_v<T>, {hkv, s.seqlen, D}, {s.seqlen * D, D, 1}, {1, PBN, D});
+            auto kv = [&](const T* p) {
+              if constexpr (KVR == 3)
+                return Desc(dev_, const_cast<T*>(p), tj::dtype_v<T>, {hkv, s.seqlen, D}, {s.seqlen * D, D, 1}, {1, PBN, D});
+              else
+                return Desc(dev_, const_cast<T*>(p), tj::dtype_v<T>, {hkv * s.seqlen, D}, {D, 1}, {PBN, D});
+            };
+            const Desc pk = kv(k), pv = kv(v);
             const auto [grid, items] = item_table({.seqlen = s.seqlen, .heads_q = s.batch * s.heads_q, .group = group, .head_dim = D,
                                                    .block_m = PBM, .block_n = PBN, .elem_bytes = sizeof(T), .causal = C,
                                                    .programs = dev_.num_sms()});
-            kernel<FlashAttnFwdTmaPersistent<PBM, PBN, D, C, T, MASK, 3>>(PBM / 16, ST, ws)
+            kernel<FlashAttnFwdTmaPersistent<PBM, PBN, D, C, T, MASK, KVR>>(PBM / 16, ST, ws)
                 .launch(grid, pq, pk, pv, o, lse, items, s.seqlen, group, scale_log2e);
           };
           if (persistent) {
@@ -244,7 +253,7 @@ class Attention {
                   run_persistent.template operator()<192, 96, KeyMask::edge_blocks, 2>();
                   return;
                 } else if (s.seqlen % 128 == 0) {
-                  run_persistent.template operator()<192, 128, KeyMask::none, 2>();
+                  run_persistent.template operator()<192, 128, KeyMask::none, 2, 2>();
                   return;
                 }
               }
