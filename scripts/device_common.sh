@@ -26,6 +26,14 @@ sanitize() {
   timeout -k 5 "${3:-200}" compute-sanitizer --tool "$1" "$B/tilejit_tests" -tc="$2" > "$OUT/$1.txt" 2>&1; echo "rc $?"
   tail -2 "$OUT/$1.txt"
 }
+# torch_rounds FILTER [LINES]: attention_bench's rows matching FILTER, torch SDPA's table (its first LINES lines
+# printed, default 17), then the rows again: the library beside its baselines in one call.
+torch_rounds() {
+  bench_rows r1 "$B/attention_bench" "$1"
+  echo "== torch SDPA, same call"
+  timeout -k 5 150 python3 bench/attention_baselines.py > "$OUT/torch.txt" 2>&1; head -"${2:-17}" "$OUT/torch.txt"
+  bench_rows r2 "$B/attention_bench" "$1"
+}
 # ab_rounds OLD_FILTER NEW_FILTER: the previous commit's attention_bench_old rows and this one's attention_bench rows,
 # alternated in two rounds (old1 new1, torch SDPA, old2 new2) so both see the same clocks.
 ab_rounds() {

@@ -5,7 +5,4 @@
 source scripts/device_common.sh
 gpu_tests 'attention_library_forward_gpu*,attention_persistent_gpu_matches*,attention_library_persistent_forward_gpu*'
 F='BM_AttnForward/D(64|96|128|256)/|BM_FlashFwdPersistent(EvenN)?/D(96|128)/(full|causal)/192x64|BM_FlashFwdPersistent/D96/full/192x96/3|BM_FlashFwdPingPongEdge(Padded)?/D96/(full|causal)/128x128/2'
-bench_rows r1 "$B/attention_bench" "$F"
-echo "== torch SDPA, same call"
-timeout -k 5 150 python3 bench/attention_baselines.py > "$OUT/torch.txt" 2>&1; head -14 "$OUT/torch.txt"
-bench_rows r2 "$B/attention_bench" "$F"
+torch_rounds "$F" 14

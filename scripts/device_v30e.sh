@@ -5,7 +5,4 @@
 source scripts/device_common.sh
 gpu_tests 'attention_library_forward_gpu_matches_f64'
 F='BM_AttnForward/D(64|96|128|256)/|BM_FlashFwdPersistentEvenN/D64/full/192x128/2'
-bench_rows r1 "$B/attention_bench" "$F"
-echo "== torch SDPA, same call"
-timeout -k 5 150 python3 bench/attention_baselines.py > "$OUT/torch.txt" 2>&1; head -17 "$OUT/torch.txt"
-bench_rows r2 "$B/attention_bench" "$F"
+torch_rounds "$F"
