@@ -401,13 +401,21 @@ VNode merge(const ProfNode* a, const ProfNode* b) {
   return v;
 }
 
+std::string terminal_safe(std::string_view s);  // (below, with the tree's printing)
+
 /// A compiled --include / --exclude pattern. RE2 (Google's automaton-based engine: time linear in the name, no
 /// recursion, no backtracking) rather than std::regex, which recursed once per character of a name (a segfault at
 /// 30,000 characters) and backtracked exponentially on patterns such as ^(a+)+$.
 class Pattern {
  public:
+  /// Throws InvalidArgument naming the option, the pattern and RE2's reason (each cut to 80 bytes, terminal-safe).
   Pattern(const std::string& pattern, const char* option) : re_(pattern, options()) {
-    if (!re_.ok()) throw InvalidArgument(fmt::format("bad {} regex '{}': {}", option, pattern, re_.error()));
+    if (re_.ok()) return;
+    auto shown = [](std::string_view t) {
+      constexpr std::size_t kShown = 80;
+      return t.size() <= kShown ? terminal_safe(t) : fmt::format("{}... ({} bytes)", terminal_safe(t.substr(0, kShown)), t.size());
+    };
+    throw InvalidArgument(fmt::format("bad {} regex '{}': {}", option, shown(pattern), shown(re_.error())));
   }
   /// Whether the pattern matches anywhere in `name` (a search, as grep does).
   bool found_in(const std::string& name) const { return RE2::PartialMatch(name, re_); }

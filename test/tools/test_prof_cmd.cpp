@@ -572,6 +572,20 @@ TEST_CASE("prof view: bad input is InvalidArgument and exit code 2") {
   o = {};
   o.exclude = "[a-";
   CHECK_THROWS_WITH_AS(bad_view(o), doctest::Contains("--exclude"), InvalidArgument);
+  // A long pattern and its reason are cut to 80 bytes; control bytes are escaped.
+  o = {};
+  o.include = std::string(100000, '(');
+  std::string msg;
+  try {
+    bad_view(o);
+  } catch (const InvalidArgument& e) {
+    msg = e.what();
+  }
+  CHECK(msg.find("bad --include regex '((((") != std::string::npos);
+  CHECK(msg.find("... (100000 bytes)") != std::string::npos);
+  CHECK(msg.size() < 400);
+  o.include = "\x1b[31m(";
+  CHECK_THROWS_WITH_AS(bad_view(o), doctest::Contains("\\x1b"), InvalidArgument);
   o = {};
   o.threshold = 2;
   CHECK_THROWS_AS(bad_view(o), InvalidArgument);
