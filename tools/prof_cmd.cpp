@@ -408,19 +408,29 @@ std::string terminal_safe(std::string_view s);  // (below, with the tree's print
 /// 30,000 characters) and backtracked exponentially on patterns such as ^(a+)+$.
 class Pattern {
  public:
-  /// Throws InvalidArgument naming the option, the pattern and RE2's reason (each cut to 80 bytes, terminal-safe).
-  Pattern(const std::string& pattern, const char* option) : re_(pattern, options()) {
-    if (re_.ok()) return;
-    auto shown = [](std::string_view t) {
-      constexpr std::size_t kShown = 80;
-      return t.size() <= kShown ? terminal_safe(t) : fmt::format("{}... ({} bytes)", terminal_safe(t.substr(0, kShown)), t.size());
-    };
-    throw InvalidArgument(fmt::format("bad {} regex '{}': {}", option, shown(pattern), shown(re_.error())));
+  /// Throws InvalidArgument naming the option and the pattern (cut to 80 bytes, terminal-safe) if it is longer than
+  /// kMaxPattern or RE2 rejects it (with RE2's reason).
+  Pattern(const std::string& pattern, const char* option) : re_(checked(pattern, option), options()) {
+    if (!re_.ok()) throw InvalidArgument(fmt::format("bad {} regex '{}': {}", option, shown(pattern), shown(re_.error())));
   }
   /// Whether the pattern matches anywhere in `name` (a search, as grep does).
   bool found_in(const std::string& name) const { return RE2::PartialMatch(name, re_); }
 
  private:
+  /// The longest pattern taken. RE2's time is linear in the name for a given pattern, but its fallback when the DFA
+  /// outgrows its memory (the NFA) costs about pattern size x name length: a 6.5 KB alternation took 128 s on a
+  /// 100,000-character name. A kilobyte is far more than a filter needs.
+  static constexpr std::size_t kMaxPattern = 1024;
+  static const std::string& checked(const std::string& pattern, const char* option) {
+    if (pattern.size() > kMaxPattern)
+      throw InvalidArgument(fmt::format("{} regex '{}' is longer than {} bytes", option, shown(pattern), kMaxPattern));
+    return pattern;
+  }
+  /// `t` for a message: its first 80 bytes, terminal-safe.
+  static std::string shown(std::string_view t) {
+    constexpr std::size_t kShown = 80;
+    return t.size() <= kShown ? terminal_safe(t) : fmt::format("{}... ({} bytes)", terminal_safe(t.substr(0, kShown)), t.size());
+  }
   static RE2::Options options() {
     RE2::Options o;
     o.set_log_errors(false);  // the error goes into the exception, not to stderr
@@ -503,17 +513,50 @@ void walk(const VNode& n, const std::string& indent, bool last, bool root,
 }
 
 /// A frame name as the terminal should see it: control characters (newlines, escape sequences) written as
-/// \n, \t, \r or \xNN, so a name cannot break the table or recolour the terminal. UTF-8 passes unchanged.
+/// \n, \t, \r or \xNN, C1 controls (U+0080..U+009F: 0x9B is an 8-bit CSI) as \u00NN, and bytes that are not
+/// UTF-8 (MessagePack names may hold any) as \xNN, so a name cannot break the table or recolour the terminal.
+/// Well-formed UTF-8 passes unchanged (RFC 3629's ranges: no overlongs, no surrogates, nothing past U+10FFFF).
 std::string terminal_safe(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  for (char c : s) {
-    const auto u = static_cast<unsigned char>(c);
-    if (c == '\n') out += "\\n";
-    else if (c == '\t') out += "\\t";
-    else if (c == '\r') out += "\\r";
-    else if (u < 0x20 || u == 0x7F) out += fmt::format("\\x{:02x}", u);
-    else out += c;
+  auto byte = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
+  for (std::size_t i = 0; i < s.size();) {
+    const unsigned char u = byte(i);
+    if (u < 0x80) {
+      if (u == '\n') out += "\\n";
+      else if (u == '\t') out += "\\t";
+      else if (u == '\r') out += "\\r";
+      else if (u < 0x20 || u == 0x7F) out += fmt::format("\\x{:02x}", u);
+      else out += static_cast<char>(u);
+      ++i;
+      continue;
+    }
+    // The sequence's length and its second byte's range, from the lead byte (RFC 3629, section 4).
+    std::size_t n = 0;
+    unsigned char lo = 0x80, hi = 0xBF;
+    if (u >= 0xC2 && u <= 0xDF) {
+      n = 2;
+    } else if (u >= 0xE0 && u <= 0xEF) {
+      n = 3;
+      if (u == 0xE0) lo = 0xA0;  // no overlongs
+      if (u == 0xED) hi = 0x9F;  // no surrogates
+    } else if (u >= 0xF0 && u <= 0xF4) {
+      n = 4;
+      if (u == 0xF0) lo = 0x90;  // no overlongs
+      if (u == 0xF4) hi = 0x8F;  // nothing past U+10FFFF
+    }
+    bool ok = n > 0 && i + n <= s.size() && byte(i + 1) >= lo && byte(i + 1) <= hi;
+    for (std::size_t k = 2; ok && k < n; ++k) ok = byte(i + k) >= 0x80 && byte(i + k) <= 0xBF;
+    if (!ok) {
+      out += fmt::format("\\x{:02x}", u);
+      ++i;
+    } else if (n == 2 && u == 0xC2 && byte(i + 1) <= 0x9F) {  // a C1 control
+      out += fmt::format("\\u00{:02x}", byte(i + 1));
+      i += 2;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+    }
   }
   return out;
 }

@@ -29,7 +29,8 @@
 // subtrees; --depth N shows N levels below ROOT; --threshold X drops nodes whose
 // inclusive time is below X times ROOT's (a profile without time: its first
 // metric). Regexes are RE2's syntax (Perl's, without backreferences or
-// lookaround; matching takes time linear in the name), matched anywhere in it;
+// lookaround; at most 1024 bytes; matching takes time linear in the name),
+// matched anywhere in it;
 // ROOT itself is always shown. Values are those of the unfiltered profile.
 // --sort METRIC orders siblings by METRIC, largest first (nodes without a
 // value last); otherwise siblings keep the file's order.

@@ -86,7 +86,8 @@ class Attention {
   /// slower).
   static constexpr bool persistent_by_default(int head_dim, bool causal) { return head_dim <= 128 && (causal || head_dim != 96); }
   /// The shortest sequence for which the persistent forward at D = 64 takes items of 192 query rows (three consumer
-  /// warp groups) instead of 128: from here a ragged last item costs at most 1/8 more rows than the sequence has.
+  /// warp groups) instead of 128: from here a ragged last item adds at most 1/6 to the rows a head computes (S = 1153:
+  /// 1344 rows), 1/8 for full attention, which takes them only where S is a multiple of 128.
   static constexpr long long kTallItemsMinSeqlen = 1024;
 
   /// How `backward` computes dQ on the descriptor paths (Hopper, and sm_80+ off Hopper). `two_pass`: a second
@@ -193,7 +194,9 @@ class Attention {
 
   /// q, o [B·Hq, S, D]; k, v [B·Hkv, S, D]; lse [B·Hq, S]. K and V are read through rank-3 descriptors
   /// [B·Hkv, S, D] on the descriptor paths (Hopper, and sm_80+ off Hopper): a key block past S reads zeros, never
-  /// the next head's rows, so NaN or Inf anywhere outside a head's own rows does not reach its output.
+  /// the next head's rows, so NaN or Inf anywhere outside a head's own rows does not reach its output. (Where no key
+  /// block passes S — the persistent Hopper kernel without edge masks — the rank-2 view [B·Hkv·S, D] reads the same
+  /// rows.)
   void forward(const T* q, const T* k, const T* v, T* o, float* lse, const AttnShape& s) {
     check(s);
     fits_i32({s.batch, s.heads_q, s.seqlen, s.head_dim}, "q [B·Hq, S, D]");
@@ -217,7 +220,7 @@ class Attention {
           // the 16-24 bytes of spill the 2-stage build now has.
           constexpr int BM = 128, BN = D > 128 ? 64 : 128, stages = 2, persistent_stages = D == 96 ? 3 : 2;
           const long long rq = s.batch * s.heads_q * s.seqlen;
-          const long long hkv = s.batch * s.heads_kv;  // K and V: rank 3, bounds per head (flash_fwd_tma.hpp, KV_RANK)
+          const long long hkv = s.batch * s.heads_kv;  // K and V: rank 3 (bounds per head; flash_fwd_tma.hpp, KV_RANK)
           const bool persistent = schedule_ == FwdSchedule::persistent ||
                                   (schedule_ == FwdSchedule::automatic && persistent_by_default(D, C));
           const long long group = s.heads_q / s.heads_kv;
@@ -246,7 +249,7 @@ class Attention {
             // D = 64 tile: +12% full (128-key blocks, S a multiple of 128) and +2% causal (96-key blocks) over 128-row
             // items on the H200 (docs/perf.md v0.30). Both compile without a spill since v0.29's descriptors left the
             // vector registers; a ragged full S keeps 128-row items (192 x 128 with edge masks spills 584 bytes). The
-            // threshold bounds the rows a ragged last item computes for nothing: ceil(S / 192) * 192 / S <= 1.125.
+            // threshold bounds the rows a ragged last item computes for nothing (kTallItemsMinSeqlen).
             if constexpr (D == 64) {
               if (s.seqlen >= kTallItemsMinSeqlen) {
                 if constexpr (C) {

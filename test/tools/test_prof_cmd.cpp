@@ -506,6 +506,27 @@ TEST_CASE("prof view: control characters in frame names are escaped, UTF-8 kept"
   CHECK(lines == 3);  // header, ROOT, the one child: the name's newline did not split its row
 }
 
+TEST_CASE("prof view: C1 controls and bytes that are not UTF-8 are escaped") {
+  // U+009B is an 8-bit CSI (C2 9B in UTF-8); MessagePack names may hold any bytes. Well-formed UTF-8 passes.
+  json j = json::parse(R"J([{"frame": {"name": "ROOT"}, "metrics": {"time (ns)": 10}, "children": []}])J");
+  for (const std::string& name : {std::string("a\xc2\x9b" "31mred"), std::string("x\xffy\xc3"), std::string("\xed\xa0\x80s"),
+                                 std::string("\xe2\x82\xac\xf0\x9f\x98\x80ok")}) {
+    json child;
+    child["frame"]["name"] = name;
+    child["metrics"]["time (ns)"] = 1;
+    child["children"] = json::array();
+    j[0]["children"].push_back(child);
+  }
+  const std::vector<std::uint8_t> mp = json::to_msgpack(j);
+  const std::string out = render_view(parse_profile(std::string(mp.begin(), mp.end()), "c1.hatchet_msgpack"), {});
+  CHECK(out.find("a\\u009b31mred") != std::string::npos);
+  CHECK(out.find("x\\xffy\\xc3") != std::string::npos);
+  CHECK(out.find("\\xed\\xa0\\x80s") != std::string::npos);  // a surrogate's encoding: not UTF-8
+  CHECK(out.find("\xe2\x82\xac\xf0\x9f\x98\x80ok") != std::string::npos);  // a euro sign and an emoji, kept
+  CHECK(out.find("\xc2\x9b") == std::string::npos);
+  CHECK(out.find('\xff') == std::string::npos);
+}
+
 TEST_CASE("prof view: a document that is not a profile names what it is") {
   using tilejit::InvalidArgument;
   CHECK_THROWS_WITH_AS(parse_profile("null", "n.json"), doctest::Contains("n.json: not a hatchet profile: expected [tree, device_info] or a tree object, got null"),
@@ -581,9 +602,21 @@ TEST_CASE("prof view: bad input is InvalidArgument and exit code 2") {
   } catch (const InvalidArgument& e) {
     msg = e.what();
   }
-  CHECK(msg.find("bad --include regex '((((") != std::string::npos);
-  CHECK(msg.find("... (100000 bytes)") != std::string::npos);
+  CHECK(msg.find("--include regex '((((") != std::string::npos);
+  CHECK(msg.find("... (100000 bytes)' is longer than 1024 bytes") != std::string::npos);
   CHECK(msg.size() < 400);
+  o.include = std::string(1000, '(');  // taken, rejected by RE2: its reason quotes the pattern, cut too
+  msg.clear();
+  try {
+    bad_view(o);
+  } catch (const InvalidArgument& e) {
+    msg = e.what();
+  }
+  CHECK(msg.find("bad --include regex '((((") != std::string::npos);
+  CHECK(msg.find("missing )") != std::string::npos);
+  CHECK(msg.size() < 400);
+  o.include = "x\xff(";  // not UTF-8: escaped in the message
+  CHECK_THROWS_WITH_AS(bad_view(o), doctest::Contains("'x\\xff('"), InvalidArgument);
   o.include = "\x1b[31m(";
   CHECK_THROWS_WITH_AS(bad_view(o), doctest::Contains("\\x1b"), InvalidArgument);
   o = {};
