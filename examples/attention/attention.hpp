@@ -220,24 +220,24 @@ class Attention {
           // the 16-24 bytes of spill the 2-stage build now has.
           constexpr int BM = 128, BN = D > 128 ? 64 : 128, stages = 2, persistent_stages = D == 96 ? 3 : 2;
           const long long rq = s.batch * s.heads_q * s.seqlen;
-          const long long hkv = s.batch * s.heads_kv;  // K and V: rank 3 (bounds per head; flash_fwd_tma.hpp, KV_RANK)
+          const long long hkv = s.batch * s.heads_kv;  // KV heads (flash_fwd_tma.hpp, KV_RANK)
           const bool persistent = schedule_ == FwdSchedule::persistent ||
                                   (schedule_ == FwdSchedule::automatic && persistent_by_default(D, C));
           const long long group = s.heads_q / s.heads_kv;
+          // Q's blocks of `rows` rows; K's or V's blocks of `keys` keys through a descriptor of rank 3 ([B·Hkv, S, D],
+          // bounds per head: a key block past S reads zeros) or 2 ([B·Hkv·S, D]: the same rows where no block passes S).
+          auto q_desc = [&](int rows) { return Desc(dev_, const_cast<T*>(q), tj::dtype_v<T>, {rq, D}, {D, 1}, {rows, D}); };
+          auto kv_desc = [&](const T* p, int rank, int keys) {
+            return rank == 3 ? Desc(dev_, const_cast<T*>(p), tj::dtype_v<T>, {hkv, s.seqlen, D}, {s.seqlen * D, D, 1}, {1, keys, D})
+                             : Desc(dev_, const_cast<T*>(p), tj::dtype_v<T>, {hkv * s.seqlen, D}, {D, 1}, {keys, D});
+          };
           // The persistent kernel for items of PBM query rows (PBM / 64 consumer warp groups) and PBN-key blocks, K and V
-          // through descriptors of rank KVR: 3 ([B·Hkv, S, D], bounds per head) wherever a key block may pass S; 2
-          // ([B·Hkv·S, D]) is the same where none does (MASK none: S a multiple of PBN), and 192-row items measured 6%
-          // faster with it (docs/perf.md v0.30 call 4; 128-row items: equal).
+          // through descriptors of rank KVR: 3 wherever a key block may pass S; 2 where none does (MASK none: S a
+          // multiple of PBN), where 192-row items measured 6% faster with it (docs/perf.md v0.30 call 4; 128-row items:
+          // equal).
           auto run_persistent = [&]<int PBM, int PBN, KeyMask MASK, int ST, int KVR = 3>() {
             static_assert(KVR == 3 || MASK == KeyMask::none, "a rank-2 K / V view lets a key block past S read the next head");
-            const Desc pq(dev_, const_cast<T*>(q), tj::dtype_v<T>, {rq, D}, {D, 1}, {PBM, D});
-            auto kv = [&](const T* p) {
-              if constexpr (KVR == 3)
-                return Desc(dev_, const_cast<T*>(p), tj::dtype_v<T>, {hkv, s.seqlen, D}, {s.seqlen * D, D, 1}, {1, PBN, D});
-              else
-                return Desc(dev_, const_cast<T*>(p), tj::dtype_v<T>, {hkv * s.seqlen, D}, {D, 1}, {PBN, D});
-            };
-            const Desc pk = kv(k), pv = kv(v);
+            const Desc pq = q_desc(PBM), pk = kv_desc(k, KVR, PBN), pv = kv_desc(v, KVR, PBN);
             const auto [grid, items] = item_table({.seqlen = s.seqlen, .heads_q = s.batch * s.heads_q, .group = group, .head_dim = D,
                                                    .block_m = PBM, .block_n = PBN, .elem_bytes = sizeof(T), .causal = C,
                                                    .programs = dev_.num_sms()});
@@ -270,9 +270,7 @@ class Attention {
             run_persistent.template operator()<BM, BN, KeyMask::edge_blocks, persistent_stages>();
             return;
           }
-          const Desc dq(dev_, const_cast<T*>(q), tj::dtype_v<T>, {rq, D}, {D, 1}, {BM, D});
-          const Desc dk(dev_, const_cast<T*>(k), tj::dtype_v<T>, {hkv, s.seqlen, D}, {s.seqlen * D, D, 1}, {1, BN, D});
-          const Desc dv(dev_, const_cast<T*>(v), tj::dtype_v<T>, {hkv, s.seqlen, D}, {s.seqlen * D, D, 1}, {1, BN, D});
+          const Desc dq = q_desc(BM), dk = kv_desc(k, 3, BN), dv = kv_desc(v, 3, BN);
           const tj::Grid grid{tj::cdiv(s.seqlen, BM), s.batch * s.heads_q};
           auto run = [&]<class K>(tj::Kernel<K>& kern) { kern.launch(grid, dq, dk, dv, o, lse, s.seqlen, group, scale_log2e); };
           if (!C && s.seqlen % BN == 0)
