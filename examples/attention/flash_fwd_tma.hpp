@@ -205,10 +205,11 @@ namespace examples {
 /// that used the previous scale. Compiled with CompileOptions{.num_warps = 8,
 /// .warp_specialize = true, .pingpong = true}, a producer warp issues the copies
 /// and the two warp groups take turns over the two products, so one group's
-/// softmax runs under the other's tensor-core work. The loop carries P (f32);
-/// P_{-1} = 0, so the block read at j = 0 (this head's first block) contributes
-/// nothing; the last block's P·V runs after the loop on a V block copied before
-/// it. Same shapes, descriptors and results as FlashAttnFwdTma. With
+/// softmax runs under the other's tensor-core work. The loop carries P (packed
+/// as T); block 0's scores and softmax run before the loop (fa3_keys; at
+/// D = 256 the loop starts at block 0 with P_{-1} = 0, multiplied by this
+/// head's first V block); the last block's P·V runs after the loop on a V block
+/// copied before it. Same shapes, descriptors and results as FlashAttnFwdTma. With
 /// KV_RANK = 2, V must be finite where it is read: with S not a multiple of
 /// BLOCK_N the last block holds rows of the next KV head (or TMA's zero fill),
 /// multiplied by P = 0, and a NaN or Inf there gives NaN (0·NaN) in this
@@ -230,20 +231,40 @@ auto fa3_step(const QTile& q_tile, const KDesc& k, const VDesc& v, const KV& kv,
   return std::tuple{m_new, l_i * alpha + tj::sum<1>(prob), correct_rows(o_prev, alpha), tj::cast<T>(prob)};
 }
 
+/// Whether fa3_keys peels its first key block out of the loop (kFa3PeelFirstBlock): up to HEAD_DIM = 128, where the
+/// first K block's own shared-memory buffer fits beside Q, the ring and the last V block. At D = 256 (64-key blocks,
+/// 224 KiB already) the loop runs from key 0 and multiplies P_{-1} = 0 by a V block once per item.
+template <int HEAD_DIM>
+inline constexpr bool kFa3PeelFirstBlock = HEAD_DIM <= 128;
+
 /// FlashAttention-3's loop over the keys [0, hi) of one head (FlashAttnFwdTmaPingPongBody): iteration j issues
 /// S_j = Q·K_jᵀ and O += P_{j-1}·V_{j-1}, then the softmax of S_j, masked as MASK says (`edge`: see
 /// mask_scores_from). Returns (m, l, acc, P of the last block): the last block's P·V is the caller's.
+/// Where kFa3PeelFirstBlock, block 0 runs before the loop (S_0 and its softmax; O starts at 0), as FlashAttention-3
+/// does: otherwise iteration 0 issues a P·V whose P is 0 — one product in vain per item and warp group, 1/64 of the
+/// tensor-core work of a 32-block item, 1/33 of a causal head's average item at S = 4096 and 128-key blocks.
 template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, KeyMask MASK, class QTile, class KDesc, class VDesc, class KV,
           class Rows>
 auto fa3_keys(const QTile& q_tile, const KDesc& k, const VDesc& v, const KV& kv, const Rows& rm, const tj::Int& hi,
               const tj::Int& edge, const tj::Scalar<float>& scale_log2e) {
-  // P is carried across the back edge as T (the code generator packs a 16-bit tile that only a dot reads two
-  // elements per register: 32 registers per thread at 128 × 128, not 64).
-  auto init = std::tuple{tj::full<float, BLOCK_M>(kAttnNegBig), tj::zeros<float, BLOCK_M>(), tj::zeros<float, BLOCK_M, HEAD_DIM>(),
-                         tj::zeros<T, BLOCK_M, BLOCK_N>()};
-  return tj::for_range(0, hi, BLOCK_N, init, [&](tj::Int n0, auto m_i, auto l_i, auto acc, auto p_prev) {
+  auto step = [&](tj::Int n0, auto m_i, auto l_i, auto acc, auto p_prev) {
     return fa3_step<BLOCK_N, CAUSAL, T, MASK>(q_tile, k, v, kv, rm, hi, edge, scale_log2e, n0, m_i, l_i, acc, p_prev);
-  });
+  };
+  auto acc0 = tj::zeros<float, BLOCK_M, HEAD_DIM>();
+  const auto m0 = tj::full<float, BLOCK_M>(kAttnNegBig);
+  if constexpr (kFa3PeelFirstBlock<HEAD_DIM>) {
+    // Block 0 (hi >= 1, so it exists): m_0 = its max, l_0 = its sum, P_0 carried; no product with O yet.
+    const tj::Int n0 = tj::scalar<std::int32_t>(0);
+    auto s = tj::dot(q_tile, tj::trans(kv_block(k, kv, n0)));
+    auto [m_1, prob, alpha] =
+        softmax_of_masked<kConditionalRescale<decltype(acc0)>>(mask_scores_as<BLOCK_N, CAUSAL, MASK>(s, rm, n0, hi, edge), scale_log2e, m0);
+    (void)alpha;  // 0 (m_0 = -1e30), or 1 for a row with nothing visible yet: l and O are 0 either way
+    return tj::for_range(BLOCK_N, hi, BLOCK_N, std::tuple{m_1, tj::sum<1>(prob), acc0, tj::cast<T>(prob)}, step);
+  } else {
+    // P is carried across the back edge as T (the code generator packs a 16-bit tile that only a dot reads two
+    // elements per register: 32 registers per thread at 128 × 128, not 64).
+    return tj::for_range(0, hi, BLOCK_N, std::tuple{m0, tj::zeros<float, BLOCK_M>(), acc0, tj::zeros<T, BLOCK_M, BLOCK_N>()}, step);
+  }
 }
 
 template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, KeyMask MASK = KeyMask::every_block, int KV_RANK = 2>

@@ -281,11 +281,12 @@ TEST_CASE("attention_persistent_reads_no_v_row_of_another_head_when_s_is_a_multi
   check_persistent<64, 64, 64, true, bf>(dev, {.B = 1, .Hq = 2, .S = 128, .programs = 3, .nan_v_head = 0});
 }
 
-TEST_CASE("attention_persistent_sm90a_code_copies_q_and_the_last_v_once_per_item") {
+TEST_CASE("attention_persistent_sm90a_code_copies_q_the_first_k_and_the_last_v_once_per_item") {
   // Warp-specialised: the producer walks the item loop; per item it copies Q (after the consumers released the
-  // previous item's Q), the key loop's K / V ring (one counter across items), then the last V block. The consumers
-  // wait for the item's phase before reading, release Q after the key loop and the last V after its product,
-  // and count items (tj_oit).
+  // previous item's Q) and the first K block (fa3_keys peels block 0: no P·V with P = 0), the key loop's K / V ring
+  // (one counter across items), then the last V block. The consumers wait for the item's phase before reading,
+  // release the first K block once S_0 is complete and before the key loop, Q after the key loop and the last V
+  // after its product, and count items (tj_oit).
   const auto g = sm90(Persistent<128, 128, 128, true, bf>{}, 8, 2, true);
   const std::string& src = g.source;
   CHECK(has_diagnostic(g, "warp specialised: 8 consumer warp(s)"));
@@ -299,8 +300,8 @@ TEST_CASE("attention_persistent_sm90a_code_copies_q_and_the_last_v_once_per_item
       blocks.push_back(std::stoi(m[1]));
       outer = std::stoi(m[2]);
     }
-  REQUIRE(blocks.size() == 2);  // Q and the last V block
-  const int q = blocks[0], vl = blocks[1];
+  REQUIRE(blocks.size() == 3);  // Q, the first K block and the last V block
+  const int q = blocks[0], k0 = blocks[1], vl = blocks[2];
   CHECK(occurrences(src, "copied once by TMA") == 0);  // nothing resident: every block is per item or pipelined
   const std::size_t prod = src.find("if (tj_warp >= 8) {");
   REQUIRE(prod != std::string::npos);
@@ -308,23 +309,34 @@ TEST_CASE("attention_persistent_sm90a_code_copies_q_and_the_last_v_once_per_item
   // The producer: Q before the key loop's walk, the last V after it, each after the previous item's release.
   const std::string issue_q = fmt::format("if (tj_oit{0} > 0u) tj_mbar_wait(tj_ibar{1} + 8u, (tj_oit{0} - 1u) & 1u); tj_mbar_expect_tx(tj_ibar{1}, 32768u);", outer, q);
   const std::string issue_v = fmt::format("if (tj_oit{0} > 0u) tj_mbar_wait(tj_ibar{1} + 8u, (tj_oit{0} - 1u) & 1u); tj_mbar_expect_tx(tj_ibar{1}, 32768u);", outer, vl);
-  const std::size_t pq = P.find(issue_q), pv = P.find(issue_v), pwalk = P.find("tj_issue");
+  const std::string issue_k0 = fmt::format("if (tj_oit{0} > 0u) tj_mbar_wait(tj_ibar{1} + 8u, (tj_oit{0} - 1u) & 1u); tj_mbar_expect_tx(tj_ibar{1}, 32768u);", outer, k0);
+  const std::size_t pq = P.find(issue_q), pk0 = P.find(issue_k0), pv = P.find(issue_v), pwalk = P.find("tj_issue");
   REQUIRE(pq != std::string::npos);
+  REQUIRE(pk0 != std::string::npos);
+  CHECK(pk0 < P.find("for (int s", P.find(fmt::format("for (int s{} = ", outer)) + 10));  // the first K before the key loop
   REQUIRE(pv != std::string::npos);
   REQUIRE(pwalk != std::string::npos);
   CHECK(pq < P.find("for (int s", P.find(fmt::format("for (int s{} = ", outer)) + 10));  // Q before the key loop
   CHECK(pv > P.rfind("tj_issue"));                                                     // the last V after it
-  CHECK(occurrences(P, "tj_tma_load_2d(tj_item") == 2 * 2);                            // 2 slabs each
+  CHECK(occurrences(P, "tj_tma_load_2d(tj_item") == 3 * 2);                            // 2 slabs each
   CHECK(P.find(fmt::format("unsigned tj_oit{} = 0;", outer)) < P.find(fmt::format("for (int s{} = ", outer)));
   CHECK(occurrences(P, fmt::format("++tj_oit{};", outer)) == 1);
   // The consumers: no copy of their own; one wait per read and one release per item and block; the phase counter.
   CHECK(C.find("tj_tma_load_2d") == std::string::npos);
   CHECK(occurrences(C, fmt::format("tj_mbar_arrive(tj_ibar{} + 8u);", q)) == 1);
   CHECK(occurrences(C, fmt::format("tj_mbar_arrive(tj_ibar{} + 8u);", vl)) == 1);
+  CHECK(occurrences(C, fmt::format("tj_mbar_arrive(tj_ibar{} + 8u);", k0)) == 1);
   CHECK(occurrences(C, fmt::format("++tj_oit{};", outer)) == 1);
   const std::size_t key_loop = C.find("for (int s", C.find("const unsigned tj_it0"));  // the key loop (after its ring snapshot)
   REQUIRE(key_loop != std::string::npos);
   const std::size_t key_end = key_loop + block_from(C, key_loop).size();
+  // The first K block: read by S_0 before the key loop, released once that product is complete, still before it.
+  const std::size_t read_k0 = C.find(fmt::format("tj_mbar_wait(tj_ibar{0}, tj_oit{1} & 1u);  // block %{0}", k0, outer));
+  const std::size_t rel_k0 = C.find(fmt::format("tj_mbar_arrive(tj_ibar{} + 8u);", k0));
+  CHECK(read_k0 < rel_k0);
+  CHECK(rel_k0 < key_loop);
+  CHECK(C.rfind("wgmma.wait_group.sync.aligned 0;", rel_k0) > read_k0);
+  CHECK(C.find("wgmma.mma_async", key_loop) < key_end);  // S and P·V stay in the loop
   const std::size_t rel_q = C.find(fmt::format("tj_mbar_arrive(tj_ibar{} + 8u);", q));
   const std::size_t rel_v = C.find(fmt::format("tj_mbar_arrive(tj_ibar{} + 8u);", vl));
   const std::size_t read_v = C.find(fmt::format("tj_mbar_wait(tj_ibar{0}, tj_oit{1} & 1u);  // block %{0}", vl, outer));
@@ -337,7 +349,8 @@ TEST_CASE("attention_persistent_sm90a_code_copies_q_and_the_last_v_once_per_item
   // The barriers: full (1 arrival: the expect_tx) and empty (8 consumer warps) per block.
   CHECK(occurrences(src, fmt::format("tj_mbar_init(tj_ibar{0}, 1); tj_mbar_init(tj_ibar{0} + 8u, 8);", q)) == 1);
   CHECK(occurrences(src, fmt::format("tj_mbar_init(tj_ibar{0}, 1); tj_mbar_init(tj_ibar{0} + 8u, 8);", vl)) == 1);
-  // Shared memory: the ring (2 x (K + V)) and the two item buffers, as the one-program-per-item kernel's.
+  CHECK(occurrences(src, fmt::format("tj_mbar_init(tj_ibar{0}, 1); tj_mbar_init(tj_ibar{0} + 8u, 8);", k0)) == 1);
+  // Shared memory: the ring (2 x (K + V)) and the three item buffers, as the one-program-per-item kernel's.
   const auto per_item = sm90(examples::FlashAttnFwdTmaPingPongEdge<128, 128, 128, true, bf>{}, 8, 2, true);
   CHECK(g.dynamic_shared_bytes == per_item.dynamic_shared_bytes);
   testing::compiles_for_sm90a(src, "attn_persistent.cu");
@@ -348,8 +361,8 @@ TEST_CASE("attention_persistent_sm90a_code_without_a_producer_copies_per_item_fr
   // released the previous item's copy.
   const auto g = sm90(Persistent<128, 128, 64, false, bf>{}, 8, 2, false);
   CHECK(!has_diagnostic(g, "warp specialised"));
-  CHECK(occurrences(g.source, "if (tj_tid == 0) { if (tj_oit") == 2);
-  CHECK(occurrences(g.source, "tj_mbar_arrive(tj_ibar") == 2);
+  CHECK(occurrences(g.source, "if (tj_tid == 0) { if (tj_oit") == 3);  // Q, the first K block, the last V block
+  CHECK(occurrences(g.source, "tj_mbar_arrive(tj_ibar") == 3);
   testing::compiles_for_sm90a(g.source, "attn_persistent_plain.cu");
   // Off Hopper the descriptor loads are masked loads and the kernel is a plain persistent loop.
   std::string why;
