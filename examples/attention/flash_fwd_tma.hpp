@@ -231,18 +231,21 @@ auto fa3_step(const QTile& q_tile, const KDesc& k, const VDesc& v, const KV& kv,
   return std::tuple{m_new, l_i * alpha + tj::sum<1>(prob), correct_rows(o_prev, alpha), tj::cast<T>(prob)};
 }
 
-/// Whether fa3_keys peels its first key block out of the loop (kFa3PeelFirstBlock): up to HEAD_DIM = 128, where the
-/// first K block's own shared-memory buffer fits beside Q, the ring and the last V block. At D = 256 (64-key blocks,
-/// 224 KiB already) the loop runs from key 0 and multiplies P_{-1} = 0 by a V block once per item.
+/// Whether fa3_keys peels its first key block out of the loop: at D = 96 and 128. On the H200 (docs/perf.md v0.31
+/// call 1, two rounds against the loop from block 0) D = 128 full +2.6%, causal and D = 96 within ±0.6%, and the
+/// D = 64 library kernel (192-row items) −2.6% full, equal causal — so D = 64 keeps the loop from block 0. At D = 256
+/// (64-key blocks, 224 KiB of shared memory already) the first K block's own buffer does not fit. Where not peeled
+/// the loop multiplies P_{-1} = 0 by a V block once per item and warp group.
 template <int HEAD_DIM>
-inline constexpr bool kFa3PeelFirstBlock = HEAD_DIM <= 128;
+inline constexpr bool kFa3PeelFirstBlock = HEAD_DIM > 64 && HEAD_DIM <= 128;
 
 /// FlashAttention-3's loop over the keys [0, hi) of one head (FlashAttnFwdTmaPingPongBody): iteration j issues
 /// S_j = Q·K_jᵀ and O += P_{j-1}·V_{j-1}, then the softmax of S_j, masked as MASK says (`edge`: see
 /// mask_scores_from). Returns (m, l, acc, P of the last block): the last block's P·V is the caller's.
 /// Where kFa3PeelFirstBlock, block 0 runs before the loop (S_0 and its softmax; O starts at 0), as FlashAttention-3
 /// does: otherwise iteration 0 issues a P·V whose P is 0 — one product in vain per item and warp group, 1/64 of the
-/// tensor-core work of a 32-block item, 1/33 of a causal head's average item at S = 4096 and 128-key blocks.
+/// tensor-core work of a 32-block item, 1/33 of a causal head's average item at S = 4096 and 128-key blocks. The
+/// first K block then has a shared-memory buffer of its own (per item in the persistent kernel).
 template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, KeyMask MASK, class QTile, class KDesc, class VDesc, class KV,
           class Rows>
 auto fa3_keys(const QTile& q_tile, const KDesc& k, const VDesc& v, const KV& kv, const Rows& rm, const tj::Int& hi,

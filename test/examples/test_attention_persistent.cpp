@@ -361,8 +361,11 @@ TEST_CASE("attention_persistent_sm90a_code_without_a_producer_copies_per_item_fr
   // released the previous item's copy.
   const auto g = sm90(Persistent<128, 128, 64, false, bf>{}, 8, 2, false);
   CHECK(!has_diagnostic(g, "warp specialised"));
-  CHECK(occurrences(g.source, "if (tj_tid == 0) { if (tj_oit") == 3);  // Q, the first K block, the last V block
-  CHECK(occurrences(g.source, "tj_mbar_arrive(tj_ibar") == 3);
+  CHECK(occurrences(g.source, "if (tj_tid == 0) { if (tj_oit") == 2);  // Q, the last V block (D = 64: block 0 in the loop)
+  CHECK(occurrences(g.source, "tj_mbar_arrive(tj_ibar") == 2);
+  const auto g128 = sm90(Persistent<128, 128, 128, false, bf>{}, 8, 2, false);
+  CHECK(occurrences(g128.source, "if (tj_tid == 0) { if (tj_oit") == 3);  // and the first K block (D = 128: peeled)
+  CHECK(occurrences(g128.source, "tj_mbar_arrive(tj_ibar") == 3);
   testing::compiles_for_sm90a(g.source, "attn_persistent_plain.cu");
   // Off Hopper the descriptor loads are masked loads and the kernel is a plain persistent loop.
   std::string why;
