@@ -594,6 +594,8 @@ TEST_CASE("attention_persistent_gpu_small_for_the_sanitizers") {
   }
   check_persistent<128, 128, 64, true, bf>(dev, {.B = 1, .Hq = 2, .S = 300, .programs = 2, .stages = 2, .ws = true});
   check_persistent<128, 128, 128, false, bf>(dev, {.B = 1, .Hq = 2, .S = 300, .programs = 2, .stages = 2, .ws = true});
+  // Block 0 peeled (D = 96 and 128): the first K block's own buffer, reused item after item.
+  check_persistent<128, 128, 96, true, bf>(dev, {.B = 1, .Hq = 2, .S = 300, .programs = 2, .stages = 3, .ws = true});
   check_persistent<128, 128, 64, true, bf>(dev, {.B = 1, .Hq = 2, .S = 300, .programs = 2, .stages = 2, .ws = true, .pingpong = true});
   // The library's D = 64 items of 192 rows over 12 consumer warps: 96-key blocks causal, 128-key blocks unmasked.
   check_persistent<192, 96, 64, true, bf>(dev, {.B = 1, .Hq = 2, .S = 400, .programs = 2, .stages = 2, .ws = true});
