@@ -243,8 +243,8 @@ inline constexpr bool kFa3PeelFirstBlock = HEAD_DIM > 64 && HEAD_DIM <= 128;
 /// S_j = Q·K_jᵀ and O += P_{j-1}·V_{j-1}, then the softmax of S_j, masked as MASK says (`edge`: see
 /// mask_scores_from). Returns (m, l, acc, P of the last block): the last block's P·V is the caller's.
 /// Where kFa3PeelFirstBlock, block 0 runs before the loop (S_0 and its softmax; O starts at 0), as FlashAttention-3
-/// does: otherwise iteration 0 issues a P·V whose P is 0 — one product in vain per item and warp group, 1/64 of the
-/// tensor-core work of a 32-block item, 1/33 of a causal head's average item at S = 4096 and 128-key blocks. The
+/// does: otherwise iteration 0 issues a P·V whose P is 0 — one product in vain per item and warp group, 1 product in
+/// 65 on a 32-block item, 1 in 34 on a causal head's average item at S = 4096 and 128-key blocks. The
 /// first K block then has a shared-memory buffer of its own (per item in the persistent kernel).
 template <int BLOCK_M, int BLOCK_N, int HEAD_DIM, bool CAUSAL, class T, KeyMask MASK, class QTile, class KDesc, class VDesc, class KV,
           class Rows>
@@ -256,7 +256,8 @@ auto fa3_keys(const QTile& q_tile, const KDesc& k, const VDesc& v, const KV& kv,
   auto acc0 = tj::zeros<float, BLOCK_M, HEAD_DIM>();
   const auto m0 = tj::full<float, BLOCK_M>(kAttnNegBig);
   if constexpr (kFa3PeelFirstBlock<HEAD_DIM>) {
-    // Block 0 (hi >= 1, so it exists): m_0 = its max, l_0 = its sum, P_0 carried; no product with O yet.
+    // Block 0: m = its max, l = its sum, P_0 carried; no product with O yet. (A varlen program past its sequence's
+    // end has hi = 0 and runs it too: its rows are not stored.)
     const tj::Int n0 = tj::scalar<std::int32_t>(0);
     auto s = tj::dot(q_tile, tj::trans(kv_block(k, kv, n0)));
     auto [m_1, prob, alpha] =
