@@ -4,6 +4,10 @@
 //   BM_Copy            device-to-device copy, the bandwidth ceiling (TB/s, read + write)
 //   BM_VectorAdd       out = x + y over 1 GiB per operand
 //   BM_Softmax/W       row softmax, W in {96, 768, 3072, 12288}, 1 GiB in
+//   BM_ReshapeCopy/*   a copy of 1 GiB in [32, 96] blocks, each read in one shape and stored in another: plain (no
+//                      reshape), relabel ([32, 96] as [96, 32]: registers) and fallback ([96, 32] as [32, 96]: the
+//                      digit order forbids it, one round trip through shared memory)
+//   BM_DequantInt4     examples::DequantInt4 (tj::interleave): 512 MiB of 4-bit weights to 1 GiB of f16
 //   BM_JitColdProcess  first call of vector add in a fresh process, compile included
 //   BM_JitRepeat       NVRTC compile + load again in the same process (caches bypassed)
 //   BM_JitDiskHit      a new process's view: memory cache empty, entry on disk
@@ -21,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "examples/dequant_int4.hpp"
 #include "examples/softmax.hpp"
 #include "examples/vector_add.hpp"
 #include "tilejit/tilejit.hpp"
@@ -89,6 +94,46 @@ void BM_Softmax(benchmark::State& st) {
   timed(st, 2.0 * bytes, [&] { k.launch(tj::Grid{tj::cdiv(rows, BM)}, x, y, rows); });
   st.SetLabel("BLOCK_M=" + std::to_string(BM) + " num_warps=" + std::to_string(NW));
   gpu().free(x), gpu().free(y);
+}
+
+/// y = x, each program's A·B elements loaded as a row-major [A, B] block and stored as a row-major [C, D] one.
+template <int A, int B, int C, int D>
+struct ReshapeCopy {
+  void operator()(tj::Ptr<float> x, tj::Ptr<float> y) const {
+    auto base = tj::program_id(0) * (A * B);
+    auto v = tj::load(x + base + tj::expand_dims<1>(tj::arange<A>()) * B + tj::expand_dims<0>(tj::arange<B>()));
+    tj::store(y + base + tj::expand_dims<1>(tj::arange<C>()) * D + tj::expand_dims<0>(tj::arange<D>()), tj::reshape<C, D>(v));
+  }
+};
+
+template <int A, int B, int C, int D>
+void BM_ReshapeCopy(benchmark::State& st) {
+  if (!need_gpu(st)) return;
+  const long long blocks = kBytes / sizeof(float) / (A * B);
+  const std::size_t bytes = static_cast<std::size_t>(blocks) * A * B * sizeof(float);
+  auto* x = static_cast<float*>(random_buffer(bytes));
+  auto* y = static_cast<float*>(gpu().alloc(bytes));
+  auto k = tj::compile<ReshapeCopy<A, B, C, D>>(gpu(), {.num_warps = 4});
+  timed(st, 2.0 * bytes, [&] { k.launch(tj::Grid{blocks}, x, y); });
+  std::string path = "plain";
+  for (const auto& d : tj::compile_for_arch<ReshapeCopy<A, B, C, D>>(gpu().arch(), {.num_warps = 4}).diagnostics)
+    if (d.find("reshape %") != std::string::npos && d.find(" to ") != std::string::npos)
+      path = d.find("shared memory") != std::string::npos ? "shared memory" : "registers";
+  st.SetLabel(path);
+  gpu().free(x), gpu().free(y);
+}
+
+void BM_DequantInt4(benchmark::State& st) {
+  if (!need_gpu(st)) return;
+  constexpr int kBlock = 1024;
+  const long long n_bytes = kBytes / 4;  // 2^28 packed bytes -> 2^29 f16 outputs (1 GiB)
+  auto* w = static_cast<std::uint8_t*>(random_buffer(static_cast<std::size_t>(n_bytes)));
+  auto* scale = static_cast<float*>(random_buffer(static_cast<std::size_t>(2 * n_bytes / 128 * 4)));
+  auto* out = gpu().alloc(static_cast<std::size_t>(4 * n_bytes));
+  auto k = tj::compile<examples::DequantInt4<kBlock, 128>>(gpu(), {.num_warps = 4});
+  timed(st, static_cast<double>(n_bytes) * 5 + 2.0 * n_bytes / 128 * 4,
+        [&] { k.launch(tj::Grid{tj::cdiv(n_bytes, kBlock)}, w, scale, static_cast<tj::f16*>(out), static_cast<int>(n_bytes)); });
+  gpu().free(w), gpu().free(scale), gpu().free(out);
 }
 
 /// In a child process: first call of vector add (trace, codegen, NVRTC or
@@ -188,6 +233,10 @@ BENCHMARK(BM_Softmax<32, 96, 4>)->Name("BM_Softmax/96")->UseManualTime()->Unit(b
 BENCHMARK(BM_Softmax<4, 768, 4>)->Name("BM_Softmax/768")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Softmax<2, 3072, 8>)->Name("BM_Softmax/3072")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_Softmax<1, 12288, 16>)->Name("BM_Softmax/12288")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ReshapeCopy<32, 96, 32, 96>)->Name("BM_ReshapeCopy/plain")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ReshapeCopy<32, 96, 96, 32>)->Name("BM_ReshapeCopy/relabel")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_ReshapeCopy<96, 32, 32, 96>)->Name("BM_ReshapeCopy/fallback")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_DequantInt4)->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_JitColdProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK(BM_JitRepeatInProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(10);
 BENCHMARK(BM_JitDiskHitProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(5);

@@ -217,6 +217,15 @@ namespace examples {
 /// FlashAttention-3 (arXiv 2407.08608), §3.1 (ping-pong) and Algorithm 1.
 /// One step of FlashAttention-3's key loop at key block n0: issues S_j = Q·K_jᵀ and O += P_{j-1}·V_{j-1} (acc: O
 /// before that product, p_prev: P_{j-1}), then the softmax of S_j, masked as MASK says. Returns (m, l, O rescaled, P_j).
+/// The softmax of one key block's raw scores `s` (block n0, masked as MASK says; `edge`: see mask_scores_from) against
+/// the running max m_i: returns (m_new, prob, alpha) as softmax_of_masked, with the correction skipped where it is 1
+/// when the accumulator type Acc allows (kConditionalRescale). fa3_step and fa3_keys' peeled block 0 share it.
+template <int BLOCK_N, bool CAUSAL, KeyMask MASK, class Acc, class S, class Rows, class M>
+auto fa3_softmax(const S& s, const Rows& rm, const tj::Int& n0, const tj::Int& hi, const tj::Int& edge, const tj::Scalar<float>& scale_log2e,
+                 const M& m_i) {
+  return softmax_of_masked<kConditionalRescale<Acc>>(mask_scores_as<BLOCK_N, CAUSAL, MASK>(s, rm, n0, hi, edge), scale_log2e, m_i);
+}
+
 template <int BLOCK_N, bool CAUSAL, class T, KeyMask MASK, class QTile, class KDesc, class VDesc, class KV, class Rows, class M, class L,
           class Acc, class P>
 auto fa3_step(const QTile& q_tile, const KDesc& k, const VDesc& v, const KV& kv, const Rows& rm, const tj::Int& hi,
@@ -226,8 +235,7 @@ auto fa3_step(const QTile& q_tile, const KDesc& k, const VDesc& v, const KV& kv,
   // P_{-1} = 0: at j = 0 any V block gives 0, as long as it is finite — so read this head's first block, not
   // the previous head's last one (a NaN or Inf there would make 0·NaN = NaN here).
   auto o_prev = tj::dot(p_prev, kv_block(v, kv, tj::maximum(n0 - BLOCK_N, 0)), acc);
-  auto [m_new, prob, alpha] =
-      softmax_of_masked<kConditionalRescale<Acc>>(mask_scores_as<BLOCK_N, CAUSAL, MASK>(s, rm, n0, hi, edge), scale_log2e, m_i);
+  auto [m_new, prob, alpha] = fa3_softmax<BLOCK_N, CAUSAL, MASK, Acc>(s, rm, n0, hi, edge, scale_log2e, m_i);
   return std::tuple{m_new, l_i * alpha + tj::sum<1>(prob), correct_rows(o_prev, alpha), tj::cast<T>(prob)};
 }
 
@@ -260,8 +268,7 @@ auto fa3_keys(const QTile& q_tile, const KDesc& k, const VDesc& v, const KV& kv,
     // end has hi = 0 and runs it too: its rows are not stored.)
     const tj::Int n0 = tj::scalar<std::int32_t>(0);
     auto s = tj::dot(q_tile, tj::trans(kv_block(k, kv, n0)));
-    auto [m_1, prob, alpha] =
-        softmax_of_masked<kConditionalRescale<decltype(acc0)>>(mask_scores_as<BLOCK_N, CAUSAL, MASK>(s, rm, n0, hi, edge), scale_log2e, m0);
+    auto [m_1, prob, alpha] = fa3_softmax<BLOCK_N, CAUSAL, MASK, decltype(acc0)>(s, rm, n0, hi, edge, scale_log2e, m0);
     (void)alpha;  // 0 (m_0 = -1e30), or 1 for a row with nothing visible yet: l and O are 0 either way
     return tj::for_range(BLOCK_N, hi, BLOCK_N, std::tuple{m_1, tj::sum<1>(prob), acc0, tj::cast<T>(prob)}, step);
   } else {

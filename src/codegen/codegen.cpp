@@ -37,12 +37,12 @@ using ir::Op;
 /// `bytes` rounded up to 1024: shared-memory regions start 1024-byte aligned (the 128-byte swizzle's period).
 int align_1k(int bytes) { return (bytes + 1023) / 1024 * 1024; }
 
-/// The parameter a pointer value is an offset of (through addptr, broadcast and expand_dims), or -1.
+/// The parameter a pointer value is an offset of (through addptr, broadcast, expand_dims and reshape), or -1.
 int pointer_param(const ir::Kernel& k, int id) {
   while (id >= 0) {
     const ir::Node& n = k[id];
     if (n.op == ir::Op::param) return static_cast<int>(n.i);
-    if (n.op != ir::Op::addptr && n.op != ir::Op::broadcast && n.op != ir::Op::expand_dims) return -1;
+    if (n.op != ir::Op::addptr && n.op != ir::Op::broadcast && n.op != ir::Op::expand_dims && n.op != ir::Op::reshape) return -1;
     id = n.args[0];
   }
   return -1;
@@ -1678,6 +1678,91 @@ class Emitter {
                                      TL(a).layout, want.layout, id, ir::name(k_[id].op), where, rows * stride * esize));
   }
 
+  /// reshape %id of %a (both rank 1 or 2, the same elements in row-major order). When the two layouts give every
+  /// thread the same row-major indices — the planner's regrouped or flattened layouts (ir::reshaped_layout) do —
+  /// each register is copied from the register that holds its element in the same thread; otherwise the owners
+  /// write each element at its row-major index in shared memory and every thread reads the elements of its
+  /// registers back (the fallback, reported in the diagnostics).
+  void emit_reshape(int id) {
+    const int a = k_[id].args[0];
+    const ir::Type& from = k_[a].type;
+    const ir::Type& t = k_[id].type;
+    auto shape_str = [](const ir::Type& ty) {
+      return ty.rank == 2 ? fmt::format("[{},{}]", ty.shape[0], ty.shape[1]) : fmt::format("[{}]", ty.shape[0]);
+    };
+    if (const auto map = reshape_register_map(a, id)) {
+      line(fmt::format("// reshape %{} {} -> {}: every thread keeps its elements (L{} read as L{})", a, shape_str(from), shape_str(t),
+                       TL(a).layout, TL(id).layout));
+      each_register(id, [&](int r) { return v(a, (*map)[static_cast<std::size_t>(r)]); });
+      plan_diag_.push_back(fmt::format("reshape %{}: {} to {} in registers: every thread keeps its elements (L{} read as L{})", id,
+                                       shape_str(from), shape_str(t), TL(a).layout, TL(id).layout));
+      return;
+    }
+    const bool half = !t.is_ptr && (t.dtype == DType::f16 || t.dtype == DType::bf16);
+    const std::string st = t.is_ptr ? storage_type(t.dtype) + "*" : storage_type(t.dtype);
+    const int esize = t.is_ptr ? 8 : size_bytes(t.dtype);
+    smem_bytes_ = std::max(smem_bytes_, t.numel() * esize);
+    auto index = [&](const ir::TileLayout& tl, const ir::Type& ty, int r) {
+      return ty.rank == 2 ? fmt::format("{} * {} + {}", coord(tl, r, 0), ty.shape[1], coord(tl, r, 1)) : coord(tl, r, 0);
+    };
+    const std::string buf = fmt::format("(({}*)tj_smem)", st);
+    line(fmt::format("// reshape %{} {} -> {} through shared memory (L{} to L{}: the threads hold different elements)", a, shape_str(from),
+                     shape_str(t), TL(a).layout, TL(id).layout));
+    const std::string own = owner_predicate(TL(a));
+    for (int r = 0; r < R(a); ++r) {
+      if (canonical(r, a) != r) continue;
+      const std::string val = half ? fmt::format("{}({})", t.dtype == DType::f16 ? "tj_f32_to_f16" : "tj_f32_to_bf16", v(a, r)) : v(a, r);
+      const std::string st_line = fmt::format("{}[{}] = {};", buf, index(TL(a), from, r), val);
+      line(own.empty() ? st_line : fmt::format("if ({}) {}", own, st_line));
+    }
+    line(sync());
+    each_register(id, [&](int r) {
+      const std::string ld = fmt::format("{}[{}]", buf, index(TL(id), t, r));
+      return half ? fmt::format("{}({})", t.dtype == DType::f16 ? "tj_f16_to_f32" : "tj_bf16_to_f32", ld) : ld;
+    });
+    line(sync());
+    plan_diag_.push_back(fmt::format("reshape %{}: {} to {} through {} bytes of shared memory (fallback: L{} and L{} give the threads "
+                                     "different elements)", id, shape_str(from), shape_str(t), t.numel() * esize, TL(a).layout,
+                                     TL(id).layout));
+  }
+  /// For reshape %id of %a: the register of %a each register of %id copies, when both layouts are additive and give
+  /// every lane and warp digit the same row-major offset (so each thread's base index agrees) and each of %id's
+  /// registers' offsets is one of %a's in the same thread. Else nullopt.
+  std::optional<std::vector<int>> reshape_register_map(int a, int id) const {
+    const ir::TileLayout &from = TL(a), &to = TL(id);
+    if (from.scalar || to.scalar) return std::nullopt;
+    const ir::Distributed &da = D(from), &db = D(to);
+    if (!da.additive || !db.additive || da.lane.size() != db.lane.size() || da.warp.size() != db.warp.size()) return std::nullopt;
+    // Row-major index of the coordinates `c(p)` along the parent dims the tile's dims map to.
+    auto flat = [](const ir::Type& ty, const ir::TileLayout& tl, auto&& c) {
+      long long f = 0;
+      for (int d = 0; d < ty.rank; ++d) {
+        f *= ty.shape[static_cast<std::size_t>(d)];
+        if (const int p = tl.dim_of[static_cast<std::size_t>(d)]; p >= 0) f += c(p);
+      }
+      return f;
+    };
+    const ir::Type &ta = k_[a].type, &tb = k_[id].type;
+    auto same = [&](const std::vector<ir::InputDigit>& x, const std::vector<ir::InputDigit>& y) {
+      for (std::size_t i = 0; i < x.size(); ++i)
+        if (x[i].radix != y[i].radix || x[i].stride != y[i].stride ||
+            flat(ta, from, [&](int p) { return x[i].image[static_cast<std::size_t>(p)]; }) !=
+                flat(tb, to, [&](int p) { return y[i].image[static_cast<std::size_t>(p)]; }))
+          return false;
+      return true;
+    };
+    if (!same(da.lane, db.lane) || !same(da.warp, db.warp)) return std::nullopt;
+    std::map<long long, int> have;
+    for (int r = 0; r < regs(from); ++r) have.emplace(flat(ta, from, [&](int p) { return da.register_coord(r, p); }), r);
+    std::vector<int> map(static_cast<std::size_t>(regs(to)));
+    for (int r = 0; r < regs(to); ++r) {
+      const auto it = have.find(flat(tb, to, [&](int p) { return db.register_coord(r, p); }));
+      if (it == have.end()) return std::nullopt;
+      map[static_cast<std::size_t>(r)] = it->second;
+    }
+    return map;
+  }
+
   /// A 16 x 16 block of a layout that ldmatrix.x4 fills: its corner (row, col) relative to the warp's, and the
   /// words (register pairs / 2) that receive matrices 0..3 (rows 0-7 / 8-15 of columns 0-7, then of columns 8-15).
   struct LdsmBlock {
@@ -2097,6 +2182,9 @@ class Emitter {
         // A register tile: the operand was brought to the transpose of this value's layout, so register r holds
         // the element this value's register r names, with its coordinates swapped.
         each_register(id, [&](int r) { return op(0, r); });
+        return;
+      case Op::reshape:
+        emit_reshape(id);
         return;
       case Op::broadcast:
       case Op::expand_dims:

@@ -114,6 +114,30 @@ std::vector<AxisInfo> analyze_axes(const Kernel& k, const Specialization& spec) 
         }
         break;
       }
+      case Op::reshape: {
+        // The elements in row-major order: read as runs of the source's minor dim (groups of gcd(contiguity, row
+        // length) stay inside rows), then cut into the new shape's rows the same way. Sound, not exact: a dim that
+        // is not minor keeps contiguity 1 and what every element is a multiple of.
+        nonneg[id] = nn(0);
+        const AxisInfo& a = in(0);
+        const Type& ft = in_type(0);
+        const long long unit = ft.is_ptr ? size_bytes(ft.dtype) : 1;
+        const auto m = static_cast<std::size_t>(ft.rank == 2 && ft.shape[1] != 1 ? 1 : 0);  // the flat index's runs
+        const int row = ft.shape[m];
+        const int c = g(a.contiguity[m], row), kc = g(a.constancy[m], row);
+        const long long dv = c == a.contiguity[m] ? a.divisibility[m] : div_at(a, static_cast<int>(m), c, unit);
+        const long long every = c > 1 ? gl(dv, unit) : dv;  // what each element is a multiple of
+        if (t.rank == 1 || t.shape[1] == 1) {
+          out.contiguity[0] = c, out.constancy[0] = kc, out.divisibility[0] = dv;
+          out.divisibility[1] = every;
+        } else {
+          const int c1 = g(c, t.shape[1]);
+          out.contiguity[1] = c1, out.constancy[1] = g(kc, t.shape[1]);
+          out.divisibility[1] = c1 == c ? dv : gl(dv, static_cast<long long>(c1) * unit);
+          out.divisibility[0] = every;
+        }
+        break;
+      }
       case Op::expand_dims: {
         nonneg[id] = nn(0);
         const AxisInfo& a = in(0);

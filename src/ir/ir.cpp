@@ -80,6 +80,7 @@ const char* name(Op op) {
     case Op::combine_arg: return "combine_arg";
     case Op::reduce_custom: return "reduce_custom";
     case Op::tuple_get: return "tuple_get";
+    case Op::reshape: return "reshape";
   }
   return "?";
 }
@@ -133,7 +134,7 @@ std::vector<char> stored_pointer_params(const Kernel& k) {
       case Op::param:
         if (d.type.is_ptr && static_cast<std::size_t>(d.i) < out.size()) out[static_cast<std::size_t>(d.i)] = 1;
         break;
-      case Op::addptr: case Op::broadcast: case Op::expand_dims: case Op::trans: case Op::loop_result:
+      case Op::addptr: case Op::broadcast: case Op::expand_dims: case Op::trans: case Op::reshape: case Op::loop_result:
         todo.push_back(d.args[0]);
         break;
       case Op::where:
@@ -221,6 +222,17 @@ void verify_tuple_get(const Kernel& k, int id) {
     throw Unsupported(fmt::format("IR: tuple_get %{} takes value {} of %{}, not a custom scan or reduction of that many "
                                   "operands of type {}", id, n.i, s, to_string(n.type)));
 }
+
+/// reshape: a tile of rank 1 or 2 to another of rank 1 or 2, of the same element type and element count.
+void verify_reshape(const Kernel& k, int id) {
+  const Node& n = k.nodes[static_cast<std::size_t>(id)];
+  const int a = n.args[0];
+  const Type* from = a >= 0 && a < id ? &k.nodes[static_cast<std::size_t>(a)].type : nullptr;
+  if (!from || from->rank < 1 || from->rank > 2 || n.type.rank < 1 || n.type.rank > 2 || from->numel() != n.type.numel() ||
+      from->dtype != n.type.dtype || from->is_ptr != n.type.is_ptr)
+    throw Unsupported(fmt::format("IR: reshape %{} makes {} of %{} ({}): a reshape keeps the element type and count, ranks 1 or 2",
+                                  id, to_string(n.type), a, from ? to_string(*from) : std::string("nothing")));
+}
 }  // namespace
 
 void verify(const Kernel& k) {
@@ -240,6 +252,7 @@ void verify(const Kernel& k) {
     const Node& n = k.nodes[id];
     if (n.op == Op::scan_custom || n.op == Op::reduce_custom) verify_combine(k, static_cast<int>(id));
     if (n.op == Op::tuple_get) verify_tuple_get(k, static_cast<int>(id));
+    if (n.op == Op::reshape) verify_reshape(k, static_cast<int>(id));
     if (n.op == Op::combine_arg) throw Unsupported(fmt::format("IR: node %{} is a combine's operand outside a combine", id));
     if (n.op == Op::event && (n.i < 0 || static_cast<std::size_t>(n.i) >= k.event_sites.size() || n.axis < 0 || n.axis > 1))
       throw Unsupported(fmt::format("IR: event %{} names site {} (the kernel has {}) with kind {} (0 begin, 1 end)", id, n.i,

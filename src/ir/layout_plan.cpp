@@ -331,6 +331,8 @@ TileLayout LayoutPlan::operand_layout(const Kernel& k, int node, int which) cons
     }
     case Op::trans:
       return dot_operands[static_cast<std::size_t>(node)][0];  // assign_layouts: the transpose of this value's layout
+    case Op::reshape:
+      return values[static_cast<std::size_t>(a)];  // codegen moves the elements itself (each thread's, or via shared memory)
     case Op::loop_yield: case Op::loop_result:
       return values[static_cast<std::size_t>(n.args[0])];  // the carry's layout
     default:
@@ -367,6 +369,43 @@ layout::LinearLayout transposed(const layout::LinearLayout& l) {
   return l.transpose_outs({"dim1", "dim0"}).rename_out_dim(0, "tmp").rename_out_dim(1, "dim1").rename_out_dim(0, "dim0");
 }
 }  // namespace
+
+layout::Result<layout::LinearLayout> reshaped_layout(const LayoutPlan& plan, const TileLayout& t, const Type& from, const Type& to) {
+  using layout::Failure;
+  using layout::Reason;
+  if (t.scalar || t.layout < 0 || from.rank < 1 || to.rank < 1)
+    return Failure{Reason("a scalar has no layout to reshape")};
+  const layout::LinearLayout& parent = plan.linear[static_cast<std::size_t>(t.layout)];
+  // The value's own layout: the parent's dims it spans, in tile order, named dim0[, dim1].
+  layout::NameList keep, order;
+  for (int d = 0; d < from.rank; ++d) {
+    const int pd = t.dim_of[static_cast<std::size_t>(d)];
+    if (pd < 0 || parent.out_size(pd) != from.shape[static_cast<std::size_t>(d)])
+      return Failure{Reason("tile dim ") << d << " of size " << from.shape[static_cast<std::size_t>(d)]
+                                         << " is not a whole dim of its layout (a size-1 dim or a slice of a larger one)"};
+  }
+  for (int j = 0; j < parent.num_out_dims(); ++j)
+    for (int d = 0; d < from.rank; ++d)
+      if (t.dim_of[static_cast<std::size_t>(d)] == j) keep.push_back(parent.out_name(j));
+  for (int d = 0; d < from.rank; ++d) order.push_back(parent.out_name(t.dim_of[static_cast<std::size_t>(d)]));
+  layout::NameList ins;
+  for (int i = 0; i < parent.num_in_dims(); ++i) ins.push_back(parent.in_name(i));
+  layout::LinearLayout own = parent.sublayout(ins, keep).transpose_outs(order);
+  for (int d = 0; d < from.rank; ++d) own = own.rename_out_dim(d, d == 0 ? "t0" : "t1");
+  // Row-major: the last dim is minor, so the dims go minor first (the algebra's flattening order) before the
+  // digits are regrouped.
+  if (from.rank == 2) own = own.transpose_outs({"t1", "t0"});
+  layout::SizeList sizes;
+  if (to.rank == 2) {
+    sizes.push_back({"dim1", to.shape[1]});
+    sizes.push_back({"dim0", to.shape[0]});
+  } else {
+    sizes.push_back({"dim0", to.shape[0]});
+  }
+  auto r = own.reshape_outs(sizes);
+  if (!r.ok() || to.rank == 1) return r;
+  return r.value().transpose_outs({"dim0", "dim1"});
+}
 
 namespace {
 /// assign_layouts with the whole-rows split (`whole_rows_ok`) allowed or not.
@@ -418,6 +457,7 @@ LayoutPlan assign(const Kernel& k, int num_warps, int warp_size, const std::stri
       if (a < 0 || rank(a) != 2) continue;
       if (n.op == Op::dot && j < 2) continue;  // operands live in their own (mma operand) layouts
       if (n.op == Op::trans) continue;         // a register transpose starts a family of the swapped extents
+      if (n.op == Op::reshape) continue;       // so does a reshape (of its own extents)
       fam.unite(static_cast<int>(id), a);
     }
   }
@@ -689,12 +729,43 @@ LayoutPlan assign(const Kernel& k, int num_warps, int warp_size, const std::stri
   for (std::size_t id = 0; id < N; ++id)
     if (k.nodes[id].op == Op::trans && !plan.in_smem[id] && trans_in[static_cast<std::size_t>(fam.find(static_cast<int>(id)))] < 0)
       trans_in[static_cast<std::size_t>(fam.find(static_cast<int>(id)))] = static_cast<int>(id);
+  // The first reshape of a 2-D tile into each family (its layout may be the operand's, regrouped).
+  std::vector<int> reshape_in(N, -1);
+  for (std::size_t id = 0; id < N; ++id)
+    if (k.nodes[id].op == Op::reshape && k.nodes[id].type.rank == 2 && rank(k.nodes[id].args[0]) == 2 &&
+        reshape_in[static_cast<std::size_t>(fam.find(static_cast<int>(id)))] < 0)
+      reshape_in[static_cast<std::size_t>(fam.find(static_cast<int>(id)))] = static_cast<int>(id);
+  // The tile layout of rank-2 node `x` in its family's parent (size-1 dims of a larger family broadcast).
+  auto family_value = [&](int x) {
+    const auto r = static_cast<std::size_t>(fam.find(x));
+    TileLayout t{fam_layout[r], {0, 1}, false};
+    for (int d = 0; d < 2; ++d)
+      if (k.nodes[static_cast<std::size_t>(x)].type.shape[static_cast<std::size_t>(d)] == 1 && extent[r][static_cast<std::size_t>(d)] != 1)
+        t.dim_of[static_cast<std::size_t>(d)] = -1;
+    return t;
+  };
   for (std::size_t id = 0; id < N; ++id) {
     if (k.nodes[id].type.rank != 2 || plan.in_smem[id]) continue;
     const auto root = static_cast<std::size_t>(fam.find(static_cast<int>(id)));
     if (fam_layout[root] >= 0) continue;
     const auto e = extent[root];
     const int tr = trans_in[root];
+    if (const int rs = reshape_in[root]; rs >= 0 && tr < 0 && has_dot[root] < 0) {
+      // A family holding a reshape of a 2-D tile (and no dot or transpose) takes the operand's layout with its
+      // digits regrouped into the new shape when the digit order allows: every thread keeps its elements.
+      const Node& r = k.nodes[static_cast<std::size_t>(rs)];
+      const auto src_root = static_cast<std::size_t>(fam.find(r.args[0]));
+      if (src_root != root && fam_layout[src_root] >= 0 && e[0] == r.type.shape[0] && e[1] == r.type.shape[1]) {
+        const auto got = reshaped_layout(plan, family_value(r.args[0]), k.nodes[static_cast<std::size_t>(r.args[0])].type, r.type);
+        if (got.ok()) {
+          fam_layout[root] = add_layout(got.value(), fmt::format("L{} regrouped as [{},{}] (reshape %{})", fam_layout[src_root],
+                                                                 r.type.shape[0], r.type.shape[1], rs));
+          continue;
+        }
+        plan.diagnostics.push_back(fmt::format("reshape %{}: L{} cannot be regrouped as [{},{}] ({}); the result is laid out on "
+                                               "its own", rs, fam_layout[src_root], r.type.shape[0], r.type.shape[1], got.reason()));
+      }
+    }
     const auto src_root = tr >= 0 ? static_cast<std::size_t>(fam.find(k.nodes[static_cast<std::size_t>(tr)].args[0])) : root;
     if (tr >= 0 && has_dot[root] < 0 && src_root != root && fam_layout[src_root] >= 0) {
       // A family holding a register transpose (and no dot) takes the transpose's operand's parent layout with
@@ -833,6 +904,22 @@ LayoutPlan assign(const Kernel& k, int num_warps, int warp_size, const std::stri
       int& e = class_extent[static_cast<std::size_t>(cls.find(static_cast<int>(id)))];
       e = std::max(e, k.nodes[id].type.shape[0]);
     }
+  // Reshapes between a 1-D tile and a 2-D one: an untagged 1-D side takes the 2-D side's layout flattened (always a
+  // layout: the digits concatenated), so every thread keeps its elements.
+  for (std::size_t id = 0; id < N; ++id) {
+    const Node& n = k.nodes[id];
+    if (n.op != Op::reshape || (n.type.rank == 1) == (rank(n.args[0]) == 1)) continue;
+    const int one = n.type.rank == 1 ? static_cast<int>(id) : n.args[0], two = n.type.rank == 1 ? n.args[0] : static_cast<int>(id);
+    const auto root = static_cast<std::size_t>(cls.find(one));
+    const Type& t1 = k.nodes[static_cast<std::size_t>(one)].type;
+    if (tagged[root] || class_extent[root] != t1.shape[0]) continue;
+    const auto got = reshaped_layout(plan, plan.values[static_cast<std::size_t>(two)], k.nodes[static_cast<std::size_t>(two)].type, t1);
+    if (!got.ok()) continue;  // (a size-1 dim: the codegen's round trip through shared memory)
+    set_tag(one, TileLayout{add_layout(got.value(), fmt::format("L{} flattened to [{}] (reshape %{})",
+                                                                plan.values[static_cast<std::size_t>(two)].layout, t1.shape[0], id)),
+                            {0, -1}, false},
+            "reshape");
+  }
   for (std::size_t id = 0; id < N; ++id) {
     const Node& n = k.nodes[id];
     if (n.type.rank != 1) continue;

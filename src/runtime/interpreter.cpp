@@ -337,7 +337,7 @@ class Program {
     switch (n.op) {
       case Op::param: out.prov = {static_cast<std::int16_t>(n.i)}; return;
       case Op::desc_field: out.prov = {static_cast<std::int16_t>(k_[n.args[0]].i)}; return;  // the base of a descriptor
-      case Op::addptr: case Op::expand_dims: case Op::broadcast: case Op::trans: break;
+      case Op::addptr: case Op::expand_dims: case Op::reshape: case Op::broadcast: case Op::trans: break;
       case Op::where: {
         const Value &x = at(n.args[1]), &y = at(n.args[2]), &c = at(n.args[0]);
         if (x.prov.empty() && y.prov.empty()) return;
@@ -375,7 +375,7 @@ class Program {
     auto from = [&](const Value* v, int e, int src) { if (v && v->undef_at(static_cast<std::size_t>(src))) mark_undef(out, N, e, v->undef_from); };
     switch (n.op) {
       case Op::param: case Op::program_id: case Op::num_programs: case Op::constant: case Op::arange:
-      case Op::desc_field: case Op::expand_dims: case Op::store: return;  // expand_dims copied its argument
+      case Op::desc_field: case Op::expand_dims: case Op::reshape: case Op::store: return;  // expand_dims and reshape copied their argument
       case Op::load:  // addresses and mask were checked by eval; masked-off lanes take `other`
         if (const Value* o = arg(2))
           for (int e = 0; e < N; ++e)
@@ -512,6 +512,7 @@ class Program {
         return;
       }
       case Op::expand_dims: out = a(0); return;
+      case Op::reshape: out = a(0); return;  // the same elements in the same (row-major) order
       case Op::cast: {
         const ir::Type& ft = type_of_arg(0);
         if (fl) {

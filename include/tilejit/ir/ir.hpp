@@ -99,6 +99,7 @@ enum class Op : std::uint8_t {
   reduce_custom, // a reduction as reduce_sum (axis) whose operator is a user's combine (fn, operands and values as
                  // scan_custom's; associative and commutative: lanes and warps combine in an order the layout decides)
   tuple_get,     // value i (1 <= i < arity) of the scan_custom or reduce_custom args[0] of several operands
+  reshape,       // args[0] -> type.shape (rank 1 or 2, the same element count): the elements in row-major order
 };
 
 /// desc_field's i for shape[d] and strides[d] of a descriptor of any rank (d < 5).

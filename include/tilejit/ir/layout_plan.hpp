@@ -96,6 +96,13 @@ struct LayoutPlan {
   TileLayout operand_layout(const Kernel& k, int node, int which) const;
 };
 
+/// The layout of a value of type `to` holding, in row-major order, the elements of a value of type `from` in layout
+/// `t` of `plan`, with every thread keeping the elements it holds (a reshape that moves nothing): the value's own
+/// layout (its parent's dims it spans, in tile order) with its output digits regrouped (layout::LinearLayout::
+/// reshape_outs, last dim minor). Out dims dim0[, dim1]. Fails with kDigitOrder when the digits do not split as `to`
+/// needs (96 = [2,2,2,2,2,3] as [32, 3]), or kUnsatisfied for a size-1 dim or a slice of a larger layout.
+layout::Result<layout::LinearLayout> reshaped_layout(const LayoutPlan& plan, const TileLayout& t, const Type& from, const Type& to);
+
 /// Elements one vector access of a load or store moves along tile dim
 /// `tile_dim` when its value (of type `type`) is in layout `t` of `d`: the
 /// thread's run of registers 0, 1, 2, ... holding consecutive coordinates

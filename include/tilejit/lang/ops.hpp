@@ -758,6 +758,108 @@ auto reduce(const X& x0, F&& combine) {
   return lang::reduce<ir::Op::reduce_custom, Axis>(x0, fn);
 }
 
+// ---- reshape, join, split ------------------------------------------------
+namespace lang {
+template <class S> inline constexpr int numel_v = [] {
+  int n = 1;
+  for (int d : S::dims) n *= d;
+  return n;
+}();
+}  // namespace lang
+
+/// The elements of x in row-major order as a tile of shape D... (rank 1 or 2, the same element count), Triton's
+/// tl.reshape (without can_reorder): [96] -> [3, 32] puts elements 0..31 in row 0. Same shape: x itself, no node.
+/// Free when the operand's layout already cuts its digits as the new shape needs (mixed-radix layouts, DESIGN §3):
+/// each thread keeps its registers, and the layout planner gives a reshape's result the relabelled layout of its
+/// operand, or a 1-D operand the flattened layout of the result. When the digit order forbids it — [96] held as
+/// digits [2,2,2,2,2,3] read as [32, 3] needs a radix-3 minor digit, a permutation of elements no linear layout
+/// describes — or other uses fix both layouts, the elements move once through shared memory instead, and the
+/// compile diagnostics (`reshape %N: ...`) name which way was taken and why.
+template <int... D, lang::TileArg X>
+auto reshape(const X& x0) {
+  auto x = lang::tile_of(x0);
+  using S = lang::shape_t<decltype(x)>;
+  using E = lang::elem_t<decltype(x)>;
+  static_assert(S::rank >= 1 && sizeof...(D) >= 1 && sizeof...(D) <= 2,
+                "reshape<D...>(x): x and the new shape must have rank 1 or 2 (a scalar has nothing to reshape)");
+  static_assert(lang::reshape_element_counts_must_match<S, Shape<D...>, lang::numel_v<S> == (D * ... * 1)>::value);
+  if constexpr (std::is_same_v<S, Shape<D...>>) {
+    return x;
+  } else {
+    ir::Node n;
+    n.op = ir::Op::reshape;
+    n.type = lang::type_of<E, D...>();
+    n.args[0] = x.id();
+    return Tile<E, D...>(lang::record(n));
+  }
+}
+
+/// a and b side by side along a new minor dim of size 2, Triton's tl.join: scalars -> [2], [N] -> [N, 2]
+/// (out[i][0] = a[i], out[i][1] = b[i]). a and b: the same element type and shape (a scalar or 1-D tile: tiles
+/// have rank 2 at most). Composed from expand_dims, broadcasting and where.
+template <lang::TileArg A, lang::TileArg B>
+auto join(const A& a0, const B& b0) {
+  auto a = lang::tile_of(a0);
+  auto b = lang::tile_of(b0);
+  using SA = lang::shape_t<decltype(a)>;
+  using EA = lang::elem_t<decltype(a)>;
+  using EB = lang::elem_t<decltype(b)>;
+  static_assert(lang::dtypes_must_match<EA, EB, std::is_same_v<EA, EB>>::value);
+  static_assert(lang::shapes_must_match<SA, lang::shape_t<decltype(b)>, std::is_same_v<SA, lang::shape_t<decltype(b)>>>::value);
+  static_assert(SA::rank <= 1, "join(a, b): a and b must be scalars or 1-D tiles (the result gains a dim; tiles have rank 2 at most)");
+  auto second = tilejit::arange<2>() == 1;  // [2]: false, true
+  if constexpr (SA::rank == 0) {
+    return tilejit::where(second, broadcast_to<2>(b), broadcast_to<2>(a));
+  } else {
+    return tilejit::where(tilejit::expand_dims<0>(second), tilejit::expand_dims<1>(b), tilejit::expand_dims<1>(a));
+  }
+}
+
+/// The two halves of x's minor dim of size 2, Triton's tl.split (join's inverse): [2] -> two scalars, [N, 2] -> two
+/// [N] (first[i] = x[i][0], second[i] = x[i][1]), returned as a std::pair. Every bit is kept (NaN payloads, -0).
+/// Numeric and bool tiles (not pointers). Composed from a two-element reduction along the minor dim that keeps the
+/// element whose index is 0 (or 1): within a thread when the layout holds both there.
+template <lang::TileArg X>
+auto split(const X& x0) {
+  auto x = lang::tile_of(x0);
+  using S = lang::shape_t<decltype(x)>;
+  using E = lang::elem_t<decltype(x)>;
+  static_assert(S::rank >= 1 && S::dims[S::rank - 1] == 2, "split(x): x's minor (last) dim must have size 2, as join makes");
+  static_assert(!lang::is_ptr_v<E>, "split(x): x must hold numbers or bools, not pointers");
+  if constexpr (std::is_same_v<E, bool>) {
+    auto [lo, hi] = tilejit::split(tilejit::cast<std::int8_t>(x));
+    return std::pair{lo != 0, hi != 0};
+  } else {
+    constexpr int Axis = S::rank - 1;
+    auto idx = [] {
+      if constexpr (S::rank == 1) return tilejit::arange<2>();
+      else return tilejit::broadcast_to<S::dims[0], 2>(tilejit::expand_dims<0>(tilejit::arange<2>()));
+    }();
+    auto pick = [&](int want) {
+      // combine keeps the operand whose index is `want`: of the two elements exactly one is, so the operator is
+      // associative and commutative on them and the reduction returns that element's bits unchanged.
+      auto [v, i] = tilejit::reduce<Axis>(std::tuple{x, idx}, [want](auto l, auto r) {
+        auto [lv, li] = l;
+        auto [rv, ri] = r;
+        return std::tuple{tilejit::where(li == want, lv, rv), tilejit::where(li == want, li, ri)};
+      });
+      (void)i;
+      return v;
+    };
+    return std::pair{pick(0), pick(1)};
+  }
+}
+
+/// a and b interleaved, Triton's tl.interleave: [N] and [N] -> [2N] with out[2i] = a[i], out[2i + 1] = b[i]
+/// (reshape of join). Scalars give [2].
+template <lang::TileArg A, lang::TileArg B>
+auto interleave(const A& a, const B& b) {
+  auto j = tilejit::join(a, b);
+  using SJ = lang::shape_t<decltype(j)>;
+  if constexpr (SJ::rank == 1) return j;
+  else return tilejit::reshape<SJ::dims[0] * 2>(j);
+}
+
 // ---- matrix product -------------------------------------------------------
 namespace lang {
 template <class E> using dot_acc_t = std::conditional_t<std::is_same_v<E, std::int8_t>, std::int32_t, float>;

@@ -105,6 +105,13 @@ struct dot_accumulator_shape_must_be {
                     "dot_accumulator_shape_must_be: acc's, then a·b's)");
   static constexpr bool value = Ok;
 };
+/// reshape<D...>(x): From = x's shape, To = Shape<D...>; their element counts must be equal.
+template <class From, class To, bool Ok>
+struct reshape_element_counts_must_match {
+  static_assert(Ok, "reshape<D...>(x): the new shape must hold as many elements as x (see the two Shape<...> arguments of "
+                    "reshape_element_counts_must_match: x's, then the new one)");
+  static constexpr bool value = Ok;
+};
 template <class A, class B, bool Ok>
 struct dtypes_must_match {
   static_assert(Ok, "tile element types differ: cast one side with tj::cast<T>() (see the two types of dtypes_must_match)");
