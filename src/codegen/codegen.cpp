@@ -17,6 +17,7 @@
 #include <map>
 #include <limits>
 #include <optional>
+#include <utility>
 #include <set>
 #include <string_view>
 
@@ -1337,6 +1338,14 @@ class Emitter {
     return storage_type(t.dtype);
   }
   static std::string param_type(DType t) { return storage_type(t); }
+  /// The element type and bytes of a value of type t in a shared-memory round trip (convert, emit_reshape): 16-bit
+  /// floats as themselves (the caller rounds the f32 register and widens it back), f8 as its f32 register (the
+  /// register holds the decoded value; a byte slot would truncate it numerically), the rest as stored.
+  static std::pair<std::string, int> scratch_type(const ir::Type& t) {
+    if (t.is_ptr) return {storage_type(t.dtype) + "*", 8};
+    if (t.dtype == DType::f8e4nv || t.dtype == DType::f8e5) return {"float", 4};
+    return {storage_type(t.dtype), size_bytes(t.dtype)};
+  }
 
   // ---- layout helpers ---------------------------------------------------------
   static std::string base_coord(const ir::Distributed& d_, int dim) {
@@ -1600,8 +1609,7 @@ class Emitter {
       return;
     }
     const bool half = !t.is_ptr && (t.dtype == DType::f16 || t.dtype == DType::bf16);  // (a tile of pointers moves pointers)
-    const std::string st = t.is_ptr ? storage_type(t.dtype) + "*" : storage_type(t.dtype);
-    const int esize = t.is_ptr ? 8 : size_bytes(t.dtype);
+    const auto [st, esize] = scratch_type(t);
     const int cols = t.rank == 2 ? t.shape[1] : t.shape[0];
     const int rows = t.rank == 2 ? t.shape[0] : 1;
     // One bank of padding per row; 16-bit rows of whole 16-byte chunks take 16 bytes (ldmatrix reads 16-byte rows,
@@ -1699,8 +1707,7 @@ class Emitter {
       return;
     }
     const bool half = !t.is_ptr && (t.dtype == DType::f16 || t.dtype == DType::bf16);
-    const std::string st = t.is_ptr ? storage_type(t.dtype) + "*" : storage_type(t.dtype);
-    const int esize = t.is_ptr ? 8 : size_bytes(t.dtype);
+    const auto [st, esize] = scratch_type(t);
     smem_bytes_ = std::max(smem_bytes_, t.numel() * esize);
     auto index = [&](const ir::TileLayout& tl, const ir::Type& ty, int r) {
       return ty.rank == 2 ? fmt::format("{} * {} + {}", coord(tl, r, 0), ty.shape[1], coord(tl, r, 1)) : coord(tl, r, 0);

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -124,6 +125,14 @@ struct DotOperand {
     auto a = tj::reshape<16, 16>(tj::load(x + tj::arange<256>()));
     auto b = tj::load(grid2<16, 16>(x + 256));
     tj::store(grid2<16, 16>(y), tj::dot(a, b, tj::zeros<float, 16, 16>()));
+  }
+};
+/// f8 tiles (held decoded in f32 registers): [3, 32] as [32, 3] through shared memory, [96] as [3, 32] in registers.
+template <class T>
+struct F8 {
+  void operator()(tj::Ptr<T> x, tj::Ptr<T> y) const {
+    tj::store(grid2<32, 3>(y), tj::reshape<32, 3>(tj::load(grid2<3, 32>(x))));
+    tj::store(grid2<3, 32>(y + 96), tj::reshape<3, 32>(tj::load(x + 96 + tj::arange<96>())));
   }
 };
 /// join, interleave and split of x's halves: y[2i] = a[i] and y[2i + 1] = b[i] twice (join, interleave),
@@ -243,6 +252,19 @@ void check_all(const Run& run, unsigned salt) {
   }
 }
 
+/// F8<T>: every byte of y equals x's (finite codes of both signs).
+template <class T, class Run>
+void check_f8(const Run& run, unsigned salt) {
+  CAPTURE(testing::fresh_seed());
+  std::vector<T> x(192);
+  std::mt19937 g(testing::fresh_seed() + salt);
+  for (T& v : x) {
+    v.bits = static_cast<std::uint8_t>(g() & 0xb7);  // exponent's top bit clear: finite (no NaN or Inf code)
+    if ((v.bits & 0x7f) == 0) v.bits |= 0x11;
+  }
+  expect<F8<T>>(run, x, x, 192);
+}
+
 template <class T, class Run>
 void check_loop(const Run& run, unsigned salt) {
   CAPTURE(testing::fresh_seed());
@@ -328,6 +350,8 @@ TEST_CASE("reshape_join_split_interpreter_match_cpu") {
   check_bools(on);
   check_loop<std::int32_t>(on, 16);
   check_loop<float>(on, 17);
+  check_f8<tj::f8e4m3>(on, 18);
+  check_f8<tj::f8e5m2>(on, 19);
 }
 
 /// DotOperand on `dev` against an f64 product.
@@ -362,6 +386,8 @@ TEST_CASE("reshape_join_split_generated_code_runs_on_the_host_emulator") {
     check_join_split<float>(OnHost{arch}, 24);
     check_bools(OnHost{arch});
     check_loop<std::int32_t>(OnHost{arch}, 25);
+    check_f8<tj::f8e4m3>(OnHost{arch}, 26);
+    check_f8<tj::f8e5m2>(OnHost{arch}, 27);
   }
 }
 
@@ -381,6 +407,7 @@ TEST_CASE("reshape_join_split_compile_everywhere") {
   all(tj::trace(BoolSplit{}));
   all(tj::trace(InLoop<float>{}));
   all(tj::trace(DotOperand{}));
+  all(tj::trace(F8<tj::f8e4m3>{}));
 }
 
 TEST_CASE("reshape_moves_nothing_where_the_digits_allow_and_says_when_it_falls_back") {
@@ -476,5 +503,7 @@ TEST_CASE("reshape_join_split_gpu_match_cpu") {
   check_join_split<float>(on, 34);
   check_bools(on);
   check_loop<float>(on, 35);
+  check_f8<tj::f8e4m3>(on, 36);
+  check_f8<tj::f8e5m2>(on, 37);
   check_dot(dev);
 }
