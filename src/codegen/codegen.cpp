@@ -158,8 +158,9 @@ class Emitter {
     // Static shared memory: 48 KiB on NVIDIA GPUs; on AMD's CDNA GPUs the LDS holds 64 KiB per workgroup.
     const int static_kib = t_.dialect == Dialect::hip ? 64 : 48;
     if (!dynamic && smem_bytes_ > static_kib * 1024)
-      throw Unsupported(fmt::format("kernel {} needs {} bytes of shared memory for layout conversions and reductions; "
+      throw Unsupported(fmt::format("kernel {} needs {} bytes of shared memory for layout conversions and reductions{}; "
                                     "at most {} KiB of static shared memory is supported on {} yet", k_.name, smem_bytes_,
+                                    smem_largest_.second == smem_bytes_ ? fmt::format(" (the largest: {})", smem_largest_.first) : "",
                                     static_kib, t_.arch));
     if (dynamic) {
       // The TMA rings first (1024-byte aligned for the 128B swizzle), then the scratch of conversions and
@@ -1617,6 +1618,9 @@ class Emitter {
     // mma-like layouts, 4 words per row and 8 rows, fall in 32 banks too).
     const int stride = t.rank != 2 ? cols : half && cols % 16 == 0 ? cols + 8 : cols + std::max(1, 4 / esize);
     smem_bytes_ = std::max(smem_bytes_, rows * stride * esize);
+    if (rows * stride * esize > smem_largest_.second)
+      smem_largest_ = {fmt::format("the conversion of %{} {} for %{} ({}), {} bytes", a, ir::to_string(t), id, ir::name(k_[id].op),
+                                   rows * stride * esize), rows * stride * esize};
     auto index = [&](const ir::TileLayout& tl, int r) {
       return t.rank == 2 ? fmt::format("{} * {} + {}", coord(tl, r, 0), stride, coord(tl, r, 1)) : coord(tl, r, 0);
     };
@@ -1709,6 +1713,9 @@ class Emitter {
     const bool half = !t.is_ptr && (t.dtype == DType::f16 || t.dtype == DType::bf16);
     const auto [st, esize] = scratch_type(t);
     smem_bytes_ = std::max(smem_bytes_, t.numel() * esize);
+    if (t.numel() * esize > smem_largest_.second)
+      smem_largest_ = {fmt::format("reshape %{} {} to {}, {} bytes (its layouts give the threads different elements)", id,
+                                   shape_str(from), shape_str(t), t.numel() * esize), t.numel() * esize};
     auto index = [&](const ir::TileLayout& tl, const ir::Type& ty, int r) {
       return ty.rank == 2 ? fmt::format("{} * {} + {}", coord(tl, r, 0), ty.shape[1], coord(tl, r, 1)) : coord(tl, r, 0);
     };
@@ -3753,6 +3760,8 @@ class Emitter {
   ir::LayoutPlan plan_;
   int threads_;
   int smem_bytes_ = 0;
+  /// The largest shared-memory round trip of a conversion or reshape and its bytes, named when the scratch is too big.
+  std::pair<std::string, int> smem_largest_{"", 0};
   int smem_align_ = 16;
   // ---- the TMA pipeline (sm_90a) ----
   std::vector<Pipe> pipes_;

@@ -43,7 +43,7 @@ std::vector<int> loop_owner(const Kernel& k) {
 }
 
 struct Use {
-  int node;                // the expand_dims
+  int node;                // the expand_dims or reshape
   std::vector<int> chain;  // its operand and the operand's 1-D ancestors, ascending
 };
 struct Group {  // uses that want the same layout, in the same loop body: one set of clones
@@ -63,10 +63,22 @@ bool remat_round(Rematerialized& r, int num_warps, int warp_size, const std::str
   std::set<int> reported;
   for (std::size_t id = 0; id < N; ++id) {
     const Node& n = k.nodes[id];
-    if (n.op != Op::expand_dims || n.type.rank != 2 || k[n.args[0]].type.rank != 1) continue;
+    if ((n.op != Op::expand_dims && n.op != Op::reshape) || n.type.rank != 2 || k[n.args[0]].type.rank != 1) continue;
     const int a = n.args[0];
-    const TileLayout want = plan.operand_layout(k, static_cast<int>(id), 0);
-    if (want == plan.values[static_cast<std::size_t>(a)]) continue;
+    TileLayout want = plan.operand_layout(k, static_cast<int>(id), 0);
+    if (n.op == Op::reshape) {
+      // A [N] -> [A, B] reshape wants its operand in the result's layout flattened (the planner's choice for a free
+      // 1-D class); one whose class another use fixed would move through shared memory. The key names the result's
+      // layout (dim_of -2: "flattened"), so reshapes into one layout share their clones.
+      const TileLayout& mine = plan.values[id];
+      const auto flat = reshaped_layout(plan, mine, n.type, k[a].type);
+      const TileLayout& have = plan.values[static_cast<std::size_t>(a)];
+      if (!flat.ok() || (have.dim_of[0] == 0 && have.dim_of[1] == -1 && plan.linear[static_cast<std::size_t>(have.layout)] == flat.value()))
+        continue;
+      want = TileLayout{mine.layout, {-2, -2}, false};
+    } else if (want == plan.values[static_cast<std::size_t>(a)]) {
+      continue;
+    }
     // The operand's 1-D ancestors (scalars are shared, not cloned).
     std::set<int> chain;
     std::vector<int> todo{a};
@@ -83,10 +95,11 @@ bool remat_round(Rematerialized& r, int num_warps, int warp_size, const std::str
         if (y >= 0 && k[y].type.rank == 1) todo.push_back(y);
     }
     if (blocker >= 0) {
-      if (reported.insert(a).second)
+      // (A reshape reports its own path: the code generator may still find every element in its thread.)
+      if (n.op == Op::expand_dims && reported.insert(a).second)
         left.push_back(fmt::format(
-            "remat: %{} ({}) is converted for expand_dims %{}: its chain reaches %{} ({}{}), which is not cheap to recompute",
-            a, to_string(k[a].type), id, blocker, name(k[blocker].op), chain.size() > kMaxChain ? ", or is too long" : ""));
+            "remat: %{} ({}) is converted for {} %{}: its chain reaches %{} ({}{}), which is not cheap to recompute",
+            a, to_string(k[a].type), name(n.op), id, blocker, name(k[blocker].op), chain.size() > kMaxChain ? ", or is too long" : ""));
       continue;
     }
     auto g = std::find_if(groups.begin(), groups.end(),
@@ -164,10 +177,11 @@ bool remat_round(Rematerialized& r, int num_warps, int warp_size, const std::str
         values += fmt::format("{}%{} ({})", values.empty() ? "" : ", ", clone[g][static_cast<std::size_t>(a)], to_string(k[a].type));
     }
     for (int c : clone[g]) count += c >= 0 ? 1 : 0;
+    const bool reshapes = gr.want.dim_of[0] == -2;
     r.diagnostics.push_back(fmt::format(
-        "remat: expand_dims {}{} want{} layout L{}: their operands are recomputed there as {} ({} cloned node{}) instead "
-        "of converted through shared memory", uses, gr.loop >= 0 ? fmt::format(" in the loop at %{}", map[static_cast<std::size_t>(gr.loop)]) : "",
-        gr.uses.size() == 1 ? "s" : "", gr.want.layout, values, count, count == 1 ? "" : "s"));
+        "remat: {} {}{} want{} layout L{}{}: their operands are recomputed there as {} ({} cloned node{}) instead "
+        "of converted through shared memory", reshapes ? "reshape" : "expand_dims", uses, gr.loop >= 0 ? fmt::format(" in the loop at %{}", map[static_cast<std::size_t>(gr.loop)]) : "",
+        gr.uses.size() == 1 ? "s" : "", gr.want.layout, reshapes ? " flattened" : "", values, count, count == 1 ? "" : "s"));
   }
   r.cloned_nodes += cloned;
   r.kernel = std::move(out);

@@ -135,6 +135,22 @@ struct F8 {
     tj::store(grid2<3, 32>(y + 96), tj::reshape<3, 32>(tj::load(x + 96 + tj::arange<96>())));
   }
 };
+/// One arange for two reshapes into different layouts (Triton style): the second reshape's operand chain (arange,
+/// addptr) is recomputed in its layout (ir::rematerialize) instead of crossing shared memory. y = x, 192 elements.
+template <class T>
+struct SharedArange {
+  void operator()(tj::Ptr<T> x, tj::Ptr<T> y) const {
+    auto i = tj::arange<96>();
+    tj::store(tj::reshape<6, 16>(y + i), tj::load(tj::reshape<6, 16>(x + i)));
+    tj::store(tj::reshape<16, 6>(y + 96 + i), tj::load(tj::reshape<16, 6>(x + 96 + i)));
+  }
+};
+/// A fallback too big for static shared memory: [96, 128] f64 as [128, 96] (98304 bytes).
+struct TooBig {
+  void operator()(tj::Ptr<double> x, tj::Ptr<double> y) const {
+    tj::store(grid2<128, 96>(y), tj::reshape<128, 96>(tj::load(grid2<96, 128>(x))));
+  }
+};
 /// join, interleave and split of x's halves: y[2i] = a[i] and y[2i + 1] = b[i] twice (join, interleave),
 /// then split of that [48, 2] tile back.
 template <class T>
@@ -352,6 +368,8 @@ TEST_CASE("reshape_join_split_interpreter_match_cpu") {
   check_loop<float>(on, 17);
   check_f8<tj::f8e4m3>(on, 18);
   check_f8<tj::f8e5m2>(on, 19);
+  const auto x = inputs<float>(192, 20);
+  expect<SharedArange<float>>(on, x, x, 192);
 }
 
 /// DotOperand on `dev` against an f64 product.
@@ -388,6 +406,8 @@ TEST_CASE("reshape_join_split_generated_code_runs_on_the_host_emulator") {
     check_loop<std::int32_t>(OnHost{arch}, 25);
     check_f8<tj::f8e4m3>(OnHost{arch}, 26);
     check_f8<tj::f8e5m2>(OnHost{arch}, 27);
+    const auto x = inputs<std::int32_t>(192, 28);
+    expect<SharedArange<std::int32_t>>(OnHost{arch}, x, x, 192);
   }
 }
 
@@ -451,6 +471,21 @@ TEST_CASE("reshape_moves_nothing_where_the_digits_allow_and_says_when_it_falls_b
   }
 }
 
+TEST_CASE("reshape_of_one_arange_into_two_layouts_recomputes_the_index_chain") {
+  for (int nw : {1, 4}) {
+    CAPTURE(nw);
+    const auto g = generated<SharedArange<float>>(nw);
+    CAPTURE(g.diagnostics);
+    CHECK(testing::has_diagnostic(g, "remat: reshape"));
+    CHECK_FALSE(testing::has_diagnostic(g, "bytes of shared memory (fallback"));
+  }
+}
+
+TEST_CASE("reshape_fallback_past_static_shared_memory_is_named_in_the_error") {
+  CHECK_THROWS_WITH_AS(generated<TooBig>(4), doctest::Contains("the largest: reshape %"), tj::Unsupported);
+  CHECK_THROWS_WITH_AS(generated<TooBig>(4), doctest::Contains("[96,128] to [128,96], 98304 bytes"), tj::Unsupported);
+}
+
 TEST_CASE("reshape_keeps_what_axis_analysis_knows_of_contiguity") {
   // x + arange<512> read as [16, 32]: rows of 32 contiguous elements, starting 128 bytes apart (x 16-byte aligned).
   const auto k = tj::trace(Pointers<float, 16, 32>{});
@@ -505,5 +540,7 @@ TEST_CASE("reshape_join_split_gpu_match_cpu") {
   check_loop<float>(on, 35);
   check_f8<tj::f8e4m3>(on, 36);
   check_f8<tj::f8e5m2>(on, 37);
+  const auto x = inputs<float>(192, 38);
+  expect<SharedArange<float>>(on, x, x, 192);
   check_dot(dev);
 }

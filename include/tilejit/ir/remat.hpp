@@ -22,6 +22,13 @@
 // reach a load, a reduction, a loop-carried value or a division stay
 // converted. The result is a new kernel (node ids change) in def-before-use
 // order that computes exactly what `k` computes.
+//
+// A reshape of a 1-D value into a 2-D tile is treated the same way: it wants
+// its operand in the result's layout flattened (ir::reshaped_layout), so that
+// every thread already holds its elements; when the operand's class took
+// another layout (one `arange` reshaped into two shapes) and its chain is
+// cheap, the chain is cloned for the reshape instead of the elements moving
+// through shared memory.
 #pragma once
 #include <string>
 #include <vector>

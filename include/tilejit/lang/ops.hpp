@@ -782,7 +782,7 @@ auto reshape(const X& x0) {
   using E = lang::elem_t<decltype(x)>;
   static_assert(S::rank >= 1 && sizeof...(D) >= 1 && sizeof...(D) <= 2,
                 "reshape<D...>(x): x and the new shape must have rank 1 or 2 (a scalar has nothing to reshape)");
-  static_assert(lang::reshape_element_counts_must_match<S, Shape<D...>, lang::numel_v<S> == (D * ... * 1)>::value);
+  static_assert(lang::reshape_element_counts_must_match<S, Shape<D...>, S::rank == 0 || lang::numel_v<S> == (D * ... * 1)>::value);
   if constexpr (std::is_same_v<S, Shape<D...>>) {
     return x;
   } else {
@@ -816,7 +816,9 @@ auto join(const A& a0, const B& b0) {
 }
 
 /// The two halves of x's minor dim of size 2, Triton's tl.split (join's inverse): [2] -> two scalars, [N, 2] -> two
-/// [N] (first[i] = x[i][0], second[i] = x[i][1]), returned as a std::pair. Every bit is kept (NaN payloads, -0).
+/// [N] (first[i] = x[i][0], second[i] = x[i][1]), returned as a std::pair. Every bit is kept on
+/// GPUs (-0, NaN payloads); the interpreter keeps -0 but, holding values as doubles, quiets NaN payloads (as its
+/// loads and stores do).
 /// Numeric and bool tiles (not pointers). Composed from a two-element reduction along the minor dim that keeps the
 /// element whose index is 0 (or 1): within a thread when the layout holds both there.
 template <lang::TileArg X>
