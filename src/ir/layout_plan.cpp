@@ -447,6 +447,17 @@ LayoutPlan assign(const Kernel& k, int num_warps, int warp_size, const std::stri
       if ((two_d ? fam.find(static_cast<int>(id)) : cls.find(static_cast<int>(id))) != root) continue;
       widest = std::max(widest, size_bytes(n.type.dtype));
     }
+    // A 2-D family with no loads or stores of its own whose values a reshape reads or writes (tj::join's [N, 2]
+    // before interleave's reshape to [2N]) is laid out as if it were loaded: its layout, flattened, is the 1-D side's,
+    // and whole runs of the minor dim per thread become vector accesses there.
+    if (two_d && widest == 0)
+      for (std::size_t id = 0; id < N; ++id) {
+        const Node& n = k.nodes[id];
+        if (n.op != Op::reshape) continue;
+        const int two = n.type.rank == 2 ? static_cast<int>(id) : n.args[0];
+        if (k.nodes[static_cast<std::size_t>(two)].type.rank == 2 && fam.find(two) == root && !n.type.is_ptr)
+          widest = std::max(widest, size_bytes(n.type.dtype));
+      }
     return widest ? std::max(1, 16 / widest) : 1;
   };
   for (std::size_t id = 0; id < N; ++id) {
