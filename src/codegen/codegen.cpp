@@ -1697,6 +1697,13 @@ class Emitter {
   /// registers back (the fallback, reported in the diagnostics).
   void emit_reshape(int id) {
     const int a = k_[id].args[0];
+    bool used = false;  // (a reshape that a chain folded away, tj::reshape's rule, is traced but read by nothing)
+    for (const ir::Node& u : k_.nodes)
+      for (int x : u.args) used = used || x == id;
+    if (!used) {
+      line(fmt::format("// reshape %{} of %{}: unused, not emitted", id, a));
+      return;
+    }
     const ir::Type& from = k_[a].type;
     const ir::Type& t = k_[id].type;
     auto shape_str = [](const ir::Type& ty) {

@@ -786,10 +786,16 @@ auto reshape(const X& x0) {
   if constexpr (std::is_same_v<S, Shape<D...>>) {
     return x;
   } else {
+    // A reshape of a reshape is one reshape of the first operand, and none when that has the new shape already (the
+    // round trip [64, 64] -> [4096] -> [64, 64] moves nothing).
+    int src = x.id();
+    const ir::Kernel* k = lang::current_kernel();
+    if (k && src >= 0 && k->nodes[static_cast<std::size_t>(src)].op == ir::Op::reshape) src = k->nodes[static_cast<std::size_t>(src)].args[0];
     ir::Node n;
     n.op = ir::Op::reshape;
     n.type = lang::type_of<E, D...>();
-    n.args[0] = x.id();
+    if (k && k->nodes[static_cast<std::size_t>(src)].type == n.type) return Tile<E, D...>(src);
+    n.args[0] = src;
     return Tile<E, D...>(lang::record(n));
   }
 }
