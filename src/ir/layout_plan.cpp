@@ -836,13 +836,8 @@ LayoutPlan assign(const Kernel& k, int num_warps, int warp_size, const std::stri
   for (std::size_t id = 0; id < N; ++id) {
     const Node& n = k.nodes[id];
     if (n.type.rank != 2 || plan.in_smem[id]) continue;
-    const auto root = static_cast<std::size_t>(fam.find(static_cast<int>(id)));
     TileLayout& tl = plan.values[id];
-    tl.scalar = false;
-    tl.layout = fam_layout[root];
-    for (int d = 0; d < 2; ++d)
-      tl.dim_of[static_cast<std::size_t>(d)] =
-          n.type.shape[static_cast<std::size_t>(d)] == 1 && extent[root][static_cast<std::size_t>(d)] != 1 ? -1 : d;
+    tl = family_value(static_cast<int>(id));
     if (n.op == Op::trans) {
       // The operand in the layout whose transpose is this value's: tile dim d of the operand is dim 1 - d of
       // the value, and parent dim q of the value's layout is parent dim 1 - q of the transposed one.
