@@ -5,7 +5,7 @@
 # know (gfx940/gfx941/gfx942); see src/runtime/hiprtc.cpp.
 set -euo pipefail
 pkgs=(cmake g++ make libboost-dev doctest-dev libbenchmark-dev nlohmann-json3-dev libfmt-dev libcli11-dev
-      libxxhash-dev libre2-dev libamdhip64-dev rocm-device-libs clang-19 lld-19)
+      libxxhash-dev libre2-dev libxgboost-dev libamdhip64-dev rocm-device-libs clang-19 lld-19)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -7,6 +7,7 @@
 #include "tilejit/core/error.hpp"
 #include "tools/demo.hpp"
 #include "tools/layout_cmd.hpp"
+#include "tools/predict_cmd.hpp"
 #include "tools/prof_cmd.hpp"
 
 int main(int argc, char** argv) {
@@ -64,6 +65,21 @@ int main(int argc, char** argv) {
   ph->add_option("file", phtml.file, "hatchet profile, JSON or MessagePack")->required();
   ph->add_option("-o,--output", phtml.out, "the HTML file to write")->required();
   ph->add_option("--device-peaks", phtml.options.peaks, "peaks for util: h200 (default) or a JSON file");
+  tilejit::tools::PredictArgs pred;
+  auto* predict = app.add_subcommand("predict", "the learned config ranker's data and model (docs/predictor.md)");
+  predict->require_subcommand(1);
+  auto* pe = predict->add_subcommand("eval", "leave-one-kernel-out: rank each family with a model trained on the others, "
+                                             "beside the roofline order and a random one");
+  auto* pt = predict->add_subcommand("train", "train the ranking model on every family of the data");
+  for (auto* sub : {pe, pt}) {
+    sub->add_option("data", pred.data, "dataset files written by predict_sweep (one device)")->required()->check(CLI::ExistingFile);
+    sub->add_option("--rounds", pred.train.rounds, "boosting rounds")->check(CLI::Range(1, 10000));
+    sub->add_option("--max-depth", pred.train.max_depth, "tree depth")->check(CLI::Range(1, 16));
+    sub->add_option("--eta", pred.train.eta, "learning rate")->check(CLI::Range(0.001, 1.0));
+  }
+  pe->add_option("--k", pred.k, "top-k sizes, comma-separated")->delimiter(',')->check(CLI::Range(1, 1000));
+  pe->add_option("--tolerance", pred.tolerance, "regret counted as zero up to this fraction")->check(CLI::Range(0.0, 1.0));
+  pt->add_option("-o,--output", pred.out, "the model file to write")->required();
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -78,6 +94,8 @@ int main(int argc, char** argv) {
       return tilejit::tools::run_prof_view(pview);
     }
     if (ph->parsed()) return tilejit::tools::run_prof_html(phtml);
+    if (pe->parsed()) return tilejit::tools::run_predict_eval(pred);
+    if (pt->parsed()) return tilejit::tools::run_predict_train(pred);
   } catch (const tilejit::Error& e) {
     std::fprintf(stderr, "tilejit: %s\n", e.what());
     return 1;

@@ -231,6 +231,7 @@ std::string to_string(CandidateReport::Status s) {
     case CandidateReport::Status::launch_failed: return "launch failed";
     case CandidateReport::Status::timed: return "timed";
     case CandidateReport::Status::loaded: return "loaded";
+    case CandidateReport::Status::ranked_out: return "ranked out";
   }
   return "?";
 }
@@ -245,11 +246,13 @@ std::string TuneReport::str() const {
     if (c.compile_ms >= 0) s += fmt::format(" build {:8.2f} ms ({})", c.compile_ms, c.jit_source);
     if (c.median_ms >= 0 && c.status == CandidateReport::Status::timed) s += fmt::format("  median {:9.4f} ms x{}", c.median_ms, c.reps);
     else if (c.median_ms >= 0) s += fmt::format("  stored median {:.4f} ms", c.median_ms);
+    if (c.rank >= 0 && c.status != CandidateReport::Status::ranked_out) s += fmt::format("  rank {} (score {:.4g})", c.rank + 1, c.score);
     if (!c.reason.empty()) s += "  " + first_line(c.reason);
     s += '\n';
   }
-  s += fmt::format("  total {:.2f} ms: lookup {:.2f}, compile {:.2f} on {} threads, benchmark {:.2f}, store {:.2f}\n",
-                   total_ms, lookup_ms, compile_ms, threads, bench_ms, store_ms);
+  s += fmt::format("  total {:.2f} ms: lookup {:.2f}, {}compile {:.2f} on {} threads, benchmark {:.2f}, store {:.2f}\n", total_ms,
+                   lookup_ms, rank_ms > 0 ? fmt::format("rank {:.2f}, ", rank_ms) : std::string(), compile_ms, threads, bench_ms,
+                   store_ms);
   return s;
 }
 
@@ -344,8 +347,9 @@ AutotunerCore::Tuned& AutotunerCore::tune_locked(const TuneKey& key, const GridF
       if (e) std::rethrow_exception(e);
   };
 
-  // Build candidate i: factory (trace) + prepare (codegen, JIT, load). Never throws.
-  auto build = [&](std::size_t i) {
+  // Trace candidate i (factory; the register-pressure prune; the argument checks): kernels[i] is set, or its
+  // status and reason are. Never throws.
+  auto make = [&](std::size_t i) {
     CandidateReport& c = rep.candidates[i];
     const auto tb = Clock::now();
     try {
@@ -375,15 +379,53 @@ AutotunerCore::Tuned& AutotunerCore::tune_locked(const TuneKey& key, const GridF
         arg_errors[i] = std::current_exception();
         throw;
       }
-      const JitInfo ji = k->prepare(args);
-      c.jit_ms = ji.compile_ms;
-      c.jit_source = dev_.backend() == Backend::interpreter ? "none" : source_name(ji.source);
       kernels[i] = std::move(k);
     } catch (const std::exception& e) {
       c.status = CandidateReport::Status::compile_failed;
       c.reason = describe(e);
     }
     c.compile_ms = ms_since(tb);
+  };
+  // Compile a traced candidate: prepare (codegen, JIT, load). Never throws.
+  auto jit = [&](std::size_t i) {
+    if (!kernels[i]) return;
+    CandidateReport& c = rep.candidates[i];
+    const auto tb = Clock::now();
+    try {
+      const JitInfo ji = kernels[i]->prepare(args);
+      c.jit_ms = ji.compile_ms;
+      c.jit_source = dev_.backend() == Backend::interpreter ? "none" : source_name(ji.source);
+    } catch (const std::exception& e) {
+      c.status = CandidateReport::Status::compile_failed;
+      c.reason = describe(e);
+      kernels[i].reset();
+    }
+    c.compile_ms = std::max(c.compile_ms, 0.0) + ms_since(tb);
+  };
+  auto build = [&](std::size_t i) {
+    make(i);
+    jit(i);
+  };
+  // Run fn over `idx` on TuneOptions::threads threads (default: all cores); returns the threads used.
+  auto in_parallel = [&](const std::vector<std::size_t>& idx, const std::function<void(std::size_t)>& fn) -> unsigned {
+    if (idx.empty()) return 0;
+    unsigned nt = opt_.threads ? opt_.threads : std::max(1u, std::thread::hardware_concurrency());
+    nt = static_cast<unsigned>(std::min<std::size_t>(nt, idx.size()));
+    std::atomic<std::size_t> next{0};
+    auto work = [&] {
+      for (std::size_t j; (j = next.fetch_add(1)) < idx.size();) fn(idx[j]);
+    };
+    std::vector<std::thread> pool;
+    for (unsigned t = 1; t < nt; ++t) {
+      try {
+        pool.emplace_back(work);
+      } catch (const std::system_error&) {
+        break;  // fewer threads: the others pick up the work
+      }
+    }
+    work();
+    for (auto& t : pool) t.join();
+    return static_cast<unsigned>(pool.size()) + 1;
   };
 
   // 1. The stored winner for (device, key), if any.
@@ -450,71 +492,145 @@ AutotunerCore::Tuned& AutotunerCore::tune_locked(const TuneKey& key, const GridF
     }
   }
 
-  // 3. Compile every survivor before timing anything, on all cores.
-  const auto tc = Clock::now();
-  if (!todo.empty()) {
-    unsigned nt = opt_.threads ? opt_.threads : std::max(1u, std::thread::hardware_concurrency());
-    nt = static_cast<unsigned>(std::min<std::size_t>(nt, todo.size()));
-    std::atomic<std::size_t> next{0};
-    auto work = [&] {
-      for (std::size_t j; (j = next.fetch_add(1)) < todo.size();) build(todo[j]);
-    };
-    std::vector<std::thread> pool;
-    for (unsigned t = 1; t < nt; ++t) {
+  // 3b. Ranking: trace every survivor, score them, keep the order (and with top_k only the first batch).
+  std::vector<std::vector<std::size_t>> batches;  // compiled and timed in turn until one yields a timed candidate
+  std::size_t ranked_count = 0;
+  if (opt_.rank && !todo.empty()) {
+    const auto tr = Clock::now();
+    rep.threads = in_parallel(todo, make);
+    std::vector<std::size_t> traced;
+    std::vector<RankInput> inputs;
+    for (std::size_t i : todo) {
+      if (!kernels[i]) continue;
       try {
-        pool.emplace_back(work);
-      } catch (const std::system_error&) {
-        break;  // fewer threads: the others pick up the work
+        inputs.push_back(RankInput{rep.candidates[i].config, *kernels[i], grid(rep.candidates[i].config)});
+        traced.push_back(i);
+      } catch (const std::exception& e) {
+        rep.candidates[i].status = CandidateReport::Status::launch_failed;
+        rep.candidates[i].reason = "the grid function threw " + describe(e);
+        kernels[i].reset();
       }
     }
-    rep.threads = static_cast<unsigned>(pool.size()) + 1;
-    work();
-    for (auto& t : pool) t.join();
+    std::vector<double> scores;
+    bool rank_failed = false;
+    try {
+      if (!traced.empty()) scores = opt_.rank(key, inputs, args);
+      if (scores.size() != traced.size())
+        throw std::runtime_error(fmt::format("it returned {} scores for {} candidates", scores.size(), traced.size()));
+    } catch (const std::exception& e) {
+      log(fmt::format("the rank function failed ({}): timing every candidate", describe(e)));
+      scores.assign(traced.size(), std::numeric_limits<double>::quiet_NaN());
+      rank_failed = true;
+    }
+    std::vector<std::size_t> order(traced.size());
+    for (std::size_t j = 0; j < order.size(); ++j) order[j] = j;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+      const bool na = std::isnan(scores[a]), nb = std::isnan(scores[b]);
+      if (na != nb) return nb;
+      return !na && scores[a] > scores[b];
+    });
+    std::vector<std::size_t> ranked;
+    for (std::size_t j = 0; j < order.size(); ++j) {
+      const std::size_t i = traced[order[j]];
+      rep.candidates[i].score = scores[order[j]];
+      rep.candidates[i].rank = static_cast<int>(j);
+      ranked.push_back(i);
+    }
+    const std::size_t k = opt_.top_k > 0 && !rank_failed ? std::min(static_cast<std::size_t>(opt_.top_k), ranked.size()) : ranked.size();
+    std::vector<std::size_t> first(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(k));
+    std::vector<std::size_t> rest(ranked.begin() + static_cast<std::ptrdiff_t>(k), ranked.end());
+    auto pot = [&](std::size_t i) {
+      return std::all_of(rep.candidates[i].config.params.begin(), rep.candidates[i].config.params.end(),
+                         [](const auto& kv) { return kv.second > 0 && (kv.second & (kv.second - 1)) == 0; });
+    };
+    if (!std::any_of(first.begin(), first.end(), pot)) {
+      // Power-of-two variants stay in the race beside NPOT ones: the best-scored one joins the first batch.
+      if (auto it = std::find_if(rest.begin(), rest.end(), pot); it != rest.end()) {
+        first.push_back(*it);
+        rest.erase(it);
+      }
+    }
+    if (!first.empty()) batches.push_back(std::move(first));
+    for (std::size_t at = 0; at < rest.size() && k > 0; at += k)
+      batches.emplace_back(rest.begin() + static_cast<std::ptrdiff_t>(at),
+                           rest.begin() + static_cast<std::ptrdiff_t>(std::min(rest.size(), at + k)));
+    ranked_count = ranked.size();
+    if (ranked.empty()) rethrow_argument_error();
+    rep.rank_ms = ms_since(tr);
+  } else if (!todo.empty()) {
+    batches.push_back(todo);
   }
-  rep.compile_ms = ms_since(tc);
-  if (std::none_of(kernels.begin(), kernels.end(), [](const auto& k) { return k != nullptr; })) rethrow_argument_error();
-  for (std::size_t i : todo)
-    if (!kernels[i]) log(fmt::format("skipped {}: {}", rep.candidates[i].config.str(), rep.candidates[i].reason));
 
-  // 4. Benchmark, one candidate at a time.
-  const auto tt = Clock::now();
+  // 3-4. Per batch: compile every candidate of it before timing anything, on all cores; then benchmark them one at a
+  // time. Stop after the first batch that times a candidate.
+  double bench_ms = 0, compile_ms = 0;
   std::vector<ArgSlot> slots(args.begin(), args.end());
   void* flush = nullptr;
-  if (dev_.backend() != Backend::interpreter && opt_.flush_bytes > 0) {
-    try {
-      flush = dev_.alloc(opt_.flush_bytes);
-    } catch (const std::exception& e) {
-      log(fmt::format("no L2 flush buffer ({}): timing without flushes", describe(e)));
-    }
-  }
-  for (std::size_t i : todo) {
-    if (!kernels[i]) continue;
-    CandidateReport& c = rep.candidates[i];
-    KernelCore& k = *kernels[i];
-    try {
-      const Grid g = grid(c.config);
-      auto run = [&] { k.launch(g, opt_.stream, slots); };
-      const float first = dev_.time_ms(opt_.stream, run);  // launch errors and faults surface here
-      const int fit = first > 0 ? static_cast<int>(opt_.budget_ms / first) : opt_.reps;
-      const int warm = std::clamp(fit, 0, opt_.warmup);
-      const int reps = std::clamp(fit, 1, opt_.reps);
-      for (int w = 0; w < warm; ++w) run();
-      std::vector<float> t;
-      t.reserve(static_cast<std::size_t>(reps));
-      for (int r = 0; r < reps; ++r) {
-        if (flush) dev_.memset(flush, r & 0xff, opt_.flush_bytes);
-        t.push_back(dev_.time_ms(opt_.stream, run));
+  bool flush_tried = false;
+  std::size_t done_batches = 0;
+  for (const auto& batch : batches) {
+    ++done_batches;
+    const auto tc = Clock::now();
+    const unsigned used = in_parallel(batch, opt_.rank ? std::function<void(std::size_t)>(jit) : std::function<void(std::size_t)>(build));
+    rep.threads = std::max(rep.threads, used);
+    compile_ms += ms_since(tc);
+    if (!opt_.rank && std::none_of(kernels.begin(), kernels.end(), [](const auto& k) { return k != nullptr; })) rethrow_argument_error();
+    for (std::size_t i : batch)
+      if (!kernels[i]) log(fmt::format("skipped {}: {}", rep.candidates[i].config.str(), rep.candidates[i].reason));
+
+    const auto tt = Clock::now();
+    if (!flush_tried) {
+      flush_tried = true;
+      if (dev_.backend() != Backend::interpreter && opt_.flush_bytes > 0) {
+        try {
+          flush = dev_.alloc(opt_.flush_bytes);
+        } catch (const std::exception& e) {
+          log(fmt::format("no L2 flush buffer ({}): timing without flushes", describe(e)));
+        }
       }
-      c.median_ms = median(std::move(t));
-      c.reps = reps;
-      c.status = CandidateReport::Status::timed;
-    } catch (const std::exception& e) {
-      c.status = CandidateReport::Status::launch_failed;
-      c.reason = describe(e);
-      kernels[i].reset();
-      log(fmt::format("skipped {}: {}", c.config.str(), c.reason));
     }
+    bool any = false;
+    for (std::size_t i : batch) {
+      if (!kernels[i]) continue;
+      CandidateReport& c = rep.candidates[i];
+      KernelCore& k = *kernels[i];
+      try {
+        const Grid g = grid(c.config);
+        auto run = [&] { k.launch(g, opt_.stream, slots); };
+        const float first = dev_.time_ms(opt_.stream, run);  // launch errors and faults surface here
+        const int fit = first > 0 ? static_cast<int>(opt_.budget_ms / first) : opt_.reps;
+        const int warm = std::clamp(fit, 0, opt_.warmup);
+        const int reps = std::clamp(fit, 1, opt_.reps);
+        for (int w = 0; w < warm; ++w) run();
+        std::vector<float> t;
+        t.reserve(static_cast<std::size_t>(reps));
+        for (int r = 0; r < reps; ++r) {
+          if (flush) dev_.memset(flush, r & 0xff, opt_.flush_bytes);
+          t.push_back(dev_.time_ms(opt_.stream, run));
+        }
+        c.median_ms = median(std::move(t));
+        c.reps = reps;
+        c.status = CandidateReport::Status::timed;
+        any = true;
+      } catch (const std::exception& e) {
+        c.status = CandidateReport::Status::launch_failed;
+        c.reason = describe(e);
+        kernels[i].reset();
+        log(fmt::format("skipped {}: {}", c.config.str(), c.reason));
+      }
+    }
+    bench_ms += ms_since(tt);
+    if (any) break;
   }
+  // What no batch reached: ranked out.
+  for (std::size_t b = done_batches; b < batches.size(); ++b)
+    for (std::size_t i : batches[b]) {
+      CandidateReport& c = rep.candidates[i];
+      c.status = CandidateReport::Status::ranked_out;
+      c.reason = fmt::format("ranked {} of {} by the rank function (score {:.4g}): only the top {} were compiled", c.rank + 1,
+                             ranked_count, c.score, opt_.top_k);
+      kernels[i].reset();
+    }
   if (flush) {
     try {
       dev_.synchronize();
@@ -523,7 +639,8 @@ AutotunerCore::Tuned& AutotunerCore::tune_locked(const TuneKey& key, const GridF
       log(fmt::format("freeing the L2 flush buffer: {}", describe(e)));
     }
   }
-  rep.bench_ms = ms_since(tt);
+  rep.compile_ms = compile_ms;
+  rep.bench_ms = bench_ms;
   rep.tuned = true;
 
   // 5. The winner.

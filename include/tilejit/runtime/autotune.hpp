@@ -31,6 +31,15 @@
 //     log) and rewritten after tuning.
 //  3. Pruning: every TuneOptions::prune predicate sees (Config, key, device)
 //     and returns a reason to drop the config ("" keeps it).
+//  3b. Ranking (TuneOptions::rank, e.g. predict::ranker: a learned model of
+//     the configs' static features, DESIGN §7): every survivor is traced
+//     (factory only, no JIT) and scored; they are compiled and timed best
+//     score first, and with TuneOptions::top_k > 0 only the k best — plus the
+//     best-scored config whose params are all powers of two when none of the k
+//     is (power-of-two variants always stay in the race beside NPOT ones). The
+//     others are reported `ranked_out` with their score. When every one of a
+//     batch fails, the next k are tried. A rank function that throws or returns
+//     the wrong number of scores is logged, and every survivor is timed.
 //  4. Compile: all surviving candidates are built before any timing, on
 //     TuneOptions::threads threads (default: all cores): factory (trace) +
 //     KernelCore::prepare (codegen, NVRTC/hiprtc through the kernel cache,
@@ -63,6 +72,7 @@
 #include <filesystem>
 #include <functional>
 #include <initializer_list>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -124,6 +134,18 @@ class TuneKey {
  private:
   std::map<std::string, Value, std::less<>> kv_;
 };
+
+/// One traced (not yet compiled) candidate, as a rank function sees it: its config, its kernel (IR, options and
+/// device; KernelCore::source generates its code without compiling it) and the grid of this key's launch.
+struct RankInput {
+  const Config& config;
+  const runtime::KernelCore& kernel;
+  Grid grid;
+};
+/// Scores a key's candidates before any is compiled: one score per input, higher = compiled and timed first (NaN:
+/// last). Called on the tuning thread; `args` are the launch arguments being tuned on.
+using RankFn = std::function<std::vector<double>(const TuneKey& key, std::span<const RankInput> cands,
+                                                 std::span<const runtime::ArgSlot> args)>;
 
 /// Returns why a config cannot run on this problem and device ("" = keep it).
 using PruneFn = std::function<std::string(const Config&, const TuneKey&, const Device&)>;
@@ -191,6 +213,8 @@ struct TuneOptions {
   std::size_t flush_bytes = std::size_t{256} << 20;  ///< L2 flush buffer before each timed launch (GPU only; 0 = none)
   unsigned threads = 0;                         ///< compile threads; 0 = all cores
   std::vector<PruneFn> prune;
+  RankFn rank;                                  ///< orders the candidates before compiling (step 3b); empty: none
+  int top_k = 0;                                ///< with `rank`: compile and time only the k best-scored (0 = all)
   std::function<void(const std::string&)> log;  ///< skipped/pruned/corrupt notes; default: stderr
   Stream stream;                                ///< stream of the benchmark launches
 };
@@ -203,6 +227,7 @@ struct CandidateReport {
     launch_failed,   ///< grid or a launch threw (reason = the error)
     timed,           ///< benchmarked (median_ms)
     loaded,          ///< the stored winner, built without benchmarking
+    ranked_out,      ///< the rank function placed it below TuneOptions::top_k: traced, never compiled
   };
   Config config;
   Status status = Status::not_run;
@@ -213,6 +238,8 @@ struct CandidateReport {
   double median_ms = -1;   ///< -1 unless timed
   int reps = 0;
   bool winner = false;
+  double score = std::numeric_limits<double>::quiet_NaN();  ///< the rank function's score (NaN: none)
+  int rank = -1;           ///< 0-based place in the rank function's order (-1: not ranked)
 };
 std::string to_string(CandidateReport::Status s);
 
@@ -225,6 +252,7 @@ struct TuneReport {
   std::size_t best = 0;    ///< index of the winner in `candidates`
   unsigned threads = 0;    ///< compile threads used
   double total_ms = 0, lookup_ms = 0, compile_ms = 0, bench_ms = 0, store_ms = 0;
+  double rank_ms = 0;      ///< tracing and scoring the candidates (step 3b; 0 without a rank function)
   std::vector<CandidateReport> candidates;
   const Config& best_config() const { return candidates.at(best).config; }
   /// A table: one line per candidate, then the totals.

@@ -1,0 +1,48 @@
+// tilejit/predict/dataset.hpp — measured configs: what the ranking model learns from and is evaluated on.
+//
+// One Sample per (kernel family, tuning key, config) that was timed: the static summary and launch summary of the
+// candidate (summary.hpp), and the autotuner's median time. Samples of one family and key form a group — the set a
+// model ranks. A file holds the device's spec too, so features are recomputed against the peaks of the machine
+// that measured them (features change; the measured facts do not).
+//
+// File format (JSON, written atomically): {"format": "tilejit-predict-data", "version": 1, "device": {spec},
+// "samples": [{"family", "key", "config", "ms", "kernel": {...}, "launch": {...}}, ...]}. NaN (a launch's flops
+// or bytes that are not derivable) is written as null.
+#pragma once
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tilejit/predict/features.hpp"
+
+namespace tilejit::predict {
+
+struct Sample {
+  std::string family;  ///< the kernel family (the autotuner's name, e.g. "gemm_tn_bf16"): the unit left out in evaluation
+  std::string key;     ///< TuneKey::str()
+  std::string config;  ///< Config::str()
+  double ms = 0;       ///< measured median (ms), > 0
+  Point point;
+};
+
+struct Dataset {
+  DeviceSpec device;
+  std::vector<Sample> samples;
+
+  /// Groups: indices of samples sharing (family, key), in first-appearance order.
+  std::vector<std::vector<std::size_t>> groups() const;
+  /// Distinct families, in first-appearance order.
+  std::vector<std::string> families() const;
+  /// The feature matrix, row i for samples[i], each group's relative features computed within the group.
+  std::vector<std::vector<float>> features() const;
+};
+
+/// Read a dataset file. Throws InvalidArgument naming the file and what is wrong (not JSON, another format or a
+/// newer version, a sample without a field, a time that is not a positive number).
+Dataset load_dataset(const std::filesystem::path& file);
+/// Several files into one; every file must be of the same device (InvalidArgument naming both otherwise).
+Dataset load_datasets(const std::vector<std::filesystem::path>& files);
+/// Write atomically (a file already at `file` stays whole on failure). Throws InvalidArgument with the OS's reason.
+void save_dataset(const Dataset& d, const std::filesystem::path& file);
+
+}  // namespace tilejit::predict
