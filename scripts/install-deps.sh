@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what tilejit needs from Debian's packages, skipping what is present.
 # The CUDA 13 toolkit (headers; NVRTC at run time) is expected in /usr/local/cuda.
+# libxgboost-dev: the predictor's ranking model (XGBoost's C API; dlopen'ed at run time, its header at build time).
 # clang-19 + lld-19 compile HIP for targets Debian's ROCm 5.2 hiprtc does not
 # know (gfx940/gfx941/gfx942); see src/runtime/hiprtc.cpp.
 set -euo pipefail

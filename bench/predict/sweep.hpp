@@ -39,5 +39,6 @@ struct Context {
 void gemm(Context& c);     // sweep_gemm.cpp: the library GEMM's races (f32 out, bf16 / f16 in; the bf16-out store race)
 void rowwise(Context& c);  // sweep_rowwise.cpp: softmax (f32, bf16), vector add, int4 dequant
 void matmul_v1(Context& c);  // sweep_v1.cpp: rung 1's GEMM (loads to registers, mma.sync / wgmma-free)
+void attention(Context& c);  // sweep_attention.cpp: the FlashAttention forward (pointer loads), full and causal
 
 }  // namespace sweep

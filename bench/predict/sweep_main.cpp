@@ -1,6 +1,6 @@
 // bench/predict/sweep_main.cpp — `predict_sweep`: time every candidate of several kernel families on the GPU and
 // write the predictor's dataset (predict/dataset.hpp). Usage:
-//   predict_sweep --out h200.json [--family gemm --family rowwise --family matmul_v1] [--quick]
+//   predict_sweep --out h200.json [--family gemm --family rowwise --family matmul_v1 --family attention] [--quick]
 // Then, on any machine: `tilejit predict eval h200.json`, `tilejit predict train h200.json -o model.json`.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -35,11 +35,11 @@ void Context::add(pr::Recorder& rec, const std::string& family, const tj::TuneRe
 int main(int argc, char** argv) {
   CLI::App app{"time every candidate config of several kernel families: the predictor's training data"};
   std::string out;
-  std::vector<std::string> families{"gemm", "rowwise", "matmul_v1"};
+  std::vector<std::string> families{"gemm", "rowwise", "matmul_v1", "attention"};
   bool quick = false;
   app.add_option("--out", out, "dataset file to write (JSON)")->required();
-  app.add_option("--family", families, "families to run: gemm, rowwise, matmul_v1 (default: all)")
-      ->check(CLI::IsMember({"gemm", "rowwise", "matmul_v1"}));
+  app.add_option("--family", families, "families to run: gemm, rowwise, matmul_v1, attention (default: all)")
+      ->check(CLI::IsMember({"gemm", "rowwise", "matmul_v1", "attention"}));
   app.add_flag("--quick", quick, "a few keys per family");
   CLI11_PARSE(app, argc, argv);
   try {
@@ -54,6 +54,7 @@ int main(int argc, char** argv) {
       if (f == "gemm") sweep::gemm(c);
       if (f == "rowwise") sweep::rowwise(c);
       if (f == "matmul_v1") sweep::matmul_v1(c);
+      if (f == "attention") sweep::attention(c);
       tilejit::predict::save_dataset(c.data, out);  // after each family: a later failure keeps what was measured
     }
     std::printf("%zu samples in %zu groups on %s, %.1f s -> %s\n", c.data.samples.size(), c.data.groups().size(),

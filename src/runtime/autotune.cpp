@@ -589,35 +589,61 @@ AutotunerCore::Tuned& AutotunerCore::tune_locked(const TuneKey& key, const GridF
         }
       }
     }
-    bool any = false;
+    // Timing round-robin: every candidate's first launch (launch errors and faults surface here) and warm-up, then
+    // rep r of each candidate in turn, each after an L2 flush. A GPU's clocks drift under sustained load (on the
+    // H200 a race of 16 GEMMs measured its later configs 5-15% slower than a race of 3; docs/perf.md v0.33):
+    // interleaved, every candidate sees the same drift instead of the last ones all of it.
+    struct Run {
+      std::size_t i;
+      Grid g;
+      int reps;
+      std::vector<float> t;
+    };
+    std::vector<Run> runs;
+    auto fail = [&](std::size_t i, const std::exception& e) {
+      CandidateReport& c = rep.candidates[i];
+      c.status = CandidateReport::Status::launch_failed;
+      c.reason = describe(e);
+      kernels[i].reset();
+      log(fmt::format("skipped {}: {}", c.config.str(), c.reason));
+    };
     for (std::size_t i : batch) {
       if (!kernels[i]) continue;
-      CandidateReport& c = rep.candidates[i];
-      KernelCore& k = *kernels[i];
       try {
-        const Grid g = grid(c.config);
+        const Grid g = grid(rep.candidates[i].config);
+        KernelCore& k = *kernels[i];
         auto run = [&] { k.launch(g, opt_.stream, slots); };
-        const float first = dev_.time_ms(opt_.stream, run);  // launch errors and faults surface here
+        const float first = dev_.time_ms(opt_.stream, run);
         const int fit = first > 0 ? static_cast<int>(opt_.budget_ms / first) : opt_.reps;
         const int warm = std::clamp(fit, 0, opt_.warmup);
-        const int reps = std::clamp(fit, 1, opt_.reps);
         for (int w = 0; w < warm; ++w) run();
-        std::vector<float> t;
-        t.reserve(static_cast<std::size_t>(reps));
-        for (int r = 0; r < reps; ++r) {
-          if (flush) dev_.memset(flush, r & 0xff, opt_.flush_bytes);
-          t.push_back(dev_.time_ms(opt_.stream, run));
-        }
-        c.median_ms = median(std::move(t));
-        c.reps = reps;
-        c.status = CandidateReport::Status::timed;
-        any = true;
+        runs.push_back(Run{i, g, std::clamp(fit, 1, opt_.reps), {}});
       } catch (const std::exception& e) {
-        c.status = CandidateReport::Status::launch_failed;
-        c.reason = describe(e);
-        kernels[i].reset();
-        log(fmt::format("skipped {}: {}", c.config.str(), c.reason));
+        fail(i, e);
       }
+    }
+    int most = 0;
+    for (const auto& r : runs) most = std::max(most, r.reps);
+    for (int r = 0; r < most; ++r) {
+      for (auto& x : runs) {
+        if (r >= x.reps || !kernels[x.i]) continue;
+        try {
+          if (flush) dev_.memset(flush, r & 0xff, opt_.flush_bytes);
+          KernelCore& k = *kernels[x.i];
+          x.t.push_back(dev_.time_ms(opt_.stream, [&] { k.launch(x.g, opt_.stream, slots); }));
+        } catch (const std::exception& e) {
+          fail(x.i, e);
+        }
+      }
+    }
+    bool any = false;
+    for (auto& x : runs) {
+      if (!kernels[x.i]) continue;
+      CandidateReport& c = rep.candidates[x.i];
+      c.reps = static_cast<int>(x.t.size());
+      c.median_ms = median(std::move(x.t));
+      c.status = CandidateReport::Status::timed;
+      any = true;
     }
     bench_ms += ms_since(tt);
     if (any) break;

@@ -45,11 +45,13 @@
 //     KernelCore::prepare (codegen, NVRTC/hiprtc through the kernel cache,
 //     module load). NVRTC programs are independent; the cache serialises only
 //     compiles of one key.
-//  5. Benchmark, one candidate at a time on the caller's arguments: one
-//     launch (launch errors surface here), `warmup` launches, then up to
-//     `reps` launches each timed with device events (Device::time_ms), each
-//     preceded by an L2 flush (memset of a flush_bytes buffer, GPU only);
-//     a slow candidate gets fewer reps (budget_ms). Score = median.
+//  5. Benchmark on the caller's arguments: per candidate one launch (launch
+//     errors surface here) and `warmup` launches; then up to `reps` timed
+//     launches each (device events, Device::time_ms), round-robin — rep r of
+//     every candidate before rep r + 1 of any — each preceded by an L2 flush
+//     (memset of a flush_bytes buffer, GPU only), so clock drift under load
+//     falls on every candidate alike; a slow candidate gets fewer reps
+//     (budget_ms). Score = median.
 //  6. Winner = lowest median; stored by temp file + rename (atomic), the read-merge-replace under an flock(2) of
 //     <file>.lock so concurrent tuners keep each other's entries. Invalid entries are dropped (the others kept);
 //     a file of a newer version is neither used nor overwritten; a file that is not regular is never read.
