@@ -278,6 +278,7 @@ AutotunerCore::AutotunerCore(std::string name, std::vector<std::pair<Config, Ker
   }
   if (opt_.reps < 1) throw InvalidArgument(fmt::format("TuneOptions::reps = {}: must be >= 1", opt_.reps));
   if (opt_.warmup < 0) throw InvalidArgument(fmt::format("TuneOptions::warmup = {}: must be >= 0", opt_.warmup));
+  if (opt_.top_k < 0) throw InvalidArgument(fmt::format("TuneOptions::top_k = {}: must be >= 0 (0 = time every ranked candidate)", opt_.top_k));
   if (!(opt_.budget_ms > 0) || !std::isfinite(opt_.budget_ms))
     throw InvalidArgument(fmt::format("TuneOptions::budget_ms = {}: must be a finite number of milliseconds > 0", opt_.budget_ms));
   device_id_ = dev_.backend() == Backend::interpreter

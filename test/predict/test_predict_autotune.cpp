@@ -11,6 +11,7 @@
 
 #include "examples/vector_add.hpp"
 #include "test/common/random.hpp"
+#include "test/common/scratch.hpp"
 #include "tilejit/predict/ranker.hpp"
 #include "tilejit/tilejit.hpp"
 
@@ -20,15 +21,7 @@ using S = tj::CandidateReport::Status;
 
 namespace {
 
-struct Log {
-  std::shared_ptr<std::vector<std::string>> lines = std::make_shared<std::vector<std::string>>();
-  std::function<void(const std::string&)> sink() const {
-    return [l = lines](const std::string& s) { l->push_back(s); };
-  }
-  bool has(const std::string& needle) const {
-    return std::any_of(lines->begin(), lines->end(), [&](const std::string& s) { return s.find(needle) != std::string::npos; });
-  }
-};
+using testing::Log;
 
 tj::TuneOptions options(const Log& log) {
   tj::TuneOptions o;
@@ -119,6 +112,13 @@ TEST_CASE("predict in the autotuner: only the top k are compiled and timed; the 
   // Tuning the key again reuses the report: no second ranking.
   tuner.tune(key, Problem::grid(), p.x.data(), p.y.data(), p.out.data(), Problem::n);
   CHECK(*calls == 1);
+}
+
+TEST_CASE("predict in the autotuner: a negative top_k is refused by name") {
+  Log log;
+  auto o = options(log);
+  o.top_k = -1;
+  CHECK_THROWS_WITH_AS(tj::Autotuner("vecadd_neg", candidates(), o), doctest::Contains("TuneOptions::top_k = -1"), tj::InvalidArgument);
 }
 
 TEST_CASE("predict in the autotuner: a power-of-two config joins a top k of NPOT ones") {

@@ -11,6 +11,7 @@
 #include <random>
 #include <string>
 
+#include "test/common/scratch.hpp"
 #include "tilejit/predict/evaluate.hpp"
 #include "tilejit/predict/model.hpp"
 
@@ -19,19 +20,7 @@ namespace pr = tilejit::predict;
 
 namespace {
 
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    static std::atomic<int> n{0};
-    path = std::filesystem::temp_directory_path() / ("tj-predict-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
-    std::filesystem::remove_all(path);
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
+using testing::TempDir;
 
 void write(const std::filesystem::path& p, const std::string& s) { std::ofstream(p) << s; }
 

@@ -24,6 +24,7 @@
 
 #include "examples/softmax.hpp"
 #include "test/common/random.hpp"
+#include "test/common/scratch.hpp"
 #include "tilejit/runtime/autotune.hpp"
 #include "tilejit/tilejit.hpp"
 
@@ -32,31 +33,8 @@ using examples::Softmax;
 
 namespace {
 
-/// A fresh directory under /tmp, removed at the end of the test.
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    static std::atomic<int> n{0};
-    path = std::filesystem::temp_directory_path() / ("tj-autotune-" + std::to_string(::getpid()) + "-" + std::to_string(n++));
-    std::filesystem::remove_all(path);
-    std::filesystem::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
-
-/// Collects what the tuner logs.
-struct Log {
-  std::shared_ptr<std::vector<std::string>> lines = std::make_shared<std::vector<std::string>>();
-  std::function<void(const std::string&)> sink() const {
-    return [l = lines](const std::string& s) { l->push_back(s); };
-  }
-  bool has(const std::string& needle) const {
-    return std::any_of(lines->begin(), lines->end(), [&](const std::string& s) { return s.find(needle) != std::string::npos; });
-  }
-};
+using testing::Log;
+using testing::TempDir;
 
 /// Candidates over a pack of BLOCK_M values crossed with num_warps: the
 /// usual way to build a family whose compile-time parameters are template arguments.

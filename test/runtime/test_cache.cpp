@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "test/common/scratch.hpp"
 #include "tilejit/runtime/cache.hpp"
 
 #define XXH_INLINE_ALL
@@ -24,23 +25,7 @@ using Source = rt::KernelCache::Source;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "tilejit-cache-test-XXXXXX").string();
-    REQUIRE(::mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-  std::vector<std::string> files() const {
-    std::vector<std::string> out;
-    for (const auto& e : fs::directory_iterator(path)) out.push_back(e.path().filename().string());
-    return out;
-  }
-};
+using testing::TempDir;
 
 rt::JitRequest request(const std::string& tag) {
   rt::JitRequest r;
