@@ -6,7 +6,9 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <system_error>
 
+#include "tilejit/core/error.hpp"
 #include "tilejit/predict/evaluate.hpp"
 
 namespace tilejit::tools {
@@ -34,6 +36,10 @@ int run_predict_eval(const PredictArgs& a) {
 }
 
 int run_predict_train(const PredictArgs& a) {
+  std::error_code ec;
+  for (const auto& f : a.data)
+    if (std::filesystem::equivalent(f, a.out, ec))
+      throw InvalidArgument(fmt::format("predict train: -o {} is the dataset {}: the model would replace it", a.out, f));
   const predict::Dataset d = load(a.data);
   const auto t0 = std::chrono::steady_clock::now();
   const auto m = predict::RankModel::train(d, a.train);

@@ -78,7 +78,11 @@ int main(int argc, char** argv) {
     sub->add_option("--eta", pred.train.eta, "learning rate")->check(CLI::Range(0.001, 1.0));
   }
   pe->add_option("--k", pred.k, "top-k sizes, comma-separated")->delimiter(',')->check(CLI::Range(1, 1000));
-  pe->add_option("--tolerance", pred.tolerance, "regret counted as zero up to this fraction")->check(CLI::Range(0.0, 1.0));
+  pe->add_option("--tolerance", pred.tolerance, "regret counted as zero up to this fraction")
+      ->check([](const std::string& v) -> std::string {  // CLI::Range lets NaN through (every comparison is false)
+        return v.find_first_of("nN") != std::string::npos ? "--tolerance " + v + ": must be a number in [0, 1]" : "";
+      })
+      ->check(CLI::Range(0.0, 1.0));
   pt->add_option("-o,--output", pred.out, "the model file to write")->required();
   try {
     app.parse(argc, argv);

@@ -19,8 +19,8 @@ struct Context {
   pr::Dataset data;                     ///< samples are appended here
   std::function<void(const std::string&)> say;  ///< progress lines
 
-  /// TuneOptions for a race that times every candidate (no stored winner, no persistence).
-  tj::TuneOptions options(pr::Recorder& rec) const;
+  /// TuneOptions for a race of `family` that times every candidate (no stored winner, no persistence).
+  tj::TuneOptions options(pr::Recorder& rec, const std::string& family) const;
   /// Append a race's timed candidates.
   void add(pr::Recorder& rec, const std::string& family, const tj::TuneReport& r);
   /// A device buffer of `bytes` random bytes in [lo, hi) per element of type T (freed by the caller).

@@ -24,7 +24,7 @@ void race(Context& c, const char* family) {
                       {cand<64, 32, D, CAUSAL>(4), cand<64, 64, D, CAUSAL>(4), cand<64, 128, D, CAUSAL>(4), cand<128, 32, D, CAUSAL>(8),
                        cand<128, 64, D, CAUSAL>(8), cand<128, 128, D, CAUSAL>(8), cand<64, 64, D, CAUSAL>(8), cand<128, 64, D, CAUSAL>(4),
                        cand<32, 64, D, CAUSAL>(2), cand<32, 128, D, CAUSAL>(4)},
-                      c.options(rec));
+                      c.options(rec, family));
   // (B·H, S): 32 heads at 1K and 4K tokens, 128 heads at 1K.
   std::vector<std::tuple<long long, long long>> keys{{32, 1024}, {32, 4096}, {128, 1024}, {8, 2048}};
   if (c.quick) keys.resize(1);

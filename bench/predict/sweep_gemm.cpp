@@ -29,13 +29,15 @@ void race(Context& c) {
   T* b = c.random<T>(static_cast<std::size_t>(most_b));
   auto* out = static_cast<Out*>(c.dev.alloc(static_cast<std::size_t>(most_c) * sizeof(Out)));
   pr::Recorder rec;
-  examples::Gemm<T, Out> g(c.dev, c.options(rec));
+  const std::string family = std::is_same_v<Out, float> ? fmt::format("gemm_tn_{}", tj::name(tj::dtype_v<T>))
+                                                        : fmt::format("gemm_tn_{}_out_{}", tj::name(tj::dtype_v<T>), tj::name(tj::dtype_v<Out>));
+  examples::Gemm<T, Out> g(c.dev, c.options(rec, family));
   for (auto [M, N, K] : list) {
     try {
       g(a, b, out, M, N, K);
       c.dev.synchronize();
       const tj::TuneReport& r = g.report(M, N, K);
-      c.add(rec, r.name, r);
+      c.add(rec, family, r);
     } catch (const std::exception& e) {
       c.say(fmt::format("gemm {}x{}x{}: {}", M, N, K, e.what()));
     }

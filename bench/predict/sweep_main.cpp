@@ -13,11 +13,11 @@
 
 namespace sweep {
 
-tj::TuneOptions Context::options(pr::Recorder& rec) const {
+tj::TuneOptions Context::options(pr::Recorder& rec, const std::string& family) const {
   tj::TuneOptions o;
   o.device = dev;
   o.cache_dir = std::filesystem::path{};  // no stored winners: every key is raced
-  o.rank = rec.rank_function();           // records each candidate's summary; times all of them
+  o.rank = rec.rank_function(family);     // records each candidate's summary; times all of them
   o.log = [](const std::string&) {};      // skipped configs are in the reports
   return o;
 }

@@ -38,7 +38,8 @@ using Dequant = examples::DequantInt4<B, 128>;
 template <int W, class T>
 void softmax(Context& c, const char* family) {
   pr::Recorder rec;
-  tj::Autotuner tuner(fmt::format("{}_w{}", family, W), candidates<SoftmaxOf<W, T>::template K, 1, 2, 4, 8, 16>("BLOCK_M"), c.options(rec));
+  tj::Autotuner tuner(fmt::format("{}_w{}", family, W), candidates<SoftmaxOf<W, T>::template K, 1, 2, 4, 8, 16>("BLOCK_M"),
+                      c.options(rec, family));
   std::vector<long long> rows_list;
   for (long long bytes : {8LL << 20, 64LL << 20, 512LL << 20}) rows_list.push_back(bytes / (W * static_cast<long long>(sizeof(T))));
   if (c.quick) rows_list.resize(1);
@@ -59,7 +60,7 @@ void softmax(Context& c, const char* family) {
 
 void vecadd(Context& c) {
   pr::Recorder rec;
-  tj::Autotuner tuner("vecadd_f32", candidates<VecAddF, 256, 512, 1024, 2048, 4096, 8192>("BLOCK"), c.options(rec));
+  tj::Autotuner tuner("vecadd_f32", candidates<VecAddF, 256, 512, 1024, 2048, 4096, 8192>("BLOCK"), c.options(rec, "vecadd_f32"));
   std::vector<long long> ns{1LL << 16, 1LL << 20, 1LL << 24, 1LL << 27};
   if (c.quick) ns.resize(2);
   float* x = c.random<float>(static_cast<std::size_t>(ns.back()));
@@ -78,7 +79,7 @@ void vecadd(Context& c) {
 
 void dequant(Context& c) {
   pr::Recorder rec;
-  tj::Autotuner tuner("dequant_int4", candidates<Dequant, 256, 512, 1024, 2048, 4096>("BLOCK"), c.options(rec));
+  tj::Autotuner tuner("dequant_int4", candidates<Dequant, 256, 512, 1024, 2048, 4096>("BLOCK"), c.options(rec, "dequant_int4"));
   std::vector<long long> ns{1LL << 20, 1LL << 24, 1LL << 27};
   if (c.quick) ns.resize(1);
   auto* w = c.random<std::uint8_t>(static_cast<std::size_t>(ns.back()), 0, 255);

@@ -27,7 +27,7 @@ void matmul_v1(Context& c) {
                        cand<128, 64, 32>(4), cand<128, 96, 32>(8), cand<128, 128, 32>(8), cand<128, 192, 32>(8),
                        cand<64, 64, 64>(4), cand<64, 128, 64>(4), cand<128, 128, 64>(8), cand<128, 64, 64>(8),
                        cand<32, 64, 32>(2), cand<32, 128, 32>(4), cand<64, 256, 32>(8), cand<256, 64, 32>(8)},
-                      c.options(rec));
+                      c.options(rec, "matmul_v1_bf16"));
   long long most_a = 0, most_b = 0, most_c = 0;
   for (auto [M, N, K] : list) most_a = std::max(most_a, M * K), most_b = std::max(most_b, N * K), most_c = std::max(most_c, M * N);
   auto* a = c.random<tj::bf16>(static_cast<std::size_t>(most_a));

@@ -7,9 +7,13 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <optional>
+#include <set>
+#include <tuple>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "output_path.hpp"
 #include "tilejit/runtime/atomic_file.hpp"
 
 namespace tilejit::predict {
@@ -104,6 +108,28 @@ KernelSummary kernel_from_json(const json& j) {
   return k;
 }
 
+/// The largest program count stored exactly (a double's integers).
+constexpr double kMaxPrograms = 9007199254740992.0;  // 2^53
+
+/// The first field in which two specs differ, as "name a vs b".
+std::string spec_difference(const DeviceSpec& a, const DeviceSpec& b) {
+  const json ja = to_json(a), jb = to_json(b);
+  for (auto it = ja.begin(); it != ja.end(); ++it)
+    if (jb.at(it.key()) != it.value()) return fmt::format("{} {} vs {}", it.key(), it.value().dump(), jb.at(it.key()).dump());
+  return "none";
+}
+
+/// The rules a sample must keep, on load and on save: a positive finite time, a program count in [1, 2^53], flops and
+/// bytes finite and >= 0 or NaN (not derivable). Throws std::runtime_error naming the field.
+void check_sample(const Sample& x) {
+  if (!(x.ms > 0) || !std::isfinite(x.ms)) throw std::runtime_error(fmt::format("\"ms\" = {} is not a positive time", x.ms));
+  if (x.point.launch.programs < 1 || static_cast<double>(x.point.launch.programs) > kMaxPrograms)
+    throw std::runtime_error(fmt::format("\"programs\" = {} is not a count in [1, 2^53]", x.point.launch.programs));
+  for (const auto& [name, v] : {std::pair{"flops", x.point.launch.flops}, std::pair{"bytes", x.point.launch.bytes}})
+    if (!std::isnan(v) && !(v >= 0 && std::isfinite(v)))
+      throw std::runtime_error(fmt::format("\"{}\" = {} is neither a finite count >= 0 nor null (not derivable)", name, v));
+}
+
 }  // namespace
 
 std::vector<std::vector<std::size_t>> Dataset::groups() const {
@@ -142,35 +168,43 @@ Dataset load_dataset(const std::filesystem::path& file) {
   std::stringstream ss;
   ss << in.rdbuf();
   Dataset d;
-  std::size_t at = 0;
+  std::optional<std::size_t> at;  // the sample being read
   try {
     const json j = json::parse(ss.str());
     if (!j.is_object() || !j.contains("format") || j["format"] != kFormat)
       throw std::runtime_error(fmt::format("it is not a \"{}\" file", kFormat));
     const int v = get_int(j, "version");
     if (v != kVersion) throw std::runtime_error(fmt::format("its version {} is not {} (this build's)", v, kVersion));
+    if (!j.contains("device") || !j["device"].is_object()) throw std::runtime_error("no \"device\" object");
     d.device = spec_from_json(j.at("device"));
     if (!j.contains("samples") || !j["samples"].is_array()) throw std::runtime_error("no \"samples\" array");
+    std::set<std::tuple<std::string, std::string, std::string>> seen;
+    at = 0;
     for (const json& s : j["samples"]) {
       Sample x;
       x.family = get_str(s, "family");
       x.key = get_str(s, "key");
       x.config = get_str(s, "config");
       x.ms = get_num(s, "ms");
-      if (!(x.ms > 0) || !std::isfinite(x.ms)) throw std::runtime_error(fmt::format("\"ms\" = {} is not a positive time", x.ms));
+      if (!s.contains("kernel") || !s["kernel"].is_object() || !s.contains("launch") || !s["launch"].is_object())
+        throw std::runtime_error("no \"kernel\" and \"launch\" objects");
       x.point.kernel = kernel_from_json(s.at("kernel"));
       const json& l = s.at("launch");
       const double programs = get_num(l, "programs");
-      if (!(programs >= 1) || programs != std::floor(programs)) throw std::runtime_error("\"programs\" is not a count >= 1");
+      if (!(programs >= 1 && programs <= kMaxPrograms) || programs != std::floor(programs))
+        throw std::runtime_error(fmt::format("\"programs\" = {} is not a count in [1, 2^53]", programs));
       x.point.launch.programs = static_cast<long long>(programs);
       x.point.launch.flops = get_num(l, "flops");
       x.point.launch.bytes = get_num(l, "bytes");
       x.point.launch.flops_width = get_int(l, "flops_width");
+      check_sample(x);
+      if (!seen.emplace(x.family, x.key, x.config).second)
+        throw std::runtime_error(fmt::format("config \"{}\" of {} {{{}}} appears twice", x.config, x.family, x.key));
       d.samples.push_back(std::move(x));
-      ++at;
+      ++*at;
     }
   } catch (const std::exception& e) {
-    throw InvalidArgument(fmt::format("predict: dataset '{}'{}: {}", file.string(), at ? fmt::format(", sample {}", at) : std::string(),
+    throw InvalidArgument(fmt::format("predict: dataset '{}'{}: {}", file.string(), at ? fmt::format(", sample {}", *at) : std::string(),
                                       e.what()));
   }
   return d;
@@ -182,14 +216,31 @@ Dataset load_datasets(const std::vector<std::filesystem::path>& files) {
   for (std::size_t i = 1; i < files.size(); ++i) {
     Dataset d = load_dataset(files[i]);
     if (!(d.device == all.device))
-      throw InvalidArgument(fmt::format("predict: '{}' was measured on {} and '{}' on {}: one model per device", files.front().string(),
-                                        all.device.name, files[i].string(), d.device.name));
-    for (auto& s : d.samples) all.samples.push_back(std::move(s));
+      throw InvalidArgument(fmt::format("predict: '{}' was measured on {} and '{}' on {} (device specs differ: {}): one model per device",
+                                        files.front().string(), all.device.name, files[i].string(), d.device.name,
+                                        spec_difference(all.device, d.device)));
+    std::set<std::tuple<std::string, std::string, std::string>> seen;
+    for (const auto& s : all.samples) seen.emplace(s.family, s.key, s.config);
+    for (auto& s : d.samples) {
+      if (seen.contains({s.family, s.key, s.config}))
+        throw InvalidArgument(fmt::format("predict: '{}' measures config \"{}\" of {} {{{}}} again (an earlier file has it): each "
+                                          "sample once",
+                                          files[i].string(), s.config, s.family, s.key));
+      all.samples.push_back(std::move(s));
+    }
   }
   return all;
 }
 
 void save_dataset(const Dataset& d, const std::filesystem::path& file) {
+  const std::filesystem::path to = detail::output_path(file, "dataset");
+  for (std::size_t i = 0; i < d.samples.size(); ++i) {
+    try {
+      check_sample(d.samples[i]);
+    } catch (const std::exception& e) {
+      throw InvalidArgument(fmt::format("predict: not writing dataset '{}': sample {}: {}", file.string(), i, e.what()));
+    }
+  }
   json samples = json::array();
   for (const Sample& s : d.samples)
     samples.push_back({{"family", s.family},
@@ -203,7 +254,7 @@ void save_dataset(const Dataset& d, const std::filesystem::path& file) {
                          {"bytes", num(s.point.launch.bytes)},
                          {"flops_width", s.point.launch.flops_width}}}});
   const json j{{"format", kFormat}, {"version", kVersion}, {"device", to_json(d.device)}, {"samples", std::move(samples)}};
-  if (const std::string err = runtime::write_file_atomically(file, j.dump(1) + "\n"); !err.empty())
+  if (const std::string err = runtime::write_file_atomically(to, j.dump(1) + "\n"); !err.empty())
     throw InvalidArgument(fmt::format("predict: cannot write dataset '{}': {}", file.string(), err));
 }
 

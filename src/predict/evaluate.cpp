@@ -2,6 +2,7 @@
 #include "tilejit/predict/evaluate.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
@@ -13,15 +14,20 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-/// Average ranks (1-based) of v.
+/// Average ranks (1-based) of v; NaN (no score) ranks below every number, NaNs tied with each other.
 std::vector<double> ranks(std::span<const double> v) {
   std::vector<std::size_t> idx(v.size());
   std::iota(idx.begin(), idx.end(), 0);
-  std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) { return v[a] < v[b]; });
+  auto less = [&](std::size_t a, std::size_t b) {
+    const bool na = std::isnan(v[a]), nb = std::isnan(v[b]);
+    if (na || nb) return na && !nb;
+    return v[a] < v[b];
+  };
+  std::stable_sort(idx.begin(), idx.end(), less);
   std::vector<double> r(v.size());
   for (std::size_t i = 0; i < idx.size();) {
     std::size_t j = i;
-    while (j + 1 < idx.size() && v[idx[j + 1]] == v[idx[i]]) ++j;
+    while (j + 1 < idx.size() && !less(idx[i], idx[j + 1])) ++j;
     const double avg = (static_cast<double>(i) + static_cast<double>(j)) / 2 + 1;
     for (std::size_t t = i; t <= j; ++t) r[idx[t]] = avg;
     i = j + 1;
@@ -37,12 +43,27 @@ void check_group(std::span<const double> ms, std::size_t n_score, int k) {
     if (!(t > 0) || !std::isfinite(t)) throw InvalidArgument(fmt::format("predict: a time of {} ms: times must be positive", t));
 }
 
-/// C(n, r) as a double (n <= a few hundred here).
-double choose(std::size_t n, std::size_t r) {
-  if (r > n) return 0;
-  double c = 1;
-  for (std::size_t i = 1; i <= r; ++i) c = c * static_cast<double>(n - r + i) / static_cast<double>(i);
-  return c;
+/// log C(n, r) (lgamma: no overflow for any group size).
+double log_choose(std::size_t n, std::size_t r) {
+  const double nn = static_cast<double>(n), rr = static_cast<double>(r);
+  return std::lgamma(nn + 1) - std::lgamma(rr + 1) - std::lgamma(nn - rr + 1);
+}
+
+/// The exact expectation over uniformly random orders for one group: mean top-k regret, and the probability that
+/// the top k hold a config within `tolerance` of the fastest.
+std::pair<double, double> random_expectation(std::span<const double> ms, int k, double tolerance) {
+  std::vector<double> t(ms.begin(), ms.end());
+  std::sort(t.begin(), t.end());
+  const std::size_t n = t.size(), kk = std::min<std::size_t>(static_cast<std::size_t>(k), n);
+  // P(the best of a random k-subset is the i-th fastest, 0-based) = C(n-1-i, k-1) / C(n, k).
+  const double all = log_choose(n, kk);
+  double e = 0;
+  for (std::size_t i = 0; i + kk <= n; ++i) e += std::exp(log_choose(n - 1 - i, kk - 1) - all) * (t[i] / t[0] - 1);
+  // P(some config of regret <= tolerance among the k) = 1 - C(n - m, k) / C(n, k), m = how many there are.
+  std::size_t m = 0;
+  while (m < n && t[m] / t[0] - 1 <= tolerance) ++m;
+  const double p = n - m < kk ? 1.0 : 1.0 - std::exp(log_choose(n - m, kk) - all);
+  return {e, p};
 }
 
 }  // namespace
@@ -80,20 +101,17 @@ double topk_regret(std::span<const double> ms, std::span<const double> score, in
 
 double random_topk_regret(std::span<const double> ms, int k) {
   check_group(ms, ms.size(), k);
-  std::vector<double> t(ms.begin(), ms.end());
-  std::sort(t.begin(), t.end());
-  const std::size_t n = t.size(), kk = std::min<std::size_t>(static_cast<std::size_t>(k), n);
-  // P(the best of a random k-subset is the i-th fastest, 0-based) = C(n-1-i, k-1) / C(n, k).
-  const double all = choose(n, kk);
-  double e = 0;
-  for (std::size_t i = 0; i + kk <= n; ++i) e += choose(n - 1 - i, kk - 1) / all * (t[i] / t[0] - 1);
-  return e;
+  return random_expectation(ms, k, 0).first;
 }
 
 RankMetrics rank_metrics(const Dataset& d, const std::vector<std::vector<std::size_t>>& groups, std::span<const double> score,
                          std::span<const int> ks, double tolerance) {
   if (score.size() != d.samples.size())
     throw InvalidArgument(fmt::format("predict: {} scores for {} samples", score.size(), d.samples.size()));
+  if (!(tolerance >= 0)) throw InvalidArgument(fmt::format("predict: tolerance = {}: must be a fraction >= 0", tolerance));
+  for (const auto& g : groups)
+    for (std::size_t i : g)
+      if (i >= d.samples.size()) throw InvalidArgument(fmt::format("predict: group index {} of {} samples", i, d.samples.size()));
   RankMetrics m;
   m.k.assign(ks.begin(), ks.end());
   m.regret.assign(ks.size(), 0);
@@ -133,6 +151,7 @@ std::vector<HeldOut> leave_one_kernel_out(const Dataset& d, std::span<const int>
                                       fams.size()));
   for (int k : ks)
     if (k < 1) throw InvalidArgument(fmt::format("predict: k = {}: must be >= 1", k));
+  if (!(tolerance >= 0)) throw InvalidArgument(fmt::format("predict: tolerance = {}: must be a fraction >= 0", tolerance));
   // The roofline order: the negated estimate (NaN: last).
   std::vector<double> roof(d.samples.size());
   for (const auto& g : groups) {
@@ -172,11 +191,10 @@ std::vector<HeldOut> leave_one_kernel_out(const Dataset& d, std::span<const int>
       for (std::size_t i : g) ms.push_back(d.samples[i].ms);
       ++h.random.groups;
       for (std::size_t j = 0; j < ks.size(); ++j) {
-        const double r = random_topk_regret(ms, ks[j]);
+        const auto [r, p] = random_expectation(ms, ks[j], tolerance);
         h.random.regret[j] += r;
         h.random.max_regret[j] = std::max(h.random.max_regret[j], r);
-        // P(the fastest is among k random of n) = k / n.
-        h.random.zero_regret[j] += std::min(1.0, static_cast<double>(ks[j]) / static_cast<double>(ms.size()));
+        h.random.zero_regret[j] += p;
       }
     }
     for (std::size_t j = 0; j < ks.size() && h.random.groups; ++j) {
@@ -190,6 +208,11 @@ std::vector<HeldOut> leave_one_kernel_out(const Dataset& d, std::span<const int>
 }
 
 std::string format_evaluation(const std::vector<HeldOut>& r, std::span<const int> ks) {
+  for (const auto& h : r)
+    for (const RankMetrics* m : {&h.model, &h.roofline, &h.random})
+      if (m->k != std::vector<int>(ks.begin(), ks.end()))
+        throw InvalidArgument(fmt::format("predict: {} was evaluated at k = {}, not at the {} k given", h.family, fmt::join(m->k, ","),
+                                          ks.size()));
   std::string s = fmt::format("{:<24} {:<9} {:>6} {:>8}", "held-out family", "method", "groups", "spearman");
   for (int k : ks) s += fmt::format("  {:>10} {:>9} {:>8}", fmt::format("regret@{}", k), fmt::format("worst@{}", k), fmt::format("zero@{}", k));
   s += '\n';

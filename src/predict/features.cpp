@@ -158,7 +158,12 @@ std::vector<std::vector<float>> group_features(std::span<const Point> group, con
     };
     if (v.size() != feature_names().size()) throw std::logic_error("predict: feature vector and names differ in length");
     std::vector<float> f(v.size());
-    std::transform(v.begin(), v.end(), f.begin(), [](double x) { return static_cast<float>(x); });
+    // Missing, not infinite: a value past float's range (or an estimate over a zero best) is NaN to XGBoost, which
+    // refuses a matrix holding inf.
+    std::transform(v.begin(), v.end(), f.begin(), [](double x) {
+      const float y = static_cast<float>(x);
+      return std::isfinite(y) ? y : std::numeric_limits<float>::quiet_NaN();
+    });
     out.push_back(std::move(f));
   }
   return out;

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "../runtime/dl.hpp"
+#include "output_path.hpp"
 #include "tilejit/runtime/atomic_file.hpp"
 
 namespace tilejit::predict {
@@ -46,9 +47,8 @@ struct Xgb {
 const Xgb& xgb() {
   static const Xgb x = [] {
     Xgb r;
-    std::vector<std::string> names;
-    if (const char* env = std::getenv("TILEJIT_XGBOOST"); env && *env) names.emplace_back(env);
-    names.insert(names.end(), {"libxgboost.so.0", "libxgboost.so"});
+    std::vector<std::string> names{"libxgboost.so.0", "libxgboost.so"};
+    if (const char* env = std::getenv("TILEJIT_XGBOOST"); env && *env) names = {env};  // that one, or a clear failure
     const auto& lib = runtime::detail::open_library(names);
     if (!lib) {
       r.error = "XGBoost (libxgboost.so.0, Debian's libxgboost0) could not be loaded: " + lib.error;
@@ -113,6 +113,44 @@ DMatrix dense(const std::vector<std::vector<float>>& x, std::size_t ncol) {
   return m;
 }
 
+/// Checks what XGBoost trusts without checking in its JSON model: the feature count, the tree count against the trees,
+/// and every tree's arrays (lengths, child indices, split features). A damaged file that passed XGBoost's own parser
+/// could otherwise read out of bounds at load or at scoring. Throws std::runtime_error naming what is wrong.
+void check_trees(const json& xgb, std::size_t num_feature) {
+  const json& learner = xgb.at("learner");
+  const std::string nf = learner.at("learner_model_param").at("num_feature").get<std::string>();
+  if (nf != std::to_string(num_feature))
+    throw std::runtime_error(fmt::format("its trees read {} features, this build computes {}", nf, num_feature));
+  const json& model = learner.at("gradient_booster").at("model");
+  const json& trees = model.at("trees");
+  const std::string nt = model.at("gbtree_model_param").at("num_trees").get<std::string>();
+  if (!trees.is_array() || nt != std::to_string(trees.size()) || model.at("tree_info").size() != trees.size())
+    throw std::runtime_error(fmt::format("it declares {} trees and holds {} (tree_info: {})", nt, trees.is_array() ? trees.size() : 0,
+                                         model.at("tree_info").size()));
+  for (std::size_t t = 0; t < trees.size(); ++t) {
+    const json& tree = trees[t];
+    const long long n = std::stoll(tree.at("tree_param").at("num_nodes").get<std::string>());
+    if (const std::string tf = tree.at("tree_param").at("num_feature").get<std::string>(); tf != std::to_string(num_feature))
+      throw std::runtime_error(fmt::format("tree {} reads {} features, this build computes {}", t, tf, num_feature));
+    if (n < 1 || n > (1LL << 24)) throw std::runtime_error(fmt::format("tree {} has {} nodes", t, n));
+    for (const char* field : {"left_children", "right_children", "parents", "split_indices", "split_conditions", "default_left",
+                              "base_weights", "loss_changes", "sum_hessian"})
+      if (!tree.at(field).is_array() || static_cast<long long>(tree.at(field).size()) != n)
+        throw std::runtime_error(fmt::format("tree {}: {} does not hold its {} nodes", t, field, n));
+    const json &left = tree.at("left_children"), &right = tree.at("right_children"), &split = tree.at("split_indices");
+    for (long long i = 0; i < n; ++i) {
+      const long long l = left[static_cast<std::size_t>(i)].get<long long>(), r = right[static_cast<std::size_t>(i)].get<long long>();
+      if ((l == -1) != (r == -1) || (l != -1 && (l <= i || l >= n || r <= i || r >= n)))
+        throw std::runtime_error(fmt::format("tree {}: node {} has children {} and {} (of {} nodes)", t, i, l, r, n));
+      if (l != -1) {
+        const long long f = split[static_cast<std::size_t>(i)].get<long long>();
+        if (f < 0 || f >= static_cast<long long>(num_feature))
+          throw std::runtime_error(fmt::format("tree {}: node {} splits on feature {} (of {})", t, i, f, num_feature));
+      }
+    }
+  }
+}
+
 }  // namespace
 
 bool xgboost_available(std::string* why) {
@@ -149,7 +187,7 @@ RankModel RankModel::train_on(const Dataset& d, const std::vector<std::size_t>& 
   if (o.max_depth < 1 || o.max_depth > 16) throw InvalidArgument(fmt::format("predict: max_depth = {}: must be in [1, 16]", o.max_depth));
   if (!(o.eta > 0 && o.eta <= 1)) throw InvalidArgument(fmt::format("predict: eta = {}: must be in (0, 1]", o.eta));
   if (!(o.min_child_weight >= 0)) throw InvalidArgument(fmt::format("predict: min_child_weight = {}: must be >= 0", o.min_child_weight));
-  if (o.threads < 0) throw InvalidArgument(fmt::format("predict: threads = {}: must be >= 0", o.threads));
+  if (o.threads < 0 || o.threads > 1024) throw InvalidArgument(fmt::format("predict: threads = {}: must be in [0, 1024]", o.threads));
   const Xgb& x = need_xgb();
   const std::set<std::size_t> keep(rows.begin(), rows.end());
   const auto feats = d.features();
@@ -196,16 +234,19 @@ RankModel RankModel::train_on(const Dataset& d, const std::vector<std::size_t>& 
 
 std::vector<double> RankModel::score(const std::vector<std::vector<float>>& xs) const {
   if (xs.empty()) return {};
+  const Impl& p = impl();
   DMatrix m = dense(xs, feature_names().size());
-  std::lock_guard lock(p_->mu);
+  std::lock_guard lock(p.mu);
   bst_ulong n = 0;
   const float* out = nullptr;
-  check(xgb().predict(p_->booster, m.h, 0, 0, 0, &n, &out), "XGBoosterPredict");
+  check(xgb().predict(p.booster, m.h, 0, 0, 0, &n, &out), "XGBoosterPredict");
   if (n != xs.size()) throw Error(fmt::format("predict: XGBoost returned {} scores for {} rows", n, xs.size()));
   return std::vector<double>(out, out + n);
 }
 
 void RankModel::save(const std::filesystem::path& file) const {
+  (void)impl();
+  const std::filesystem::path to = detail::output_path(file, "model");
   json model;
   {
     std::lock_guard lock(p_->mu);
@@ -221,7 +262,7 @@ void RankModel::save(const std::filesystem::path& file) const {
                {"trained_on", {{"samples", p_->samples}, {"groups", p_->groups}, {"families", p_->families}}},
                {"params", p_->params},
                {"xgboost", std::move(model)}};
-  if (const std::string err = runtime::write_file_atomically(file, j.dump() + "\n"); !err.empty())
+  if (const std::string err = runtime::write_file_atomically(to, j.dump() + "\n"); !err.empty())
     throw InvalidArgument(fmt::format("predict: cannot write model '{}': {}", file.string(), err));
 }
 
@@ -246,6 +287,7 @@ RankModel RankModel::load(const std::filesystem::path& file) {
     impl->groups = j.at("trained_on").at("groups").get<std::size_t>();
     impl->families = j.at("trained_on").at("families").get<std::vector<std::string>>();
     impl->params = j.value("params", json::object());
+    check_trees(j.at("xgboost"), names.size());
     xgb_model = j.at("xgboost").dump();
   } catch (const std::exception& e) {
     throw InvalidArgument(fmt::format("predict: model '{}': {}", file.string(), e.what()));
@@ -260,9 +302,13 @@ RankModel RankModel::load(const std::filesystem::path& file) {
   return RankModel(std::move(impl));
 }
 
-const std::string& RankModel::device() const { return p_->device; }
-std::size_t RankModel::trained_samples() const { return p_->samples; }
-std::size_t RankModel::trained_groups() const { return p_->groups; }
-const std::vector<std::string>& RankModel::trained_families() const { return p_->families; }
+const RankModel::Impl& RankModel::impl() const {
+  if (!p_) throw InvalidArgument("predict: this RankModel was moved from");
+  return *p_;
+}
+const std::string& RankModel::device() const { return impl().device; }
+std::size_t RankModel::trained_samples() const { return impl().samples; }
+std::size_t RankModel::trained_groups() const { return impl().groups; }
+const std::vector<std::string>& RankModel::trained_families() const { return impl().families; }
 
 }  // namespace tilejit::predict

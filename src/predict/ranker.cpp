@@ -8,25 +8,28 @@
 #include <cmath>
 #include <limits>
 #include <system_error>
+#include <functional>
 #include <thread>
 
 namespace tilejit::predict {
 
-std::vector<Point> points(std::span<const RankInput> cands, std::span<const runtime::ArgSlot> args) {
-  std::vector<Point> out(cands.size());
-  std::vector<std::exception_ptr> err(cands.size());
+std::vector<std::optional<Point>> points(std::span<const RankInput> cands, std::span<const runtime::ArgSlot> args, unsigned threads) {
+  std::vector<std::optional<Point>> out(cands.size());
   std::atomic<std::size_t> next{0};
   auto work = [&] {
     for (std::size_t i; (i = next.fetch_add(1)) < cands.size();) {
       try {
-        out[i].kernel = summarize(cands[i].kernel);
-        out[i].launch = summarize_launch(cands[i].kernel, cands[i].grid, args);
-      } catch (...) {
-        err[i] = std::current_exception();
+        Point p;
+        p.kernel = summarize(cands[i].kernel);
+        p.launch = summarize_launch(cands[i].kernel, cands[i].grid, args);
+        out[i] = p;
+      } catch (const std::exception&) {
+        // This candidate cannot be summarised (a grid of 0 programs, ...): no point; the tuner finds out why.
       }
     }
   };
-  const unsigned nt = static_cast<unsigned>(std::min<std::size_t>(std::max(1u, std::thread::hardware_concurrency()), cands.size()));
+  const unsigned want = threads ? threads : std::max(1u, std::thread::hardware_concurrency());
+  const unsigned nt = static_cast<unsigned>(std::min<std::size_t>(want, cands.size()));
   std::vector<std::thread> pool;
   for (unsigned t = 1; t < nt; ++t) {
     try {
@@ -37,47 +40,70 @@ std::vector<Point> points(std::span<const RankInput> cands, std::span<const runt
   }
   work();
   for (auto& t : pool) t.join();
-  for (const auto& e : err)
-    if (e) std::rethrow_exception(e);
   return out;
 }
+
+namespace {
+
+/// Scores by `score_of` for the candidates that have a point; NaN (last) for the others.
+std::vector<double> scored(const std::vector<std::optional<Point>>& pts,
+                           const std::function<std::vector<double>(const std::vector<Point>&)>& score_of) {
+  std::vector<Point> have;
+  for (const auto& p : pts)
+    if (p) have.push_back(*p);
+  std::vector<double> out(pts.size(), std::numeric_limits<double>::quiet_NaN());
+  if (have.empty()) return out;
+  const std::vector<double> s = score_of(have);
+  for (std::size_t i = 0, j = 0; i < pts.size(); ++i)
+    if (pts[i]) out[i] = s[j++];
+  return out;
+}
+
+}  // namespace
 
 RankFn ranker(std::shared_ptr<const RankModel> model, std::optional<DeviceSpec> spec) {
   if (!model) throw InvalidArgument("predict::ranker: no model");
   return [model = std::move(model), spec](const TuneKey&, std::span<const RankInput> cands, std::span<const runtime::ArgSlot> args) {
     if (cands.empty()) return std::vector<double>{};
-    const auto pts = points(cands, args);
     const DeviceSpec d = spec ? *spec : device_spec(cands.front().kernel.device());
-    return model->score(group_features(pts, d));
+    if (d.name != model->device())
+      throw InvalidArgument(fmt::format("predict::ranker: the model was trained on {} data, the candidates run on {}: train one on "
+                                        "this device's data (or pass the spec to rank against)",
+                                        model->device(), d.name));
+    return scored(points(cands, args), [&](const std::vector<Point>& p) { return model->score(group_features(p, d)); });
   };
 }
 
 RankFn roofline_ranker(std::optional<DeviceSpec> spec) {
   return [spec](const TuneKey&, std::span<const RankInput> cands, std::span<const runtime::ArgSlot> args) {
-    std::vector<double> s;
-    if (cands.empty()) return s;
-    const auto pts = points(cands, args);
+    if (cands.empty()) return std::vector<double>{};
     const DeviceSpec d = spec ? *spec : device_spec(cands.front().kernel.device());
-    for (const Point& p : pts) s.push_back(-roofline_us(p, d));
-    return s;
+    return scored(points(cands, args), [&](const std::vector<Point>& p) {
+      std::vector<double> s;
+      for (const Point& x : p) s.push_back(-roofline_us(x, d));
+      return s;
+    });
   };
 }
 
-RankFn Recorder::rank_function() {
-  return [this](const TuneKey& key, std::span<const RankInput> cands, std::span<const runtime::ArgSlot> args) {
+RankFn Recorder::rank_function(std::string family) {
+  if (family.empty()) throw InvalidArgument("predict::Recorder: the family name is empty");
+  return [this, family = std::move(family)](const TuneKey& key, std::span<const RankInput> cands, std::span<const runtime::ArgSlot> args) {
     const auto pts = points(cands, args);
     std::lock_guard lock(mu_);
-    auto& m = seen_[key.str()];
-    for (std::size_t i = 0; i < cands.size(); ++i) m[cands[i].config.str()] = pts[i];
+    auto& m = seen_[{family, key.str()}];
+    for (std::size_t i = 0; i < cands.size(); ++i)
+      if (pts[i]) m[cands[i].config.str()] = *pts[i];
     return std::vector<double>(cands.size(), std::numeric_limits<double>::quiet_NaN());
   };
 }
 
 std::vector<Sample> Recorder::samples(const std::string& family, const TuneReport& report) const {
   std::lock_guard lock(mu_);
-  const auto it = seen_.find(report.key);
+  const auto it = seen_.find({family, report.key});
   if (it == seen_.end())
-    throw InvalidArgument(fmt::format("predict::Recorder: no candidates of key {{{}}} were ranked through this recorder", report.key));
+    throw InvalidArgument(fmt::format("predict::Recorder: no candidates of {} for key {{{}}} were ranked through rank_function(\"{}\")",
+                                      family, report.key, family));
   std::vector<Sample> out;
   for (const auto& c : report.candidates) {
     if (c.status != CandidateReport::Status::timed) continue;

@@ -520,9 +520,12 @@ AutotunerCore::Tuned& AutotunerCore::tune_locked(const TuneKey& key, const GridF
         throw std::runtime_error(fmt::format("it returned {} scores for {} candidates", scores.size(), traced.size()));
     } catch (const std::exception& e) {
       log(fmt::format("the rank function failed ({}): timing every candidate", describe(e)));
-      scores.assign(traced.size(), std::numeric_limits<double>::quiet_NaN());
+      rank_failed = true;
+    } catch (...) {
+      log("the rank function failed (it threw something that is not a std::exception): timing every candidate");
       rank_failed = true;
     }
+    if (rank_failed) scores.assign(traced.size(), std::numeric_limits<double>::quiet_NaN());
     std::vector<std::size_t> order(traced.size());
     for (std::size_t j = 0; j < order.size(); ++j) order[j] = j;
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
@@ -534,7 +537,7 @@ AutotunerCore::Tuned& AutotunerCore::tune_locked(const TuneKey& key, const GridF
     for (std::size_t j = 0; j < order.size(); ++j) {
       const std::size_t i = traced[order[j]];
       rep.candidates[i].score = scores[order[j]];
-      rep.candidates[i].rank = static_cast<int>(j);
+      rep.candidates[i].rank = rank_failed ? -1 : static_cast<int>(j);
       ranked.push_back(i);
     }
     const std::size_t k = opt_.top_k > 0 && !rank_failed ? std::min(static_cast<std::size_t>(opt_.top_k), ranked.size()) : ranked.size();
@@ -615,7 +618,8 @@ AutotunerCore::Tuned& AutotunerCore::tune_locked(const TuneKey& key, const GridF
         KernelCore& k = *kernels[i];
         auto run = [&] { k.launch(g, opt_.stream, slots); };
         const float first = dev_.time_ms(opt_.stream, run);
-        const int fit = first > 0 ? static_cast<int>(opt_.budget_ms / first) : opt_.reps;
+        // (in double first: a huge budget over a short launch must not overflow the int)
+        const int fit = first > 0 ? static_cast<int>(std::min<double>(opt_.budget_ms / first, std::max(opt_.reps, opt_.warmup))) : opt_.reps;
         const int warm = std::clamp(fit, 0, opt_.warmup);
         for (int w = 0; w < warm; ++w) run();
         runs.push_back(Run{i, g, std::clamp(fit, 1, opt_.reps), {}});
@@ -650,12 +654,14 @@ AutotunerCore::Tuned& AutotunerCore::tune_locked(const TuneKey& key, const GridF
     if (any) break;
   }
   // What no batch reached: ranked out.
+  std::size_t compiled_count = 0;
+  for (std::size_t b = 0; b < done_batches; ++b) compiled_count += batches[b].size();
   for (std::size_t b = done_batches; b < batches.size(); ++b)
     for (std::size_t i : batches[b]) {
       CandidateReport& c = rep.candidates[i];
       c.status = CandidateReport::Status::ranked_out;
-      c.reason = fmt::format("ranked {} of {} by the rank function (score {:.4g}): only the top {} were compiled", c.rank + 1,
-                             ranked_count, c.score, opt_.top_k);
+      c.reason = fmt::format("ranked {} of {} by the rank function (score {:.4g}): only the first {} were compiled", c.rank + 1,
+                             ranked_count, c.score, compiled_count);
       kernels[i].reset();
     }
   if (flush) {

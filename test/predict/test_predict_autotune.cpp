@@ -182,7 +182,7 @@ TEST_CASE("predict: the Recorder turns a full race into samples with summaries; 
   Problem p;
   pr::Recorder rec;
   auto o = options(log);
-  o.rank = rec.rank_function();
+  o.rank = rec.rank_function("vecadd");
   tj::Autotuner tuner("vecadd_rec", candidates(), o);
   const auto& r = tuner.tune(tj::TuneKey{{"n", Problem::n}}, Problem::grid(), p.x.data(), p.y.data(), p.out.data(), Problem::n);
   CHECK(std::count_if(r.candidates.begin(), r.candidates.end(), [](const auto& c) { return c.status == S::timed; }) == 4);
@@ -227,10 +227,11 @@ TEST_CASE("predict: a trained model ranks a race end to end (interpreter)") {
   for (long long n : {1000LL, 3000LL}) {
     pr::Recorder rec;
     auto o = options(log);
-    o.rank = rec.rank_function();
+    const std::string fam = n == 1000 ? "fam_a" : "fam_b";
+    o.rank = rec.rank_function(fam);
     tj::Autotuner t("vecadd_data", candidates(), o);
     const auto& r = t.tune(tj::TuneKey{{"n", n}}, Problem::grid(), p.x.data(), p.y.data(), p.out.data(), Problem::n);
-    for (auto s : rec.samples(n == 1000 ? "fam_a" : "fam_b", r)) {
+    for (auto s : rec.samples(fam, r)) {
       s.ms = 1000.0 / static_cast<double>(std::stoll(s.config.substr(s.config.find('=') + 1)));
       d.samples.push_back(s);
     }
@@ -245,4 +246,89 @@ TEST_CASE("predict: a trained model ranks a race end to end (interpreter)") {
   CHECK(of(r, 256).rank == 0);
   CHECK(of(r, 256).status == S::timed);
   CHECK(of(r, 96).status == S::ranked_out);
+}
+
+TEST_CASE("predict in the autotuner: what the helper's break-it pass found stays fixed") {
+  Problem p;
+  SUBCASE("a rank function that throws a non-std exception is logged; ranks stay unset") {
+    Log log;
+    auto o = options(log);
+    o.rank = [](const tj::TuneKey&, std::span<const tj::RankInput>, std::span<const tj::runtime::ArgSlot>) -> std::vector<double> {
+      throw 42;
+    };
+    o.top_k = 1;
+    tj::Autotuner tuner("vecadd_throw42", candidates(), o);
+    const auto& r = tuner.tune(tj::TuneKey{{"n", Problem::n}}, Problem::grid(), p.x.data(), p.y.data(), p.out.data(), Problem::n);
+    CHECK(std::count_if(r.candidates.begin(), r.candidates.end(), [](const auto& c) { return c.status == S::timed; }) == 4);
+    for (const auto& c : r.candidates) CHECK(c.rank == -1);
+    CHECK(log.has("not a std::exception"));
+  }
+  SUBCASE("one candidate that cannot be summarised is ranked last; the others are ranked and recorded") {
+    Log log;
+    auto grid = [](const tj::Config& c) {
+      const long long b = c.param("BLOCK");
+      return b == 256 ? tj::Grid{0} : tj::Grid{tj::cdiv(Problem::n, b)};
+    };
+    auto o = options(log);
+    o.rank = pr::roofline_ranker(pr::device_spec("H200"));
+    o.top_k = 2;
+    tj::Autotuner tuner("vecadd_grid0", candidates(), o);
+    const auto& r = tuner.tune(tj::TuneKey{{"n", Problem::n}}, grid, p.x.data(), p.y.data(), p.out.data(), Problem::n);
+    MESSAGE(r.str());
+    CHECK(std::isnan(of(r, 256).score));
+    CHECK(of(r, 256).rank == 3);
+    for (long long b : {96, 128, 192}) CHECK(std::isfinite(of(r, b).score));
+    CHECK_FALSE(log.has("the rank function failed"));
+
+    pr::Recorder rec;
+    auto o2 = options(log);
+    o2.rank = rec.rank_function("vecadd");
+    tj::Autotuner t2("vecadd_grid0_rec", candidates(), o2);
+    const auto& r2 = t2.tune(tj::TuneKey{{"n", Problem::n}}, grid, p.x.data(), p.y.data(), p.out.data(), Problem::n);
+    CHECK(of(r2, 256).status == S::launch_failed);
+    CHECK(rec.samples("vecadd", r2).size() == 3);
+  }
+  SUBCASE("one recorder serving two tuners keeps their points apart") {
+    Log log;
+    pr::Recorder rec;
+    std::vector<double> xd(Problem::n, 1.0), yd(Problem::n, 2.0), od(Problem::n);
+    auto o1 = options(log);
+    o1.rank = rec.rank_function("f32");
+    auto o2 = options(log);
+    o2.rank = rec.rank_function("f64");
+    tj::Autotuner t1("vecadd_f32_rec", candidates(), o1);
+    tj::Autotuner t2("vecadd_f64_rec", {tj::cand<examples::VecAdd<128, double>>({.params = {{"BLOCK", 128}}, .num_warps = 1})}, o2);
+    const tj::TuneKey key{{"n", Problem::n}};
+    const auto& r1 = t1.tune(key, Problem::grid(), p.x.data(), p.y.data(), p.out.data(), Problem::n);
+    const auto& r2 = t2.tune(key, Problem::grid(), xd.data(), yd.data(), od.data(), Problem::n);
+    for (const auto& s : rec.samples("f32", r1))
+      if (s.config.starts_with("BLOCK=128 ")) CHECK(s.point.launch.bytes == doctest::Approx(12.0 * 128 * 8));
+    const auto s64 = rec.samples("f64", r2);
+    REQUIRE(s64.size() == 1);
+    CHECK(s64[0].point.launch.bytes == doctest::Approx(24.0 * 128 * 8));
+    CHECK_THROWS_AS(rec.rank_function(""), tj::InvalidArgument);
+  }
+}
+
+TEST_CASE("predict: a model of another device is not used to rank; the tuner says so and times everything") {
+  std::string why;
+  REQUIRE_MESSAGE(pr::xgboost_available(&why), why);
+  Log log;
+  Problem p;
+  pr::Dataset d;
+  d.device = pr::device_spec("H200");
+  pr::Recorder rec;
+  auto o = options(log);
+  o.rank = rec.rank_function("v");
+  tj::Autotuner t("vecadd_dev_data", candidates(), o);
+  const auto& r = t.tune(tj::TuneKey{{"n", Problem::n}}, Problem::grid(), p.x.data(), p.y.data(), p.out.data(), Problem::n);
+  for (auto s : rec.samples("v", r)) d.samples.push_back(s);
+  auto model = std::make_shared<const pr::RankModel>(pr::RankModel::train(d, {.rounds = 5}));
+  auto o2 = options(log);
+  o2.rank = pr::ranker(model);  // the interpreter's spec, not the H200's
+  o2.top_k = 1;
+  tj::Autotuner tuner("vecadd_other_device", candidates(), o2);
+  const auto& r2 = tuner.tune(tj::TuneKey{{"n", Problem::n}}, Problem::grid(), p.x.data(), p.y.data(), p.out.data(), Problem::n);
+  CHECK(std::count_if(r2.candidates.begin(), r2.candidates.end(), [](const auto& c) { return c.status == S::timed; }) == 4);
+  CHECK(log.has("trained on H200 data, the candidates run on interpreter"));
 }

@@ -124,7 +124,10 @@ TEST_CASE("predict: a dataset round-trips through its file, NaN included; bad fi
   pr::Dataset other = d;
   other.device = pr::device_spec("H100");
   pr::save_dataset(other, t.path / "h100.json");
-  CHECK(pr::load_datasets({t.path / "d.json", t.path / "d.json"}).samples.size() == 2 * d.samples.size());
+  pr::Dataset more = synthetic(2, 2, 2);
+  for (auto& s : more.samples) s.family += "_more";
+  pr::save_dataset(more, t.path / "more.json");
+  CHECK(pr::load_datasets({t.path / "d.json", t.path / "more.json"}).samples.size() == d.samples.size() + more.samples.size());
   CHECK_THROWS_WITH_AS(pr::load_datasets({t.path / "d.json", t.path / "h100.json"}), doctest::Contains("one model per device"),
                        tj::InvalidArgument);
 
@@ -211,4 +214,104 @@ TEST_CASE("predict: a model saved and loaded scores alike; bad models, options a
   CHECK_THROWS_WITH_AS(pr::RankModel::load(t.path / "junk.json"), doctest::Contains("not a \"tilejit-predict-model\" file"),
                        tj::InvalidArgument);
   CHECK_THROWS_WITH_AS(pr::RankModel::load(t.path / "none.json"), doctest::Contains("cannot open"), tj::InvalidArgument);
+}
+
+TEST_CASE("predict: what the helper's break-it pass found stays fixed (data and metrics)") {
+  TempDir t;
+  pr::Dataset d = synthetic(5, 2, 2);
+  // NaN scores rank below every number (not as a made-up order), and an all-NaN order has no correlation.
+  const std::vector<double> up{1, 2, 3};
+  CHECK(std::isnan(pr::spearman(std::vector<double>{NAN, NAN, NAN}, up)));
+  CHECK(pr::spearman(std::vector<double>{NAN, 1, 2}, up) == doctest::Approx(1));
+  // Exact random expectations for groups far past a double's factorials.
+  std::vector<double> big(2000);
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = 1 + static_cast<double>(i) / 1000;
+  const double r = pr::random_topk_regret(big, 1000);
+  CHECK(std::isfinite(r));
+  CHECK(r >= 0);
+  CHECK(r < 0.01);
+
+  // A program count past 2^53, a config measured twice, a time of 0: refused by name, on load and on save.
+  pr::Dataset bad = d;
+  bad.samples[1].ms = 0;
+  CHECK_THROWS_WITH_AS(pr::save_dataset(bad, t.path / "bad.json"), doctest::Contains("sample 1: \"ms\" = 0"), tj::InvalidArgument);
+  CHECK_FALSE(std::filesystem::exists(t.path / "bad.json"));
+  bad = d;
+  bad.samples[0].point.launch.bytes = INFINITY;
+  CHECK_THROWS_WITH_AS(pr::save_dataset(bad, t.path / "bad.json"), doctest::Contains("\"bytes\" = inf"), tj::InvalidArgument);
+  bad = d;
+  bad.samples.push_back(bad.samples[2]);
+  pr::save_dataset(bad, t.path / "dup.json");
+  CHECK_THROWS_WITH_AS(pr::load_dataset(t.path / "dup.json"), doctest::Contains("appears twice"), tj::InvalidArgument);
+  pr::save_dataset(d, t.path / "d.json");
+  CHECK_THROWS_WITH_AS(pr::load_datasets({t.path / "d.json", t.path / "d.json"}), doctest::Contains("measures config"),
+                       tj::InvalidArgument);
+  std::ifstream in(t.path / "d.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto at = text.find("\"programs\":");
+  REQUIRE(at != std::string::npos);
+  write(t.path / "huge.json", text.substr(0, at) + "\"programs\": 1e30" + text.substr(text.find_first_of(",}", at)));
+  CHECK_THROWS_WITH_AS(pr::load_dataset(t.path / "huge.json"), doctest::Contains("not a count in [1, 2^53]"), tj::InvalidArgument);
+  // The first sample's error names it too; a file without a device says so.
+  write(t.path / "nodev.json", R"({"format": "tilejit-predict-data", "version": 1, "samples": []})");
+  CHECK_THROWS_WITH_AS(pr::load_dataset(t.path / "nodev.json"), doctest::Contains("no \"device\" object"), tj::InvalidArgument);
+  // Two files of one device name but other specs: the field that differs is named.
+  pr::Dataset other = synthetic(6, 1, 1);
+  other.samples[0].family = "other";
+  other.device.num_sms = 114;
+  pr::save_dataset(other, t.path / "o.json");
+  CHECK_THROWS_WITH_AS(pr::load_datasets({t.path / "d.json", t.path / "o.json"}), doctest::Contains("num_sms 132 vs 114"),
+                       tj::InvalidArgument);
+  // Output paths: no missing directory is created, an empty name is refused, a link is written through.
+  CHECK_THROWS_WITH_AS(pr::save_dataset(d, t.path / "missing" / "x.json"), doctest::Contains("does not exist"), tj::InvalidArgument);
+  CHECK_FALSE(std::filesystem::exists(t.path / "missing"));
+  CHECK_THROWS_WITH_AS(pr::save_dataset(d, ""), doctest::Contains("empty"), tj::InvalidArgument);
+  std::filesystem::create_symlink(t.path / "target.json", t.path / "link.json");
+  pr::save_dataset(d, t.path / "link.json");
+  CHECK(std::filesystem::is_symlink(t.path / "link.json"));
+  CHECK(pr::load_dataset(t.path / "target.json").samples.size() == d.samples.size());
+
+  // Features are finite or NaN, never inf: zero work over a zero best.
+  pr::Point zero;
+  zero.kernel.threads = 128;
+  zero.kernel.codegen_ok = true;
+  zero.launch.flops = 0, zero.launch.bytes = 0;
+  zero.kernel.carried_regs = -1e308;
+  for (const auto& row : pr::group_features(std::vector<pr::Point>{zero, zero}, d.device))
+    for (float v : row) CHECK_FALSE(std::isinf(v));
+}
+
+TEST_CASE("predict: damaged models, bad thread counts and mismatched tables are refused, never a crash") {
+  std::string why;
+  REQUIRE_MESSAGE(pr::xgboost_available(&why), why);
+  TempDir t;
+  const pr::Dataset d = synthetic(3, 2, 2);
+  CHECK_THROWS_WITH_AS(pr::RankModel::train(d, {.rounds = 5, .threads = 2000}), doctest::Contains("threads = 2000"), tj::InvalidArgument);
+  pr::RankModel m = pr::RankModel::train(d, {.rounds = 5, .max_depth = 3});
+  m.save(t.path / "m.json");
+  std::ifstream in(t.path / "m.json");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto damaged = [&](const std::string& from, const std::string& to) {
+    const auto at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    write(t.path / "x.json", text.substr(0, at) + to + text.substr(at + from.size()));
+    return t.path / "x.json";
+  };
+  CHECK_THROWS_WITH_AS(pr::RankModel::load(damaged("\"left_children\":[1", "\"left_children\":[100000")),
+                       doctest::Contains("has children 100000"), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(pr::RankModel::load(damaged("\"num_feature\":\"29\"", "\"num_feature\":\"3\"")), doctest::Contains("reads 3 features"),
+                       tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(pr::RankModel::load(damaged("\"num_trees\":\"5\"", "\"num_trees\":\"100000\"")),
+                       doctest::Contains("declares 100000 trees and holds 5"), tj::InvalidArgument);
+  // A moved-from model says so.
+  pr::RankModel moved = std::move(m);
+  CHECK_THROWS_WITH_AS((void)m.device(), doctest::Contains("moved from"), tj::InvalidArgument);
+  CHECK(moved.device() == "H200");
+  // A table asked for other k than evaluated.
+  const auto r = pr::leave_one_kernel_out(d, std::vector<int>{1});
+  CHECK_THROWS_WITH_AS(pr::format_evaluation(r, std::vector<int>{1, 3}), doctest::Contains("evaluated at k = 1"), tj::InvalidArgument);
+  // The random baseline honours the tolerance: within 100% of the best, any order's top 1 counts.
+  const auto tol = pr::leave_one_kernel_out(d, std::vector<int>{1}, {.rounds = 5}, 10.0);
+  for (const auto& h : tol) CHECK(h.random.zero_regret[0] == doctest::Approx(1));
+  CHECK_THROWS_WITH_AS(pr::leave_one_kernel_out(d, std::vector<int>{1}, {}, NAN), doctest::Contains("tolerance = nan"), tj::InvalidArgument);
 }

@@ -37,12 +37,16 @@ struct Dataset {
   std::vector<std::vector<float>> features() const;
 };
 
-/// Read a dataset file. Throws InvalidArgument naming the file and what is wrong (not JSON, another format or a
-/// newer version, a sample without a field, a time that is not a positive number).
+/// Read a dataset file. Throws InvalidArgument naming the file, the sample and what is wrong: not JSON, another format
+/// or version, a missing field, a time that is not positive and finite, a program count outside [1, 2^53], flops or
+/// bytes that are infinite or negative, a config measured twice in one group.
 Dataset load_dataset(const std::filesystem::path& file);
-/// Several files into one; every file must be of the same device (InvalidArgument naming both otherwise).
+/// Several files into one; every file must be of the same device spec (InvalidArgument naming the field that
+/// differs) and no sample may appear in two files.
 Dataset load_datasets(const std::vector<std::filesystem::path>& files);
-/// Write atomically (a file already at `file` stays whole on failure). Throws InvalidArgument with the OS's reason.
+/// Write atomically (a file already at `file` stays whole on failure; a symbolic link is written through). Throws
+/// InvalidArgument for a sample that breaks load_dataset's rules (nothing is written then), an empty path, a parent
+/// directory that does not exist, or the OS's reason.
 void save_dataset(const Dataset& d, const std::filesystem::path& file);
 
 }  // namespace tilejit::predict

@@ -17,8 +17,8 @@
 
 namespace tilejit::predict {
 
-/// Spearman's rank correlation of x and y (average ranks for ties); NaN when either is constant or n < 2.
-/// Throws InvalidArgument when the sizes differ.
+/// Spearman's rank correlation of x and y (average ranks for ties; NaN values rank below every number, tied with
+/// each other); NaN when either is constant or n < 2. Throws InvalidArgument when the sizes differ.
 double spearman(std::span<const double> x, std::span<const double> y);
 
 /// Top-k regret of ranking `ms` by `score` (higher first; ties keep the earlier config first). k >= 1 (clamped to
@@ -38,7 +38,8 @@ struct RankMetrics {
   std::vector<double> zero_regret;   ///< fraction of groups with regret <= tolerance, per k
 };
 
-/// Metrics of the scores `score[i]` of d.samples[i] over `groups` (indices into d.samples).
+/// Metrics of the scores `score[i]` of d.samples[i] over `groups` (indices into d.samples). Throws InvalidArgument for
+/// a score count other than the samples', an index past them, k < 1 or a tolerance that is negative or NaN.
 RankMetrics rank_metrics(const Dataset& d, const std::vector<std::vector<std::size_t>>& groups, std::span<const double> score,
                          std::span<const int> ks, double tolerance = 0);
 
@@ -56,6 +57,7 @@ std::vector<HeldOut> leave_one_kernel_out(const Dataset& d, std::span<const int>
                                           double tolerance = 0);
 
 /// A plain-text table of leave_one_kernel_out's results (one line per family and method, then the mean over families).
+/// `ks` must be the k the results were evaluated at (InvalidArgument otherwise).
 std::string format_evaluation(const std::vector<HeldOut>& r, std::span<const int> ks);
 
 }  // namespace tilejit::predict

@@ -12,7 +12,8 @@
 //  - roofline times: flops / tensor peak at the dot's width and bytes / DRAM bandwidth, per launch and per
 //    program; their max divided by the last wave's fill estimates the launch's time.
 // Some features are relative to the other configs of the same key (log2 of the estimated time over the group's
-// least), because a ranking model compares configs within a key. Values not derivable are NaN (missing to XGBoost).
+// least), because a ranking model compares configs within a key. Values not derivable — and any that would be
+// infinite or past float's range — are NaN (missing to XGBoost).
 #pragma once
 #include <span>
 #include <string>

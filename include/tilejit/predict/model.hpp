@@ -10,8 +10,9 @@
 // compared with each other.
 //
 // XGBoost is loaded at first use (dlopen of libxgboost.so.0, as Debian's libxgboost0 ships it; TILEJIT_XGBOOST names
-// another file), so programs that never rank start without it. When it cannot be loaded, train / load throw
-// Unsupported with dlopen's reason.
+// the file to load instead, with no fallback), so programs that never rank start without it. When it cannot be
+// loaded, train / load throw Unsupported with dlopen's reason. load() checks the trees' structure (feature count,
+// node arrays, child and split indices) before XGBoost reads them: a damaged file is InvalidArgument, never a crash.
 //
 // File format (JSON, written atomically): {"format": "tilejit-predict-model", "version": 1, "features": [names],
 // "device": "H200", "trained_on": {"samples", "groups", "families": [...]}, "params": {...}, "xgboost": {XGBoost's
@@ -31,7 +32,7 @@ struct TrainOptions {
   int max_depth = 6;         ///< 1..16
   double eta = 0.1;          ///< learning rate, (0, 1]
   double min_child_weight = 1;
-  int threads = 0;           ///< XGBoost's nthread; 0: all cores
+  int threads = 0;           ///< XGBoost's nthread, 0..1024; 0: all cores
   int seed = 0;
 };
 
@@ -47,7 +48,8 @@ class RankModel {
   static RankModel train_on(const Dataset& d, const std::vector<std::size_t>& rows, const TrainOptions& o = {});
   /// Read a model file. Throws InvalidArgument (not a model, another version, other feature names), Unsupported.
   static RankModel load(const std::filesystem::path& file);
-  /// Write it atomically. Throws InvalidArgument with the OS's reason.
+  /// Write it atomically (a file already there stays whole on failure). Throws InvalidArgument for an empty path, a
+  /// parent directory that does not exist, or the OS's reason.
   void save(const std::filesystem::path& file) const;
 
   /// One score per row of `x` (each of feature_names().size() values): higher = predicted faster. Scores compare
@@ -68,6 +70,7 @@ class RankModel {
  private:
   struct Impl;
   explicit RankModel(std::unique_ptr<Impl> p);
+  const Impl& impl() const;  // InvalidArgument for a moved-from model
   std::unique_ptr<Impl> p_;
 };
 

@@ -145,7 +145,8 @@ struct RankInput {
   Grid grid;
 };
 /// Scores a key's candidates before any is compiled: one score per input, higher = compiled and timed first (NaN:
-/// last). Called on the tuning thread; `args` are the launch arguments being tuned on.
+/// last). Called on the tuning thread with the tuner's lock held: it must not call the same tuner (that would wait
+/// forever), and other keys' tune / find wait while it runs. `args` are the launch arguments being tuned on.
 using RankFn = std::function<std::vector<double>(const TuneKey& key, std::span<const RankInput> cands,
                                                  std::span<const runtime::ArgSlot> args)>;
 
