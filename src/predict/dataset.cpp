@@ -199,7 +199,7 @@ Dataset load_dataset(const std::filesystem::path& file) {
       x.point.launch.flops_width = get_int(l, "flops_width");
       check_sample(x);
       if (!seen.emplace(x.family, x.key, x.config).second)
-        throw std::runtime_error(fmt::format("config \"{}\" of {} {{{}}} appears twice", x.config, x.family, x.key));
+        throw std::runtime_error(fmt::format("config \"{}\" of {} {{{}}} appears twice (tuned the same key twice?)", x.config, x.family, x.key));
       d.samples.push_back(std::move(x));
       ++*at;
     }
@@ -234,9 +234,13 @@ Dataset load_datasets(const std::vector<std::filesystem::path>& files) {
 
 void save_dataset(const Dataset& d, const std::filesystem::path& file) {
   const std::filesystem::path to = detail::output_path(file, "dataset");
+  std::set<std::tuple<std::string, std::string, std::string>> seen;
   for (std::size_t i = 0; i < d.samples.size(); ++i) {
     try {
-      check_sample(d.samples[i]);
+      const Sample& x = d.samples[i];
+      check_sample(x);
+      if (!seen.emplace(x.family, x.key, x.config).second)
+        throw std::runtime_error(fmt::format("config \"{}\" of {} {{{}}} appears twice (tuned the same key twice?)", x.config, x.family, x.key));
     } catch (const std::exception& e) {
       throw InvalidArgument(fmt::format("predict: not writing dataset '{}': sample {}: {}", file.string(), i, e.what()));
     }

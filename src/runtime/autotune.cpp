@@ -540,7 +540,9 @@ AutotunerCore::Tuned& AutotunerCore::tune_locked(const TuneKey& key, const GridF
       rep.candidates[i].rank = rank_failed ? -1 : static_cast<int>(j);
       ranked.push_back(i);
     }
-    const std::size_t k = opt_.top_k > 0 && !rank_failed ? std::min(static_cast<std::size_t>(opt_.top_k), ranked.size()) : ranked.size();
+    // Scores that are all NaN order nothing (a Recorder's): every candidate is timed, as without a rank function.
+    const bool informative = std::any_of(scores.begin(), scores.end(), [](double x) { return !std::isnan(x); });
+    const std::size_t k = opt_.top_k > 0 && informative ? std::min(static_cast<std::size_t>(opt_.top_k), ranked.size()) : ranked.size();
     std::vector<std::size_t> first(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(k));
     std::vector<std::size_t> rest(ranked.begin() + static_cast<std::ptrdiff_t>(k), ranked.end());
     auto pot = [&](std::size_t i) {

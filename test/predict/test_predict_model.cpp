@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 
@@ -241,7 +242,16 @@ TEST_CASE("predict: what the helper's break-it pass found stays fixed (data and 
   CHECK_THROWS_WITH_AS(pr::save_dataset(bad, t.path / "bad.json"), doctest::Contains("\"bytes\" = inf"), tj::InvalidArgument);
   bad = d;
   bad.samples.push_back(bad.samples[2]);
-  pr::save_dataset(bad, t.path / "dup.json");
+  CHECK_THROWS_WITH_AS(pr::save_dataset(bad, t.path / "dup.json"), doctest::Contains("appears twice"), tj::InvalidArgument);
+  CHECK_FALSE(std::filesystem::exists(t.path / "dup.json"));
+  // A file that holds a duplicate anyway (written by hand) is refused on load.
+  pr::save_dataset(d, t.path / "d.json");
+  {
+    std::ifstream f(t.path / "d.json");
+    nlohmann::json j = nlohmann::json::parse(f);
+    j["samples"].push_back(j["samples"][0]);
+    write(t.path / "dup.json", j.dump());
+  }
   CHECK_THROWS_WITH_AS(pr::load_dataset(t.path / "dup.json"), doctest::Contains("appears twice"), tj::InvalidArgument);
   pr::save_dataset(d, t.path / "d.json");
   CHECK_THROWS_WITH_AS(pr::load_datasets({t.path / "d.json", t.path / "d.json"}), doctest::Contains("measures config"),

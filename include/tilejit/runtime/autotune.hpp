@@ -39,7 +39,9 @@
 //     is (power-of-two variants always stay in the race beside NPOT ones). The
 //     others are reported `ranked_out` with their score. When every one of a
 //     batch fails, the next k are tried. A rank function that throws or returns
-//     the wrong number of scores is logged, and every survivor is timed.
+//     the wrong number of scores is logged, and every survivor is timed; one
+//     that scores every candidate NaN (predict::Recorder) orders nothing, and
+//     every survivor is timed too.
 //  4. Compile: all surviving candidates are built before any timing, on
 //     TuneOptions::threads threads (default: all cores): factory (trace) +
 //     KernelCore::prepare (codegen, NVRTC/hiprtc through the kernel cache,
@@ -235,14 +237,14 @@ struct CandidateReport {
   Config config;
   Status status = Status::not_run;
   std::string reason;
-  double compile_ms = -1;  ///< wall time of factory + prepare on its thread (-1: not built)
+  double compile_ms = -1;  ///< wall time of factory + prepare on its thread (-1: not built; ranked_out: the trace alone)
   double jit_ms = -1;      ///< of which the compiler itself (0 on a cache hit)
   std::string jit_source;  ///< "compiled", "disk", "memory", "none" (interpreter)
   double median_ms = -1;   ///< -1 unless timed
   int reps = 0;
   bool winner = false;
   double score = std::numeric_limits<double>::quiet_NaN();  ///< the rank function's score (NaN: none)
-  int rank = -1;           ///< 0-based place in the rank function's order (-1: not ranked)
+  int rank = -1;           ///< 0-based place in the rank function's order (-1: not ranked); str() prints it 1-based
 };
 std::string to_string(CandidateReport::Status s);
 
