@@ -154,9 +154,8 @@ std::vector<HeldOut> leave_one_kernel_out(const Dataset& d, std::span<const int>
   if (!(tolerance >= 0)) throw InvalidArgument(fmt::format("predict: tolerance = {}: must be a fraction >= 0", tolerance));
   // The roofline order: the negated estimate (NaN: last).
   std::vector<double> roof(d.samples.size());
-  for (const auto& g : groups) {
-    for (std::size_t i : g) roof[i] = -roofline_us(d.samples[i].point, d.device);
-  }
+  for (std::size_t i = 0; i < d.samples.size(); ++i) roof[i] = -roofline_us(d.samples[i].point, d.device);
+  const auto feats = d.features();  // once: every held-out family's rows are read from it
   std::vector<HeldOut> out;
   for (const std::string& f : fams) {
     std::vector<std::size_t> train_rows;
@@ -169,7 +168,6 @@ std::vector<HeldOut> leave_one_kernel_out(const Dataset& d, std::span<const int>
     }
     const RankModel m = RankModel::train_on(d, train_rows, o);
     std::vector<double> score(d.samples.size(), kNaN);
-    const auto feats = d.features();
     std::vector<std::vector<float>> x;
     std::vector<std::size_t> rows;
     for (const auto& g : test_groups)

@@ -4,42 +4,26 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <limits>
-#include <system_error>
 #include <functional>
-#include <thread>
+
+#include "../runtime/parallel.hpp"
 
 namespace tilejit::predict {
 
 std::vector<std::optional<Point>> points(std::span<const RankInput> cands, std::span<const runtime::ArgSlot> args, unsigned threads) {
   std::vector<std::optional<Point>> out(cands.size());
-  std::atomic<std::size_t> next{0};
-  auto work = [&] {
-    for (std::size_t i; (i = next.fetch_add(1)) < cands.size();) {
-      try {
-        Point p;
-        p.kernel = summarize(cands[i].kernel);
-        p.launch = summarize_launch(cands[i].kernel, cands[i].grid, args);
-        out[i] = p;
-      } catch (const std::exception&) {
-        // This candidate cannot be summarised (a grid of 0 programs, ...): no point; the tuner finds out why.
-      }
-    }
-  };
-  const unsigned want = threads ? threads : std::max(1u, std::thread::hardware_concurrency());
-  const unsigned nt = static_cast<unsigned>(std::min<std::size_t>(want, cands.size()));
-  std::vector<std::thread> pool;
-  for (unsigned t = 1; t < nt; ++t) {
+  runtime::detail::parallel_for(cands.size(), threads, [&](std::size_t i) {
     try {
-      pool.emplace_back(work);
-    } catch (const std::system_error&) {
-      break;
+      Point p;
+      p.kernel = summarize(cands[i].kernel);
+      p.launch = summarize_launch(cands[i].kernel, cands[i].grid, args);
+      out[i] = p;
+    } catch (const std::exception&) {
+      // This candidate cannot be summarised (a grid of 0 programs, ...): no point; the tuner finds out why.
     }
-  }
-  work();
-  for (auto& t : pool) t.join();
+  });
   return out;
 }
 

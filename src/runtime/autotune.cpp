@@ -23,6 +23,7 @@
 #include <system_error>
 
 #include "atomic_file.hpp"
+#include "parallel.hpp"
 
 namespace tilejit {
 namespace {
@@ -408,25 +409,8 @@ AutotunerCore::Tuned& AutotunerCore::tune_locked(const TuneKey& key, const GridF
     jit(i);
   };
   // Run fn over `idx` on TuneOptions::threads threads (default: all cores); returns the threads used.
-  auto in_parallel = [&](const std::vector<std::size_t>& idx, const std::function<void(std::size_t)>& fn) -> unsigned {
-    if (idx.empty()) return 0;
-    unsigned nt = opt_.threads ? opt_.threads : std::max(1u, std::thread::hardware_concurrency());
-    nt = static_cast<unsigned>(std::min<std::size_t>(nt, idx.size()));
-    std::atomic<std::size_t> next{0};
-    auto work = [&] {
-      for (std::size_t j; (j = next.fetch_add(1)) < idx.size();) fn(idx[j]);
-    };
-    std::vector<std::thread> pool;
-    for (unsigned t = 1; t < nt; ++t) {
-      try {
-        pool.emplace_back(work);
-      } catch (const std::system_error&) {
-        break;  // fewer threads: the others pick up the work
-      }
-    }
-    work();
-    for (auto& t : pool) t.join();
-    return static_cast<unsigned>(pool.size()) + 1;
+  auto in_parallel = [&](const std::vector<std::size_t>& idx, const std::function<void(std::size_t)>& fn) {
+    return detail::parallel_for(idx.size(), opt_.threads, [&](std::size_t j) { fn(idx[j]); });
   };
 
   // 1. The stored winner for (device, key), if any.
