@@ -8,6 +8,8 @@
 //                      reshape), relabel ([32, 96] as [96, 32]: registers) and fallback ([96, 32] as [32, 96]: the
 //                      digit order forbids it, one round trip through shared memory)
 //   BM_DequantInt4     examples::DequantInt4 (tj::interleave): 512 MiB of 4-bit weights to 1 GiB of f16
+//   BM_Exp2Split/K     exp2 throughput with one register in K on the FMA pipe (tj::exp2_split; 0: all on the SFU):
+//                      v = exp2_split(v, K) - 1 repeated in registers, 4096 times per element, bound by the pipes
 //   BM_JitColdProcess  first call of vector add in a fresh process, compile included
 //   BM_JitRepeat       NVRTC compile + load again in the same process (caches bypassed)
 //   BM_JitDiskHit      a new process's view: memory cache empty, entry on disk
@@ -206,6 +208,40 @@ void BM_JitRepeatInProcess(benchmark::State& st) {
   }
 }
 
+/// v = exp2_split(v, K) − 1, `iters` times over each program's 1024 registers (8 a thread at 4 warps): independent
+/// chains, enough of them resident to keep the SFU (and for K > 0 the FMA pipe) busy.
+template <int K>
+struct Exp2Loop {
+  void operator()(tj::Ptr<float> x, tj::Ptr<float> y, tj::Size iters) const {
+    auto o = tj::program_id(0) * 1024 + tj::arange<1024>();
+    auto v = tj::for_range(0, iters, 1, tj::load(x + o), [&](tj::Int, auto t) { return tj::exp2_split(t, K) - 1.0f; });
+    tj::store(y + o, v);
+  }
+};
+
+template <int K>
+void BM_Exp2Split(benchmark::State& st) {
+  if (!need_gpu(st)) return;
+  constexpr int kIters = 4096;
+  const long long programs = 64LL * gpu().num_sms();  // 16 programs of 128 threads resident per SM, 4 waves
+  const std::size_t bytes = static_cast<std::size_t>(programs) * 1024 * sizeof(float);
+  auto* x = static_cast<float*>(gpu().alloc(bytes));
+  std::vector<float> h(bytes / sizeof(float));
+  std::mt19937 g(std::random_device{}());
+  std::uniform_real_distribution<float> d(-1, 0);
+  for (auto& v : h) v = d(g);
+  gpu().copy_to_device(x, h.data(), bytes);
+  auto* y = static_cast<float*>(gpu().alloc(bytes));
+  auto k = tj::compile<Exp2Loop<K>>(gpu(), {.num_warps = 4});
+  const double results = static_cast<double>(programs) * 1024 * kIters;
+  k.launch(tj::Grid{programs}, x, y, kIters);
+  gpu().synchronize();
+  for (auto _ : st) st.SetIterationTime(gpu().time_ms({}, [&] { k.launch(tj::Grid{programs}, x, y, kIters); }) / 1e3);
+  st.counters["Gexp2/s"] = benchmark::Counter(results / 1e9, benchmark::Counter::kIsIterationInvariantRate);
+  st.counters["per SM per ns"] = benchmark::Counter(results / 1e9 / gpu().num_sms(), benchmark::Counter::kIsIterationInvariantRate);
+  gpu().free(x), gpu().free(y);
+}
+
 void BM_LaunchOverhead(benchmark::State& st) {
   if (!need_gpu(st)) return;
   auto* p = static_cast<float*>(gpu().alloc(4096));
@@ -237,6 +273,12 @@ BENCHMARK(BM_ReshapeCopy<32, 96, 32, 96>)->Name("BM_ReshapeCopy/plain")->UseManu
 BENCHMARK(BM_ReshapeCopy<32, 96, 96, 32>)->Name("BM_ReshapeCopy/relabel")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_ReshapeCopy<96, 32, 32, 96>)->Name("BM_ReshapeCopy/fallback")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_DequantInt4)->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Exp2Split<0>)->Name("BM_Exp2Split/0")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Exp2Split<8>)->Name("BM_Exp2Split/8")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Exp2Split<4>)->Name("BM_Exp2Split/4")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Exp2Split<3>)->Name("BM_Exp2Split/3")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Exp2Split<2>)->Name("BM_Exp2Split/2")->UseManualTime()->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_Exp2Split<1>)->Name("BM_Exp2Split/1")->UseManualTime()->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_JitColdProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(5);
 BENCHMARK(BM_JitRepeatInProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(10);
 BENCHMARK(BM_JitDiskHitProcess)->UseManualTime()->Unit(benchmark::kMillisecond)->Iterations(5);

@@ -25,6 +25,14 @@ namespace tj = tilejit;
 inline constexpr float kAttnRescaleThreshold = 8.0f;  // log2 units: p ≤ 2^8 (softmax_of_masked)
 inline constexpr float kAttnNegBig = -1e30f;          // "minus infinity" that keeps exp2 and max finite
 inline constexpr float kAttnLn2 = 0.6931471805599453f;
+#ifndef TILEJIT_ATTN_EXP2_SPLIT
+#define TILEJIT_ATTN_EXP2_SPLIT 0
+#endif
+/// One probability register in kAttnExp2Split of each thread takes the FMA pipe's exp2 (tj::exp2_split,
+/// FlashAttention-4's software exponential), the others the SFU's; 0: all on the SFU. 0, because on the H200 the
+/// forward's softmax waits on instruction issue, not on the SFU: with 4 the library forward lost 4–12% at every
+/// head dim (docs/perf.md v0.34). The macro is there to build that comparison (scripts/device_v34a.sh).
+inline constexpr int kAttnExp2Split = TILEJIT_ATTN_EXP2_SPLIT;
 
 /// The raw scores Q·Kᵀ [BLOCK_M, BLOCK_N] of keys n0 .. n0 + BLOCK_N for query
 /// rows `rm` (positions in the same sequence) with the keys at or past hi (and,
@@ -75,7 +83,7 @@ auto softmax_of_masked(const Scores& s, const tj::Scalar<float>& scale_log2e, co
   };
   auto m_new = tj::where(s_max > kAttnNegBig, raised(), m_i);
   auto m_use = tj::where(m_new > kAttnNegBig, m_new, 0.0f);
-  auto p = tj::exp2(s * scale_log2e - tj::expand_dims<1>(m_use));
+  auto p = tj::exp2_split(s * scale_log2e - tj::expand_dims<1>(m_use), kAttnExp2Split);
   auto alpha = tj::exp2(m_i - m_new);
   return std::tuple{m_new, p, alpha};
 }

@@ -2062,7 +2062,7 @@ class Emitter {
           if (!ir::is_compare(n.op)) e = rounded(n.type, e);
         } else if (ir::is_unary(n.op)) {
           check_unary_target(n, fmt::format("combine {} node %{}", c, j));
-          e = rounded(n.type, std::string(unary_function(n.op)) + "(" + x(0) + ")");
+          e = rounded(n.type, std::string(unary_function(n, 0)) + "(" + x(0) + ")");
         } else if (n.op == Op::where) {
           e = x(0) + " ? " + x(1) + " : " + x(2);
         } else if (n.op == Op::cast) {
@@ -2378,11 +2378,10 @@ class Emitter {
         break;
     }
     if (ir::is_unary(n.op)) {
-      const char* f = unary_function(n.op);
       check_unary_target(n, fmt::format("node %{}", id));
       each_register(id, [&](int r) {
         std::string x = op(0, r);
-        std::string e = std::string(f) + "(" + x + ")";
+        std::string e = std::string(unary_function(n, r)) + "(" + x + ")";
         return rounded(t, e);
       });
       return;
@@ -3737,6 +3736,12 @@ class Emitter {
     }
   }
 
+  /// The prelude function (or C operator) of unary node n at register r: exp2_split's registers r with
+  /// r % k == k − 1 (k = n.i > 0) take the FMA pipe's tj_exp2_fma, every other exp2 the SFU's tj_exp2.
+  static const char* unary_function(const Node& n, int r) {
+    if (n.op == Op::exp2 && n.i > 0 && r % n.i == n.i - 1) return "tj_exp2_fma";
+    return unary_function(n.op);
+  }
   /// The prelude function (or C operator) of a unary op.
   static const char* unary_function(Op op) {
     switch (op) {

@@ -210,6 +210,7 @@ static __device__ __forceinline__ float sqrtf(float x) { return __builtin_sqrtf(
 static __device__ __forceinline__ float rsqrtf(float x) { return __builtin_amdgcn_rsqf(x); }
 static __device__ __forceinline__ float fabsf(float x) { return __builtin_fabsf(x); }
 static __device__ __forceinline__ float fmaxf(float a, float b) { return __builtin_fmaxf(a, b); }
+static __device__ __forceinline__ float fmaf(float a, float b, float c) { return __builtin_fmaf(a, b, c); }
 static __device__ __forceinline__ float fminf(float a, float b) { return __builtin_fminf(a, b); }
 static __device__ __forceinline__ double exp(double x) { return __builtin_exp(x); }
 static __device__ __forceinline__ double exp2(double x) { return __builtin_exp2(x); }
@@ -355,6 +356,17 @@ static __device__ __forceinline__ unsigned char tj_f32_to_f8(float f, const int 
     if (rest > half || (rest == half && (code & 1u))) ++code;
   }
   return (unsigned char)(sign | (code > max_code ? max_code : code));
+}
+// 2^x on the FMA pipe (tj::exp2_split; FlashAttention-4's software exp2): x = j + f with j = round(x) by the
+// 1.5·2^23 shift and |f| <= 1/2, 2^f by a degree-3 minimax polynomial (relative error 7.5e-5), times 2^j built in
+// the exponent bits. x is clamped to [-127, 128] first by the NaN-keeping min / max: 2^-127 is built as 0 (so
+// x <= -127 gives exactly 0, as ex2.approx.ftz does), 2^128 as +inf, and NaN stays NaN through the product.
+static __device__ __forceinline__ float tj_exp2_fma(float x) {
+  const float xc = tj_min(tj_max(x, -127.0f), 128.0f);
+  const float t = xc + 12582912.0f;  // 1.5 * 2^23: t's low mantissa bits hold round(xc)
+  const float f = xc - (t - 12582912.0f);
+  const float p = fmaf(fmaf(fmaf(0.05517166907f, f, 0.2426111222f), f, 0.6932609855f), f, 0.9999280735f);
+  return p * tj_as_f32((tj_as_u32(t) << 23) + (127u << 23));
 }
 static __device__ __forceinline__ float tj_e4m3_to_f32(unsigned char b) { return tj_f8_to_f32(b, 4, 3, false); }
 static __device__ __forceinline__ float tj_e5m2_to_f32(unsigned char b) { return tj_f8_to_f32(b, 5, 2, true); }

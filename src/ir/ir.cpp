@@ -254,6 +254,9 @@ void verify(const Kernel& k) {
     if (n.op == Op::tuple_get) verify_tuple_get(k, static_cast<int>(id));
     if (n.op == Op::reshape) verify_reshape(k, static_cast<int>(id));
     if (n.op == Op::combine_arg) throw Unsupported(fmt::format("IR: node %{} is a combine's operand outside a combine", id));
+    if (n.op == Op::exp2 && (n.i < 0 || (n.i > 0 && n.type.dtype != DType::f32)))
+      throw Unsupported(fmt::format("IR: exp2 %{} splits one register in {} onto the FMA pipe: that needs k >= 0 and an f32 tile, not {}",
+                                    id, n.i, to_string(n.type)));
     if (n.op == Op::event && (n.i < 0 || static_cast<std::size_t>(n.i) >= k.event_sites.size() || n.axis < 0 || n.axis > 1))
       throw Unsupported(fmt::format("IR: event %{} names site {} (the kernel has {}) with kind {} (0 begin, 1 end)", id, n.i,
                                     k.event_sites.size(), n.axis));
@@ -309,6 +312,7 @@ std::string print(const Kernel& k) {
     if (n.op == Op::param) out += fmt::format(" #{}", n.i);
     if (n.op == Op::desc_field) out += fmt::format(" field={}", n.i);
     if (n.op == Op::desc_load && n.i == 1) out += " multicast";
+    if (n.op == Op::exp2 && n.i > 0) out += fmt::format(" split={}", n.i);
     if (n.op == Op::desc_view) out += fmt::format(" rank={} row_dim={}", n.i, n.axis);
     if (n.op == Op::event)
       out += fmt::format(" {} '{}'", n.axis == 0 ? "begin" : "end",
