@@ -31,7 +31,8 @@ inline constexpr float kAttnLn2 = 0.6931471805599453f;
 /// One probability register in kAttnExp2Split of each thread takes the FMA pipe's exp2 (tj::exp2_split,
 /// FlashAttention-4's software exponential), the others the SFU's; 0: all on the SFU. 0, because on the H200 the
 /// forward's softmax waits on instruction issue, not on the SFU: with 4 the library forward lost 4–12% at every
-/// head dim (docs/perf.md v0.34). The macro is there to build that comparison (scripts/device_v34a.sh).
+/// head dim (docs/perf.md v0.34). The macro is there to build that comparison (scripts/device_v34a.sh). With a
+/// split, p of the row max is 0.99993 rather than 1 on the FMA form, so l ≥ 1 − 7.2e-5 rather than l ≥ 1.
 inline constexpr int kAttnExp2Split = TILEJIT_ATTN_EXP2_SPLIT;
 
 /// The raw scores Q·Kᵀ [BLOCK_M, BLOCK_N] of keys n0 .. n0 + BLOCK_N for query

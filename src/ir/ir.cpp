@@ -344,6 +344,7 @@ std::string print(const Kernel& k) {
         if (a >= 0) out += fmt::format(" %{}", a);
       if (n.op == Op::constant) out += is_float(n.type.dtype) ? fmt::format(" {}", n.f) : fmt::format(" {}", n.i);
       if (n.op == Op::combine_arg) out += fmt::format(" #{}", n.i);
+      if (n.op == Op::exp2 && n.i > 0) out += fmt::format(" split={}", n.i);
       out += "\n";
     }
   }

@@ -140,6 +140,25 @@ TEST_CASE("exp2_split_puts_one_register_in_k_on_the_fma_pipe_and_compiles_everyw
   }
   CHECK(tj::ir::print(tj::trace(Exp2Split<4>{})).find(" split=4") != std::string::npos);
   CHECK(tj::ir::print(tj::trace(Exp2Split<0>{})).find("split=") == std::string::npos);
+  // In a combine's scalar code too (where only k = 1 reaches the FMA form: every value is register 0).
+  struct InScan {
+    void operator()(tj::Ptr<float> x, tj::Ptr<float> y) const {
+      auto o = tj::arange<64>();
+      tj::store(y + o, tj::associative_scan<0>(tj::load(x + o), [](auto a, auto b) {
+                  return tj::log2(tj::exp2_split(a, 1) + tj::exp2_split(b, 1));
+                }));
+    }
+  };
+  const std::string scan_ir = tj::ir::print(tj::trace(InScan{}));
+  REQUIRE(scan_ir.find("combine 0") != std::string::npos);
+  CHECK(scan_ir.find(" split=1", scan_ir.find("combine 0")) != std::string::npos);
+  // The combine function sits before the kernel: count over the whole text, against the prelude's own mentions.
+  auto all_calls = [](const std::string& src) {
+    int n = 0;
+    for (std::size_t p = src.find("tj_exp2_fma("); p != std::string::npos; p = src.find("tj_exp2_fma(", p + 1)) ++n;
+    return n;
+  };
+  CHECK(all_calls(gen(InScan{}, "sm_90a", 4)) == all_calls(gen(Exp2Split<0>{}, "sm_90a", 4)) + 2);
 }
 
 TEST_CASE("exp2_split_refuses_a_negative_k") {

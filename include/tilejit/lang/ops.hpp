@@ -348,15 +348,22 @@ TILEJIT_FLOAT_UNARY(sigmoid, sigmoid)
 /// r % every == every − 1 compute 2^x on the FMA pipe and the others with exp2's MUFU.EX2 (FlashAttention-4's
 /// software exponential, Dao et al. 2025). The FMA form: x = j + f with j = round(x) and |f| ≤ ½ (Cody–Waite),
 /// a degree-3 minimax polynomial for 2^f (relative error ≤ 7.5e-5 — bf16's half ulp is 2e-3), and 2^j built in
-/// the exponent bits; x ≤ −127 gives 0 and NaN gives NaN as exp2 does, x ≥ 127.5 gives +inf. The SFU returns
-/// 16 results per clock per SM on Hopper, while the FMA form costs about 11 of the 4 issue slots an SM has per
-/// clock. Measured on the H200 with nothing but exp2 in flight (bench/rowwise_bench BM_Exp2Split, docs/perf.md
-/// v0.34), results per clock per SM: every = 0 15.8, 8 17.9, 4 20.5, 3 20.7, 2 19.3, 1 11.5. Worth it only where
-/// the SFU is what a kernel waits for: the attention forward's softmax is bound by issue and lost 4–12% with
-/// every = 4, so it keeps exp2. every = 0 is exp2; every = 1 puts every register on the FMA pipe. Which register holds which element is the tile's layout's business, so the split is
-/// even over the tile only in count. HIP gets the same split (AMD's v_exp_f32 is a quarter-rate transcendental
-/// too; not measured: no AMD GPU here); the interpreter computes 2^x in double, as for exp2. Throws
-/// InvalidArgument while tracing for every < 0.
+/// the exponent bits; x ≤ −127 gives 0 and NaN gives NaN as exp2 does, x ≥ 127.5 gives +inf. It is not exact at
+/// integers (2^0 = 0.99993).
+///
+/// The SFU returns 16 results per clock per SM on Hopper; the FMA form costs about 11 of the 4 issue slots an SM
+/// has per clock. Measured on the H200 with nothing but exp2 in flight (bench/rowwise_bench BM_Exp2Split,
+/// docs/perf.md v0.34), results per clock per SM: every = 0 15.8, 8 17.9, 4 20.5, 3 20.7, 2 19.3, 1 11.5. Worth it
+/// only where a kernel waits on the SFU's throughput: the attention forward, which waits on its softmax's chain
+/// instead, lost 4–12% with every = 4 and keeps exp2. every = 0 is exp2; every = 1 puts every register on the FMA
+/// pipe.
+///
+/// Which register holds which element is the tile's layout's business, so the split is even over the tile only in
+/// count, and equal inputs at two positions may take different forms and differ in the last bits. A tile with fewer
+/// registers per thread than `every`, and a rank-0 value (in a combine of tj::reduce / associative_scan too), stays
+/// on the SFU unless every = 1. HIP gets the same split (AMD's v_exp_f32 is a quarter-rate transcendental too; not
+/// measured: no AMD GPU here); the interpreter computes 2^x in double, as for exp2. Throws InvalidArgument while
+/// tracing for every < 0.
 template <lang::TileArg X>
 auto exp2_split(const X& x0, int every) {
   static_assert(std::is_same_v<lang::elem_t<X>, float>, "exp2_split needs an f32 tile");
