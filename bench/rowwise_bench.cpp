@@ -48,10 +48,11 @@ bool need_gpu(benchmark::State& st) {
   return false;
 }
 
-void* random_buffer(std::size_t bytes) {
+/// `bytes` of device memory holding f32 values uniform in [lo, hi).
+void* random_buffer(std::size_t bytes, float lo = -8, float hi = 8) {
   std::vector<float> h(bytes / sizeof(float));
   std::mt19937 g(std::random_device{}());
-  std::uniform_real_distribution<float> d(-8, 8);
+  std::uniform_real_distribution<float> d(lo, hi);
   for (auto& v : h) v = d(g);
   void* p = gpu().alloc(bytes);
   gpu().copy_to_device(p, h.data(), bytes);
@@ -225,12 +226,7 @@ void BM_Exp2Split(benchmark::State& st) {
   constexpr int kIters = 4096;
   const long long programs = 64LL * gpu().num_sms();  // 16 programs of 128 threads resident per SM, 4 waves
   const std::size_t bytes = static_cast<std::size_t>(programs) * 1024 * sizeof(float);
-  auto* x = static_cast<float*>(gpu().alloc(bytes));
-  std::vector<float> h(bytes / sizeof(float));
-  std::mt19937 g(std::random_device{}());
-  std::uniform_real_distribution<float> d(-1, 0);
-  for (auto& v : h) v = d(g);
-  gpu().copy_to_device(x, h.data(), bytes);
+  auto* x = static_cast<float*>(random_buffer(bytes, -1, 0));  // v stays in (-1, 0]: exp2(v) - 1 maps it there
   auto* y = static_cast<float*>(gpu().alloc(bytes));
   auto k = tj::compile<Exp2Loop<K>>(gpu(), {.num_warps = 4});
   const double results = static_cast<double>(programs) * 1024 * kIters;

@@ -221,13 +221,15 @@ Int i32_literal(const X& x, const char* what) {
   }
 }
 
+/// OP of x, elementwise; `flag` is the node's integer attribute (exp2_split's k), 0 for the plain op.
 template <ir::Op OP, class X>
-auto unary(const X& x0) {
+auto unary(const X& x0, std::int64_t flag = 0) {
   auto x = tile_of(x0);
   ir::Node n;
   n.op = OP;
   n.type = ir_type<elem_t<decltype(x)>, shape_t<decltype(x)>>();
   n.args[0] = x.id();
+  n.i = flag;
   return decltype(x)(record(n));
 }
 
@@ -368,13 +370,7 @@ template <lang::TileArg X>
 auto exp2_split(const X& x0, int every) {
   static_assert(std::is_same_v<lang::elem_t<X>, float>, "exp2_split needs an f32 tile");
   if (every < 0) throw InvalidArgument(fmt::format("exp2_split: every = {} is negative (0: exp2 on the SFU only; k > 0: one register in k on the FMA pipe)", every));
-  auto x = lang::tile_of(x0);
-  ir::Node n;
-  n.op = ir::Op::exp2;
-  n.type = lang::ir_type<float, lang::shape_t<decltype(x)>>();
-  n.args[0] = x.id();
-  n.i = every;
-  return decltype(x)(lang::record(n));
+  return lang::unary<ir::Op::exp2>(x0, every);
 }
 
 /// |x| elementwise, for any numeric tile (for signed integers, |INT_MIN| wraps to INT_MIN as in C).
