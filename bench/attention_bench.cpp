@@ -237,7 +237,7 @@ void BM_FlashFwdSm80(benchmark::State& st) {
 
 /// The persistent Hopper forward (flash_fwd_persistent.hpp) at 128 x 128, 2 stages, a producer warp group, as
 /// the library would run it: its schedule table for min(items, SMs) programs. MASK: edge_blocks or none (EvenN);
-/// SECTION_MIB: the table's causal section size in MiB of K and V (0: the default, 32 MiB). DK > D: head dim D run
+/// SECTION_MIB: the table's causal section size in MiB of K and V (0: the default, kFwdSectionBytes). DK > D: head dim D run
 /// by the DK kernel on zero-padded heads (TFLOP/s counts D).
 /// BM: query rows per item (192: three consumer warp groups, num_warps = 12). PP: the two consumer warp groups take
 /// turns over their products (CompileOptions::pingpong), from item to item.

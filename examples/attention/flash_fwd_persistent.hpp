@@ -19,9 +19,12 @@
 // kernel reads it from memory):
 //   - the list: causal — heaviest first (the query blocks with the longest key
 //     ranges first, longest-processing-time order as FlashAttention-3's causal
-//     scheduler), within sections of heads whose K and V fit in 32 MiB of L2
-//     (FlashAttention-3 sizes its sections the same way; here the sections are
-//     made equal, so the last one is not a sliver of heavy items at the end);
+//     scheduler), within sections of heads whose K and V fit in 8 MiB of L2
+//     (FlashAttention-3 sizes its sections by L2 too, at 32 MiB, which on the
+//     H200 re-read K and V from DRAM); the sections are made equal, so the
+//     last one is not a sliver of heavy items at the end, and of the sizes
+//     between the bound and half of it the builder keeps the one whose
+//     assignment (below) ends most evenly;
 //     full — head by head, so the programs running together share a few KV
 //     heads in L2;
 //   - the assignment: each item of the list, in order, to the program with the
@@ -61,9 +64,12 @@
 
 namespace examples {
 
-/// The K and V bytes of a causal section's heads: 32 MiB, as FlashAttention-3 sizes its sections for the 50 MB L2
-/// of an H100 (the H200 has the same L2).
-inline constexpr long long kFwdSectionBytes = 32LL << 20;
+/// The K and V bytes of a causal section's heads: 8 MiB. FlashAttention-3 sizes its sections at 32 MiB for the
+/// 50 MB L2 of an H100 (the H200 has the same L2); on the H200 that let the D = 128 causal forward read 632 MB from
+/// DRAM where Q, K and V are 403 MB, because the programs at a section's end overlap the next section's heaviest
+/// items. At 8 MiB it reads the 403 MB once: +2% D = 128 causal and +1.5% D = 64 at the 700 W power cap, D = 96
+/// unchanged (docs/perf.md v0.35).
+inline constexpr long long kFwdSectionBytes = 8LL << 20;
 
 /// The problem a persistent forward's schedule is built for. heads_q: B·Hq (query heads of the whole batch);
 /// group: Hq / Hkv; elem_bytes: sizeof(T); section_bytes: the K and V bytes a causal section may hold (tests make it
@@ -105,33 +111,57 @@ inline FwdItemTable fwd_item_table(const FwdItemShape& s) {
   const long long count = t.num_m * s.heads_q;
   if (count + s.programs + 1 > 2147483647LL) bad(fmt::format("{} items: the table's 32-bit entries hold at most 2^31 - 1", count));
   t.programs = static_cast<int>(std::min<long long>(count, s.programs));
-  // The list.
-  std::vector<std::int32_t> list;
-  list.reserve(static_cast<std::size_t>(count));
+  // The list for sections of `hps` query heads (causal), or head by head (full).
+  auto make_list = [&](long long hps) {
+    std::vector<std::int32_t> list;
+    list.reserve(static_cast<std::size_t>(count));
+    if (s.causal) {
+      for (long long first = 0; first < s.heads_q; first += hps)
+        for (long long m = t.num_m - 1; m >= 0; --m)
+          for (long long h = first; h < std::min(s.heads_q, first + hps); ++h) list.push_back(static_cast<std::int32_t>(h * t.num_m + m));
+    } else {
+      for (long long i = 0; i < count; ++i) list.push_back(static_cast<std::int32_t>(i));
+    }
+    return list;
+  };
+  // The assignment: each item of `list` to the least-loaded program (the lowest id among equals); returns the
+  // busiest program's work.
+  std::vector<std::vector<std::int32_t>> per;
+  auto assign = [&](const std::vector<std::int32_t>& list) {
+    using Load = std::pair<long long, int>;
+    std::priority_queue<Load, std::vector<Load>, std::greater<>> least;
+    for (int p = 0; p < t.programs; ++p) least.push({0, p});
+    per.assign(static_cast<std::size_t>(t.programs), {});
+    long long busiest = 0;
+    for (const std::int32_t item : list) {
+      auto [load, p] = least.top();
+      least.pop();
+      per[static_cast<std::size_t>(p)].push_back(item);
+      load += FwdItemTable::key_blocks(s, item % t.num_m) + 1;
+      busiest = std::max(busiest, load);
+      least.push({load, p});
+    }
+    return busiest;
+  };
   if (s.causal) {
+    // Sections of whole groups, at most `most` heads (their K and V within section_bytes), made equal so the last is
+    // not a sliver. How evenly the greedy assignment ends depends on how a section's items divide among the programs,
+    // so the sizes from `most` down to half of it are tried and the best balanced is kept (the largest among equals).
     const long long kv_head_bytes = 2 * s.seqlen * s.head_dim * s.elem_bytes;  // K and V of one KV head
-    const long long most = std::max(s.section_bytes / kv_head_bytes, 1LL) * s.group;  // whole groups, at least one
-    const long long sections = tj::cdiv(s.heads_q, most);
-    t.heads_per_section = tj::cdiv(tj::cdiv(s.heads_q, sections), s.group) * s.group;  // equal sections of whole groups
-    for (long long first = 0; first < s.heads_q; first += t.heads_per_section)
-      for (long long m = t.num_m - 1; m >= 0; --m)
-        for (long long h = first; h < std::min(s.heads_q, first + t.heads_per_section); ++h)
-          list.push_back(static_cast<std::int32_t>(h * t.num_m + m));
+    const long long most = std::max(s.section_bytes / kv_head_bytes, 1LL) * s.group;
+    long long best = -1, tried = -1;
+    for (long long bound = most; bound >= s.group && 2 * bound >= most; bound -= s.group) {
+      const long long sections = tj::cdiv(s.heads_q, bound);
+      const long long hps = tj::cdiv(tj::cdiv(s.heads_q, sections), s.group) * s.group;
+      if (hps == tried) continue;
+      tried = hps;
+      const long long busiest = assign(make_list(hps));
+      if (best < 0 || busiest < best) best = busiest, t.heads_per_section = hps;
+    }
   } else {
     t.heads_per_section = s.heads_q;
-    for (long long i = 0; i < count; ++i) list.push_back(static_cast<std::int32_t>(i));
   }
-  // The assignment: each item to the least-loaded program (the lowest id among equals).
-  using Load = std::pair<long long, int>;
-  std::priority_queue<Load, std::vector<Load>, std::greater<>> least;
-  for (int p = 0; p < t.programs; ++p) least.push({0, p});
-  std::vector<std::vector<std::int32_t>> per(static_cast<std::size_t>(t.programs));
-  for (const std::int32_t item : list) {
-    auto [load, p] = least.top();
-    least.pop();
-    per[static_cast<std::size_t>(p)].push_back(item);
-    least.push({load + FwdItemTable::key_blocks(s, item % t.num_m) + 1, p});
-  }
+  assign(make_list(t.heads_per_section));
   t.data.reserve(static_cast<std::size_t>(t.programs + 1 + count));
   std::int32_t at = 0;
   for (const auto& items : per) {
