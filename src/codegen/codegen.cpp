@@ -2238,6 +2238,7 @@ class Emitter {
       case Op::store: {
         const std::string own = owner_predicate(TL(id));
         const bool masked = arg(2) >= 0;
+        if (emit_quad_transposed_store(id, masked, own)) return;
         if (const int vw = vector_width(id, 0, masked ? 2 : -1); vw > 1) {
           emit_vector_store(id, vw, masked, own);
           return;
@@ -2485,6 +2486,81 @@ class Emitter {
         line(fmt::format("v{}[{}] = {};", id, r + i, masked ? fmt::format("{} ? {} : {}", opnd(id, 1, r), x, other) : x));
       }
     }
+  }
+  /// A store of 16-bit elements held as mma / wgmma accumulators hold them — each thread a pair of adjacent columns
+  /// (a register digit of image 1), the four lanes of a quad the next pairs (lane digits 0 and 1: columns 2 and 4),
+  /// and register digits stepping by 8 or more columns — writes 4 bytes per register pair, so up to four store
+  /// instructions share each 32-byte sector (Nsight: half the sectors excess at wgmma's layout). Here the quad first
+  /// transposes its 4 x 4 words (two butterfly rounds of shfl.xor 1 and 2, swapping the lane digits with the two
+  /// smallest such register digits, X < Y columns): lane c then holds the 8 columns at X (c & 1) + Y (c >> 1) of its
+  /// group and stores them as one 16-byte vector. With wgmma's layout (X = 8, Y = 16) a quad writes 64 contiguous
+  /// bytes of its row; with mma.sync's where warps interleave at 8 columns (X = 16, Y = 32), 16-byte halves of
+  /// sectors. Needs the pointers contiguous along the whole row of the tile and 16-byte aligned at its start
+  /// (AxisInfo), every other column digit a multiple of 8, a mask constant along the row, and no duplicated
+  /// registers; returns false (nothing emitted) otherwise. Every lane shuffles; the mask guards only the stores.
+  bool emit_quad_transposed_store(int id, bool masked, const std::string& own) {
+    const ir::Type& t = k_[id].type;
+    if (!tile(id) || t.rank != 2 || t.is_ptr || size_bytes(t.dtype) != 2) return false;
+    const ir::TileLayout& tl = TL(id);
+    const ir::Distributed& d = D(tl);
+    const int pc = tl.dim_of[1];
+    if (pc < 0 || !d.additive || d.lane.size() < 2) return false;
+    auto col_of = [&](const ir::InputDigit& g) {  // the digit's column step, -1 if it moves rows or is not radix 2
+      if (g.radix != 2) return -1;
+      for (int x = 0; x < d.rank; ++x)
+        if (x != pc && g.image[static_cast<std::size_t>(x)] != 0) return -1;
+      return g.image[static_cast<std::size_t>(pc)];
+    };
+    if (d.lane[0].stride != 1 || col_of(d.lane[0]) != 2 || d.lane[1].stride != 2 || col_of(d.lane[1]) != 4) return false;
+    int s0 = -1, sx = -1, sy = -1, x = 0, y = 0;  // register strides of the pair digit and of the X and Y digits
+    for (const auto& g : d.reg) {
+      const int c = col_of(g);
+      if (c == 1) s0 = g.stride;
+      if (c >= 8 && c % 8 == 0 && (sx < 0 || c < x)) sy = sx, y = x, sx = g.stride, x = c;
+      else if (c >= 8 && c % 8 == 0 && (sy < 0 || c < y)) sy = g.stride, y = c;
+    }
+    if (s0 < 0 || sx < 0 || sy < 0) return false;
+    // Every other digit moves whole 8-column blocks, so each vector starts 16-byte aligned.
+    for (const auto* gs : {&d.reg, &d.lane, &d.warp})
+      for (const auto& g : *gs) {
+        const int col = g.image[static_cast<std::size_t>(pc)];
+        if (col % 8 != 0 && col != 1 && col != 2 && col != 4) return false;
+      }
+    for (int r = 0; r < R(id); ++r)
+      if (canonical(r, id) != r) return false;
+    const auto axis = [&](int j) -> const ir::AxisInfo& { return axes_[static_cast<std::size_t>(k_[id].args[static_cast<std::size_t>(j)])]; };
+    const int cols = t.shape[1];
+    if (axis(0).contiguity[1] < cols || axis(0).divisibility[1] < 16) return false;
+    if (masked && axis(2).constancy[1] < cols) return false;
+    line(fmt::format("// store %{}: each quad transposes its 4 x 4 words (shfl.xor 1, 2), then 16-byte vectors", id));
+    // Lane c's register r points at column 2c of its group; its vector starts at X (c & 1) + Y (c >> 1).
+    line(fmt::format("{{ const bool tj_q0_{0} = (tj_lane & 1) != 0, tj_q1_{0} = (tj_lane & 2) != 0; const int tj_qo_{0} = (tj_q0_{0} ? {1} : 0) + "
+                     "(tj_q1_{0} ? {2} : 0);", id, x - 2, y - 4));
+    auto half = [&](int r) { return fmt::format("(unsigned)({})", store_expr(t.dtype, opnd(id, 1, r))); };
+    auto word = [&](int r) { return fmt::format("{} | ({} << 16)", low_half(t.dtype, half(r)), half(r + s0)); };
+    const auto bit = [](int r, int s) { return (r / s) % 2; };
+    int group = 0;
+    for (int r = 0; r < R(id); ++r) {
+      if (bit(r, s0) || bit(r, sx) || bit(r, sy)) continue;
+      const std::string w = fmt::format("tj_w{}_{}", id, group++);
+      // w[j], j = 2 j1 + j0: the pair at column X j0 + Y j1 (+ 2c) of the group.
+      line(fmt::format("unsigned {0}[4] = {{{1}, {2}, {3}, {4}}};", w, word(r), word(r + sx), word(r + sy), word(r + sx + sy)));
+      // Round 1 swaps lane digit 0 with j0, round 2 lane digit 1 with j1: afterwards lane c holds, at j = k, the
+      // words lane k held at j = c.
+      line(fmt::format("{{ const unsigned x0 = tj_shfl_xor(tj_q0_{1} ? {0}[0] : {0}[1], 1), x1 = tj_shfl_xor(tj_q0_{1} ? {0}[2] : {0}[3], 1);"
+                       " if (tj_q0_{1}) {0}[0] = x0, {0}[2] = x1; else {0}[1] = x0, {0}[3] = x1; }}", w, id));
+      line(fmt::format("{{ const unsigned x0 = tj_shfl_xor(tj_q1_{1} ? {0}[0] : {0}[2], 2), x1 = tj_shfl_xor(tj_q1_{1} ? {0}[1] : {0}[3], 2);"
+                       " if (tj_q1_{1}) {0}[0] = x0, {0}[1] = x1; else {0}[2] = x0, {0}[3] = x1; }}", w, id));
+      std::string cond = own;
+      if (masked) cond = cond.empty() ? opnd(id, 2, r) : cond + " && " + opnd(id, 2, r);
+      const std::string st = fmt::format("{{ tj_v16 tv; tv.w[0] = {0}[0]; tv.w[1] = {0}[1]; tv.w[2] = {0}[2]; tv.w[3] = {0}[3]; "
+                                         "*(tj_v16*)(({1}) + tj_qo_{2}) = tv; }}", w, opnd(id, 0, r), id);
+      line(cond.empty() ? st : fmt::format("if ({}) {}", cond, st));
+    }
+    line("}");
+    plan_diag_.push_back(fmt::format("store %{}: {} groups of 4 x 4 words (column steps {} and {}), transposed in each quad and stored as "
+                                     "16-byte vectors", id, group, x, y));
+    return true;
   }
   void emit_vector_store(int id, int vw, bool masked, const std::string& own) {
     const ir::Type& t = k_[id].type;
