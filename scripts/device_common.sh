@@ -44,3 +44,20 @@ ab_rounds() {
   bench_rows old2 "$B/attention_bench_old" "$1"
   bench_rows new2 "$B/attention_bench" "$2"
 }
+# sustained NAME FILTER [SECONDS] [BIN]: BIN's (attention_bench by default) rows matching FILTER run back to back for
+# SECONDS (default 3; the H200 reaches its 700 W power cap within the first), printed as "NAME TFLOP/s=..." and
+# appended to $OUT/sustained.txt.
+sustained() {
+  echo "$1 $(timeout -k 5 60 "$B/${4:-attention_bench}" --benchmark_filter="$2" --benchmark_min_time="${3:-3}" 2>&1 | grep -o 'TFLOP/s=[0-9.]*')" |
+    tee -a "$OUT/sustained.txt"
+}
+# ncu_counts NAME KERNEL_REGEX METRICS CMD...: Nsight Compute's METRICS (comma-separated) for the third launch of a
+# kernel matching KERNEL_REGEX under CMD, clocks not locked; one line "== ncu NAME: metric=value ..." (the CSV in
+# $OUT/ncu_NAME.csv).
+ncu_counts() {
+  local name=$1 kre=$2 m=$3
+  shift 3
+  timeout -k 5 150 ncu --clock-control none --kernel-name "regex:$kre" --launch-skip 2 --launch-count 1 --metrics "$m" --csv "$@" \
+    > "$OUT/ncu_$name.csv" 2>&1
+  echo "== ncu $name: $(grep '^"' "$OUT/ncu_$name.csv" | awk -F'","' 'NR>1 {printf "%s=%s ", $(NF-2), $NF}' | tr -d '"' | sed 's/__/_/g')"
+}

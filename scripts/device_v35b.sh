@@ -5,12 +5,6 @@
 source scripts/device_common.sh
 M=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,smsp__inst_executed.sum,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,lts__t_sector_hit_rate.pct,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum,l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,smsp__inst_executed_pipe_tensor_op_gmma.sum,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_elapsed,l1tex__m_xbar2l1tex_read_bytes.sum,smsp__warps_issue_stalled_sleeping.sum
 for C in full causal; do
-  echo "== ours D128 $C"
-  timeout -k 5 150 ncu --clock-control none --kernel-name regex:FlashAttn --launch-skip 2 --launch-count 1 --metrics $M --csv \
-    "$B/attention_bench" --benchmark_filter="^BM_AttnForward/D128/$C/" --benchmark_min_time=0.01 > "$OUT/ncu_lib_$C.csv" 2> "$OUT/ncu_lib_$C.err"
-  echo "rc $?"; grep -v "^==" "$OUT/ncu_lib_$C.csv" | awk -F'","' 'NR>1 {print $(NF-2), $NF}' | tr -d '"' | head -20
-  echo "== cuDNN D128 $C"
-  timeout -k 5 150 ncu --clock-control none --kernel-name regex:cudnn --launch-skip 2 --launch-count 1 --metrics $M --csv \
-    python3 bench/sdpa_sustained.py 128 $C 0.05 uniform > "$OUT/ncu_cudnn_$C.csv" 2> "$OUT/ncu_cudnn_$C.err"
-  echo "rc $?"; grep -v "^==" "$OUT/ncu_cudnn_$C.csv" | awk -F'","' 'NR>1 {print $(NF-2), $NF}' | tr -d '"' | head -20
+  ncu_counts "lib_$C" FlashAttn $M "$B/attention_bench" --benchmark_filter="^BM_AttnForward/D128/$C/" --benchmark_min_time=0.01
+  ncu_counts "cudnn_$C" cudnn $M python3 bench/sdpa_sustained.py 128 $C 0.05 uniform
 done

@@ -5,22 +5,16 @@
 # environment switches of this experiment's build. Usage: scripts/device_v35c.sh [.carry]
 source scripts/device_common.sh
 M=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum,lts__t_sector_hit_rate.pct,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_write.sum
-ncu_row() {  # NAME FILTER (environment passed through)
-  timeout -k 5 120 ncu --clock-control none --kernel-name regex:FlashAttn --launch-skip 2 --launch-count 1 --metrics $M --csv \
-    "$B/attention_bench" --benchmark_filter="$2" --benchmark_min_time=0.01 > "$OUT/ncu_$1.csv" 2>&1
-  echo "== ncu $1: $(grep '^"' "$OUT/ncu_$1.csv" | awk -F'","' 'NR>1 {printf "%s=%s ", $(NF-2), $NF}' | tr -d '"' | sed 's/__/_/g')"
-}
-ncu_row full_r3 '^BM_AttnForward/D128/full/'
-TJ_EXP_KV_RANK2=1 ncu_row full_r2 '^BM_AttnForward/D128/full/'
-for sec in 32 16 8; do TJ_EXP_SECTION_MIB=$sec ncu_row causal_s$sec '^BM_AttnForward/D128/causal/'; done
-sus() {  # NAME FILTER: 4 s of the row, its mean
-  echo "$1 $(timeout -k 5 60 "$B/attention_bench" --benchmark_filter="$2" --benchmark_min_time=4 2>&1 | grep -o 'TFLOP/s=[0-9.]*')"
-}
+ncu_counts full_r3 FlashAttn $M "$B/attention_bench" --benchmark_filter='^BM_AttnForward/D128/full/' --benchmark_min_time=0.01
+TJ_EXP_KV_RANK2=1 ncu_counts full_r2 FlashAttn $M "$B/attention_bench" --benchmark_filter='^BM_AttnForward/D128/full/' --benchmark_min_time=0.01
+for sec in 32 16 8; do
+  TJ_EXP_SECTION_MIB=$sec ncu_counts causal_s$sec FlashAttn $M "$B/attention_bench" --benchmark_filter='^BM_AttnForward/D128/causal/' --benchmark_min_time=0.01
+done
 echo "== sustained, 4 s each"
 for r in 1 2; do
-  sus full_r3 '^BM_AttnForward/D128/full/'
-  TJ_EXP_KV_RANK2=1 sus full_r2 '^BM_AttnForward/D128/full/'
-  for sec in 32 16 8; do TJ_EXP_SECTION_MIB=$sec sus causal_s$sec '^BM_AttnForward/D128/causal/'; done
+  sustained full_r3 '^BM_AttnForward/D128/full/' 4
+  TJ_EXP_KV_RANK2=1 sustained full_r2 '^BM_AttnForward/D128/full/' 4
+  for sec in 32 16 8; do TJ_EXP_SECTION_MIB=$sec sustained causal_s$sec '^BM_AttnForward/D128/causal/' 4; done
 done
 timeout -k 5 60 python3 bench/sdpa_sustained.py 128 full 4 uniform
 timeout -k 5 60 python3 bench/sdpa_sustained.py 128 causal 4 uniform

@@ -6,19 +6,10 @@ source scripts/device_common.sh
 echo "== GPU tests"
 timeout -k 5 200 "$B/persist_tests" -tc='attention_persistent_gpu*' > "$OUT/tests.txt" 2>&1; echo "rc $?"
 grep -E "ERROR|test cases|assertions" "$OUT/tests.txt" | head
-sus() {  # NAME FILTER: 3 s of the row, its mean
-  echo "$1 $(timeout -k 5 60 "$B/attention_bench" --benchmark_filter="$2" --benchmark_min_time=3 2>&1 | grep -o 'TFLOP/s=[0-9.]*')"
-}
 for D in 64 96 128; do
-  sus "ours D$D causal" "^BM_AttnForward/D$D/causal/"
+  sustained "ours D$D causal" "^BM_AttnForward/D$D/causal/"
   timeout -k 5 60 python3 bench/sdpa_sustained.py $D causal 3 uniform
 done
 M=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,smsp__inst_executed.sum,dram__bytes_read.sum,lts__t_bytes.sum,lts__t_sectors_srcunit_tex_op_write.sum,smsp__inst_executed_pipe_tensor_op_gmma.sum,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__cycles_active.avg
-timeout -k 5 120 ncu --clock-control none --kernel-name regex:FlashAttn --launch-skip 2 --launch-count 1 --metrics $M --csv \
-  "$B/attention_bench" --benchmark_filter='^BM_AttnForward/D64/causal/' --benchmark_min_time=0.01 > "$OUT/ncu_lib.csv" 2>&1
-timeout -k 5 120 ncu --clock-control none --kernel-name regex:cudnn --launch-skip 2 --launch-count 1 --metrics $M --csv \
-  python3 bench/sdpa_sustained.py 64 causal 0.05 uniform > "$OUT/ncu_cudnn.csv" 2>&1
-for w in lib cudnn; do
-  echo "== ncu $w D64 causal: $(grep '^"' "$OUT/ncu_$w.csv" | awk -F'","' 'NR>1 {printf "%s=%s ", $(NF-2), $NF}' | tr -d '"' | sed 's/__/_/g')"
-  grep '^"' "$OUT/ncu_$w.csv" | sed -n 2p | cut -d, -f5,8,9
-done
+ncu_counts lib_d64c FlashAttn $M "$B/attention_bench" --benchmark_filter='^BM_AttnForward/D64/causal/' --benchmark_min_time=0.01
+ncu_counts cudnn_d64c cudnn $M python3 bench/sdpa_sustained.py 64 causal 0.05 uniform

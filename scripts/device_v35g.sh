@@ -10,14 +10,11 @@ t() {  # FILTER SECONDS TAG
   grep -m3 -A3 ERROR "$OUT/t_$3.txt"
 }
 t 'quad_store_gpu*' 30 q
-sus() {  # NAME BIN FILTER: 2 s of the row (also into $OUT/bench.txt)
-  echo "$1 $(timeout -k 5 40 "$B/$2" --benchmark_filter="$3" --benchmark_min_time=2 2>&1 | grep -o 'TFLOP/s=[0-9.]*')" | tee -a "$OUT/bench.txt"
-}
 for r in 1 2; do
-  sus "old D128 full" attention_bench_old '^BM_AttnForward/D128/full/'
-  sus "new D128 full" attention_bench '^BM_AttnForward/D128/full/'
-  sus "old D256 causal" attention_bench_old '^BM_AttnForward/D256/causal/'
-  sus "new D256 causal" attention_bench '^BM_AttnForward/D256/causal/'
+  sustained "old D128 full" '^BM_AttnForward/D128/full/' 2 attention_bench_old
+  sustained "new D128 full" '^BM_AttnForward/D128/full/' 2 attention_bench
+  sustained "old D256 causal" '^BM_AttnForward/D256/causal/' 2 attention_bench_old
+  sustained "new D256 causal" '^BM_AttnForward/D256/causal/' 2 attention_bench
 done
 # (An -O1 test binary: the library forward's case needs more than 60 s; its first 60 s passed 7,253,065 assertions.)
 t 'attention_library_forward_gpu_matches_f64' 200 f
