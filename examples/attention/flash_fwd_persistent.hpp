@@ -58,6 +58,7 @@
 #include <functional>
 #include <queue>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "examples/attention/flash_fwd_tma.hpp"
@@ -150,18 +151,20 @@ inline FwdItemTable fwd_item_table(const FwdItemShape& s) {
     const long long kv_head_bytes = 2 * s.seqlen * s.head_dim * s.elem_bytes;  // K and V of one KV head
     const long long most = std::max(s.section_bytes / kv_head_bytes, 1LL) * s.group;
     long long best = -1, tried = -1;
+    std::vector<std::vector<std::int32_t>> best_per;
     for (long long bound = most; bound >= s.group && 2 * bound >= most; bound -= s.group) {
       const long long sections = tj::cdiv(s.heads_q, bound);
       const long long hps = tj::cdiv(tj::cdiv(s.heads_q, sections), s.group) * s.group;
       if (hps == tried) continue;
       tried = hps;
       const long long busiest = assign(make_list(hps));
-      if (best < 0 || busiest < best) best = busiest, t.heads_per_section = hps;
+      if (best < 0 || busiest < best) best = busiest, t.heads_per_section = hps, best_per = std::move(per);
     }
+    per = std::move(best_per);
   } else {
     t.heads_per_section = s.heads_q;
+    assign(make_list(s.heads_q));
   }
-  assign(make_list(t.heads_per_section));
   t.data.reserve(static_cast<std::size_t>(t.programs + 1 + count));
   std::int32_t at = 0;
   for (const auto& items : per) {

@@ -448,8 +448,7 @@ class Emitter {
           if (es == 4) {
             word = n.type.dtype == DType::f32 ? fmt::format("tj_as_u32({})", v(val, r + w)) : fmt::format("(unsigned)({})", v(val, r + w));
           } else {
-            auto half = [&](int i) { return fmt::format("(unsigned)({})", store_expr(n.type.dtype, v(val, r + i))); };
-            word = fmt::format("{} | ({} << 16)", low_half(n.type.dtype, half(2 * w)), half(2 * w + 1));
+            word = pair_word(n.type.dtype, v(val, r + 2 * w), v(val, r + 2 * w + 1));
           }
           line(fmt::format("{}.w[{}] = {};", tv, w, word));
         }
@@ -1958,6 +1957,18 @@ class Emitter {
     if (t == DType::f8e5) return "tj_f32_to_e5m2(" + x + ")";
     return x;
   }
+  /// Two 16-bit elements (f32 register expressions lo and hi, stored as type t) packed into one 32-bit word, lo in
+  /// the low half (cut to 16 bits first: a signed 16-bit value converted to unsigned is sign-extended).
+  static std::string pair_word(DType t, const std::string& lo, const std::string& hi) {
+    auto half = [&](const std::string& x) { return fmt::format("(unsigned)({})", store_expr(t, x)); };
+    return fmt::format("{} | ({} << 16)", low_half(t, half(lo)), half(hi));
+  }
+  /// The condition under which a memory node's register r is written: the owner predicate `own` and, when `masked`,
+  /// operand 2 (the mask) at r; "" when always.
+  std::string store_guard(int id, int r, bool masked, const std::string& own) const {
+    if (!masked) return own;
+    return own.empty() ? opnd(id, 2, r) : own + " && " + opnd(id, 2, r);
+  }
 
   void line(const std::string& s) { body_ += "  " + s + "\n"; }
 
@@ -2245,8 +2256,7 @@ class Emitter {
         }
         for (int r = 0; r < R(id); ++r) {
           if (tile(id) && canonical(r, id) != r) continue;
-          std::string cond = own;
-          if (masked) cond = cond.empty() ? op(2, r) : cond + " && " + op(2, r);
+          const std::string cond = store_guard(id, r, masked, own);
           std::string st = fmt::format("*{} = {};", op(0, r), store_expr(t.dtype, op(1, r)));
           line(cond.empty() ? st : fmt::format("if ({}) {}", cond, st));
         }
@@ -2536,8 +2546,7 @@ class Emitter {
     // Lane c's register r points at column 2c of its group; its vector starts at X (c & 1) + Y (c >> 1).
     line(fmt::format("{{ const bool tj_q0_{0} = (tj_lane & 1) != 0, tj_q1_{0} = (tj_lane & 2) != 0; const int tj_qo_{0} = (tj_q0_{0} ? {1} : 0) + "
                      "(tj_q1_{0} ? {2} : 0);", id, x - 2, y - 4));
-    auto half = [&](int r) { return fmt::format("(unsigned)({})", store_expr(t.dtype, opnd(id, 1, r))); };
-    auto word = [&](int r) { return fmt::format("{} | ({} << 16)", low_half(t.dtype, half(r)), half(r + s0)); };
+    auto word = [&](int r) { return pair_word(t.dtype, opnd(id, 1, r), opnd(id, 1, r + s0)); };
     const auto bit = [](int r, int s) { return (r / s) % 2; };
     int group = 0;
     for (int r = 0; r < R(id); ++r) {
@@ -2551,8 +2560,7 @@ class Emitter {
                        " if (tj_q0_{1}) {0}[0] = x0, {0}[2] = x1; else {0}[1] = x0, {0}[3] = x1; }}", w, id));
       line(fmt::format("{{ const unsigned x0 = tj_shfl_xor(tj_q1_{1} ? {0}[0] : {0}[2], 2), x1 = tj_shfl_xor(tj_q1_{1} ? {0}[1] : {0}[3], 2);"
                        " if (tj_q1_{1}) {0}[0] = x0, {0}[1] = x1; else {0}[2] = x0, {0}[3] = x1; }}", w, id));
-      std::string cond = own;
-      if (masked) cond = cond.empty() ? opnd(id, 2, r) : cond + " && " + opnd(id, 2, r);
+      const std::string cond = store_guard(id, r, masked, own);
       const std::string st = fmt::format("{{ tj_v16 tv; tv.w[0] = {0}[0]; tv.w[1] = {0}[1]; tv.w[2] = {0}[2]; tv.w[3] = {0}[3]; "
                                          "*(tj_v16*)(({1}) + tj_qo_{2}) = tv; }}", w, opnd(id, 0, r), id);
       line(cond.empty() ? st : fmt::format("if ({}) {}", cond, st));
@@ -2574,13 +2582,11 @@ class Emitter {
         if (es == 4) {
           word = t.dtype == DType::f32 ? fmt::format("tj_as_u32({})", opnd(id, 1, r + w)) : fmt::format("(unsigned)({})", opnd(id, 1, r + w));
         } else {
-          auto half = [&](int i) { return fmt::format("(unsigned)({})", store_expr(t.dtype, opnd(id, 1, r + i))); };
-          word = fmt::format("{} | ({} << 16)", low_half(t.dtype, half(2 * w)), half(2 * w + 1));
+          word = pair_word(t.dtype, opnd(id, 1, r + 2 * w), opnd(id, 1, r + 2 * w + 1));
         }
         line(fmt::format("{}.w[{}] = {};", tv, w, word));
       }
-      std::string cond = own;
-      if (masked) cond = cond.empty() ? opnd(id, 2, r) : cond + " && " + opnd(id, 2, r);
+      const std::string cond = store_guard(id, r, masked, own);
       const std::string st = fmt::format("*(tj_v{}*)({}) = {};", bytes, opnd(id, 0, r), tv);
       line(cond.empty() ? st : fmt::format("if ({}) {}", cond, st));
     }
@@ -3769,8 +3775,7 @@ class Emitter {
     line(fmt::format("{} {}[{}];  // {}: the old values", ty, tmp, R_, ir::name(n.op)));
     for (int r = 0; r < R_; ++r) {
       if (tile(id) && canonical(r, id) != r) continue;
-      std::string cond = own;
-      if (masked) cond = cond.empty() ? opnd(id, 2, r) : cond + " && " + opnd(id, 2, r);
+      const std::string cond = store_guard(id, r, masked, own);
       const std::string call = cas ? fmt::format("{}({}, {}, {})", fn, opnd(id, 0, r), opnd(id, 1, r), opnd(id, 2, r))
                                    : fmt::format("{}({}, {})", fn, opnd(id, 0, r), opnd(id, 1, r));
       line(cond.empty() ? fmt::format("{}[{}] = {};", tmp, r, call)
@@ -3805,8 +3810,7 @@ class Emitter {
       if (canonical(r, id) != r) continue;
       std::string args = opnd(id, 0, r);
       for (int i = 0; i < vw; ++i) args += ", " + opnd(id, 1, r + i);
-      std::string cond = own;
-      if (masked) cond = cond.empty() ? opnd(id, 2, r) : cond + " && " + opnd(id, 2, r);
+      const std::string cond = store_guard(id, r, masked, own);
       const std::string call = fmt::format("tj_red_add_v{}({});", vw, args);
       line(cond.empty() ? call : fmt::format("if ({}) {}", cond, call));
     }
