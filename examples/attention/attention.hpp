@@ -82,10 +82,11 @@ class Attention {
   FwdSchedule forward_schedule() const { return schedule_; }
   /// What `automatic` runs: the schedule measured faster on the H200 (docs/perf.md, v0.10): persistent for causal
   /// attention (its schedule table balances the programs: +12% / +3% / +3% over one program per item at D = 64 / 96 /
-  /// 128) and for full attention at D = 64, 128 and 256 (D = 256: +1.5-2.5% in four rounds, docs/perf.md v0.31); one
-  /// program per item for full D = 96 (persistent measured 1% slower) and causal D = 256 (even, and 8 bytes spilled).
+  /// 128; D = 256 +0.6% and +1.1% at the 700 W power cap, v0.35 call 6 and v0.36 call 4) and for full attention at
+  /// D = 64, 128 and 256 (D = 256: +1.5-2.5% in four rounds, docs/perf.md v0.31); one program per item for full D = 96
+  /// (persistent measured 1% slower).
   static constexpr bool persistent_by_default(int head_dim, bool causal) {
-    return head_dim <= 128 ? causal || head_dim != 96 : !causal;
+    return causal || head_dim != 96;
   }
   /// The shortest sequence for which the persistent forward at D = 64 takes items of 192 query rows (three consumer
   /// warp groups) instead of 128: from here a ragged last item adds at most 1/6 to the rows a head computes (S = 1153:

@@ -239,13 +239,15 @@ auto fa3_step(const QTile& q_tile, const KDesc& k, const VDesc& v, const KV& kv,
   return std::tuple{m_new, l_i * alpha + tj::sum<1>(prob), correct_rows(o_prev, alpha), tj::cast<T>(prob)};
 }
 
-/// Whether fa3_keys peels its first key block out of the loop: at D = 96 and 128. On the H200 (docs/perf.md v0.31
-/// call 1, two rounds against the loop from block 0) D = 128 full +2.6%, causal and D = 96 within ±0.6%, and the
-/// D = 64 library kernel (192-row items) −2.6% full, equal causal — so D = 64 keeps the loop from block 0. At D = 256
-/// (64-key blocks, 224 KiB of shared memory already) the first K block's own buffer does not fit. Where not peeled
-/// the loop multiplies P_{-1} = 0 by a V block once per item and warp group.
-template <int HEAD_DIM>
-inline constexpr bool kFa3PeelFirstBlock = HEAD_DIM > 64 && HEAD_DIM <= 128;
+/// Whether fa3_keys peels its first key block out of the loop: at D = 96 and 128, and at D = 64 for causal attention.
+/// On the H200 (docs/perf.md v0.31 call 1, two rounds against the loop from block 0, short runs at boost clock)
+/// D = 128 full +2.6%, causal and D = 96 within ±0.6%, and the D = 64 library kernel (192-row items) −2.6% full,
+/// equal causal. At the 700 W power cap (v0.36 call 3, 3 s a row, two rounds) the D = 64 library kernel gained 1.6%
+/// causal (192 × 96 items: 387.4 / 387.0 → 393.5 / 394.1 TFLOP/s) and was equal full, so D = 64 full keeps the loop
+/// from block 0. At D = 256 (64-key blocks, 224 KiB of shared memory already) the first K block's own buffer does not
+/// fit. Where not peeled the loop multiplies P_{-1} = 0 by a V block once per item and warp group.
+template <int HEAD_DIM, bool CAUSAL>
+inline constexpr bool kFa3PeelFirstBlock = (HEAD_DIM > 64 || CAUSAL) && HEAD_DIM <= 128;
 
 /// FlashAttention-3's loop over the keys [0, hi) of one head (FlashAttnFwdTmaPingPongBody): iteration j issues
 /// S_j = Q·K_jᵀ and O += P_{j-1}·V_{j-1}, then the softmax of S_j, masked as MASK says (`edge`: see
@@ -263,7 +265,7 @@ auto fa3_keys(const QTile& q_tile, const KDesc& k, const VDesc& v, const KV& kv,
   };
   auto acc0 = tj::zeros<float, BLOCK_M, HEAD_DIM>();
   const auto m0 = tj::full<float, BLOCK_M>(kAttnNegBig);
-  if constexpr (kFa3PeelFirstBlock<HEAD_DIM>) {
+  if constexpr (kFa3PeelFirstBlock<HEAD_DIM, CAUSAL>) {
     // Block 0: m = its max, l = its sum, P_0 carried; no product with O yet. (A varlen program past its sequence's
     // end has hi = 0 and runs it too: its rows are not stored.)
     const tj::Int n0 = tj::scalar<std::int32_t>(0);

@@ -63,7 +63,7 @@ void varlen_case(const tj::Device& dev, std::vector<std::int32_t> lens, int Hq, 
       const Desc kd(dev, dk, tj::dtype_v<T>, {total, Hkv, D}, {Hkv * D, D, 1}, {64, 1, D});
       const Desc vd(dev, dv, tj::dtype_v<T>, {total, Hkv, D}, {Hkv * D, D, 1}, {64, 1, D});
       const float sl2 = static_cast<float>(s.softmax_scale() * 1.4426950408889634);
-      // D = 96 and 128 run block 0 before the key loop (kFa3PeelFirstBlock), D = 64 in it.
+      // D = 96 and 128 run block 0 before the key loop (kFa3PeelFirstBlock), D = 64 too when causal, full D = 64 in it.
       auto launch = [&]<int HD, bool C>() {
         tj::compile<examples::FlashAttnFwdVarlenTma<128, 64, HD, C, T>>(dev, {.num_warps = 8, .num_stages = 2})
             .launch(tj::Grid{tj::cdiv(max_len, 128), Hq, B}, qd, kd, vd, dout, dl, dcu, Hq, Hq / Hkv, sl2);
