@@ -61,3 +61,39 @@ ncu_counts() {
     > "$OUT/ncu_$name.csv" 2>&1
   echo "== ncu $name: $(grep '^"' "$OUT/ncu_$name.csv" | awk -F'","' 'NR>1 {printf "%s=%s ", $(NF-2), $NF}' | tr -d '"' | sed 's/__/_/g')"
 }
+# carried_tests FILTER SECONDS TAG: the carried doctest binary rs_gpu's cases matching FILTER into $OUT/t_TAG.txt;
+# one line with the exit status, cases and assertions, then the first failures.
+carried_tests() {
+  timeout -k 5 "$2" "$B/rs_gpu" -tc="$1" > "$OUT/t_$3.txt" 2>&1
+  echo "$1: rc $? $(grep -E 'test cases' "$OUT/t_$3.txt" | tr -s ' ') $(grep -E 'assertions' "$OUT/t_$3.txt" | tr -s ' ')"
+  grep -m3 -A3 ERROR "$OUT/t_$3.txt"
+}
+# cap_table: the library forward (attention_bench's BM_AttnForward rows) beside torch SDPA's cuDNN and flash backends
+# at the power cap, every head dim and mask, 3 s a row, ours then cuDNN then flash; then D = 96 exact against the same
+# kernel padded to 128. Everything also into $OUT/sustained.txt.
+cap_table() {
+  local D C
+  for D in 64 96 128 256; do
+    for C in full causal; do
+      sustained "ours D$D $C" "^BM_AttnForward/D$D/$C/"
+      timeout -k 5 60 python3 bench/sdpa_sustained.py $D $C 3 uniform cudnn | tee -a "$OUT/sustained.txt"
+      timeout -k 5 60 python3 bench/sdpa_sustained.py $D $C 3 uniform flash | tee -a "$OUT/sustained.txt"
+    done
+  done
+  for C in full causal; do
+    sustained "D96 exact $C" "^BM_FlashFwdPingPongEdge/D96/$C/128x128/2/"
+    sustained "D96 padded $C" "^BM_FlashFwdPingPongEdgePadded/D96/$C/128x128/2/"
+  done
+}
+# old_new_cap SECONDS ROW...: for each attention_bench row name ROW (e.g. D128/full), attention_bench_old's
+# BM_AttnForward/ROW then attention_bench's, SECONDS each at the power cap; two rounds, alternated.
+old_new_cap() {
+  local s=$1 r row
+  shift
+  for r in 1 2; do
+    for row in "$@"; do
+      sustained "old $row" "^BM_AttnForward/$row/" "$s" attention_bench_old
+      sustained "new $row" "^BM_AttnForward/$row/" "$s" attention_bench
+    done
+  done
+}

@@ -5,22 +5,12 @@
 # (carry rs_gpu: an -O1 test binary of test_quad_store.cpp and the attention / GEMM example tests; attention_bench,
 # attention_bench_old)
 source scripts/device_common.sh
-t() {  # FILTER SECONDS TAG
-  timeout -k 5 "$2" "$B/rs_gpu" -tc="$1" > "$OUT/t_$3.txt" 2>&1
-  echo "$1: rc $? $(grep -E 'test cases' "$OUT/t_$3.txt" | tr -s ' ') $(grep -E 'assertions' "$OUT/t_$3.txt" | tr -s ' ')"
-  grep -m3 -A3 ERROR "$OUT/t_$3.txt"
-}
-t 'quad_store_gpu*' 40 q
-for r in 1 2; do
-  sustained "old D128 full" '^BM_AttnForward/D128/full/' 2 attention_bench_old
-  sustained "new D128 full" '^BM_AttnForward/D128/full/' 2 attention_bench
-  sustained "old D256 causal" '^BM_AttnForward/D256/causal/' 2 attention_bench_old
-  sustained "new D256 causal" '^BM_AttnForward/D256/causal/' 2 attention_bench
-done
+carried_tests 'quad_store_gpu*' 40 q
+old_new_cap 2 D128/full D256/causal
 for r in 1 2; do
   sustained "D64 causal library (192x96)" '^BM_AttnForward/D64/causal/' 3
   sustained "D64 causal 128x128/2" '^BM_FlashFwdPersistent/D64/causal/128x128/2/' 3
   sustained "D64 causal 192x128/2" '^BM_FlashFwdPersistent/D64/causal/192x128/2/' 3
 done
-t 'attention_library_persistent_forward_gpu_matches_f64' 100 p
-t 'attention_backward_library_gpu_matches_f64' 120 b
+carried_tests 'attention_library_persistent_forward_gpu_matches_f64' 100 p
+carried_tests 'attention_backward_library_gpu_matches_f64' 120 b

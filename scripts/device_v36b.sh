@@ -11,14 +11,4 @@ for r in 1 2; do
     sustained "$b D64 causal 128x128" '^BM_FlashFwdPersistent/D64/causal/128x128/2/' 3 $b
   done
 done
-for D in 64 96 128 256; do
-  for C in full causal; do
-    sustained "ours D$D $C" "^BM_AttnForward/D$D/$C/"
-    timeout -k 5 60 python3 bench/sdpa_sustained.py $D $C 3 uniform cudnn | tee -a "$OUT/sustained.txt"
-    timeout -k 5 60 python3 bench/sdpa_sustained.py $D $C 3 uniform flash | tee -a "$OUT/sustained.txt"
-  done
-done
-for C in full causal; do
-  sustained "D96 exact $C" "^BM_FlashFwdPingPongEdge/D96/$C/128x128/2/"
-  sustained "D96 padded $C" "^BM_FlashFwdPingPongEdgePadded/D96/$C/128x128/2/"
-done
+cap_table

@@ -3,15 +3,10 @@
 # D = 256 causal's two schedules at the power cap, alternated. Usage: scripts/device_v36c.sh [.carry]
 # (carry rs_gpu: an -O2 test binary of test_attention_more / _persistent / _fwd_library.cpp; attention_bench)
 source scripts/device_common.sh
-t() {  # FILTER SECONDS TAG
-  timeout -k 5 "$2" "$B/rs_gpu" -tc="$1" > "$OUT/t_$3.txt" 2>&1
-  echo "$1: rc $? $(grep -E 'test cases' "$OUT/t_$3.txt" | tr -s ' ') $(grep -E 'assertions' "$OUT/t_$3.txt" | tr -s ' ')"
-  grep -m3 -A3 ERROR "$OUT/t_$3.txt"
-}
-t 'attention_persistent_gpu*' 120 p
-t 'attention_library_persistent_forward_gpu_matches_f64' 120 lp
-t 'attention_more_gpu_matches_f64' 120 m
-t 'attention_library_forward_gpu_matches_f64' 200 f
+carried_tests 'attention_persistent_gpu*' 120 p
+carried_tests 'attention_library_persistent_forward_gpu_matches_f64' 120 lp
+carried_tests 'attention_more_gpu_matches_f64' 120 m
+carried_tests 'attention_library_forward_gpu_matches_f64' 200 f
 for r in 1 2; do
   sustained "D256 causal per_item" "^BM_AttnForwardper_item/D256/causal/" 3
   sustained "D256 causal persistent" "^BM_AttnForwardpersistent/D256/causal/" 3
