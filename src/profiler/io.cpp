@@ -5,6 +5,7 @@
 #include <chrono>
 #include <set>
 #include <cerrno>
+#include <climits>
 #include <cstring>
 #include <fcntl.h>
 #include <unistd.h>
@@ -43,7 +44,11 @@ struct Pending {
 
 /// Create the temporary for `path` and write `bytes` into it (no fsync).
 WriteResult write_tmp(const std::string& path, std::string_view bytes, Pending& out) {
-  out.tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(g_tmp_counter.fetch_add(1));
+  // <path>.tmp.<pid>.<n>, or <dir>/.tilejit.tmp.<pid>.<n> where that would pass the file-name limit (NAME_MAX)
+  // while the final name does not.
+  const std::string suffix = ".tmp." + std::to_string(::getpid()) + "." + std::to_string(g_tmp_counter.fetch_add(1));
+  const std::size_t slash = path.rfind('/'), dir_len = slash == std::string::npos ? 0 : slash + 1;
+  out.tmp = path.size() - dir_len + suffix.size() <= NAME_MAX ? path + suffix : path.substr(0, dir_len) + ".tilejit" + suffix;
   int fd = ::open(out.tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return fail(errno, "cannot create", out.tmp);
   auto abandon = [&](int err, const char* what) {

@@ -350,15 +350,27 @@ PhaseWrite write_phase(const Session& s, const PhaseData& pd, const std::string&
   return w;
 }
 
-/// Record a failed write (state_mu held); printed once per session.
+/// Record a failed write (state_mu held): one entry per phase and file, holding its latest failure (a path that
+/// stays unwritable is retried at every advance_phase; its entries must not grow with the retries). Printed once per
+/// session.
 void record_error(Session& s, std::size_t phase, const std::string& path, const WriteResult& r) {
-  s.errors.push_back({phase, path, r.message, r.error});
+  auto it = std::find_if(s.errors.begin(), s.errors.end(), [&](const FlushError& e) { return e.phase == phase && e.path == path; });
+  if (it != s.errors.end()) {
+    it->message = r.message;
+    it->error_code = r.error;
+  } else {
+    s.errors.push_back({phase, path, r.message, r.error});
+  }
   if (!s.printed_error) {
     s.printed_error = true;
-    warn("session '{}': phase {} not written to {}: {}. The phase stays in memory and is retried "
-         "at the next advance_phase and at finalize; later failures are only kept "
-         "(profiler::flush_errors)",
-         s.name, phase, path, r.message);
+    if (s.finalizing.load())
+      warn("session '{}': phase {} not written to {}: {}. finalize drops it (FinalizeReport::errors)", s.name, phase, path,
+           r.message);
+    else
+      warn("session '{}': phase {} not written to {}: {}. The phase stays in memory; the oldest such phase is retried "
+           "at each advance_phase (the others once it is written) and all at finalize; later failures are only kept "
+           "(profiler::flush_errors)",
+           s.name, phase, path, r.message);
   }
 }
 
@@ -383,6 +395,7 @@ void worker_main(Session* s) {
       std::size_t phase;
       std::shared_ptr<PhaseData> pd;
       bool waiting;  // launches of it still wait for their records: flush, then seal
+      bool retry;    // its write failed before
       double serialise_ms = 0;
       std::string bytes;
       bool encoded = false;
@@ -402,7 +415,7 @@ void worker_main(Session* s) {
       }
       // One backend flush serves every phase closed before it began.
       flush |= waiting && s->kernel_records && n >= s->flushed_below;
-      batch.push_back({n, it->second, waiting});
+      batch.push_back({n, it->second, waiting, s->failed.count(n) != 0});
       s->writing.push_back(n);
     }
     s->cv.notify_all();  // the queue is empty: advance_phase need not wait for this batch
@@ -439,6 +452,7 @@ void worker_main(Session* s) {
     }
     std::vector<PhaseWrite> results;
     std::size_t f = 0;
+    bool retry_written = false;  // a phase that had failed was written: the path works again
     for (Item& b : batch) {
       PhaseWrite w;
       w.serialise_ms = b.serialise_ms;
@@ -452,6 +466,7 @@ void worker_main(Session* s) {
       }
       const std::string path = part_file(*s, b.phase);
       if (w.result.error == 0) {
+        retry_written |= b.retry;
         s->written.insert(b.phase);
         s->failed.erase(b.phase);
         s->files.push_back(path);
@@ -462,6 +477,10 @@ void worker_main(Session* s) {
         record_error(*s, b.phase, path, w.result);
       }
       results.push_back(std::move(w));
+    }
+    if (retry_written) {  // advance_phase retried only the oldest failed phase: now the rest
+      for (std::size_t p : s->failed)
+        if (std::find(s->queue.begin(), s->queue.end(), p) == s->queue.end()) s->queue.push_back(p);
     }
     lk.unlock();
     for (std::size_t i = 0; i < batch.size(); ++i) {
@@ -968,20 +987,44 @@ std::uint64_t now_ns() noexcept {
 // ---- sessions --------------------------------------------------------------------
 
 namespace {
-/// Why a new session may not be named `name` (empty: it may): two running sessions of one name would write the
-/// same files, the later silently replacing the earlier's. Called with reg().mu held.
-std::string running_named(const std::string& name) {
-  for (const auto& [id, other] : reg().sessions)
-    if (other && other->name == name && !other->finalizing.load())
-      return fmt::format("profiler::start: a session named '{}' is already running (session {}); its files would be "
-                         "overwritten: finalize it first or choose another name",
-                         name, id);
+/// The file stem a session named `name` writes under, as one absolute, normalised path ("run", "./run" and
+/// "d/../run" are one stem), so running_conflict compares files, not spellings.
+std::string file_key(const std::string& name) {
+  std::error_code ec;
+  auto p = std::filesystem::weakly_canonical(std::filesystem::absolute(name, ec), ec);
+  return ec ? std::filesystem::path(name).lexically_normal().string() : p.string();
+}
+
+/// Whether `key` is `stem` + ".part_<digits>": the name of a part file's stem of a session whose stem is `stem`.
+bool part_of(const std::string& key, const std::string& stem) {
+  const std::string prefix = stem + ".part_";
+  if (key.size() <= prefix.size() || key.compare(0, prefix.size(), prefix) != 0) return false;
+  return std::all_of(key.begin() + static_cast<std::ptrdiff_t>(prefix.size()), key.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+/// Why a new session named `name` (file stem `key`) may not start (empty: it may): two running sessions that write
+/// the same files — one stem however spelled, or one's stem a part file of the other's ("x" and "x.part_0") — would
+/// silently replace each other's files. Called with reg().mu held.
+std::string running_conflict(const std::string& name, const std::string& key) {
+  for (const auto& [id, other] : reg().sessions) {
+    if (!other || other->finalizing.load()) continue;
+    if (other->file_key == key)
+      return fmt::format("profiler::start: a session writing '{}' is already running (session {}, named '{}'); its files "
+                         "would be overwritten: finalize it first or choose another name",
+                         key, id, other->name);
+    if (part_of(key, other->file_key) || part_of(other->file_key, key))
+      return fmt::format("profiler::start: session name '{}' collides with the part files of running session {} (named "
+                         "'{}': <name>.part_<N>.<format>); finalize it first or choose another name",
+                         name, id, other->name);
+  }
   return {};
 }
 }  // namespace
 
 SessionId start(std::string_view name, const Options& options) {
   if (name.empty()) throw InvalidArgument("profiler::start: empty session name");
+  if (name.find('\0') != std::string_view::npos)
+    throw InvalidArgument("profiler::start: the session name contains a NUL byte; it names files, which cannot hold one");
   load_env_plugins();
   auto s = std::make_shared<Session>();
   s->options = options;
@@ -1037,6 +1080,7 @@ SessionId start(std::string_view name, const Options& options) {
     throw InvalidArgument(fmt::format("profiler::start: session name '{}' ends in a directory ('{}'); the name's last "
                                       "path component names the files (e.g. '{}{}profile')",
                                       std::string(name), last, s->name, s->name.ends_with('/') ? "" : "/"));
+  s->file_key = file_key(s->name);
   const char* timing = std::getenv("TILEJIT_PROFILE_FLUSH_TIMING");
   s->timing = timing && std::string_view(timing) == "1";
   s->detached = std::make_shared<Local>();
@@ -1049,7 +1093,7 @@ SessionId start(std::string_view name, const Options& options) {
 
   {
     std::lock_guard g(reg().mu);
-    if (const std::string why = running_named(s->name); !why.empty()) throw InvalidArgument(why);
+    if (const std::string why = running_conflict(s->name, s->file_key); !why.empty()) throw InvalidArgument(why);
   }
   if (!options.backend.empty() && options.backend != "none") {
     BackendFactory factory;
@@ -1078,7 +1122,7 @@ SessionId start(std::string_view name, const Options& options) {
   }
 
   std::lock_guard g(reg().mu);
-  if (const std::string why = running_named(s->name); !why.empty()) {  // started meanwhile on another thread
+  if (const std::string why = running_conflict(s->name, s->file_key); !why.empty()) {  // started meanwhile on another thread
     if (s->backend) s->backend->stop();
     throw InvalidArgument(why);
   }
@@ -1332,12 +1376,16 @@ std::size_t advance_phase(SessionId id) {
   if (s->kernel_records && !s->periodic) s->backend->flush();
   const std::size_t closing = s->phase;
   s->closed[closing] = collect(*s, /*late=*/s->periodic && s->kernel_records);
-  ++s->phase;
+  const std::size_t opened = ++s->phase;  // returned below: other threads may advance while this one waits
   if (s->periodic) {
-    for (std::size_t f : s->failed)  // retry earlier failures first
+    // Retry the oldest failed phase first, alone: while the path stays unwritable each call costs one phase's
+    // serialisation, not one per failed phase. Once it is written the writer queues the rest.
+    if (!s->failed.empty()) {
+      const std::size_t f = *s->failed.begin();
       if (std::find(s->writing.begin(), s->writing.end(), f) == s->writing.end() &&
           std::find(s->queue.begin(), s->queue.end(), f) == s->queue.end())
         s->queue.push_back(f);
+    }
     s->queue.push_back(closing);
     if (!s->worker.joinable()) s->worker = std::thread(worker_main, s.get());
     s->cv.notify_all();
@@ -1348,7 +1396,7 @@ std::size_t advance_phase(SessionId id) {
       s->advance_wait_ns += now_ns() - t0;
     }
   }
-  return s->phase;
+  return opened;
 }
 
 std::size_t current_phase(SessionId id) {

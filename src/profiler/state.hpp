@@ -177,7 +177,8 @@ class SessionSink final : public Sink {
 
 struct Session {
   SessionId id = 0;
-  std::string name;  // file name stem
+  std::string name;      // file name stem
+  std::string file_key;  // the stem as an absolute, normalised path (start's check for running sessions' files)
   Options options;
   Format format = Format::hatchet;
   std::string ext;

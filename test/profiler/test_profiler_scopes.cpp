@@ -391,12 +391,41 @@ TEST_CASE("profiler session: names that cannot name files, and a name already ru
   auto s = tp::start(name);
   CHECK_THROWS_WITH_AS(tp::start(name), doctest::Contains("is already running"), InvalidArgument);
   CHECK_THROWS_WITH_AS(tp::start(name + ".hatchet"), doctest::Contains("is already running"), InvalidArgument);  // same files
+  // The same files however the name is spelled.
+  CHECK_THROWS_WITH_AS(tp::start((dir / "." / "twice").string()), doctest::Contains("is already running"), InvalidArgument);
+  CHECK_THROWS_WITH_AS(tp::start((dir / "sub" / ".." / "twice").string()), doctest::Contains("is already running"), InvalidArgument);
+  // A name that is one of a running session's part-file stems, or whose part files are the running session's file.
+  CHECK_THROWS_WITH_AS(tp::start(name + ".part_0"), doctest::Contains("collides with the part files"), InvalidArgument);
+  {
+    auto part = tp::start((dir / "p.part_12").string());
+    CHECK_THROWS_WITH_AS(tp::start((dir / "p").string(), {.mode = "periodic_flushing"}), doctest::Contains("collides with the part files"),
+                         InvalidArgument);
+    CHECK_NOTHROW(tp::finalize(tp::start((dir / "p.part_x").string())));  // not a part file's stem
+    tp::finalize(part);
+  }
+  // A NUL byte cannot be in a file name: refused rather than cutting the name short.
+  CHECK_THROWS_WITH_AS(tp::start(name + std::string("\0zz", 3)), doctest::Contains("NUL byte"), InvalidArgument);
   auto other = tp::start((dir / "other").string());  // another name is fine
   tp::finalize(other);
   tp::finalize(s);
   CHECK(std::filesystem::exists(name + ".hatchet"));
   auto again = tp::start(name);  // once finalized, the name is free again (a rerun replaces the file)
   tp::finalize(again);
+}
+
+TEST_CASE("profiler session: a final file name of 255 bytes is written (its temporary name stays within NAME_MAX)") {
+  auto dir = temp_dir("longname");
+  const std::string stem(255 - std::string(".hatchet").size(), 'a');
+  auto s = tp::start((dir / stem).string());
+  {
+    tp::Scope a("long_named");
+  }
+  auto rep = tp::finalize(s);
+  CHECK(rep.errors.empty());
+  REQUIRE(rep.files.size() == 1);
+  CHECK(std::filesystem::path(rep.files[0]).filename().string().size() == 255);
+  CHECK(child_names(read_json(rep.files[0])[0]) == std::vector<std::string>{"long_named"});
+  CHECK(files_in(dir).size() == 1);  // no temporary left behind
 }
 
 TEST_CASE("profiler writers: NaN and infinite metrics are null in hatchet JSON and floats in msgpack") {

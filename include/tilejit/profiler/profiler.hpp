@@ -23,8 +23,10 @@
 //
 // Files are written to a temporary name, fsync'ed and renamed, so a final name
 // never holds a partial file. A phase that cannot be written (unwritable path,
-// disk full) stays in memory, the error is printed once and kept (flush_errors)
-// and the write is retried at the next advance_phase and at finalize.
+// disk full) stays in memory, the error is printed once and kept (flush_errors:
+// one entry per phase, its latest failure). Each advance_phase retries the oldest
+// such phase (the others once it is written); finalize tries them all, then drops
+// what still fails.
 //
 // Errors: bad options, unknown session ids and unknown backends throw
 // InvalidArgument; a metric used with two types throws MetricTypeError. Scope
@@ -175,10 +177,10 @@ void async_end(std::uint64_t id) noexcept;
 
 // ---- phases ------------------------------------------------------------
 
-/// Close the open phase and open the next; returns the new phase number (the
-/// first call returns 1). Flushes the backend first (not with periodic
+/// Close the open phase and open the next; returns the phase this call opened (the
+/// first call returns 1; calls from several threads each get a different one). Flushes the backend first (not with periodic
 /// flushing: the writer thread flushes before it writes). Periodic flushing: queues
-/// the closed phase for writing (and any earlier phase whose write failed),
+/// the closed phase for writing (and the oldest earlier phase whose write failed),
 /// waiting while max_pending_phases are queued. Throws InvalidArgument for an
 /// unknown or finalized session.
 std::size_t advance_phase(SessionId session);
