@@ -58,7 +58,8 @@ struct AttnShape {
   long long seqlen = 1;    ///< S (forward / backward); for varlen: the longest sequence (max_seqlen)
   long long head_dim = 64;
   bool causal = false;
-  double scale = 0;        ///< softmax scale; 0 = 1/sqrt(head_dim)
+  double scale = 0;        ///< softmax scale; 0 = 1/sqrt(head_dim). A score whose scaled value (q·k · scale · log2 e)
+                           ///< falls below −1e30 counts as masked (check() keeps scale within [1e-20, 1e20])
   double softmax_scale() const { return scale > 0 ? scale : 1.0 / std::sqrt(static_cast<double>(head_dim)); }
 };
 
@@ -176,6 +177,31 @@ class Attention {
         throw tj::InvalidArgument(fmt::format("attention: {} = {} is not aligned to its element size ({} bytes)", a.what, a.p, a.elem));
     }
   }
+  /// A device buffer for no_overlap: its first byte, its size in bytes and its name in the error.
+  struct Span {
+    const void* p;
+    long long bytes;
+    const char* what;
+  };
+  /// Throws InvalidArgument when an output overlaps an input or another output: the kernels read inputs while other
+  /// programs write outputs, so an alias gives wrong numbers (or NaN), not an error. In-place use (o = q) included:
+  /// whether it happens to work depends on the kernel and the GPU. Sizes are the extents the call reads and writes.
+  static void no_overlap(const char* call, std::initializer_list<Span> outputs, std::initializer_list<Span> inputs) {
+    auto lo = [](const Span& a) { return reinterpret_cast<std::uintptr_t>(a.p); };
+    auto hi = [&](const Span& a) { return lo(a) + static_cast<std::uintptr_t>(a.bytes); };
+    auto meet = [&](const Span& a, const Span& b) { return a.bytes > 0 && b.bytes > 0 && lo(a) < hi(b) && lo(b) < hi(a); };
+    for (auto out = outputs.begin(); out != outputs.end(); ++out) {
+      for (const Span& in : inputs)
+        if (meet(*out, in))
+          throw tj::InvalidArgument(fmt::format("attention {}: {} ({} bytes at {}) overlaps input {} ({} bytes at {}): an output may not "
+                                                "alias an input",
+                                                call, out->what, out->bytes, out->p, in.what, in.bytes, in.p));
+      for (auto other = outputs.begin(); other != out; ++other)
+        if (meet(*out, *other))
+          throw tj::InvalidArgument(fmt::format("attention {}: outputs {} ({} bytes at {}) and {} ({} bytes at {}) overlap", call,
+                                                other->what, other->bytes, other->p, out->what, out->bytes, out->p));
+    }
+  }
   /// cu_seqlens (host copy, batch + 1 entries) against the rules; returns the longest sequence.
   static long long check_cu_seqlens(const std::vector<std::int32_t>& cu, long long total_tokens, long long max_seqlen) {
     if (cu.empty() || cu[0] != 0)
@@ -206,6 +232,12 @@ class Attention {
     fits_i32({s.batch, s.heads_kv, s.seqlen, s.head_dim}, "k [B·Hkv, S, D]");
     fits_grid_y(s.batch, s.heads_q, "batch x heads_q");
     not_null({{q, "q"}, {k, "k"}, {v, "v"}, {o, "o"}, {lse, "lse"}});
+    {
+      const long long qb = s.batch * s.heads_q * s.seqlen * s.head_dim * static_cast<long long>(sizeof(T)),
+                      kb = s.batch * s.heads_kv * s.seqlen * s.head_dim * static_cast<long long>(sizeof(T)),
+                      lb = s.batch * s.heads_q * s.seqlen * 4;
+      no_overlap("forward", {{o, qb, "o"}, {lse, lb, "lse"}}, {{q, qb, "q"}, {k, kb, "k"}, {v, kb, "v"}});
+    }
     with_dim(s, [&]<int D, bool C>() {
       const float scale_log2e = static_cast<float>(s.softmax_scale() * kLog2e);
       {
@@ -312,8 +344,10 @@ class Attention {
   /// Packed sequences: q, o [total, Hq, D]; k, v [total, Hkv, D]; lse [total, Hq]; cu_seqlens [batch + 1] (device
   /// memory, read back once to check it); s.seqlen is max_seqlen. On compute capability 9.0 with q, k, v 16-byte
   /// aligned: FlashAttnFwdVarlenTma (TMA, wgmma, a producer warp group; a key block past a sequence's end holds the
-  /// next sequence's tokens, weighted by exactly 0, so v must be finite there); elsewhere FlashAttnFwdVarlen's
-  /// masked pointer loads.
+  /// next sequence's tokens — after the last sequence, the buffer's rows up to total_tokens; only rows past
+  /// total_tokens read TMA's zeros — weighted by exactly 0, so v must be finite in those rows: a NaN or Inf there,
+  /// uninitialised spare capacity included, gives NaN in the sequence's output. Zero spare rows, or pass
+  /// total_tokens = cu_seqlens[batch]); elsewhere FlashAttnFwdVarlen's masked pointer loads.
   void forward_varlen(const T* q, const T* k, const T* v, T* o, float* lse, const std::int32_t* cu_seqlens, long long total_tokens,
                       const AttnShape& s) {
     check(s, 0);
@@ -323,6 +357,12 @@ class Attention {
     if (s.batch > 65535)  // before cu_seqlens' host copy of batch + 1 entries is allocated
       throw tj::InvalidArgument(fmt::format("attention varlen: batch = {}: at most 65535 sequences (the grid's z extent, one "
                                             "program row per sequence)", s.batch));
+    {
+      const long long qb = total_tokens * s.heads_q * s.head_dim * static_cast<long long>(sizeof(T)),
+                      kb = total_tokens * s.heads_kv * s.head_dim * static_cast<long long>(sizeof(T)), lb = total_tokens * s.heads_q * 4;
+      no_overlap("forward_varlen", {{o, qb, "o"}, {lse, lb, "lse"}},
+                 {{q, qb, "q"}, {k, kb, "k"}, {v, kb, "v"}, {cu_seqlens, (s.batch + 1) * 4, "cu_seqlens"}});
+    }
     std::vector<std::int32_t> cu(static_cast<std::size_t>(s.batch + 1));
     dev_.copy_to_host(cu.data(), cu_seqlens, cu.size() * 4);
     fits_grid_y(1, s.heads_q, "heads_q");
@@ -407,6 +447,11 @@ class Attention {
       throw tj::InvalidArgument(fmt::format("attention decode: chunk = {} splits s_max = {} into {} chunks: at most 65535 (the "
                                             "grid's y extent, one program row per chunk); use chunk >= {} or 0 (automatic)",
                                             chunk, s_max, splits, tj::cdiv(s_max, 65535LL)));
+    {
+      const long long qb = s.batch * tokens * s.heads_q * s.head_dim * static_cast<long long>(sizeof(T)),
+                      kb = s.batch * s.heads_kv * s_max * s.head_dim * static_cast<long long>(sizeof(T)), lb = s.batch * tokens * s.heads_q * 4;
+      no_overlap("decode", {{o, qb, "o"}, {lse, lb, "lse"}}, {{q, qb, "q"}, {k, kb, "k"}, {v, kb, "v"}, {seqlens, s.batch * 4, "seqlens"}});
+    }
     const long long rows = s.batch * tokens * s.heads_q;  // query rows: one partial per row and split
     fits_i32({splits, rows, s.head_dim}, "the split workspace [splits, B·tokens·Hq, D]");
     const std::size_t need = static_cast<std::size_t>(splits * rows) * (s.head_dim + 2) * 4;
@@ -473,6 +518,13 @@ class Attention {
     fits_grid_y(s.batch, s.heads_q, "batch x heads_q");
     not_null({{q, "q"}, {k, "k"}, {v, "v"}, {o, "o"}, {d_o, "d_o"}, {lse, "lse"}, {delta, "delta"}, {dq, "dq"}, {dk, "dk"}, {dv, "dv"}});
     if (s.head_dim > 128) throw tj::InvalidArgument(fmt::format("attention backward: head_dim = {}: 64, 96 or 128", s.head_dim));
+    {
+      const long long qb = s.batch * s.heads_q * s.seqlen * s.head_dim * static_cast<long long>(sizeof(T)),
+                      kb = s.batch * s.heads_kv * s.seqlen * s.head_dim * static_cast<long long>(sizeof(T)),
+                      lb = s.batch * s.heads_q * s.seqlen * 4;
+      no_overlap("backward", {{delta, lb, "delta"}, {dq, qb, "dq"}, {dk, kb, "dk"}, {dv, kb, "dv"}},
+                 {{q, qb, "q"}, {k, kb, "k"}, {v, kb, "v"}, {o, qb, "o"}, {d_o, qb, "d_o"}, {lse, lb, "lse"}});
+    }
     const float sc = static_cast<float>(s.softmax_scale()), sl2 = static_cast<float>(s.softmax_scale() * kLog2e);
     const long long group = s.heads_q / s.heads_kv;
     with_dim(s, [&]<int D, bool C>() {

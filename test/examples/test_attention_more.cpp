@@ -5,6 +5,7 @@
 // the same cases run on the device.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include <cmath>
@@ -250,25 +251,25 @@ TEST_CASE("attention_decode_interpreter_matches_f64") {
 
 TEST_CASE("attention_decode_rejects_a_chunk_that_needs_more_than_65535_splits") {
   const auto dev = tj::Device::interpreter();
-  std::vector<tj::bf16> x(64, tj::bf16(1.0f));
+  std::vector<tj::bf16> x(64, tj::bf16(1.0f)), xo(64);  // xo: the output, apart from the inputs
   std::vector<float> l(1, 0.0f);
   std::vector<std::int32_t> lens{1};
   examples::Attention<tj::bf16> attn(dev);
   const AttnShape s{.batch = 1, .heads_q = 1, .heads_kv = 1, .seqlen = 1, .head_dim = 64};
-  CHECK_THROWS_WITH_AS(attn.decode(x.data(), x.data(), x.data(), lens.data(), x.data(), l.data(), s, 70000, 1),
+  CHECK_THROWS_WITH_AS(attn.decode(x.data(), x.data(), x.data(), lens.data(), xo.data(), l.data(), s, 70000, 1),
                        doctest::Contains("chunk = 1 splits s_max = 70000 into 70000 chunks: at most 65535"), tj::InvalidArgument);
 }
 
 TEST_CASE("attention_decode_rejects_bad_tokens") {
   const auto dev = tj::Device::interpreter();
   examples::Attention<tj::bf16> attn(dev);
-  std::vector<tj::bf16> x(64 * 1024);
+  std::vector<tj::bf16> x(64 * 1024), xo(64 * 1024);  // xo: the output, apart from the inputs
   std::vector<std::int32_t> lens{4};
   std::vector<float> l(64);
   const AttnShape s{.batch = 1, .heads_q = 8, .heads_kv = 1, .seqlen = 1, .head_dim = 64};
-  CHECK_THROWS_WITH_AS(attn.decode(x.data(), x.data(), x.data(), lens.data(), x.data(), l.data(), s, 8, 0, 0),
+  CHECK_THROWS_WITH_AS(attn.decode(x.data(), x.data(), x.data(), lens.data(), xo.data(), l.data(), s, 8, 0, 0),
                        "attention decode: tokens = 0: must be >= 1", tj::InvalidArgument);
-  CHECK_THROWS_WITH_AS(attn.decode(x.data(), x.data(), x.data(), lens.data(), x.data(), l.data(), s, 8, 0, 9),
+  CHECK_THROWS_WITH_AS(attn.decode(x.data(), x.data(), x.data(), lens.data(), xo.data(), l.data(), s, 8, 0, 9),
                        "attention decode: 8 query heads per KV head x 9 tokens = 72 rows: at most 64 (one tile of rows)",
                        tj::InvalidArgument);
 }
@@ -278,6 +279,47 @@ TEST_CASE("attention_backward_interpreter_matches_f64") {
   backward_case<tj::bf16>(dev, 1, 2, 1, 80, 64, false);  // ragged S
   backward_case<tj::bf16>(dev, 1, 2, 2, 70, 96, true);   // D = 96 exact, causal
   backward_case<tj::f16>(dev, 1, 4, 2, 64, 64, true);    // GQA: dK, dV summed over the group
+}
+
+TEST_CASE("attention_library_rejects_outputs_that_alias_inputs") {
+  // A break-it pass found o = k, o = v, lse over k's bytes, dk = k and delta = lse accepted and wrong (or NaN) on
+  // the interpreter; every call now refuses an output overlapping an input or another output before any launch.
+  using T = tj::bf16;
+  examples::Attention<T> attn(tj::Device::interpreter());
+  const int B = 1, H = 2, S = 64, D = 64;
+  const std::size_t n = static_cast<std::size_t>(B) * H * S * D;
+  std::vector<T> q(n), k(n), v(n), o(n), d_o(n), dq(n), dk(n), dv(n);
+  std::vector<float> lse(static_cast<std::size_t>(B) * H * S), delta(lse.size());
+  const examples::AttnShape s{.batch = B, .heads_q = H, .heads_kv = H, .seqlen = S, .head_dim = D, .causal = true};
+  auto* lse_in_k = reinterpret_cast<float*>(k.data() + n / 2);
+  CHECK_THROWS_WITH_AS(attn.forward(q.data(), k.data(), v.data(), k.data(), lse.data(), s), doctest::Contains("o ("), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(attn.forward(q.data(), k.data(), v.data(), v.data() + 1, lse.data(), s),
+                       doctest::Contains("overlaps input v"), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(attn.forward(q.data(), k.data(), v.data(), q.data(), lse.data(), s), doctest::Contains("overlaps input q"),
+                       tj::InvalidArgument);  // in place: refused too
+  CHECK_THROWS_WITH_AS(attn.forward(q.data(), k.data(), v.data(), o.data(), lse_in_k, s), doctest::Contains("lse"), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(attn.forward(q.data(), k.data(), v.data(), o.data(), reinterpret_cast<float*>(o.data() + 8), s),
+                       doctest::Contains("outputs o"), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(attn.backward(q.data(), k.data(), v.data(), o.data(), d_o.data(), lse.data(), delta.data(), dq.data(), k.data(), dv.data(), s),
+                       doctest::Contains("dk ("), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(attn.backward(q.data(), k.data(), v.data(), o.data(), d_o.data(), lse.data(), lse.data(), dq.data(), dk.data(), dv.data(), s),
+                       doctest::Contains("overlaps input lse"), tj::InvalidArgument);
+  CHECK_THROWS_WITH_AS(attn.backward(q.data(), k.data(), v.data(), o.data(), d_o.data(), lse.data(), delta.data(), dq.data(), dk.data(), dk.data(), s),
+                       doctest::Contains("outputs dk"), tj::InvalidArgument);
+  // Buffers that only touch (one ends where the next begins) are fine: o right after q in one allocation.
+  std::vector<T> qo(2 * n);
+  const std::vector<T> q_rand = testing::random_tensor<T>(n, 5), k_rand = testing::random_tensor<T>(n, 6), v_rand = testing::random_tensor<T>(n, 7);
+  std::copy(q_rand.begin(), q_rand.end(), qo.begin());
+  CHECK_NOTHROW(attn.forward(qo.data(), k_rand.data(), v_rand.data(), qo.data() + n, lse.data(), s));
+  CHECK(std::memcmp(q_rand.data(), qo.data(), n * sizeof(T)) == 0);  // q untouched
+  // Varlen and decode take the same rule.
+  std::vector<std::int32_t> cu{0, S};
+  CHECK_THROWS_WITH_AS(attn.forward_varlen(q.data(), k.data(), v.data(), v.data(), lse.data(), cu.data(), S, {.batch = 1, .heads_q = H, .heads_kv = H, .seqlen = S, .head_dim = D}),
+                       doctest::Contains("overlaps input v"), tj::InvalidArgument);
+  std::vector<std::int32_t> lens{S};
+  CHECK_THROWS_WITH_AS(attn.decode(q.data(), k.data(), v.data(), lens.data(), o.data(), reinterpret_cast<float*>(lens.data()),
+                                   {.batch = 1, .heads_q = H, .heads_kv = H, .seqlen = 1, .head_dim = D}, S),
+                       doctest::Contains("overlaps input seqlens"), tj::InvalidArgument);
 }
 
 TEST_CASE("attention_library_checks_its_arguments") {
@@ -338,17 +380,17 @@ TEST_CASE("attention_library_checks_its_arguments") {
   }
   const auto dev = tj::Device::interpreter();
   A attn(dev);
-  std::vector<tj::bf16> x(4 * 64);
+  std::vector<tj::bf16> x(4 * 64), xo(4 * 64);  // xo: the output, apart from the inputs
   std::vector<float> l(4);
   std::vector<std::int32_t> lens{5};
   const AttnShape s{.batch = 1, .heads_q = 1, .heads_kv = 1, .seqlen = 1, .head_dim = 64};
   CHECK_THROWS_WITH_AS(attn.forward(x.data(), nullptr, x.data(), x.data(), l.data(), s), doctest::Contains("k is a null pointer"),
                        tj::InvalidArgument);
-  CHECK_THROWS_WITH_AS(attn.decode(x.data(), x.data(), x.data(), lens.data(), x.data(), l.data(), s, 4),
+  CHECK_THROWS_WITH_AS(attn.decode(x.data(), x.data(), x.data(), lens.data(), xo.data(), l.data(), s, 4),
                        doctest::Contains("seqlens[0] = 5: must be in [0, s_max = 4]"), tj::InvalidArgument);
-  CHECK_THROWS_WITH_AS(attn.decode(x.data(), x.data(), x.data(), lens.data(), x.data(), l.data(), s, -5),
+  CHECK_THROWS_WITH_AS(attn.decode(x.data(), x.data(), x.data(), lens.data(), xo.data(), l.data(), s, -5),
                        doctest::Contains("s_max = -5: must be >= 1"), tj::InvalidArgument);
-  CHECK_THROWS_WITH_AS(attn.decode(x.data(), x.data(), x.data(), lens.data(), x.data(), l.data(), s, 8, -1),
+  CHECK_THROWS_WITH_AS(attn.decode(x.data(), x.data(), x.data(), lens.data(), xo.data(), l.data(), s, 8, -1),
                        doctest::Contains("chunk = -1"), tj::InvalidArgument);
   // A misaligned tensor is refused by name before any launch: dk keeps its contents.
   {
