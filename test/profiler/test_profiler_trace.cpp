@@ -3,6 +3,8 @@
 #include <map>
 #include <thread>
 
+#include <filesystem>
+
 #include "profiler_test_util.hpp"
 
 using namespace prof_test;
@@ -172,6 +174,50 @@ TEST_CASE("profiler trace: hatchet sessions ignore async events; a trace of noth
   auto t = tp::start((dir / "t").string(), {.format = "chrome_trace"});
   json empty = json::parse(*tp::get(t, 0));
   CHECK(empty["traceEvents"].size() == 1);  // process_name only
+  tp::finalize(t);
+}
+
+TEST_CASE("profiler trace: call stacks keep the 64 innermost scopes; scopes leaked in a loop stay linear") {
+  // Scopes entered in a loop and never exited nest thousands deep; every event carries its stack, so full stacks made
+  // the trace quadratic in the depth (a break-it pass: 20,000 leaked scopes, 370 MB, 6 GB to build).
+  auto dir = temp_dir("trace_deep");
+  auto s = tp::start((dir / "deep").string(), {.format = "chrome_trace"});
+  constexpr int kDepth = 3000;
+  for (int i = 0; i < kDepth; ++i) tp::enter_scope("d" + std::to_string(i % 3));
+  tp::exit_scope();  // the innermost ends now: its event is written with its stack
+  auto rep = tp::finalize(s);  // the rest are closed and reported
+  CHECK(rep.open_scopes.size() == 1);
+  const auto bytes = std::filesystem::file_size(dir / "deep.chrome_trace");
+  CHECK(bytes < 40u * 1024 * 1024);  // ~kDepth events of <= 65 names each (full stacks: ~4.5M names)
+  json trace = read_json(dir / "deep.chrome_trace");
+  std::size_t scopes = 0, longest = 0;
+  for (const json& e : trace["traceEvents"]) {
+    if (e.value("cat", "") != "scope") continue;
+    ++scopes;
+    const json& cs = e["args"]["call_stack"];
+    longest = std::max(longest, cs.size());
+    if (cs.size() == 65) {
+      CHECK(cs[0].get<std::string>().rfind("... (", 0) == 0);
+      CHECK(cs[0].get<std::string>().find("outer scopes)") != std::string::npos);
+    }
+  }
+  CHECK(scopes == kDepth);
+  CHECK(longest == 65);  // 64 names and the elision
+  for (int i = 1; i < kDepth; ++i) tp::exit_scope();  // the thread's scope stack outlives the session: unwind it
+  // A shallow stack is whole, with no elision.
+  auto t = tp::start((dir / "shallow").string(), {.format = "chrome_trace"});
+  {
+    tp::Scope a("a");
+    tp::Scope b("b");
+  }
+  json shallow = json::parse(*tp::get(t, 0));
+  bool found = false;
+  for (const json& e : shallow["traceEvents"])
+    if (e.value("name", "") == "b") {
+      CHECK(e["args"]["call_stack"] == json({"a", "b"}));
+      found = true;
+    }
+  CHECK(found);
   tp::finalize(t);
 }
 
