@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <re2/re2.h>
 
+#include "tilejit/core/utf8.hpp"
 #include "tools/output.hpp"
 
 namespace tilejit::tools {
@@ -522,6 +523,7 @@ std::string terminal_safe(std::string_view s) {
   auto byte = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
   for (std::size_t i = 0; i < s.size();) {
     const unsigned char u = byte(i);
+    const std::size_t n = tilejit::utf8_sequence(s, i);
     if (u < 0x80) {
       if (u == '\n') out += "\\n";
       else if (u == '\t') out += "\\t";
@@ -529,25 +531,7 @@ std::string terminal_safe(std::string_view s) {
       else if (u < 0x20 || u == 0x7F) out += fmt::format("\\x{:02x}", u);
       else out += static_cast<char>(u);
       ++i;
-      continue;
-    }
-    // The sequence's length and its second byte's range, from the lead byte (RFC 3629, section 4).
-    std::size_t n = 0;
-    unsigned char lo = 0x80, hi = 0xBF;
-    if (u >= 0xC2 && u <= 0xDF) {
-      n = 2;
-    } else if (u >= 0xE0 && u <= 0xEF) {
-      n = 3;
-      if (u == 0xE0) lo = 0xA0;  // no overlongs
-      if (u == 0xED) hi = 0x9F;  // no surrogates
-    } else if (u >= 0xF0 && u <= 0xF4) {
-      n = 4;
-      if (u == 0xF0) lo = 0x90;  // no overlongs
-      if (u == 0xF4) hi = 0x8F;  // nothing past U+10FFFF
-    }
-    bool ok = n > 0 && i + n <= s.size() && byte(i + 1) >= lo && byte(i + 1) <= hi;
-    for (std::size_t k = 2; ok && k < n; ++k) ok = byte(i + k) >= 0x80 && byte(i + k) <= 0xBF;
-    if (!ok) {
+    } else if (n == 0) {
       out += fmt::format("\\x{:02x}", u);
       ++i;
     } else if (n == 2 && u == 0xC2 && byte(i + 1) <= 0x9F) {  // a C1 control
@@ -561,10 +545,19 @@ std::string terminal_safe(std::string_view s) {
   return out;
 }
 
-std::string html_escape(std::string_view s) {
+/// s for an HTML page that declares UTF-8: bytes that are not UTF-8 (a MessagePack name may hold any) and control
+/// characters other than newline and tab (tooltips break lines) as the text \xNN, the five HTML metacharacters as
+/// entities.
+std::string html_escape(std::string_view raw) {
+  const std::string s = tilejit::utf8_escape_invalid(raw);
   std::string out;
   out.reserve(s.size());
   for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if ((u < 0x20 && c != '\n' && c != '\t') || u == 0x7F) {
+      out += fmt::format("\\x{:02x}", u);
+      continue;
+    }
     switch (c) {
       case '&': out += "&amp;"; break;
       case '<': out += "&lt;"; break;

@@ -1263,9 +1263,13 @@ FinalizeReport finalize(SessionId id) {
     std::lock_guard g(s->async_mu);
     s->async_names.clear();
   }
-  for (const auto& o : rep.open_scopes)
-    warn("finalize: session '{}': scope '{}' on CPU thread {} was still open; closed at finalize",
-         s->name, o.path, o.thread);
+  for (const auto& o : rep.open_scopes) {
+    // The path's last 256 bytes at most (scopes leaked in a loop nest thousands deep); FinalizeReport has it whole.
+    constexpr std::size_t kShown = 256;
+    const std::string shown = o.path.size() > kShown ? "..." + o.path.substr(o.path.size() - kShown) : o.path;
+    warn("finalize: session '{}': scope '{}' on CPU thread {} was still open; closed at finalize", s->name, shown,
+         o.thread);
+  }
   return rep;
 }
 

@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "tilejit/core/utf8.hpp"
+
 #include <algorithm>
 #include <functional>
 #include <map>
@@ -335,7 +337,43 @@ json to_json(const PhaseData& phase, const Session& session) {
                                                 : hatchet_json(phase);
 }
 
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+namespace {
+/// Whether a string or object key anywhere in j is not well-formed UTF-8.
+bool holds_invalid_utf8(const json& j) {
+  if (j.is_string()) return !utf8_valid(j.get_ref<const std::string&>());
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it)
+      if (!utf8_valid(it.key()) || holds_invalid_utf8(it.value())) return true;
+  } else if (j.is_array()) {
+    for (const json& e : j)
+      if (holds_invalid_utf8(e)) return true;
+  }
+  return false;
+}
+/// j with every string and key passed through utf8_escape_invalid.
+json escape_invalid_utf8(const json& j) {
+  if (j.is_string()) return utf8_escape_invalid(j.get_ref<const std::string&>());
+  if (j.is_object()) {
+    json out = json::object();
+    for (auto it = j.begin(); it != j.end(); ++it) out[utf8_escape_invalid(it.key())] = escape_invalid_utf8(it.value());
+    return out;
+  }
+  if (j.is_array()) {
+    json out = json::array();
+    for (const json& e : j) out.push_back(escape_invalid_utf8(e));
+    return out;
+  }
+  return j;
+}
+}  // namespace
+
+/// JSON text. A name that is not UTF-8 (scope names may hold any bytes) is written with each stray byte as the text
+/// \xHH, so distinct names stay distinct nodes (nlohmann's replacement character merged "a\xff" and "a\xfe") and
+/// the file stays valid JSON. MessagePack (encode) keeps the bytes as they are.
+std::string dump(const json& j) {
+  if (holds_invalid_utf8(j)) return escape_invalid_utf8(j).dump(-1, ' ', false, json::error_handler_t::replace);
+  return j.dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 std::string encode(const json& j, Format format) {
   if (format != Format::hatchet_msgpack) return dump(j);

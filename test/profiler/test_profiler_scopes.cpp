@@ -1,4 +1,5 @@
 // Sessions, scopes, metrics, threads and kernel attribution through a backend.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -6,6 +7,7 @@
 #include <thread>
 
 #include "profiler_test_util.hpp"
+#include "tilejit/core/utf8.hpp"
 
 using namespace prof_test;
 namespace tp = tilejit::profiler;
@@ -426,6 +428,39 @@ TEST_CASE("profiler session: a final file name of 255 bytes is written (its temp
   CHECK(std::filesystem::path(rep.files[0]).filename().string().size() == 255);
   CHECK(child_names(read_json(rep.files[0])[0]) == std::vector<std::string>{"long_named"});
   CHECK(files_in(dir).size() == 1);  // no temporary left behind
+}
+
+TEST_CASE("profiler writers: names that are not UTF-8 stay distinct in JSON (bytes as \\xHH) and exact in msgpack") {
+  // nlohmann's replacement character made "bad\xff" and "bad\xfe" two nodes of one name (a break-it pass).
+  auto dir = temp_dir("utf8");
+  for (const std::string fmt : {"hatchet", "chrome_trace", "hatchet_msgpack"}) {
+    CAPTURE(fmt);
+    auto s = tp::start((dir / ("u_" + fmt)).string(), {.format = fmt});
+    for (const std::string& name : {std::string("bad\xff"), std::string("bad\xfe"), std::string("\xed\xa0\x80sur"), std::string("ok\xe2\x82\xac")}) {
+      tp::Scope a(name);
+    }
+    const auto rep = tp::finalize(s);
+    REQUIRE(rep.files.size() == 1);
+    const std::string bytes = read_file(rep.files[0]);
+    if (fmt == "hatchet_msgpack") {
+      const json root = json::from_msgpack(bytes)[0];
+      auto names = child_names(root);
+      std::sort(names.begin(), names.end());
+      CHECK(names == std::vector<std::string>{"bad\xfe", "bad\xff", "ok\xe2\x82\xac", "\xed\xa0\x80sur"});
+      continue;
+    }
+    CHECK(tilejit::utf8_valid(bytes));
+    const json doc = json::parse(bytes);
+    std::vector<std::string> names;
+    if (fmt == "hatchet") {
+      names = child_names(doc[0]);
+    } else {
+      for (const json& e : doc["traceEvents"])
+        if (e.value("cat", "") == "scope") names.push_back(e["name"]);
+    }
+    std::sort(names.begin(), names.end());
+    CHECK(names == std::vector<std::string>{"\\xed\\xa0\\x80sur", "bad\\xfe", "bad\\xff", "ok\xe2\x82\xac"});
+  }
 }
 
 TEST_CASE("profiler writers: NaN and infinite metrics are null in hatchet JSON and floats in msgpack") {

@@ -22,6 +22,7 @@
 
 #include "test/profiler/profiler_test_util.hpp"
 #include "tools/prof_cmd.hpp"
+#include "tilejit/core/utf8.hpp"
 
 namespace {
 
@@ -525,6 +526,20 @@ TEST_CASE("prof view: C1 controls and bytes that are not UTF-8 are escaped") {
   CHECK(out.find("\xe2\x82\xac\xf0\x9f\x98\x80ok") != std::string::npos);  // a euro sign and an emoji, kept
   CHECK(out.find("\xc2\x9b") == std::string::npos);
   CHECK(out.find('\xff') == std::string::npos);
+  // The HTML page declares UTF-8: the same names, and a NUL, written as text there too (tooltips keep their newlines).
+  json withnul;
+  withnul["frame"]["name"] = std::string("nul\0byte", 8);
+  withnul["metrics"]["time (ns)"] = 1;
+  withnul["children"] = json::array();
+  j[0]["children"].push_back(withnul);
+  const std::vector<std::uint8_t> mp2 = json::to_msgpack(j);
+  const std::string html = render_html(parse_profile(std::string(mp2.begin(), mp2.end()), "c1.hatchet_msgpack"));
+  CHECK(tilejit::utf8_valid(html));
+  CHECK(html.find('\0') == std::string::npos);
+  CHECK(html.find("x\\xffy\\xc3") != std::string::npos);
+  CHECK(html.find("nul\\x00byte") != std::string::npos);
+  CHECK(html.find("\xe2\x82\xac\xf0\x9f\x98\x80ok") != std::string::npos);
+  CHECK(html.find("% of ROOT&#39;s time") != std::string::npos);  // the tooltip's newline kept, not escaped
 }
 
 TEST_CASE("prof view: a document that is not a profile names what it is") {
