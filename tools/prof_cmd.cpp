@@ -54,6 +54,8 @@ bool additive(std::string_view name) {
 
 // ---- reading -------------------------------------------------------------
 
+std::string terminal_safe(std::string_view s);  // (below, with the tree's printing)
+
 /// Deepest tree read (the profiler writes at most 4097 levels: ROOT and 4096 scopes); reading and printing recurse.
 constexpr int kMaxReadDepth = 8192;
 
@@ -61,9 +63,14 @@ constexpr int kMaxReadDepth = 8192;
 /// cost depth² × name length: 8000 levels of 100-character names took 4.4 GB).
 ProfNode to_node(const json& j, const std::string& origin, std::vector<const std::string*>& path, int depth = 0) {
   auto bad = [&](const std::string& what) {
-    std::string where;
-    for (const std::string* name : path) where += "/" + *name;
-    return InvalidArgument(origin + ": not a hatchet profile: " + (where.empty() ? std::string("ROOT") : where) + ": " + what);
+    // The path's last 8 names at most, each cut to 64 bytes: the message names the place, not the whole chain (a
+    // file nested 8192 deep printed 16 KB).
+    constexpr std::size_t kNames = 8, kNameBytes = 64;
+    std::string where = path.size() > kNames ? fmt::format("/...({} levels)", path.size() - kNames) : "";
+    for (std::size_t i = path.size() > kNames ? path.size() - kNames : 0; i < path.size(); ++i)
+      where += "/" + (path[i]->size() > kNameBytes ? path[i]->substr(0, kNameBytes) + "..." : *path[i]);
+    return InvalidArgument(origin + ": not a hatchet profile: " + (where.empty() ? std::string("ROOT") : terminal_safe(where)) + ": " +
+                           what);
   };
   if (depth > kMaxReadDepth) throw bad(fmt::format("nested deeper than {} levels", kMaxReadDepth));
   if (!j.is_object()) throw bad("a node must be an object {\"frame\", \"metrics\", \"children\"}");
@@ -401,8 +408,6 @@ VNode merge(const ProfNode* a, const ProfNode* b) {
     if (!used[i]) v.children.push_back(merge(nullptr, &bc[i]));
   return v;
 }
-
-std::string terminal_safe(std::string_view s);  // (below, with the tree's printing)
 
 /// A compiled --include / --exclude pattern. RE2 (Google's automaton-based engine: time linear in the name, no
 /// recursion, no backtracking) rather than std::regex, which recursed once per character of a name (a segfault at

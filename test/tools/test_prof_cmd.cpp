@@ -445,6 +445,25 @@ TEST_CASE("prof view: NaN and infinite MessagePack floats read as missing, as JS
   }
 }
 
+TEST_CASE("prof view: a JSON profile nested past the depth rule is refused with a short message") {
+  // The message named the whole path: 16 KB for one-character names nested 8192 deep (a break-it pass).
+  std::string text;
+  constexpr int kLevels = 8300;
+  for (int i = 0; i < kLevels; ++i) text += R"({"frame": {"name": "n"}, "metrics": {}, "children": [)";
+  text += R"({"frame": {"name": "leaf"}, "metrics": {}, "children": []})";
+  for (int i = 0; i < kLevels; ++i) text += "]}";
+  text = "[" + text + "]";
+  std::string what;
+  try {
+    (void)parse_profile(text, "deep.hatchet");
+  } catch (const tilejit::InvalidArgument& e) {
+    what = e.what();
+  }
+  CHECK(what.find("nested deeper than 8192 levels") != std::string::npos);
+  CHECK(what.find("/...(") != std::string::npos);
+  CHECK(what.size() < 300);
+}
+
 TEST_CASE("prof view: MessagePack nested past the depth rule is refused before it is parsed") {
   // nlohmann's MessagePack reader recurses per level: 200,000 nested arrays overflowed the stack (a segfault)
   // before to_node's depth rule ran. msgpack_depth counts the nesting without recursion first.
