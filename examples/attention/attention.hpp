@@ -344,10 +344,9 @@ class Attention {
   /// Packed sequences: q, o [total, Hq, D]; k, v [total, Hkv, D]; lse [total, Hq]; cu_seqlens [batch + 1] (device
   /// memory, read back once to check it); s.seqlen is max_seqlen. On compute capability 9.0 with q, k, v 16-byte
   /// aligned: FlashAttnFwdVarlenTma (TMA, wgmma, a producer warp group; a key block past a sequence's end holds the
-  /// next sequence's tokens — after the last sequence, the buffer's rows up to total_tokens; only rows past
-  /// total_tokens read TMA's zeros — weighted by exactly 0, so v must be finite in those rows: a NaN or Inf there,
-  /// uninitialised spare capacity included, gives NaN in the sequence's output. Zero spare rows, or pass
-  /// total_tokens = cu_seqlens[batch]); elsewhere FlashAttnFwdVarlen's masked pointer loads.
+  /// next sequence's tokens, weighted by exactly 0, so v must be finite there: a NaN or Inf in one sequence's K or V
+  /// reaches the sequence before it. Rows past the last sequence, up to total_tokens, are never read: the
+  /// descriptors end at cu_seqlens[batch]); elsewhere FlashAttnFwdVarlen's masked pointer loads.
   void forward_varlen(const T* q, const T* k, const T* v, T* o, float* lse, const std::int32_t* cu_seqlens, long long total_tokens,
                       const AttnShape& s) {
     check(s, 0);
@@ -378,9 +377,12 @@ class Attention {
         using Desc = tj::TensorDescriptor;
         constexpr int BM = 128, BN = D > 128 ? 64 : 128, stages = 2;
         const long long hkv = s.heads_kv;
-        const Desc dq(dev_, const_cast<T*>(q), tj::dtype_v<T>, {total_tokens, s.heads_q, D}, {s.heads_q * D, D, 1}, {BM, 1, D});
-        const Desc dk(dev_, const_cast<T*>(k), tj::dtype_v<T>, {total_tokens, hkv, D}, {hkv * D, D, 1}, {BN, 1, D});
-        const Desc dv(dev_, const_cast<T*>(v), tj::dtype_v<T>, {total_tokens, hkv, D}, {hkv * D, D, 1}, {BN, 1, D});
+        // The descriptors end at the last sequence's last token (cu_seqlens[B]), not at total_tokens: a key block
+        // past it reads TMA's zeros, so rows a buffer keeps to spare (NaN, or never written) reach no output.
+        const long long used = cu.back();
+        const Desc dq(dev_, const_cast<T*>(q), tj::dtype_v<T>, {used, s.heads_q, D}, {s.heads_q * D, D, 1}, {BM, 1, D});
+        const Desc dk(dev_, const_cast<T*>(k), tj::dtype_v<T>, {used, hkv, D}, {hkv * D, D, 1}, {BN, 1, D});
+        const Desc dv(dev_, const_cast<T*>(v), tj::dtype_v<T>, {used, hkv, D}, {hkv * D, D, 1}, {BN, 1, D});
         kernel<FlashAttnFwdVarlenTma<BM, BN, D, C, T>>(8, stages, true)
             .launch(tj::Grid{tj::cdiv(longest, BM), s.heads_q, s.batch}, dq, dk, dv, o, lse, cu_seqlens, s.heads_q,
                     s.heads_q / s.heads_kv, static_cast<float>(s.softmax_scale() * kLog2e));

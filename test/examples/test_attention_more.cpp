@@ -34,9 +34,13 @@ std::vector<double> rows_of(const std::vector<T>& x, int heads, int h, int row0,
 using testing::max_rel;
 
 
-/// direct: FlashAttnFwdVarlenTma launched by hand (128 x 64 tiles, 8 warps) instead of the library's choice.
+/// direct: FlashAttnFwdVarlenTma launched by hand (128 x 64 tiles, 8 warps) instead of the library's choice, its
+/// descriptors over the rows the sequences use (cu_seqlens[B]), as the library builds them. spare: rows past the last
+/// sequence (total_tokens > cu_seqlens[B], a buffer with room to spare), NaN in k and v: they must not reach any output.
 template <class T>
-void varlen_case(const tj::Device& dev, std::vector<std::int32_t> lens, int Hq, int Hkv, int D, bool causal, bool direct = false) {
+void varlen_case(const tj::Device& dev, std::vector<std::int32_t> lens, int Hq, int Hkv, int D, bool causal, bool direct = false,
+                 int spare = 0) {
+  CAPTURE(spare);
   CAPTURE(direct);
   CAPTURE(D);
   CAPTURE(causal);
@@ -45,10 +49,11 @@ void varlen_case(const tj::Device& dev, std::vector<std::int32_t> lens, int Hq, 
   CAPTURE(testing::fresh_seed());
   std::vector<std::int32_t> cu{0};
   for (int l : lens) cu.push_back(cu.back() + l);
-  const int total = cu.back(), B = static_cast<int>(lens.size());
+  const int used = cu.back(), total = used + spare, B = static_cast<int>(lens.size());
   const int max_len = *std::max_element(lens.begin(), lens.end());
   auto q = testing::random_tensor<T>(static_cast<std::size_t>(total) * Hq * D, 11), k = testing::random_tensor<T>(static_cast<std::size_t>(total) * Hkv * D, 12),
        v = testing::random_tensor<T>(static_cast<std::size_t>(total) * Hkv * D, 13);
+  for (std::size_t i = static_cast<std::size_t>(used) * Hkv * D; i < k.size(); ++i) k[i] = v[i] = T(std::nanf(""));
   std::vector<T> o(q.size(), T(7.0f));
   std::vector<float> lse(static_cast<std::size_t>(total) * Hq, 7.0f);
   const AttnShape s{.batch = B, .heads_q = Hq, .heads_kv = Hkv, .seqlen = max_len, .head_dim = D, .causal = causal};
@@ -60,9 +65,9 @@ void varlen_case(const tj::Device& dev, std::vector<std::int32_t> lens, int Hq, 
     if (direct) {
       REQUIRE((D == 64 || D == 96 || D == 128));
       using Desc = tj::TensorDescriptor;
-      const Desc qd(dev, dq, tj::dtype_v<T>, {total, Hq, D}, {Hq * D, D, 1}, {128, 1, D});
-      const Desc kd(dev, dk, tj::dtype_v<T>, {total, Hkv, D}, {Hkv * D, D, 1}, {64, 1, D});
-      const Desc vd(dev, dv, tj::dtype_v<T>, {total, Hkv, D}, {Hkv * D, D, 1}, {64, 1, D});
+      const Desc qd(dev, dq, tj::dtype_v<T>, {used, Hq, D}, {Hq * D, D, 1}, {128, 1, D});
+      const Desc kd(dev, dk, tj::dtype_v<T>, {used, Hkv, D}, {Hkv * D, D, 1}, {64, 1, D});
+      const Desc vd(dev, dv, tj::dtype_v<T>, {used, Hkv, D}, {Hkv * D, D, 1}, {64, 1, D});
       const float sl2 = static_cast<float>(s.softmax_scale() * 1.4426950408889634);
       // D = 96 and 128 run block 0 before the key loop (kFa3PeelFirstBlock), D = 64 too when causal, full D = 64 in it.
       auto launch = [&]<int HD, bool C>() {
@@ -92,6 +97,7 @@ void varlen_case(const tj::Device& dev, std::vector<std::int32_t> lens, int Hq, 
       CHECK(max_rel(rows_of(o, Hq, h, r0, n, D), ref.o) < 2e-2);
       for (int i = 0; i < n; ++i) CHECK(lse[static_cast<std::size_t>(r0 + i) * Hq + h] == doctest::Approx(ref.lse[static_cast<std::size_t>(i)]).epsilon(1e-3));
     }
+  for (std::size_t i = static_cast<std::size_t>(used) * Hq * D; i < o.size(); ++i) CHECK(static_cast<float>(o[i]) == 7.0f);  // spare rows
 }
 
 /// Decode of `tokens` new query tokens per sequence against caches of lens[b] keys (the new tokens' included):
@@ -193,6 +199,10 @@ TEST_CASE("attention_varlen_interpreter_matches_f64") {
   // nothing of it may reach a stored row.
   varlen_case<tj::bf16>(dev, {37, 0, 130, 5}, 2, 1, 128, true, true);
   varlen_case<tj::bf16>(dev, {70, 0, 200}, 2, 2, 96, false, true);
+  // Spare rows past the last sequence hold NaN in K and V (a buffer with room to spare, or never written): the
+  // descriptors stop at cu_seqlens[B], so TMA reads zeros there (a break-it pass found them NaN-ing every sequence).
+  varlen_case<tj::bf16>(dev, {10, 10}, 1, 1, 64, false, true, 20);
+  varlen_case<tj::bf16>(dev, {37, 5}, 2, 1, 128, true, true, 61);
   // A max_seqlen far above the longest sequence: the grid follows the longest (review finding: 2^40 overflowed the
   // grid with an error naming grid.x, 2^31 launched millions of empty programs). Same output, bit for bit.
   const std::vector<std::int32_t> cu{0, 5, 12};
