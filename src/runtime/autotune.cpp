@@ -88,6 +88,11 @@ double median(std::vector<float> v) {
 struct NewerStore : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
+/// The stored file exists but cannot be read now (permissions, EIO, EMFILE): its entries may be fine, so it is
+/// neither trusted nor replaced (replacing it lost every other key's winner).
+struct UnreadableStore : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 /// The largest stored file read (a few hundred bytes per key): anything larger is not one.
 constexpr std::uintmax_t kMaxStoreBytes = std::uintmax_t{64} << 20;
@@ -102,10 +107,10 @@ std::optional<json> read_store(const std::filesystem::path& file, std::vector<st
   if (ec || st.type() == std::filesystem::file_type::not_found) return std::nullopt;
   if (!std::filesystem::is_regular_file(st)) throw std::runtime_error("is not a regular file");
   const std::uintmax_t size = std::filesystem::file_size(file, ec);
-  if (ec) throw std::runtime_error(fmt::format("has no readable size ({})", ec.message()));
+  if (ec) throw UnreadableStore(fmt::format("has no readable size ({})", ec.message()));
   if (size > kMaxStoreBytes) throw std::runtime_error(fmt::format("is {} bytes, more than a stored file's {} MiB", size, kMaxStoreBytes >> 20));
   std::ifstream in(file, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot be opened");
+  if (!in) throw UnreadableStore(fmt::format("cannot be opened ({})", std::strerror(errno)));
   std::stringstream ss;
   ss << in.rdbuf();
   json j;
@@ -385,6 +390,9 @@ AutotunerCore::Tuned& AutotunerCore::tune_locked(const TuneKey& key, const GridF
     } catch (const std::exception& e) {
       c.status = CandidateReport::Status::compile_failed;
       c.reason = describe(e);
+    } catch (...) {  // a factory may throw anything; this runs on parallel_for's threads, which must not throw
+      c.status = CandidateReport::Status::compile_failed;
+      c.reason = "the candidate's factory threw an exception that is not a std::exception";
     }
     c.compile_ms = ms_since(tb);
   };
@@ -400,6 +408,10 @@ AutotunerCore::Tuned& AutotunerCore::tune_locked(const TuneKey& key, const GridF
     } catch (const std::exception& e) {
       c.status = CandidateReport::Status::compile_failed;
       c.reason = describe(e);
+      kernels[i].reset();
+    } catch (...) {
+      c.status = CandidateReport::Status::compile_failed;
+      c.reason = "compiling the candidate threw an exception that is not a std::exception";
       kernels[i].reset();
     }
     c.compile_ms = std::max(c.compile_ms, 0.0) + ms_since(tb);
@@ -447,6 +459,8 @@ AutotunerCore::Tuned& AutotunerCore::tune_locked(const TuneKey& key, const GridF
         }
       }
     } catch (const NewerStore& e) {
+      rep.note = fmt::format("ignoring {}: it {}; re-tuning, and leaving it as it is", rep.file.string(), e.what());
+    } catch (const UnreadableStore& e) {
       rep.note = fmt::format("ignoring {}: it {}; re-tuning, and leaving it as it is", rep.file.string(), e.what());
     } catch (const std::exception& e) {
       rep.note = fmt::format("ignoring {}: it {}; re-tuning and rewriting it", rep.file.string(), e.what());
@@ -688,6 +702,8 @@ AutotunerCore::Tuned& AutotunerCore::tune_locked(const TuneKey& key, const GridF
         if (auto old = read_store(rep.file)) j = std::move(*old);  // (entries that are not valid are dropped)
       } catch (const NewerStore&) {
         throw;  // not ours to overwrite
+      } catch (const UnreadableStore&) {
+        throw;  // its entries may be fine: not overwritten with this key alone
       } catch (const std::exception&) {
         // not a valid file: replaced by a fresh one (already noted above)
       }

@@ -3,12 +3,14 @@
 // on the interpreter; the last case tunes 16 softmax configs on a GPU.
 #include <doctest/doctest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <sstream>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cmath>
 #include <limits>
@@ -501,6 +503,88 @@ TEST_CASE("autotune: a newer version's file is neither used nor overwritten; a f
   std::filesystem::create_symlink("/dev/zero", zero);
   tj::Autotuner z("softmax_zero", softmax_candidates<W, 1, 2>({1}), interp_options(dir, log));
   CHECK(z.tune(tj::TuneKey{{"rows", rows}}, grid_for(rows), x.data(), y.data(), rows).note.find("is not a regular file") != std::string::npos);
+}
+
+TEST_CASE("autotune: a factory that throws something other than a std::exception is skipped, not a crash") {
+  // The factories run on parallel_for's threads: a bare `throw 42` there called std::terminate (a break-it pass).
+  StoreCase c(31);
+  auto& [dir, log, x, y] = c;
+  constexpr int W = StoreCase::W, rows = StoreCase::rows;
+  tj::TuneOptions o = interp_options(dir, log);
+  o.threads = 0;  // every core
+  tj::Autotuner tuner("softmax_throws_int", {
+      tj::make_candidate({.params = {{"BLOCK_M", 4}}, .num_warps = 2},
+                         [](const tj::Device&, const tj::Config&) -> tj::Kernel<Softmax<4, W>> { throw 42; }),
+      tj::cand<Softmax<1, W>>({.params = {{"BLOCK_M", 1}}, .num_warps = 1}),
+  }, o);
+  const auto& r = tuner.tune(tj::TuneKey{{"rows", rows}}, grid_for(rows), x.data(), y.data(), rows);
+  REQUIRE(r.candidates.size() == 2);
+  CHECK(r.candidates[0].status == S::compile_failed);
+  CHECK(r.candidates[0].reason.find("not a std::exception") != std::string::npos);
+  CHECK(r.best == 1);
+  CHECK(softmax_error(x, y, rows, W) < 2e-6);
+}
+
+TEST_CASE("autotune: a stored file that cannot be opened is neither used nor replaced") {
+  // It was taken for a corrupt file and replaced by one holding only the new key: every other stored winner was lost
+  // (a break-it pass, with the file unreadable to the tuning user). Root reads any file, so as root the tuner runs in
+  // a child process that drops to user 65534.
+  StoreCase c(32);
+  auto& [dir, log, x0, y0] = c;
+  constexpr int W = StoreCase::W, rows = StoreCase::rows;
+  // rows + 2 rows: the largest of the three keys below.
+  std::vector<float> x = testing::random_floats(std::size_t{rows + 2} * W, -3, 3, 33), y(x.size());
+  const auto file = c.file("softmax_unreadable");
+  {
+    tj::Autotuner a("softmax_unreadable", softmax_candidates<W, 1, 2>({1}), interp_options(dir, log));
+    a.tune(tj::TuneKey{{"rows", rows}}, grid_for(rows), x.data(), y.data(), rows);
+    a.tune(tj::TuneKey{{"rows", rows + 1}}, grid_for(rows + 1), x.data(), y.data(), rows + 1);
+  }
+  std::stringstream before;
+  before << std::ifstream(file).rdbuf();
+  REQUIRE(before.str().find("rows=6") != std::string::npos);
+  std::filesystem::permissions(dir.path, std::filesystem::perms::all);  // the child's user may enter and write
+  std::filesystem::permissions(dir.path / "autotune", std::filesystem::perms::all);
+  for (const auto& e : std::filesystem::directory_iterator(dir.path / "autotune"))  // the lock file: usable by all
+    if (e.path() != file) std::filesystem::permissions(e.path(), std::filesystem::perms::all);
+  std::filesystem::permissions(file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  auto tune_third = [&]() -> int {  // 0: tuned, noted, not stored; else which check failed
+    tj::Autotuner b("softmax_unreadable", softmax_candidates<W, 1, 2>({1}), interp_options(dir, log));
+    const auto& r = b.tune(tj::TuneKey{{"rows", rows + 2}}, grid_for(rows + 2), x.data(), y.data(), rows + 2);
+    if (!r.tuned) return 1;
+    if (r.note.find("cannot be opened") == std::string::npos || r.note.find("leaving it as it is") == std::string::npos) return 2;
+    return 0;
+  };
+  if (::geteuid() == 0) {
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(99);
+      try {
+        ::_exit(tune_third());
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "child: %s\n", e.what());
+        ::_exit(98);
+      } catch (...) {
+        ::_exit(97);
+      }
+    }
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    REQUIRE(WIFEXITED(status));
+    if (WEXITSTATUS(status) == 99) {
+      MESSAGE("cannot drop to user 65534 here: skipping");
+      return;
+    }
+    CHECK(WEXITSTATUS(status) == 0);
+  } else {
+    CHECK(tune_third() == 0);
+  }
+  std::filesystem::permissions(file, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+                                         std::filesystem::perms::group_read | std::filesystem::perms::others_read);
+  std::stringstream after;
+  after << std::ifstream(file).rdbuf();
+  CHECK(after.str() == before.str());  // both winners kept, the third not merged into a fresh file
 }
 
 TEST_CASE("autotune: concurrent tuners of one name keep every stored winner") {
