@@ -27,8 +27,10 @@
 //     (device, key) that is one of the candidates, only that candidate is
 //     built (trace + codegen + the kernel cache: a disk hit in a new process)
 //     and nothing is benchmarked: report.tuned == false, report.from_disk.
-//     An unreadable or malformed file is ignored (noted in the report and the
-//     log) and rewritten after tuning.
+//     A malformed file is ignored (noted in the report and the log) and
+//     rewritten after tuning; a file that exists but cannot be opened now
+//     (permissions, I/O error) or was written by a newer version is ignored
+//     and left as it is (its other entries may be fine), the result not stored.
 //  3. Pruning: every TuneOptions::prune predicate sees (Config, key, device)
 //     and returns a reason to drop the config ("" keeps it).
 //  3b. Ranking (TuneOptions::rank, e.g. predict::ranker: a learned model of
