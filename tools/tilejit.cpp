@@ -50,7 +50,10 @@ int main(int argc, char** argv) {
   pv->add_option("--metrics,-m", pview.options.metrics,
                  "comma-separated: time/ms, avg_time/us, count, flop/s, tflop16/s, byte/s, gbyte/s, util, "
                  "or any metric of the file (default time/ms)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->expected(1)  // one comma-separated value per -m (repeatable): a vector option would also take the file
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   pv->add_option("--include,-i", pview.options.include, "keep the paths through frames matching this regex (RE2 syntax)");
   pv->add_option("--exclude,-e", pview.options.exclude, "drop frames matching this regex (RE2 syntax), with their subtrees");
   pv->add_option("--depth,-d", pview.options.depth, "levels below ROOT to show (default: all)")
@@ -77,7 +80,12 @@ int main(int argc, char** argv) {
     sub->add_option("--max-depth", pred.train.max_depth, "tree depth")->check(CLI::Range(1, 16));
     sub->add_option("--eta", pred.train.eta, "learning rate")->check(CLI::Range(0.001, 1.0));
   }
-  pe->add_option("--k", pred.k, "top-k sizes, comma-separated")->delimiter(',')->check(CLI::Range(1, 1000));
+  pe->add_option("--k", pred.k, "top-k sizes, comma-separated")
+      ->delimiter(',')
+      ->expected(1)  // as -m above: `--k 1,3 data` must leave data to the positional
+      ->allow_extra_args(false)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+      ->check(CLI::Range(1, 1000));
   pe->add_option("--tolerance", pred.tolerance, "regret counted as zero up to this fraction")
       ->check([](const std::string& v) -> std::string {  // CLI::Range lets NaN through (every comparison is false)
         return v.find_first_of("nN") != std::string::npos ? "--tolerance " + v + ": must be a number in [0, 1]" : "";
