@@ -287,6 +287,13 @@ AutotunerCore::AutotunerCore(std::string name, std::vector<std::pair<Config, Ker
   if (opt_.top_k < 0) throw InvalidArgument(fmt::format("TuneOptions::top_k = {}: must be >= 0 (0 = time every ranked candidate)", opt_.top_k));
   if (!(opt_.budget_ms > 0) || !std::isfinite(opt_.budget_ms))
     throw InvalidArgument(fmt::format("TuneOptions::budget_ms = {}: must be a finite number of milliseconds > 0", opt_.budget_ms));
+  if (opt_.cache_dir && opt_.cache_dir->is_relative() && !opt_.cache_dir->empty()) {  // fixed now: a chdir must not move it
+    std::error_code ec;
+    if (auto abs = std::filesystem::absolute(*opt_.cache_dir, ec); !ec) {
+      abs = abs.lexically_normal();
+      opt_.cache_dir = abs.has_filename() ? abs : abs.parent_path();
+    }
+  }
   device_id_ = dev_.backend() == Backend::interpreter
                    ? std::string("CPU interpreter")
                    : fmt::format("{} | {} | driver {}", dev_.name(), dev_.arch(), dev_.driver_version());

@@ -3,6 +3,7 @@
 // Disk entry <dir>/<key>.tjkc, all integers little-endian:
 //   "TJKC"  u8 version (2)  u8 k  key[k]  u8 n  format[n]  u64 payload size  payload
 //   16-byte XXH3-128 (canonical) of every byte before it
+// The format is one the compilers write ("cubin", "ptx", "hsaco") and the payload is not empty.
 // The checksum covers the whole header, so a damaged format string or key is detected like a damaged payload, and
 // the entry names its own key, so an intact entry under another key's file name is not served for that key.
 // Version 1 (checksum of the payload only, no key) is not read: such entries are rebuilt.
@@ -79,9 +80,11 @@ std::shared_ptr<const Binary> deserialize(const std::string& data, const std::st
   if (fmt_len == 0 || data.size() < fixed + key_len + fmt_len) return nullptr;
   std::string format(p, fmt_len);
   p += fmt_len;
+  // Only what the compilers write (a forged or future entry naming another format is not handed to a loader).
+  if (format != "cubin" && format != "ptx" && format != "hsaco") return nullptr;
   const std::uint64_t size = get_u64(p);
   p += 8;
-  if (size != data.size() - fixed - key_len - fmt_len) return nullptr;
+  if (size == 0 || size != data.size() - fixed - key_len - fmt_len) return nullptr;
   auto b = std::make_shared<Binary>();
   b->format = std::move(format);
   b->bytes.assign(reinterpret_cast<const std::uint8_t*>(p), reinterpret_cast<const std::uint8_t*>(p) + size);
@@ -131,7 +134,21 @@ void hash_field(XXH3_state_t* st, std::string_view s) {
 
 }  // namespace
 
-KernelCache::KernelCache(std::filesystem::path dir) : dir_(std::move(dir)) {}
+namespace {
+// A relative directory is fixed against the working directory now: a chdir later in the process must not move the
+// cache (entries written in one place, looked up in another). Where the working directory cannot be read, the path
+// stays as given.
+std::filesystem::path fixed_dir(std::filesystem::path dir) {
+  if (dir.empty() || dir.is_absolute()) return dir;
+  std::error_code ec;
+  auto abs = std::filesystem::absolute(dir, ec);
+  if (ec) return dir;
+  abs = abs.lexically_normal();
+  return abs.has_filename() ? abs : abs.parent_path();  // "a/x/.." normalises to "a/": the same directory as "a"
+}
+}  // namespace
+
+KernelCache::KernelCache(std::filesystem::path dir) : dir_(fixed_dir(std::move(dir))) {}
 
 KernelCache& KernelCache::global() {
   // Leaked on purpose: kernels may be looked up from static destructors.

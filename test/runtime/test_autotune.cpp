@@ -795,3 +795,29 @@ TEST_CASE("autotune: register-pressure prune is reported (GPU devices only)") {
   CHECK(r.candidates[r.best].config.param("BLOCK_M") == 1);
   dev.free(dx), dev.free(dy);
 }
+
+TEST_CASE("autotune: a relative cache_dir is fixed when the tuner is built; a later chdir does not move the stored file") {
+  TempDir home, elsewhere;
+  Log log;
+  const std::filesystem::path saved = std::filesystem::current_path();
+  struct Back {
+    std::filesystem::path p;
+    ~Back() {
+      std::error_code ec;
+      std::filesystem::current_path(p, ec);
+    }
+  } back{saved};
+  std::filesystem::current_path(home.path);
+  tj::TuneOptions o = interp_options(home, log);
+  o.cache_dir = "tuned/x/..";
+  constexpr int W = 96, rows = 5;
+  tj::Autotuner a("softmax_relative", softmax_candidates<W, 1, 2>({1}), o);
+  CHECK(a.file() == home.path / "tuned" / "autotune" / "softmax_relative.json");
+  std::filesystem::current_path(elsewhere.path);
+  CHECK(a.file() == home.path / "tuned" / "autotune" / "softmax_relative.json");
+  auto x = testing::random_floats(std::size_t{rows} * W, -6, 6, 11);
+  std::vector<float> y(x.size(), -1.f);
+  CHECK(a.tune(tj::TuneKey{{"rows", rows}}, grid_for(rows), x.data(), y.data(), rows).tuned);
+  CHECK(std::filesystem::exists(home.path / "tuned" / "autotune" / "softmax_relative.json"));
+  CHECK_FALSE(std::filesystem::exists(elsewhere.path / "tuned"));
+}

@@ -431,6 +431,74 @@ TEST_CASE("cache: global() honours TILEJIT_CACHE_DIR") {
     return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
   };
   CHECK(run_child("/tmp/tilejit-global-test", "/tmp/tilejit-global-test") == 0);
+  // Relative: against the working directory of the first call (the child starts in this one).
+  CHECK(run_child("tj-relative-cache/x/..", (fs::current_path() / "tj-relative-cache").string().c_str()) == 0);
   CHECK(run_child("off", "") == 0);
   CHECK(run_child("", "") == 0);
+}
+
+namespace {
+// Restores the working directory when a test that changes it ends (passing or not).
+struct CwdGuard {
+  fs::path saved = fs::current_path();
+  ~CwdGuard() {
+    std::error_code ec;
+    fs::current_path(saved, ec);
+  }
+};
+
+// A version-2 entry of `key`, whole and intact by the format's own rules, holding `format` and `payload`.
+std::string entry_v2(const std::string& key, const std::string& format, const std::string& payload) {
+  std::string e = std::string("TJKC\x02", 5);
+  e.push_back(static_cast<char>(key.size()));
+  e += key;
+  e.push_back(static_cast<char>(format.size()));
+  e += format;
+  for (int i = 0; i < 8; ++i) e.push_back(static_cast<char>(std::uint64_t(payload.size()) >> (8 * i)));
+  e += payload;
+  XXH128_canonical_t sum;
+  XXH128_canonicalFromHash(&sum, XXH3_128bits(e.data(), e.size()));
+  e.append(reinterpret_cast<const char*>(sum.digest), 16);
+  return e;
+}
+}  // namespace
+
+TEST_CASE("cache: a relative directory is fixed at construction; a later chdir does not move the cache") {
+  TempDir home, elsewhere;
+  CwdGuard guard;
+  fs::current_path(home.path);
+  rt::KernelCache c("rel/./cache");
+  CHECK(c.dir() == home.path / "rel" / "cache");
+  CHECK(c.dir().is_absolute());
+  fs::current_path(elsewhere.path);
+  CHECK(c.entry_path("00").parent_path() == home.path / "rel" / "cache");
+  if (!nvrtc_or_skip()) return;
+  const auto e = c.get_or_compile(request("chdir"));
+  CHECK(fs::exists(home.path / "rel" / "cache" / (e.key + ".tjkc")));
+  CHECK_FALSE(fs::exists(elsewhere.path / "rel"));
+}
+
+TEST_CASE("cache: an intact entry naming a format no compiler writes, or holding no code, is rebuilt, not served") {
+  if (!nvrtc_or_skip()) return;
+  TempDir dir;
+  const auto req = request("format");
+  rt::KernelCache c(dir.path);
+  const auto e = c.get_or_compile(req);
+  const auto path = c.entry_path(e.key);
+  const std::string good = read_file(path);
+  const std::string code(e.binary->bytes.begin(), e.binary->bytes.end());
+  for (const auto& [format, payload] : {std::pair<std::string, std::string>{"elf", code}, {"cubin\n", code}, {"cubin", ""}}) {
+    CAPTURE(format);
+    CAPTURE(payload.size());
+    write_file(path, entry_v2(e.key, format, payload));
+    rt::KernelCache fresh(dir.path);
+    const auto f = fresh.get_or_compile(req);
+    CHECK(f.source == Source::compiled);
+    CHECK(fresh.stats().corrupt_rebuilt == 1);
+    CHECK(f.binary->format == "cubin");
+    CHECK(read_file(path) == good);
+  }
+  write_file(path, entry_v2(e.key, "cubin", code));  // the same builder, a format the compiler writes: served
+  rt::KernelCache fresh(dir.path);
+  CHECK(fresh.get_or_compile(req).source == Source::disk);
 }

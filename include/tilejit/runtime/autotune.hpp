@@ -213,7 +213,8 @@ auto make_candidate(Config c, F f) {
 
 struct TuneOptions {
   std::optional<Device> device;                 ///< default: Device::best()
-  std::optional<std::filesystem::path> cache_dir;  ///< unset: the kernel cache's dir; empty path: no persistence
+  std::optional<std::filesystem::path> cache_dir;  ///< unset: the kernel cache's dir; empty path: no persistence;
+                                                   ///< relative: made absolute when the Autotuner is built
   int warmup = 3;                               ///< untimed launches before timing
   int reps = 10;                                ///< timed launches at most; the score is their median
   double budget_ms = 100;                       ///< reps are cut so one candidate's timing takes about this long

@@ -42,9 +42,12 @@ class KernelCache {
 
   /// `dir` empty: memory only. The directory is created on first write;
   /// an unwritable directory degrades to memory-only with a warning on stderr.
+  /// A relative `dir` is made absolute against the working directory here, once,
+  /// so a later chdir does not move the cache.
   explicit KernelCache(std::filesystem::path dir);
 
-  /// The process-wide cache: $TILEJIT_CACHE_DIR, else $HOME/.cache/tilejit;
+  /// The process-wide cache: $TILEJIT_CACHE_DIR (relative: against the working
+  /// directory of the first call), else $HOME/.cache/tilejit;
   /// TILEJIT_CACHE_DIR="" or "off" disables the disk level. The environment
   /// is read once, at the first call.
   static KernelCache& global();
