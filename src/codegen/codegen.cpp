@@ -2011,9 +2011,20 @@ class Emitter {
   }
 
   /// `x` (a register of type `from`) converted to `to`'s register type.
+  /// Casts to a float round once (nearest even): to f64 and f32 by the conversion itself; to the 16- and 8-bit
+  /// formats, whose registers are floats, from f64 and from integers of more than 24 bits by round-to-odd to float
+  /// first (tj_*_to_f32_odd: nearest float, then nearest f16, could round twice; core/dtype.hpp to_f32_odd).
   static std::string cast_expr(const ir::Type& from, const ir::Type& to, const std::string& x) {
     if (to.dtype == DType::i1) return "(" + x + " != 0)";
-    if (is_float(to.dtype)) return rounded(to, "(float)(" + x + ")");
+    if (to.dtype == DType::f64) return "(double)(" + x + ")";
+    if (to.dtype == DType::f32) return "(float)(" + x + ")";
+    if (is_float(to.dtype)) {
+      if (from.dtype == DType::f64) return rounded(to, "tj_f64_to_f32_odd(" + x + ")");
+      if (from.dtype == DType::i64) return rounded(to, "tj_i64_to_f32_odd((long long)(" + x + "))");
+      if (from.dtype == DType::u64) return rounded(to, "tj_u64_to_f32_odd((unsigned long long)(" + x + "))");
+      if (from.dtype == DType::i32 || from.dtype == DType::u32) return rounded(to, "tj_f64_to_f32_odd((double)(" + x + "))");
+      return rounded(to, "(float)(" + x + ")");
+    }
     if (is_float(from.dtype) || from.dtype != to.dtype) return "(" + reg_type(to) + ")(" + x + ")";
     return x;
   }

@@ -379,6 +379,33 @@ static __device__ __forceinline__ float tj_f16x2_lo(unsigned w) { return tj_f16_
 static __device__ __forceinline__ float tj_f16x2_hi(unsigned w) { return tj_f16_to_f32((tj_f16)(w >> 16)); }
 static __device__ __forceinline__ float tj_round_f16(float f) { return tj_f16_to_f32(tj_f32_to_f16(f)); }
 static __device__ __forceinline__ float tj_round_bf16(float f) { return tj_bf16_to_f32(tj_f32_to_bf16(f)); }
+// Round-to-odd to float (truncate toward zero; if anything was lost, set the last mantissa bit): rounding that to
+// f16, bf16 or f8 by nearest even is the correctly rounded cast of the f64 / 64-bit integer itself (Boldo and
+// Melquiond, IEEE TC 2008); casts of f64 and wide integers to those formats go through these (core/dtype.hpp).
+static __device__ __forceinline__ float tj_f64_to_f32_odd(double v) {
+  const float f = (float)v;
+  const double back = (double)f;
+  if (back == v || v != v) return f;
+  const unsigned u = tj_as_u32(f) - ((v > 0 ? back > v : back < v) ? 1u : 0u);
+  return tj_as_f32(u | 1u);
+}
+static __device__ __forceinline__ float tj_u64_to_f32_odd(unsigned long long m) {
+  unsigned long long t = m >> 24;  // drop = bit length of t: the bits below m's top 24
+  int drop = 0;
+  if (t >> 32) { t >>= 32; drop += 32; }
+  if (t >> 16) { t >>= 16; drop += 16; }
+  if (t >> 8) { t >>= 8; drop += 8; }
+  if (t >> 4) { t >>= 4; drop += 4; }
+  if (t >> 2) { t >>= 2; drop += 2; }
+  if (t >> 1) { t >>= 1; drop += 1; }
+  drop += (int)t;
+  const unsigned long long sticky = drop && (m << (64 - drop)) != 0ull;
+  return (float)(((m >> drop) | sticky) << drop);
+}
+static __device__ __forceinline__ float tj_i64_to_f32_odd(long long v) {
+  const float m = tj_u64_to_f32_odd(v < 0 ? 0ull - (unsigned long long)v : (unsigned long long)v);
+  return v < 0 ? -m : m;
+}
 static __device__ __forceinline__ float tj_exp(float x) { return __expf(x); }
 static __device__ __forceinline__ float tj_log(float x) { return logf(x); }
 static __device__ __forceinline__ float tj_sqrt(float x) { return sqrtf(x); }

@@ -516,9 +516,12 @@ class Program {
       case Op::cast: {
         const ir::Type& ft = type_of_arg(0);
         if (fl) {
-          if (holds_float(ft)) put_f([&](int e) { return a(0).f[e]; });
-          else if (ft.dtype == DType::u64) put_f([&](int e) { return static_cast<double>(static_cast<std::uint64_t>(a(0).i[e])); });
-          else put_f([&](int e) { return static_cast<double>(a(0).i[e]); });
+          // One rounding, as the generated code does (codegen cast_expr): from f64 to the 16- and 8-bit formats
+          // by round-to-odd to float first; integers straight to f32 / f64 (an i64 through double rounded twice).
+          const DType to = n.type.dtype;
+          if (ft.dtype == DType::f64) put_f([&](int e) { return narrow_float(to, a(0).f[e]); });
+          else if (holds_float(ft)) put_f([&](int e) { return a(0).f[e]; });
+          else put_f([&](int e) { return int_to_float(to, a(0).i[e], ft.dtype == DType::u64); });
         } else {
           if (holds_float(ft)) put_i([&](int e) {
             double v = a(0).f[e];

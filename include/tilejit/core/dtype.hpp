@@ -172,6 +172,33 @@ struct fp8 {
 using f8e4m3 = fp8<4, 3>;  ///< DType::f8e4nv
 using f8e5m2 = fp8<5, 2>;  ///< DType::f8e5
 
+/// `v` rounded to float by round-to-odd: truncated toward zero, then, when that lost anything, the last mantissa bit
+/// set. Rounding this to a format of at most 22 significant bits (f16, bf16, f8) by nearest-even gives the
+/// correctly rounded result of `v` itself, where rounding `v` to nearest float first can round twice (Boldo and
+/// Melquiond, "Emulation of FMA and correctly rounded sums: proved algorithms using rounding to odd", IEEE TC 2008).
+/// The generated kernels' prelude has the same functions (tj_f64_to_f32_odd, tj_u64_to_f32_odd, tj_i64_to_f32_odd).
+inline float to_f32_odd(double v) {
+  const float f = static_cast<float>(v);
+  const double back = static_cast<double>(f);
+  if (back == v || v != v) return f;
+  std::uint32_t u = std::bit_cast<std::uint32_t>(f);
+  if (v > 0 ? back > v : back < v) --u;  // nearest was away from zero: one step toward it is the truncation
+  return std::bit_cast<float>(u | 1u);
+}
+inline float to_f32_odd(std::uint64_t m) {
+  const int drop = m >> 24 ? 64 - 24 - std::countl_zero(m) : 0;  // bits below the top 24
+  const std::uint64_t top = m >> drop, sticky = drop && (m << (64 - drop)) != 0;
+  return static_cast<float>((top | sticky) << drop);  // at most 24 significant bits: exact
+}
+inline float to_f32_odd(std::int64_t v) {
+  const float m = to_f32_odd(v < 0 ? std::uint64_t{0} - static_cast<std::uint64_t>(v) : static_cast<std::uint64_t>(v));
+  return v < 0 ? -m : m;
+}
+
+/// An integer converted to float type `t` with one rounding (nearest even), as a double: C++'s own conversion for
+/// f32 and f64, round-to-odd to float first for the narrower formats. `is_unsigned`: `v` holds a u64's bits.
+inline double int_to_float(DType t, std::int64_t v, bool is_unsigned);
+
 /// Round a float to the precision of `t` and back (used by the interpreter so
 /// that its results carry the rounding of the real storage type).
 inline double round_to(DType t, double v) {
@@ -183,6 +210,22 @@ inline double round_to(DType t, double v) {
     case DType::f8e5: return f8e5m2::to_float(f8e5m2::from_float(static_cast<float>(v)));
     default: return v;
   }
+}
+
+inline double int_to_float(DType t, std::int64_t v, bool is_unsigned) {
+  const auto u = static_cast<std::uint64_t>(v);
+  switch (t) {
+    case DType::f64: return is_unsigned ? static_cast<double>(u) : static_cast<double>(v);
+    case DType::f32: return is_unsigned ? static_cast<float>(u) : static_cast<float>(v);
+    default: return round_to(t, is_unsigned ? to_f32_odd(u) : to_f32_odd(v));
+  }
+}
+
+/// A double converted to float type `t` with one rounding: round_to's float step by round-to-odd for the formats
+/// narrower than f32 (round_to itself rounds to float first, as the kernels' arithmetic in f32 does).
+inline double narrow_float(DType t, double v) {
+  if (t == DType::f64 || t == DType::f32) return round_to(t, v);
+  return round_to(t, static_cast<double>(to_f32_odd(v)));
 }
 
 template <class T> struct dtype_of;  // C++ element type -> DType

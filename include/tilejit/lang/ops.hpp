@@ -425,8 +425,10 @@ auto where(const C& cond, const A& a0, const B& b0) {
   return lang::make_tile_t<EA, S>(lang::record(n));
 }
 
-/// Convert the element type (round to nearest even for narrowing floats,
-/// truncation toward zero for float -> int).
+/// Convert the element type (round to nearest even, once, for casts to a float
+/// type that cannot hold every value: f64 or a 64-bit integer to f32, and f64
+/// or an integer wider than 24 bits to f16 / bf16 / f8 through round-to-odd;
+/// truncation toward zero for float -> int; f8 saturates to its largest finite value).
 template <class U, lang::TileArg X>
 auto cast(const X& x0) {
   auto x = lang::tile_of(x0);
