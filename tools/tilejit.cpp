@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
   ls->add_option("--wrap", show.options.wrap, "1-D layouts: elements per grid row")
       ->check(CLI::Range(1, 1 << 20));
   ls->add_flag("--all-owners", show.options.all_owners,
-               "list every owner of a replicated element instead of +k");
+               "list the owners of a replicated element (the first 8 a cell, then |+k) instead of +k");
   tilejit::tools::ProfViewArgs pview;
   tilejit::tools::ProfHtmlArgs phtml;
   auto* prof = app.add_subcommand("prof", "read the hatchet profiles the profiler writes (docs/profiler.md)");
