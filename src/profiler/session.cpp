@@ -81,14 +81,35 @@ struct ThreadState {
   NameId op_name = 0;
   MetricSlot op_slots[2];
   int op_n = 0;
+  // Made after this thread's thread_local destructors began (a Scope in one of them): never destroyed, so its
+  // Locals are marked gone when made.
+  bool posthumous = false;
   ~ThreadState() {
     for (auto& l : known) l->thread_gone.store(true);
   }
 };
 
+// The thread's state lives on the heap behind a trivially destructible pointer, deleted by a thread_local reaper at
+// thread exit. A Scope in another thread_local's destructor that runs after the reaper then gets a fresh state
+// instead of a destroyed one (a thread_local ThreadState was used after its destructor: SIGSEGV).
+thread_local ThreadState* t_state = nullptr;
+thread_local bool t_reaped = false;
+struct Reaper {
+  ~Reaper() {
+    ThreadState* p = t_state;
+    t_state = nullptr;
+    t_reaped = true;
+    delete p;
+  }
+};
+thread_local Reaper t_reaper;
+
 ThreadState& tls() {
-  thread_local ThreadState ts;
-  return ts;
+  if (t_state) return *t_state;
+  t_state = new ThreadState;
+  if (t_reaped) t_state->posthumous = true;
+  else (void)&t_reaper;  // its first use in this thread: destroyed at the thread's exit
+  return *t_state;
 }
 
 void refresh(ThreadState& ts) {
@@ -103,6 +124,7 @@ void refresh(ThreadState& ts) {
     auto l = std::make_shared<Local>();
     l->session = s.get();
     l->data.thread = ts.index;
+    if (ts.posthumous) l->thread_gone.store(true);
     {
       std::lock_guard lg(s->locals_mu);
       s->locals.push_back(l);
@@ -225,8 +247,10 @@ std::shared_ptr<PhaseData> collect(Session& s, bool late = false) {
     l.data = ThreadPhase{};
     l.data.thread = old.thread;
     Tree& t = l.data.tree;
+    // As sync_path built them: frames past kMaxScopeDepth share the deepest node (a child per frame here made every
+    // phase after the first as deep as the leak, and a writer's recursion overflowed the stack).
     for (std::size_t i = 0; i < l.path.size(); ++i)
-      l.path[i] = t.child(i == 0 ? 0 : l.path[i - 1], old.tree.nodes[l.path[i]].name);
+      l.path[i] = i >= kMaxScopeDepth ? l.path[i - 1] : t.child(i == 0 ? 0 : l.path[i - 1], old.tree.nodes[l.path[i]].name);
     if (std::uint32_t op = l.op_node.load(std::memory_order_relaxed); op != kNoNode) {
       const std::uint32_t moved_op = t.copy_path(old.tree, op);
       // Fails when the launch has just ended (launch_exit clears it unlocked): it stays closed.
@@ -1178,11 +1202,20 @@ FinalizeReport finalize(SessionId id) {
     lk.lock();
   }
   if (s->kernel_records) {
+    // Apart: a flush that throws must not skip stop() (CUPTI's unsubscribe and detach).
     try {
       s->backend->flush();
+    } catch (const std::exception& e) {
+      warn("finalize: backend of session '{}' failed to flush (its last records are lost): {}", s->name, e.what());
+    } catch (...) {
+      warn("finalize: backend of session '{}' failed to flush (its last records are lost): an exception that is not a std::exception", s->name);
+    }
+    try {
       s->backend->stop();
     } catch (const std::exception& e) {
       warn("finalize: backend of session '{}' failed to stop: {}", s->name, e.what());
+    } catch (...) {
+      warn("finalize: backend of session '{}' failed to stop: an exception that is not a std::exception", s->name);
     }
   }
 
@@ -1287,19 +1320,19 @@ void finalize_all() {
 
 Name::Name(std::string_view text) : id_(intern(text)) {}
 
-Scope::Scope(std::string_view name) noexcept : depth_(static_cast<std::uint32_t>(tls().stack.size())) {
+Scope::Scope(std::string_view name) noexcept : depth_(static_cast<std::uint32_t>(tls().stack.size())), thread_(t_state->index) {
   try {
     enter(intern(name));
   } catch (...) {
   }
 }
 
-Scope::Scope(Name name) noexcept : depth_(static_cast<std::uint32_t>(tls().stack.size())) {
+Scope::Scope(Name name) noexcept : depth_(static_cast<std::uint32_t>(tls().stack.size())), thread_(t_state->index) {
   enter(name.id());
 }
 
 Scope::Scope(std::string_view name, std::initializer_list<Metric> metrics)
-    : depth_(static_cast<std::uint32_t>(tls().stack.size())) {
+    : depth_(static_cast<std::uint32_t>(tls().stack.size())), thread_(t_state->index) {
   std::vector<MetricSlot> slots;
   slots.reserve(metrics.size());
   for (const auto& m : metrics) slots.push_back(slot_of(m));  // may throw: not entered
@@ -1307,7 +1340,17 @@ Scope::Scope(std::string_view name, std::initializer_list<Metric> metrics)
   add_slots(slots.data(), slots.size());
 }
 
-Scope::~Scope() { exit_to(depth_); }
+Scope::~Scope() {
+  if (t_state && t_state->index == thread_) {
+    exit_to(depth_);
+    return;
+  }
+  // Another thread: unwinding its stack to depth_ would end that thread's own, unrelated scopes.
+  static std::atomic<bool> said{false};
+  if (!said.exchange(true))
+    std::fprintf(stderr, "[tilejit.profiler] a Scope was destroyed on another thread than the one that entered it: it "
+                         "ends nothing there; it stays open on its own thread (said once)\n");
+}
 
 void enter_scope(std::string_view name) noexcept {
   try {

@@ -350,12 +350,13 @@ bool holds_invalid_utf8(const json& j) {
   }
   return false;
 }
-/// j with every string and key passed through utf8_escape_invalid.
+/// j with every string and key passed through utf8_escape_invalid, backslashes included (one-to-one: the raw byte
+/// 0xff and a name holding the text \xff stay distinct).
 json escape_invalid_utf8(const json& j) {
-  if (j.is_string()) return utf8_escape_invalid(j.get_ref<const std::string&>());
+  if (j.is_string()) return utf8_escape_invalid(j.get_ref<const std::string&>(), /*escape_backslash=*/true);
   if (j.is_object()) {
     json out = json::object();
-    for (auto it = j.begin(); it != j.end(); ++it) out[utf8_escape_invalid(it.key())] = escape_invalid_utf8(it.value());
+    for (auto it = j.begin(); it != j.end(); ++it) out[utf8_escape_invalid(it.key(), /*escape_backslash=*/true)] = escape_invalid_utf8(it.value());
     return out;
   }
   if (j.is_array()) {
@@ -368,7 +369,7 @@ json escape_invalid_utf8(const json& j) {
 }  // namespace
 
 /// JSON text. A name that is not UTF-8 (scope names may hold any bytes) is written with each stray byte as the text
-/// \xHH, so distinct names stay distinct nodes (nlohmann's replacement character merged "a\xff" and "a\xfe") and
+/// \xHH (and then, in that whole file, each backslash as \x5c), so distinct names stay distinct nodes (nlohmann's replacement character merged "a\xff" and "a\xfe") and
 /// the file stays valid JSON. MessagePack (encode) keeps the bytes as they are.
 std::string dump(const json& j) {
   if (holds_invalid_utf8(j)) return escape_invalid_utf8(j).dump(-1, ' ', false, json::error_handler_t::replace);

@@ -2,6 +2,7 @@
 // navigation, and MockBackend — a test double of a GPU activity source that
 // delivers the kernel records a test queues, on flush.
 #pragma once
+#include <stdexcept>
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -116,6 +117,7 @@ class MockBackend final : public tp::Backend {
     latest() = this;
   }
   void flush() override {
+    if (throw_on_flush) throw std::runtime_error("flush boom");
     std::lock_guard g(mu_);
     for (const auto& r : queued_) sink_->kernel(r);
     queued_.clear();
@@ -146,6 +148,7 @@ class MockBackend final : public tp::Backend {
   int flushes = 0;
   std::vector<std::thread::id> flush_threads;  // where each flush ran
   bool stopped = false;
+  bool throw_on_flush = false;  // flush() throws (a backend failing at the end)
 
   /// The most recently started MockBackend.
   static MockBackend*& latest() {

@@ -485,3 +485,140 @@ TEST_CASE("profiler writers: NaN and infinite metrics are null in hatchet JSON a
   CHECK(std::isinf(Am["metrics"]["inf_m"].get<double>()));
   tp::finalize(s);
 }
+
+TEST_CASE("profiler scopes: the depth cap holds in every phase, not only the first") {
+  // A break-it pass: advance_phase rebuilt each open frame as a child of the one above, so a leak past 4096 made the
+  // next phase as deep as the leak (300,000 levels: a writer's recursion overflowed the stack, SIGSEGV).
+  auto dir = prof_test::temp_dir("deep_phases");
+  auto s = tp::start((dir / "deep").string());
+  for (int i = 0; i < 6000; ++i) tp::enter_scope("deep");
+  tp::advance_phase(s);
+  tp::add_metric({"deep_after", 1});
+  const auto text = tp::get(s, tp::current_phase(s));
+  REQUIRE(text.has_value());
+  const json root = json::parse(*text)[0];
+  int depth = 0;
+  const json* n = &root;
+  while (!n->at("children").empty()) {
+    n = &n->at("children")[0];
+    ++depth;
+  }
+  CHECK(depth == 4096);
+  CHECK(n->at("metrics").value("deep_after", 0) == 1);
+  for (int i = 0; i < 6000; ++i) tp::exit_scope();
+  tp::finalize(s);
+}
+
+namespace {
+struct ScopeAtThreadExit {
+  ~ScopeAtThreadExit() {
+    tp::Scope x("at_thread_exit");
+    tp::add_metric({"late_n", 1});
+  }
+};
+}  // namespace
+
+TEST_CASE("profiler scope: a Scope in a thread_local destructor is recorded, after the thread's own state is gone") {
+  // A break-it pass: the thread's profiler state was a thread_local destroyed before this one: SIGSEGV.
+  auto dir = temp_dir("tls_exit");
+  auto s = tp::start((dir / "tls").string());
+  for (int t = 0; t < 4; ++t)
+    std::thread([] {
+      thread_local ScopeAtThreadExit guard;  // constructed before the profiler's state: destroyed after it
+      (void)&guard;
+      tp::Scope body("body");
+    }).join();
+  const json root = json::parse(*tp::get(s, tp::current_phase(s)))[0];
+  CHECK(at(root, {"at_thread_exit"})["metrics"]["late_n"] == 4);
+  tp::finalize(s);
+}
+
+TEST_CASE("profiler metric: an unsigned value past INT64_MAX is recorded as INT64_MAX, not as a negative number") {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  auto dir = temp_dir("u64");
+  auto s = tp::start((dir / "u64").string());
+  {
+    tp::Scope a("A");
+    tp::add_metric({"u_big", std::numeric_limits<std::uint64_t>::max()});
+    tp::add_metric({"u_half", std::uint64_t{1} << 63});
+    tp::add_metric({"u_fits", std::uint64_t{kMax}});
+    tp::add_metric({"u32", std::numeric_limits<std::uint32_t>::max()});
+  }
+  const json A = at(json::parse(*tp::get(s, 0))[0], {"A"});
+  CHECK(A["metrics"]["u_big"] == kMax);
+  CHECK(A["metrics"]["u_half"] == kMax);
+  CHECK(A["metrics"]["u_fits"] == kMax);
+  CHECK(A["metrics"]["u32"] == std::int64_t{4294967295});
+  tp::finalize(s);
+}
+
+TEST_CASE("profiler session: a backend whose flush throws at finalize is still stopped") {
+  // A break-it pass: flush and stop shared one try, so CUPTI's unsubscribe and detach were skipped.
+  register_mock();
+  auto dir = temp_dir("flush_throws");
+  auto s = tp::start((dir / "ft").string(), {.backend = "mock"});
+  REQUIRE(MockBackend::latest() != nullptr);
+  MockBackend::latest()->throw_on_flush = true;
+  const int before = MockBackend::stops();
+  StderrCapture err;
+  const auto rep = tp::finalize(s);
+  const std::string text = err.text();
+  CHECK(MockBackend::stops() == before + 1);
+  CHECK(text.find("failed to flush (its last records are lost): flush boom") != std::string::npos);
+  CHECK(rep.files.size() == 1);
+}
+
+TEST_CASE("profiler writers: a stray byte and the text \\xHH stay distinct names (backslashes as \\x5c)") {
+  // A break-it pass: "a\xff" (a byte) and "a\\xff" (text) were both written a\xff: two sibling nodes of one name, and
+  // metrics named so collapsed into one key, losing a value.
+  auto dir = temp_dir("utf8_inj");
+  for (const std::string fmt : {"hatchet", "chrome_trace"}) {
+    CAPTURE(fmt);
+    auto s = tp::start((dir / ("i_" + fmt)).string(), {.format = fmt});
+    {
+      tp::Scope a(std::string("a\xff"));
+      tp::add_metric({std::string("q\xfe"), 5});
+      tp::add_metric({"q\\xfe", 7});
+    }
+    { tp::Scope b("a\\xff"); }
+    const auto rep = tp::finalize(s);
+    REQUIRE(rep.files.size() == 1);
+    const std::string bytes = read_file(rep.files[0]);
+    CHECK(tilejit::utf8_valid(bytes));
+    const json doc = json::parse(bytes);
+    std::vector<std::string> names;
+    if (fmt == "hatchet") {
+      names = child_names(doc[0]);
+      const json& a = at(doc[0], {"a\\xff"});
+      CHECK(a["metrics"]["q\\xfe"] == 5);
+      CHECK(a["metrics"]["q\\x5cxfe"] == 7);
+    } else {
+      for (const json& e : doc["traceEvents"])
+        if (e.value("cat", "") == "scope") names.push_back(e["name"]);
+    }
+    std::sort(names.begin(), names.end());
+    CHECK(names == std::vector<std::string>{"a\\x5cxff", "a\\xff"});
+  }
+}
+
+TEST_CASE("profiler scope: a Scope destroyed on another thread ends nothing there") {
+  // A break-it pass: the destructor unwound the destroying thread's stack to the Scope's depth, silently ending that
+  // thread's own scopes (a coroutine resumed on a pool thread).
+  auto dir = temp_dir("cross_thread");
+  auto s = tp::start((dir / "x").string());
+  std::unique_ptr<tp::Scope> from_t1;
+  std::thread([&] { from_t1 = std::make_unique<tp::Scope>("from_t1"); }).join();
+  StderrCapture err;
+  std::thread([&] {
+    tp::Scope outer("t2outer");
+    tp::Scope inner("t2inner");
+    from_t1.reset();
+    tp::add_metric({"t2_n", 1});
+  }).join();
+  const std::string text = err.text();
+  const json root = json::parse(*tp::get(s, tp::current_phase(s)))[0];
+  CHECK(at(root, {"t2outer", "t2inner"})["metrics"]["t2_n"] == 1);
+  CHECK(root["metrics"].value("t2_n", 0) == 0);
+  CHECK(text.find("destroyed on another thread") != std::string::npos);
+  tp::finalize(s);
+}

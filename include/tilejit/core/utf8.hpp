@@ -45,13 +45,15 @@ inline bool utf8_valid(std::string_view s) noexcept {
 }
 
 /// s with each byte outside a well-formed sequence written as the four characters \xHH (lower-case hex); the
-/// well-formed text unchanged. Distinct byte strings stay distinct unless one already holds the text \xHH.
-inline std::string utf8_escape_invalid(std::string_view s) {
+/// well-formed text unchanged. With `escape_backslash`, each backslash is written \x5c too, which makes the
+/// escaping one-to-one (without it, the raw byte 0xff and the text \xff both come out as \xff); the profile
+/// writers set it for every string of a file that holds any stray byte.
+inline std::string utf8_escape_invalid(std::string_view s, bool escape_backslash = false) {
   std::string out;
   out.reserve(s.size());
   for (std::size_t i = 0; i < s.size();) {
     const std::size_t n = utf8_sequence(s, i);
-    if (n == 0) {
+    if (n == 0 || (escape_backslash && s[i] == '\\')) {
       out += fmt::format("\\x{:02x}", static_cast<unsigned char>(s[i]));
       ++i;
     } else {

@@ -24,7 +24,9 @@
 #pragma once
 #include <concepts>
 #include <cstdint>
+#include <limits>
 #include <string>
+#include <type_traits>
 #include <string_view>
 #include <variant>
 
@@ -62,10 +64,19 @@ struct Metric {
   Metric(std::string_view n, double v, MetricKind k = MetricKind::inclusive)
       : name(n), value(v), kind(k) {}
   /// Any other integer type is an int64 metric (so {"n", 1} is int64, {"x", 1.0} double).
+  /// Any other integer; an unsigned value past INT64_MAX is recorded as INT64_MAX (saturated, as totals are; a
+  /// cast would have made it negative).
   template <std::integral I>
     requires(!std::same_as<I, std::int64_t> && !std::same_as<I, bool>)
   Metric(std::string_view n, I v, MetricKind k = MetricKind::inclusive)
-      : name(n), value(static_cast<std::int64_t>(v)), kind(k) {}
+      : name(n), value(saturated(v)), kind(k) {}
+
+  template <std::integral I>
+  static std::int64_t saturated(I v) {
+    if constexpr (std::is_unsigned_v<I> && sizeof(I) >= sizeof(std::int64_t))
+      if (v > static_cast<I>(std::numeric_limits<std::int64_t>::max())) return std::numeric_limits<std::int64_t>::max();
+    return static_cast<std::int64_t>(v);
+  }
 
   MetricType type() const {
     return value.index() == 0 ? MetricType::int64 : MetricType::float64;

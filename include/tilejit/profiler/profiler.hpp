@@ -138,7 +138,10 @@ class Name {
 };
 
 /// RAII scope on the calling thread. Nests; scopes with the same path on any
-/// thread share one node. Metrics given here are added on entry.
+/// thread share one node. Metrics given here are added on entry. Destroyed on
+/// another thread than the one that made it (a coroutine resumed elsewhere), it
+/// ends nothing there (said once on stderr): its own thread's scopes unwind past
+/// it, or finalize reports it open.
 class Scope {
  public:
   explicit Scope(std::string_view name) noexcept;
@@ -151,6 +154,7 @@ class Scope {
 
  private:
   std::uint32_t depth_;  // stack depth before entry; exit unwinds to it
+  std::uint32_t thread_;  // the entering thread's lane (never reused): only that thread unwinds it
 };
 
 /// Open a scope on the calling thread (Proton's enter_scope).
