@@ -12,6 +12,19 @@
 using namespace prof_test;
 namespace tp = tilejit::profiler;
 
+namespace {
+/// The depth of the chain of first children under `root`, and its last node.
+std::pair<int, const json*> first_chain(const json& root) {
+  int depth = 0;
+  const json* n = &root;
+  while (!n->at("children").empty()) {
+    n = &n->at("children")[0];
+    ++depth;
+  }
+  return {depth, n};
+}
+}  // namespace
+
 TEST_CASE("profiler scopes: nesting deeper than 4096 is recorded in the 4096th scope, and the file stays readable") {
   // Review finding: 50,000 nested scopes (an exit_scope missing in a loop) overflowed the stack of the writer.
   auto dir = prof_test::temp_dir("deep");
@@ -22,12 +35,7 @@ TEST_CASE("profiler scopes: nesting deeper than 4096 is recorded in the 4096th s
   const auto text = tp::get(s, tp::current_phase(s));
   REQUIRE(text.has_value());
   const json root = json::parse(*text)[0];
-  int depth = 0;
-  const json* n = &root;
-  while (!n->at("children").empty()) {
-    n = &n->at("children")[0];
-    ++depth;
-  }
+  const auto [depth, n] = first_chain(root);
   CHECK(depth == 4096);
   CHECK(n->at("metrics").value("deep_n", 0) == 1);
   CHECK(root["metrics"].value("deep_n (inc)", 0) == 1);
@@ -497,12 +505,7 @@ TEST_CASE("profiler scopes: the depth cap holds in every phase, not only the fir
   const auto text = tp::get(s, tp::current_phase(s));
   REQUIRE(text.has_value());
   const json root = json::parse(*text)[0];
-  int depth = 0;
-  const json* n = &root;
-  while (!n->at("children").empty()) {
-    n = &n->at("children")[0];
-    ++depth;
-  }
+  const auto [depth, n] = first_chain(root);
   CHECK(depth == 4096);
   CHECK(n->at("metrics").value("deep_after", 0) == 1);
   for (int i = 0; i < 6000; ++i) tp::exit_scope();
